@@ -1,0 +1,46 @@
+# Lifeboat: the two commands of the README, and the tools around them.
+# Everything the tests need is installed by this file into .venv (Python 3.11+).
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+DEMO_AT ?= 2026-12-01T14:05:00Z
+
+.PHONY: demo test lint typecheck follow clean
+
+include sam.mk
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# Stamp files: reinstall only when pyproject.toml changes.
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@ $(VENV)/.installed
+
+## demo: replay every sample event against the sample cluster, one line per decision
+demo: $(VENV)/.installed
+	$(BIN)/lifeboat replay $(sort $(wildcard events/*.json)) --cluster events/cluster.yaml --at $(DEMO_AT)
+
+## follow: the same, following deferred work through time until nothing is pending
+follow: $(VENV)/.installed
+	$(BIN)/lifeboat replay $(sort $(wildcard events/*.json)) --cluster events/cluster.yaml --at $(DEMO_AT) --follow
+
+## test: lint, type-check, and the whole test suite (what .ci/run runs)
+test: $(VENV)/.installed-dev lint typecheck
+	$(BIN)/python -m pytest -q -n auto
+
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(VENV)/.installed-dev
+	$(BIN)/mypy layers/lifeboat/lifeboat local/lifeboat_local functions/interruption
+
+clean:
+	rm -rf $(VENV) .sam-venv .aws-sam .mypy_cache .ruff_cache .pytest_cache .hypothesis

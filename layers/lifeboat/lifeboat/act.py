@@ -1,0 +1,208 @@
+"""Carry out a decision on the cluster. Every step is idempotent, so a redelivered message or
+a retry after a crash between two steps never does anything twice.
+
+Order matters: the taint and cordon go first (one patch), because that is what keeps new
+pods off a node that is about to go; then the replacement claim, then the old claim's
+deletion (Karpenter drains and terminates) or, with no Karpenter, the drain.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from lifeboat import nodes
+from lifeboat.decide import Decision, Step
+from lifeboat.events.notice import LifecycleHook, Notice
+from lifeboat.kube import Conflict, Eviction, KubeApi, KubeError
+from lifeboat.replacement import replacement_nodeclaim
+from lifeboat.settings import Settings
+from lifeboat.target import Target
+
+Obj = Mapping[str, Any]
+Action = dict[str, Any]
+
+# A JSON patch whose ``test`` fails is answered 422 by the API server; a stale
+# resourceVersion 409. Both mean "re-read the node and try again".
+PATCH_ATTEMPTS = 3
+
+
+class LifecycleActions(Protocol):
+    """The Auto Scaling calls of a lifecycle hook (a seam: moto does not implement them)."""
+
+    def complete(self, hook: LifecycleHook, result: str = "CONTINUE") -> None: ...
+
+    def heartbeat(self, hook: LifecycleHook) -> None: ...
+
+
+@dataclass
+class Outcome:
+    """What act did: the contract's ``actions`` list, plus what is left for later."""
+
+    actions: list[Action] = field(default_factory=list)
+    replacement: str | None = None
+    pods_remaining: int = 0
+
+
+class Actor:
+    def __init__(
+        self,
+        kube: KubeApi,
+        settings: Settings,
+        lifecycle: LifecycleActions | None,
+        *,
+        clock: Callable[[], datetime],
+        sleep: Callable[[float], None] = time.sleep,
+        drain_patience: float = 0.0,
+    ) -> None:
+        self._kube = kube
+        self._settings = settings
+        self._lifecycle = lifecycle
+        self._clock = clock
+        self._sleep = sleep
+        # How long one invocation keeps retrying PDB-blocked evictions before it hands the
+        # rest of the drain to a later wake-up (never sleep out a deadline in a Lambda).
+        self._drain_patience = drain_patience
+
+    def carry_out(self, notice: Notice, target: Target, decision: Decision) -> Outcome:
+        outcome = Outcome()
+        dry = self._settings.dry_run
+        for step in decision.steps:
+            if step is Step.TAINT_AND_CORDON:
+                outcome.actions += self._taint(notice, target, "cordon", dry)
+            elif step is Step.MARK_PENDING:
+                outcome.actions += self._taint(notice, target, "prefer", dry)
+            elif step is Step.CREATE_REPLACEMENT:
+                outcome.replacement = self._replace(notice, target, outcome, dry)
+            elif step is Step.DELETE_NODECLAIM:
+                outcome.actions += self._delete_claim(target, dry)
+            elif step is Step.DRAIN:
+                self._drain(notice, target, outcome, dry)
+            elif step is Step.COMPLETE_LIFECYCLE and outcome.pods_remaining == 0:
+                outcome.actions += self._complete_lifecycle(notice, dry)
+        return outcome
+
+    # -- taint and cordon ------------------------------------------------------------------
+
+    def _taint(self, notice: Notice, target: Target, mode: str, dry: bool) -> list[Action]:
+        assert target.node is not None
+        key = nodes.taint_key(notice.kind)
+        effect = self._settings.taint_effect if mode == "cordon" else "PreferNoSchedule"
+        cordon = mode == "cordon"
+        actions: list[Action] = [{"type": "taint", "key": key, "effect": effect}]
+        if cordon:
+            actions.append({"type": "cordon"})
+        if dry:
+            return actions
+        node = target.node
+        for attempt in range(PATCH_ATTEMPTS):
+            operations = taint_operations(node, key, effect, cordon)
+            if not operations:
+                return actions
+            try:
+                self._kube.patch_node(nodes.name_of(node), operations)
+                return actions
+            except KubeError as error:
+                if error.status not in (409, 422) or attempt == PATCH_ATTEMPTS - 1:
+                    raise
+            fresh = self._kube.get_node(nodes.name_of(node))
+            if fresh is None:
+                return []  # the node went away while we were patching: nothing to cordon
+            node = fresh
+        return actions
+
+    # -- Karpenter -------------------------------------------------------------------------
+
+    def _replace(self, notice: Notice, target: Target, outcome: Outcome, dry: bool) -> str | None:
+        assert target.node is not None
+        if target.nodeclaim is None or target.nodepool is None:
+            return None
+        if dry:
+            outcome.actions.append({"type": "create-nodeclaim", "name": None})
+            return None
+        if nodes.lifeboat_taint(target.node) is not None:
+            # We have been here before (redelivery, or a retry after a crash): a replacement
+            # may already exist. Only this path pays for the extra lookup.
+            existing = self._kube.list_nodeclaims(f"{nodes.REPLACES_LABEL}={target.nodeclaim}")
+            if existing:
+                name = nodes.name_of(existing[0])
+                outcome.actions.append({"type": "create-nodeclaim", "name": name, "existing": True})
+                return name
+        body = replacement_nodeclaim(
+            target.nodepool, target.node, target.nodeclaim, notice.dedup_key
+        )
+        created = self._kube.create_nodeclaim(dict(body))
+        name = nodes.name_of(created)
+        outcome.actions.append({"type": "create-nodeclaim", "name": name})
+        return name
+
+    def _delete_claim(self, target: Target, dry: bool) -> list[Action]:
+        if target.nodeclaim is None:
+            return []
+        if not dry:
+            try:
+                self._kube.delete_nodeclaim(target.nodeclaim, target.nodeclaim_uid)
+            except Conflict:
+                # The uid precondition failed: the name now belongs to another claim.
+                return []
+        return [{"type": "delete-nodeclaim", "name": target.nodeclaim}]
+
+    # -- drain without Karpenter -----------------------------------------------------------
+
+    def _drain(self, notice: Notice, target: Target, outcome: Outcome, dry: bool) -> None:
+        assert target.node is not None
+        node_name = nodes.name_of(target.node)
+        give_up = time.monotonic() + self._drain_patience
+        delay = 0.5
+        while True:
+            pods = nodes.evictable_pods(self._kube.list_pods_on_node(node_name))
+            blocked = 0
+            for pod in pods:
+                meta = pod["metadata"]
+                namespace, name = meta.get("namespace", "default"), meta["name"]
+                result = Eviction.EVICTED if dry else self._kube.evict_pod(namespace, name)
+                if result is Eviction.EVICTED:
+                    outcome.actions.append({"type": "evict", "pod": f"{namespace}/{name}"})
+                elif result is Eviction.BLOCKED:
+                    blocked += 1
+            outcome.pods_remaining = blocked
+            if blocked == 0 or dry or time.monotonic() >= give_up:
+                return
+            if notice.deadline is not None and self._clock() >= notice.deadline:
+                return
+            self._sleep(delay)
+            delay = min(delay * 2, 5.0)
+
+    def _complete_lifecycle(self, notice: Notice, dry: bool) -> list[Action]:
+        if notice.lifecycle is None or self._lifecycle is None:
+            return []
+        if not dry:
+            self._lifecycle.complete(notice.lifecycle, "CONTINUE")
+        return [{"type": "complete-lifecycle-action", "result": "CONTINUE"}]
+
+
+def taint_operations(node: Obj, key: str, effect: str, cordon: bool) -> list[dict[str, Any]]:
+    """The JSON patch that puts Lifeboat's taint on ``node`` and cordons it ([] if done).
+
+    ``spec.taints`` is an atomic list in the API (a patch replaces it whole), so the patch
+    tests the list it read: a concurrent writer makes it fail rather than lose its taint.
+    """
+    existing = nodes.taints(node)
+    wanted = {"key": key, "effect": effect}
+    ours = [t for t in existing if t.get("key") == key]
+    operations: list[dict[str, Any]] = []
+    if not (len(ours) == 1 and ours[0].get("effect") == effect):
+        updated = [t for t in existing if t.get("key") != key] + [wanted]
+        if "taints" in node.get("spec", {}):
+            operations.append({"op": "test", "path": "/spec/taints", "value": existing})
+            operations.append({"op": "replace", "path": "/spec/taints", "value": updated})
+        else:
+            version = node["metadata"].get("resourceVersion")
+            operations.append({"op": "test", "path": "/metadata/resourceVersion", "value": version})
+            operations.append({"op": "add", "path": "/spec/taints", "value": updated})
+    if cordon and not node.get("spec", {}).get("unschedulable"):
+        operations.append({"op": "add", "path": "/spec/unschedulable", "value": True})
+    return operations

@@ -1,0 +1,225 @@
+"""The policy: what to do about one notice for one instance. Pure: no I/O, clock passed in.
+
+Involuntary kinds (the instance goes away regardless) act at once, whatever the budgets say.
+Voluntary kinds (rebalance recommendations, scheduled maintenance) act only when the
+NodePool's disruption budgets and windows allow it and nothing is marked do-not-disrupt;
+otherwise they wait, and scheduled maintenance is forced ``scheduled_change_lead`` before
+AWS's own start time, because waiting longer would let AWS take the node unprepared.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+
+from lifeboat import nodes
+from lifeboat.budgets import allowed_disruptions, next_allowed_at
+from lifeboat.events.notice import Kind, Notice
+from lifeboat.settings import Settings
+from lifeboat.target import Target
+
+# How long a deferral with no known end (waiting for capacity to free) sleeps between looks.
+RECHECK_INTERVAL = timedelta(minutes=5)
+# How far ahead to look for a budget window when a notice has no deadline (rebalance).
+WINDOW_HORIZON = timedelta(days=7)
+
+
+class Verdict(StrEnum):
+    ACT = "acted"
+    DEFER = "deferred"
+    IGNORE = "ignored"
+
+
+class Step(StrEnum):
+    """What ``act`` does, in this order."""
+
+    TAINT_AND_CORDON = "taint-and-cordon"  # one patch: NoSchedule-ish taint + unschedulable
+    MARK_PENDING = "mark-pending"  # PreferNoSchedule taint while a voluntary action waits
+    CREATE_REPLACEMENT = "create-nodeclaim"
+    DELETE_NODECLAIM = "delete-nodeclaim"  # Karpenter drains (honouring PDBs) and terminates
+    DRAIN = "evict"  # no Karpenter: Lifeboat evicts through the Eviction API
+    FINISH_REPLACEMENT = "finish-replacement"  # later: delete the old claim once replaced
+    COMPLETE_LIFECYCLE = "complete-lifecycle-action"
+
+
+@dataclass(frozen=True)
+class Decision:
+    verdict: Verdict
+    reason: str
+    steps: tuple[Step, ...] = ()
+    # When a deferred notice should be decided again; None with DEFER: waits for capacity.
+    deferred_until: datetime | None = None
+    # When to look again if nothing else wakes the notice (deferrals waiting for capacity).
+    recheck_at: datetime | None = None
+    # True when an action goes ahead although budgets or do-not-disrupt said no.
+    forced: bool = False
+
+
+def ignore(reason: str) -> Decision:
+    return Decision(Verdict.IGNORE, reason)
+
+
+def decide(notice: Notice, target: Target, settings: Settings, now: datetime) -> Decision:
+    """Decide what to do now about ``notice`` for ``target``."""
+    if notice.ignore_reason:
+        return ignore(notice.ignore_reason)
+    if target.skip_reason:
+        return ignore(target.skip_reason)
+    if target.node is None:
+        if notice.lifecycle is not None:
+            return Decision(
+                Verdict.ACT,
+                f"no Kubernetes node for {target.instance_id}: completing the lifecycle action",
+                (Step.COMPLETE_LIFECYCLE,),
+            )
+        return ignore(f"no Kubernetes node for instance {target.instance_id} in this cluster")
+    if target.pool and nodes.annotations_of(target.pool.nodepool).get(nodes.OPT_OUT_ANNOTATION):
+        return ignore(f"NodePool {target.pool.name} opted out ({nodes.OPT_OUT_ANNOTATION})")
+    if notice.involuntary:
+        return _involuntary(notice, target)
+    return _voluntary(notice, target, settings, now)
+
+
+def _involuntary(notice: Notice, target: Target) -> Decision:
+    what = _describe(notice)
+    if target.nodeclaim:
+        steps = [Step.TAINT_AND_CORDON]
+        if not _karpenter_already_replacing(target):
+            steps.append(Step.CREATE_REPLACEMENT)
+        steps.append(Step.DELETE_NODECLAIM)
+        return Decision(
+            Verdict.ACT,
+            f"{what}: replacing NodeClaim {target.nodeclaim} and deleting it so Karpenter "
+            "drains the node",
+            tuple(steps),
+        )
+    steps = [Step.TAINT_AND_CORDON, Step.DRAIN]
+    if notice.lifecycle is not None:
+        steps.append(Step.COMPLETE_LIFECYCLE)
+    return Decision(
+        Verdict.ACT,
+        f"{what}: node has no NodeClaim; draining it through the Eviction API",
+        tuple(steps),
+    )
+
+
+def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime) -> Decision:
+    assert target.node is not None
+    what = _describe(notice)
+    action = settings.action_for(notice.kind)
+    if action == "ignore":
+        return ignore(f"{what}: configured to ignore {notice.kind}")
+    karpenter_owned = target.nodeclaim is not None
+    act_steps = _voluntary_steps(notice, action, karpenter_owned)
+
+    if nodes.is_disrupting(target.node) and nodes.lifeboat_taint(target.node):
+        # Already acted on (an earlier delivery or notice): carry on, it holds its budget slot.
+        return Decision(Verdict.ACT, f"{what}: node already being replaced; continuing", act_steps)
+
+    latest = _latest_start(notice, settings)
+    if latest is not None and now >= latest:
+        return Decision(
+            Verdict.ACT,
+            f"{what}: maintenance starts {_fmt(notice.deadline)}, within the "
+            f"{_minutes(settings.scheduled_change_lead)} lead: acting regardless of budgets "
+            "and do-not-disrupt",
+            act_steps,
+            forced=True,
+        )
+
+    blocker = nodes.do_not_disrupt_blocker(target.node, target.pods or (), now)
+    if blocker is not None:
+        who, until = blocker
+        return _defer(f"{what}: blocked by {who}", until, latest, now)
+
+    if not karpenter_owned or target.pool is None:
+        # No NodePool, no budget: a node group node is handled like the Node Termination
+        # Handler does (cordon on rebalance, cordon and drain on scheduled maintenance).
+        return Decision(Verdict.ACT, f"{what}: node has no NodePool budget to honour", act_steps)
+
+    pool = target.pool
+    allowance = allowed_disruptions(pool.nodepool, pool.node_count, pool.disrupting, now)
+    if allowance.allowed is None or allowance.allowed > 0:
+        return Decision(
+            Verdict.ACT, f"{what}: NodePool {pool.name} allows it ({allowance.reason})", act_steps
+        )
+    if allowance.blocked_by_error:
+        return _defer(
+            f"{what}: NodePool {pool.name} blocked: {allowance.reason}", None, latest, now
+        )
+    until = latest if latest is not None else now + WINDOW_HORIZON
+    opens = next_allowed_at(pool.nodepool, pool.node_count, pool.disrupting, now, until)
+    return _defer(f"{what}: NodePool {pool.name} budget: {allowance.reason}", opens, latest, now)
+
+
+def _voluntary_steps(notice: Notice, action: str, karpenter_owned: bool) -> tuple[Step, ...]:
+    if action == "cordon":
+        return (Step.TAINT_AND_CORDON,)
+    if karpenter_owned:
+        # Replace before delete: the old claim goes once the replacement is Ready.
+        return (Step.TAINT_AND_CORDON, Step.CREATE_REPLACEMENT, Step.FINISH_REPLACEMENT)
+    if notice.kind is Kind.REBALANCE_RECOMMENDATION:
+        return (Step.TAINT_AND_CORDON,)
+    return (Step.TAINT_AND_CORDON, Step.DRAIN)
+
+
+def _defer(reason: str, until: datetime | None, latest: datetime | None, now: datetime) -> Decision:
+    """Wait until ``until`` (None: until capacity frees), but never past ``latest``."""
+    forced_at = latest is not None and (until is None or until >= latest)
+    if forced_at:
+        assert latest is not None
+        return Decision(
+            Verdict.DEFER,
+            f"{reason}; no permitted time before {_fmt(latest)}: will act then regardless",
+            (Step.MARK_PENDING,),
+            deferred_until=latest,
+        )
+    if until is None:
+        return Decision(
+            Verdict.DEFER,
+            f"{reason}; waiting for disrupting nodes to finish",
+            (Step.MARK_PENDING,),
+            recheck_at=now + RECHECK_INTERVAL,
+        )
+    return Decision(
+        Verdict.DEFER, f"{reason}; next permitted at {_fmt(until)}", (Step.MARK_PENDING,), until
+    )
+
+
+def _latest_start(notice: Notice, settings: Settings) -> datetime | None:
+    """The last moment a voluntary notice with a deadline may still wait for a window."""
+    if notice.deadline is None:
+        return None
+    return notice.deadline - settings.scheduled_change_lead
+
+
+def _karpenter_already_replacing(target: Target) -> bool:
+    """Karpenter taints a node it is disrupting after it launched the replacement."""
+    assert target.node is not None
+    return any(t.get("key") == nodes.KARPENTER_DISRUPTED_TAINT for t in nodes.taints(target.node))
+
+
+def _describe(notice: Notice) -> str:
+    labels = {
+        Kind.SPOT_INTERRUPTION: "spot interruption",
+        Kind.REBALANCE_RECOMMENDATION: "rebalance recommendation",
+        Kind.SCHEDULED_CHANGE: "scheduled maintenance",
+        Kind.STATE_CHANGE: "instance state change",
+        Kind.ASG_TERMINATION: "Auto Scaling termination",
+        Kind.CAPACITY_RESERVATION_INTERRUPTION: "capacity reservation interruption",
+    }
+    text = labels.get(notice.kind, str(notice.kind))
+    if notice.detail:
+        text += f" ({notice.detail})"
+    if notice.deadline is not None and notice.involuntary:
+        text += f", instance goes at {_fmt(notice.deadline)}"
+    return text
+
+
+def _fmt(moment: datetime | None) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ") if moment else "-"
+
+
+def _minutes(delta: timedelta) -> str:
+    return f"{int(delta.total_seconds() // 60)}m"

@@ -1,0 +1,303 @@
+"""Kubernetes API clients for EKS clusters, authenticated with the Lambda's IAM role.
+
+EKS accepts a bearer token that is a presigned STS ``GetCallerIdentity`` URL: the API server
+(aws-iam-authenticator) calls that URL and learns which IAM principal signed it. The URL
+signs the ``x-k8s-aws-id: <cluster name>`` header so a token minted for one cluster cannot be
+replayed against another. This module builds that token exactly as ``aws eks get-token``
+does::
+
+    token = "k8s-aws-v1." + base64url(presigned_url).rstrip("=")
+
+and hands out ``kubernetes`` clients that fetch a fresh token by themselves, so a client kept
+for the container's life never sends an expired one.
+
+What is cached per container (one :class:`EksAuth` per process is the intent):
+
+* the cluster's endpoint and CA from ``eks:DescribeCluster``, for the container's life;
+* the token, renewed :data:`TOKEN_RENEW_AFTER` after it was minted (EKS accepts a token for
+  15 minutes after its signing time; renewing at 10 leaves room for clock skew and a slow call);
+* one :class:`kubernetes.client.ApiClient` per cluster.
+
+The token is a credential: it is never logged, never written to disk, and never part of an
+exception message. The CA is public and is passed in memory (``ca_cert_data``), not via /tmp.
+
+Example::
+
+    from kubernetes import client
+    from lifeboat.eks_auth import api_client_for
+
+    core = client.CoreV1Api(api_client_for("prod-eu"))
+    core.list_node()
+
+For replay against a live cluster from a workstation, :func:`api_client_from_kubeconfig`
+uses a kubeconfig instead (its ``exec`` plugin, usually ``aws eks get-token``, does the rest).
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlparse
+
+import boto3
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
+
+__all__ = [
+    "CLUSTER_ID_HEADER",
+    "PRESIGN_EXPIRES_SECONDS",
+    "TOKEN_PREFIX",
+    "TOKEN_RENEW_AFTER",
+    "ClusterInfo",
+    "EksAuth",
+    "EksAuthError",
+    "api_client_for",
+    "api_client_from_kubeconfig",
+    "generate_token",
+]
+
+TOKEN_PREFIX = "k8s-aws-v1."
+CLUSTER_ID_HEADER = "x-k8s-aws-id"
+# Lifetime of the presigned URL itself, as `aws eks get-token` sets it. EKS still accepts the
+# token for 15 minutes after its X-Amz-Date; that, not this, is what renewal works against.
+PRESIGN_EXPIRES_SECONDS = 60
+TOKEN_RENEW_AFTER = 10 * 60.0
+
+Clock = Callable[[], float]
+"""Seconds on a monotonic scale; injectable so tests can move time forward."""
+
+_log = logging.getLogger(__name__)
+
+
+class EksAuthError(RuntimeError):
+    """The cluster cannot be reached with the Lambda's credentials; the message says why."""
+
+
+@dataclass(frozen=True)
+class ClusterInfo:
+    """What a Kubernetes client needs to know about an EKS cluster (all of it public)."""
+
+    name: str
+    endpoint: str
+    # PEM text when EKS returns a PEM bundle (it does), DER bytes otherwise.
+    ca_data: str | bytes
+
+
+# --- keeping the signature out of logs -------------------------------------------------------
+#
+# botocore logs the canonical request (with X-Amz-Security-Token) and the signature at DEBUG
+# while it signs. Those are enough to rebuild the token, so while a token is being presigned on
+# this thread, botocore.auth's debug records are dropped. Other threads' logging is untouched.
+
+_signing = threading.local()
+
+
+class _DropWhileSigning(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not getattr(_signing, "active", False)
+
+
+_SIGNING_FILTER = _DropWhileSigning()
+for _name in ("botocore.auth", "botocore.signers", "botocore.endpoint", "botocore.hooks"):
+    logging.getLogger(_name).addFilter(_SIGNING_FILTER)
+
+
+@contextmanager
+def _quiet_signing() -> Iterator[None]:
+    _signing.active = True
+    try:
+        yield
+    finally:
+        _signing.active = False
+
+
+# --- token ------------------------------------------------------------------------------------
+
+
+def _regional_sts_client(session: boto3.Session, region: str) -> Any:
+    """An STS client on the regional endpoint (never the global ``sts.amazonaws.com``).
+
+    Regional is the default from botocore 1.36 on; older runtimes still pick the global
+    endpoint in us-east-1, so the endpoint is forced there.
+    """
+    sts = session.client("sts", region_name=region)
+    if urlparse(sts.meta.endpoint_url).hostname == "sts.amazonaws.com":
+        sts = session.client(
+            "sts", region_name=region, endpoint_url=f"https://sts.{region}.amazonaws.com"
+        )
+    return sts
+
+
+def generate_token(sts_client: Any, cluster_name: str) -> str:
+    """Return an EKS bearer token for ``cluster_name`` signed by ``sts_client``'s credentials.
+
+    ``sts_client`` should target the regional STS endpoint of the cluster's region.
+    """
+    if not cluster_name:
+        raise EksAuthError("generate_token: cluster_name is empty; pass the EKS cluster name")
+
+    def add_cluster_header(request: Any, **_: Any) -> None:
+        request.headers[CLUSTER_ID_HEADER] = cluster_name
+
+    event = "before-sign.sts.GetCallerIdentity"
+    handler_id = f"lifeboat-eks-auth-{id(add_cluster_header)}"
+    sts_client.meta.events.register(event, add_cluster_header, unique_id=handler_id)
+    try:
+        with _quiet_signing():
+            url: str = sts_client.generate_presigned_url(
+                "get_caller_identity",
+                Params={},
+                ExpiresIn=PRESIGN_EXPIRES_SECONDS,
+                HttpMethod="GET",
+            )
+    finally:
+        sts_client.meta.events.unregister(event, unique_id=handler_id)
+    encoded = base64.urlsafe_b64encode(url.encode("utf-8")).decode("ascii").rstrip("=")
+    return TOKEN_PREFIX + encoded
+
+
+def _decode_ca(data: str) -> str | bytes:
+    raw = base64.b64decode(data)
+    if raw.lstrip().startswith(b"-----BEGIN"):
+        return raw.decode("ascii")
+    return raw
+
+
+@dataclass
+class _Token:
+    value: str
+    minted_at: float
+
+
+class EksAuth:
+    """Per-container cache of cluster endpoints, tokens and Kubernetes clients.
+
+    Safe to share between threads. ``session`` defaults to a new :class:`boto3.Session`
+    (the Lambda's role); ``region`` to the session's region.
+    """
+
+    def __init__(
+        self,
+        *,
+        session: boto3.Session | None = None,
+        region: str | None = None,
+        eks_client: Any = None,
+        sts_client: Any = None,
+        clock: Clock = time.monotonic,
+        renew_after: float = TOKEN_RENEW_AFTER,
+    ) -> None:
+        self._session = session or boto3.Session()
+        resolved_region = region or self._session.region_name
+        if not resolved_region:
+            raise EksAuthError(
+                "EksAuth: no AWS region; set AWS_REGION (Lambda sets it) or pass region="
+            )
+        self.region: str = resolved_region
+        self._eks = eks_client
+        self._sts = sts_client
+        self._clock = clock
+        self._renew_after = renew_after
+        self._lock = threading.RLock()
+        self._clusters: dict[str, ClusterInfo] = {}
+        self._tokens: dict[str, _Token] = {}
+        self._api_clients: dict[str, k8s_client.ApiClient] = {}
+
+    # -- cluster ---------------------------------------------------------------------------
+
+    def cluster_info(self, cluster_name: str) -> ClusterInfo:
+        """Endpoint and CA of ``cluster_name``, described once per container."""
+        with self._lock:
+            cached = self._clusters.get(cluster_name)
+            if cached is not None:
+                return cached
+            if self._eks is None:
+                self._eks = self._session.client("eks", region_name=self.region)
+            try:
+                cluster = self._eks.describe_cluster(name=cluster_name)["cluster"]
+            except self._eks.exceptions.ResourceNotFoundException:
+                raise EksAuthError(
+                    f"EKS cluster {cluster_name!r} not found in {self.region}; check "
+                    "LIFEBOAT_CLUSTERS and the stack's region"
+                ) from None
+            endpoint = cluster.get("endpoint")
+            ca = (cluster.get("certificateAuthority") or {}).get("data")
+            if not endpoint or not ca:
+                raise EksAuthError(
+                    f"EKS cluster {cluster_name!r} has no endpoint or CA yet "
+                    f"(status {cluster.get('status')!r}); is it still being created?"
+                )
+            info = ClusterInfo(name=cluster_name, endpoint=endpoint, ca_data=_decode_ca(ca))
+            self._clusters[cluster_name] = info
+            return info
+
+    # -- token -----------------------------------------------------------------------------
+
+    def token(self, cluster_name: str) -> str:
+        """A bearer token for ``cluster_name``, reused until :data:`TOKEN_RENEW_AFTER`."""
+        with self._lock:
+            now = self._clock()
+            cached = self._tokens.get(cluster_name)
+            if cached is not None and now - cached.minted_at < self._renew_after:
+                return cached.value
+            if self._sts is None:
+                self._sts = _regional_sts_client(self._session, self.region)
+            value = generate_token(self._sts, cluster_name)
+            self._tokens[cluster_name] = _Token(value=value, minted_at=now)
+            _log.debug("minted EKS token for cluster %s", cluster_name)
+            return value
+
+    # -- kubernetes clients ----------------------------------------------------------------
+
+    def configuration(self, cluster_name: str) -> k8s_client.Configuration:
+        """A ``kubernetes.client.Configuration`` that refreshes its token before each call."""
+        info = self.cluster_info(cluster_name)
+        configuration = k8s_client.Configuration(host=info.endpoint, ca_cert_data=info.ca_data)
+        configuration.verify_ssl = True
+        configuration.api_key_prefix["BearerToken"] = "Bearer"
+
+        def refresh(cfg: k8s_client.Configuration) -> None:
+            cfg.api_key["BearerToken"] = self.token(cluster_name)
+
+        # The client only sends the header when a key is present, so seed it; the hook then
+        # swaps in a renewed token before every request.
+        refresh(configuration)
+        # Typed as None in the generated client, but documented as a callable hook.
+        configuration.refresh_api_key_hook = refresh  # type: ignore[assignment]
+        return configuration
+
+    def api_client(self, cluster_name: str) -> k8s_client.ApiClient:
+        """The container's ``kubernetes.client.ApiClient`` for ``cluster_name``."""
+        with self._lock:
+            cached = self._api_clients.get(cluster_name)
+            if cached is None:
+                cached = k8s_client.ApiClient(self.configuration(cluster_name))
+                self._api_clients[cluster_name] = cached
+            return cached
+
+
+_default: EksAuth | None = None
+_default_lock = threading.Lock()
+
+
+def api_client_for(cluster_name: str) -> k8s_client.ApiClient:
+    """The process-wide ``ApiClient`` for ``cluster_name`` (built on first use)."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = EksAuth()
+        auth = _default
+    return auth.api_client(cluster_name)
+
+
+def api_client_from_kubeconfig(path: str, context: str | None = None) -> k8s_client.ApiClient:
+    """An ``ApiClient`` from a kubeconfig file (replay against a live cluster)."""
+    api_client: k8s_client.ApiClient = k8s_config.new_client_from_config(  # type: ignore[no-untyped-call]
+        config_file=path, context=context
+    )
+    return api_client

@@ -1,0 +1,87 @@
+"""Parse what one SQS record carries into :class:`Notice` objects.
+
+>>> from datetime import UTC, datetime
+>>> body = (
+...     '{"version": "0", "id": "7e0c1b2a-0000-4000-8000-000000000001",'
+...     ' "detail-type": "EC2 Spot Instance Interruption Warning", "source": "aws.ec2",'
+...     ' "time": "2026-12-01T14:02:00Z", "region": "us-east-1", "resources": [],'
+...     ' "detail": {"instance-id": "i-0a1b2c3d4e5f60001", "instance-action": "terminate"}}'
+... )
+>>> [notice] = parse_message(body, received_at=datetime.now(UTC))
+>>> notice.kind, notice.instance_id, notice.deadline.isoformat()
+(<Kind.SPOT_INTERRUPTION: 'spot-interruption'>, 'i-0a1b2c3d4e5f60001', '2026-12-01T14:04:00+00:00')
+
+One module per event kind (``spot_interruption``, ``rebalance_recommendation``,
+``scheduled_change``, ``state_change``, ``asg_lifecycle``, ``capacity_reservation``), each a
+small pydantic model of its ``detail`` and a parser object (:class:`Parser`) listed in
+:mod:`lifeboat.events.registry`; :mod:`lifeboat.events.envelope` tells the body's forms apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from lifeboat.events import asg_lifecycle, registry
+from lifeboat.events.base import MAX_REASON, Parser, as_utc, malformed
+from lifeboat.events.envelope import EventBridgeEvent, Form, load_body, unwrap
+from lifeboat.events.notice import Kind, LifecycleHook, MalformedMessage, Notice
+
+__all__ = [
+    "MAX_REASON",
+    "EventBridgeEvent",
+    "Kind",
+    "LifecycleHook",
+    "MalformedMessage",
+    "Notice",
+    "Parser",
+    "parse_message",
+]
+
+UNEXPECTED = "body: could not be parsed"
+"""Prefix of the reason given when a parser fails in an unforeseen way (a bug, not bad input)."""
+
+
+def parse_message(body: str | bytes | Mapping[str, Any], *, received_at: datetime) -> list[Notice]:
+    """The notices one SQS record body announces.
+
+    ``body`` is an EventBridge event, an SNS notification wrapping one (or wrapping an Auto
+    Scaling message), or an Auto Scaling lifecycle hook message sent straight to SQS, as a
+    JSON string, UTF-8 bytes or an already decoded mapping. ``received_at`` is used only as
+    the time of a message that carries none. Every time in the result is timezone-aware UTC.
+
+    Returns at least one notice: a message that is understood but calls for nothing (a test
+    notification, a non-actionable state, an unsupported detail-type) gives a notice with
+    ``ignore_reason`` set.
+
+    Raises :class:`MalformedMessage` when the body cannot be understood; its reason names the
+    field (``detail.instance-id: field required``) and is at most ``MAX_REASON`` characters.
+    """
+    try:
+        return _parse(body, received_at=as_utc(received_at))
+    except MalformedMessage:
+        raise
+    except (ValueError, TypeError, KeyError, AttributeError, IndexError, RecursionError) as exc:
+        # A safety net: parsers validate everything they read, so reaching this is a bug.
+        raise malformed(f"{UNEXPECTED} ({type(exc).__name__}: {exc})") from exc
+
+
+def _parse(body: str | bytes | Mapping[str, Any], *, received_at: datetime) -> list[Notice]:
+    message = unwrap(load_body(body))
+    if message.form is not Form.EVENTBRIDGE:
+        return asg_lifecycle.parse_autoscaling_message(message, received_at=received_at)
+    event = EventBridgeEvent.load(message.payload, path=message.path)
+    if event.region is None and message.region is not None:
+        event = event.model_copy(update={"region": message.region})
+    parser = registry.lookup(event.source, event.detail_type)
+    if parser is None:
+        reason = (
+            f"unsupported event: source {_q(event.source)}, detail-type {_q(event.detail_type)}"
+        )
+        return [event.notice(Kind.UNSUPPORTED, ignore_reason=reason)]
+    return parser.parse(event)
+
+
+def _q(text: str) -> str:
+    return '"' + (text if len(text) <= 80 else text[:79] + "…") + '"'

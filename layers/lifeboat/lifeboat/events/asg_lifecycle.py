@@ -1,0 +1,173 @@
+"""Auto Scaling lifecycle hooks: an instance of an Auto Scaling group is being terminated.
+
+Three forms reach the queue, all parsed here:
+
+* the EventBridge event ``aws.autoscaling`` / ``EC2 Instance-terminate Lifecycle Action``;
+* the hook message Auto Scaling sends straight to SQS (or SNS) when the hook's notification
+  target is the queue (``LifecycleTransition``, ``LifecycleActionToken``, ``RequestId``,
+  ``Time``, ...);
+* ``autoscaling:TEST_NOTIFICATION``, sent once when such a hook is created: a no-op.
+
+Launch transitions are understood and ignored.
+
+The deadline is the event time plus one hour, the default heartbeat timeout: neither form
+carries the hook's actual ``HeartbeatTimeout``, so ``LifecycleHook.heartbeat_timeout_seconds``
+stays ``None`` and whoever needs the real value asks Auto Scaling (DescribeLifecycleHooks).
+https://docs.aws.amazon.com/autoscaling/ec2/userguide/prepare-for-lifecycle-notifications.html
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from pydantic import Field
+
+from lifeboat.events.base import (
+    Id,
+    InstanceId,
+    Model,
+    Name,
+    OptionalIso8601,
+    clip,
+    join_path,
+    known_id,
+    shift,
+    validate,
+)
+from lifeboat.events.envelope import EventBridgeEvent, Form, Unwrapped
+from lifeboat.events.notice import Kind, LifecycleHook, Notice
+
+TERMINATING = "autoscaling:EC2_INSTANCE_TERMINATING"
+LAUNCHING = "autoscaling:EC2_INSTANCE_LAUNCHING"
+TEST_NOTIFICATION = "autoscaling:TEST_NOTIFICATION"
+DEFAULT_HEARTBEAT_TIMEOUT = timedelta(hours=1)
+"""Auto Scaling's default ``HeartbeatTimeout``; the messages do not carry the hook's own."""
+
+
+class LifecycleAction(Model):
+    """The ``detail`` of the EventBridge form; the fields the raw form shares with it."""
+
+    action_token: Id = Field(alias="LifecycleActionToken")
+    auto_scaling_group: Name = Field(alias="AutoScalingGroupName")
+    hook_name: Name = Field(alias="LifecycleHookName")
+    instance_id: InstanceId = Field(alias="EC2InstanceId")
+    transition: Literal[
+        "autoscaling:EC2_INSTANCE_TERMINATING", "autoscaling:EC2_INSTANCE_LAUNCHING"
+    ] = Field(alias="LifecycleTransition")
+    origin: str | None = Field(None, alias="Origin")
+    destination: str | None = Field(None, alias="Destination")
+    notification_metadata: str | None = Field(None, alias="NotificationMetadata")
+
+
+class HookMessage(LifecycleAction):
+    """The message a lifecycle hook sends straight to SQS or SNS."""
+
+    request_id: Id = Field(alias="RequestId")
+    account_id: str | None = Field(None, alias="AccountId")
+    service: str | None = Field(None, alias="Service")
+    time: OptionalIso8601 = Field(None, alias="Time")
+
+
+class AutoScalingNotification(Model):
+    """A message with an ``Event`` field: the test notification, or an instance notification."""
+
+    event: str = Field(alias="Event")
+    request_id: Id = Field(alias="RequestId")
+    account_id: str | None = Field(None, alias="AccountId")
+    auto_scaling_group: str | None = Field(None, alias="AutoScalingGroupName")
+    time: OptionalIso8601 = Field(None, alias="Time")
+
+
+def _notices(
+    action: LifecycleAction,
+    *,
+    event_id: str,
+    event_time: datetime,
+    account: str | None,
+    region: str | None,
+    time_field: str,
+) -> list[Notice]:
+    common: dict[str, Any] = {
+        "kind": Kind.ASG_TERMINATION,
+        "event_id": event_id,
+        "event_time": event_time,
+        "instance_id": action.instance_id,
+        "account": account,
+        "region": region,
+        "detail": action.transition,
+    }
+    if action.transition != TERMINATING:
+        # Not ours to complete: Lifeboat registers terminate hooks only.
+        reason = f"lifecycle transition {action.transition} is not a termination"
+        return [Notice(**common, ignore_reason=reason)]
+    hook = LifecycleHook(
+        auto_scaling_group=action.auto_scaling_group,
+        hook_name=action.hook_name,
+        action_token=action.action_token,
+        instance_id=action.instance_id,
+    )
+    deadline = shift(event_time, DEFAULT_HEARTBEAT_TIMEOUT, field=time_field, event_id=event_id)
+    return [Notice(**common, deadline=deadline, lifecycle=hook)]
+
+
+class LifecycleActionParser:
+    """The EventBridge form, for one of the two lifecycle detail-types."""
+
+    source = "aws.autoscaling"
+
+    def __init__(self, detail_type: str) -> None:
+        self.detail_type = detail_type
+
+    def parse(self, event: EventBridgeEvent) -> list[Notice]:
+        action = event.detail_as(LifecycleAction)
+        return _notices(
+            action,
+            event_id=event.id,
+            event_time=event.time,
+            account=event.account,
+            region=event.region,
+            time_field=event.field("time"),
+        )
+
+
+PARSERS = (
+    LifecycleActionParser("EC2 Instance-terminate Lifecycle Action"),
+    LifecycleActionParser("EC2 Instance-launch Lifecycle Action"),
+)
+
+
+def parse_autoscaling_message(message: Unwrapped, *, received_at: datetime) -> list[Notice]:
+    """Notices for a message Auto Scaling sent without EventBridge (straight or through SNS).
+
+    ``received_at`` stands in for ``Time`` when the message has none.
+    """
+    payload, path = message.payload, message.path
+    if message.form is Form.AUTOSCALING_NOTIFICATION:
+        note = validate(
+            AutoScalingNotification, payload, path=path, event_id=known_id(payload.get("RequestId"))
+        )
+        if note.event == TEST_NOTIFICATION:
+            reason = "test notification"
+        else:
+            reason = f"Auto Scaling notification {clip(note.event)!r} is not a lifecycle action"
+        return [
+            Notice(
+                kind=Kind.ASG_TERMINATION if note.event == TEST_NOTIFICATION else Kind.UNSUPPORTED,
+                event_id=note.request_id,
+                event_time=note.time or received_at,
+                account=note.account_id,
+                region=message.region,
+                detail=clip(note.event),
+                ignore_reason=reason,
+            )
+        ]
+    hook = validate(HookMessage, payload, path=path, event_id=known_id(payload.get("RequestId")))
+    return _notices(
+        hook,
+        event_id=hook.request_id,
+        event_time=hook.time or received_at,
+        account=hook.account_id,
+        region=message.region,
+        time_field=join_path(path, "Time"),
+    )

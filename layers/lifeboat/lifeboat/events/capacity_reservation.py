@@ -1,0 +1,54 @@
+"""EC2 Capacity Reservation Instance Interruption Warning.
+
+The owner of an interruptible Capacity Reservation reclaims capacity; instances running in it
+are terminated two minutes after this warning. Detail-type and detail shape as documented in
+"Monitor interruptible Capacity Reservations with EventBridge and CloudTrail"
+(https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/monitor-interruptible-cr.html)::
+
+    "detail": {"instance-id": "i-...", "instance-action": "terminate",
+               "instance-termination-time": "yyyy-mm-ddThh:mm:ssZ", "azId": "use1-az2"}
+
+The deadline is the event time plus two minutes, or ``instance-termination-time`` if that is
+earlier.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from pydantic import Field
+
+from lifeboat.events.base import InstanceId, Model, OptionalIso8601, clip
+from lifeboat.events.envelope import EventBridgeEvent
+from lifeboat.events.notice import Kind, Notice
+
+WARNING = timedelta(minutes=2)
+
+
+class CapacityReservationInterruptionDetail(Model):
+    instance_id: InstanceId = Field(alias="instance-id")
+    instance_action: str = Field("terminate", alias="instance-action")
+    instance_termination_time: OptionalIso8601 = Field(None, alias="instance-termination-time")
+    az_id: str | None = Field(None, alias="azId")
+
+
+class CapacityReservationInterruptionParser:
+    source = "aws.ec2"
+    detail_type = "EC2 Capacity Reservation Instance Interruption Warning"
+
+    def parse(self, event: EventBridgeEvent) -> list[Notice]:
+        detail = event.detail_as(CapacityReservationInterruptionDetail)
+        deadline = event.after(WARNING)
+        if detail.instance_termination_time is not None:
+            deadline = min(deadline, detail.instance_termination_time)
+        return [
+            event.notice(
+                Kind.CAPACITY_RESERVATION_INTERRUPTION,
+                instance_id=detail.instance_id,
+                deadline=deadline,
+                detail=clip(detail.instance_action),
+            )
+        ]
+
+
+PARSER = CapacityReservationInterruptionParser()

@@ -1,0 +1,198 @@
+"""What an SQS record body is, and what it wraps.
+
+A body is one of:
+
+* an EventBridge event (``source``, ``detail-type``, ``detail``, ...), the usual case;
+* an SNS notification (``"Type": "Notification"``) whose ``Message`` is a JSON string of an
+  EventBridge event or of an Auto Scaling message;
+* an Auto Scaling message sent straight to SQS: a lifecycle hook message
+  (``LifecycleTransition``, ``LifecycleActionToken``, ...) or a notification with an
+  ``Event`` field such as ``autoscaling:TEST_NOTIFICATION``.
+
+:func:`load_body` turns the body into a JSON object, :func:`unwrap` peels SNS off and says
+which of the forms is inside, and :class:`EventBridgeEvent` is the validated EventBridge
+envelope the per-kind parsers receive.
+
+The envelope follows Powertools' ``EventBridgeModel`` (same fields and aliases) but is our own:
+importing Powertools' parser models costs ~130 ms of cold start, and ``account``/``region``
+must be optional because moto delivers events without ``account``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import Field, PrivateAttr
+
+from lifeboat.events.base import (
+    Id,
+    Iso8601,
+    M,
+    Model,
+    join_path,
+    known_id,
+    malformed,
+    quote,
+    shift,
+    validate,
+)
+from lifeboat.events.notice import Kind, Notice
+
+
+class Form(StrEnum):
+    """What an SQS body (or an SNS ``Message``) holds."""
+
+    EVENTBRIDGE = "eventbridge"
+    LIFECYCLE_HOOK = "lifecycle-hook"
+    AUTOSCALING_NOTIFICATION = "autoscaling-notification"
+
+
+@dataclass(frozen=True)
+class Unwrapped:
+    """One message, SNS removed. ``path`` prefixes field names in error reasons."""
+
+    form: Form
+    payload: dict[str, Any]
+    path: str = ""
+    region: str | None = None
+    """The region of the SNS topic the message came through, when it did."""
+
+
+class EventBridgeEvent(Model):
+    """An EventBridge event envelope. ``detail`` is validated later, by the kind's parser."""
+
+    version: str = "0"
+    id: Id
+    detail_type: str = Field(alias="detail-type")
+    source: str
+    account: str | None = None
+    time: Iso8601
+    region: str | None = None
+    resources: list[str] = Field(default_factory=list)
+    detail: dict[str, Any]
+
+    _path: str = PrivateAttr(default="")
+
+    @classmethod
+    def load(cls, payload: Mapping[str, Any], *, path: str = "") -> EventBridgeEvent:
+        """The validated envelope of ``payload``, or :class:`MalformedMessage`."""
+        event = validate(cls, payload, path=path, event_id=known_id(payload.get("id")))
+        event._path = path
+        return event
+
+    def field(self, name: str) -> str:
+        """The path of envelope field ``name`` for error reasons (``Message.detail.state``)."""
+        return join_path(self._path, name)
+
+    def detail_as(self, model: type[M]) -> M:
+        """``detail`` validated as ``model``; errors name ``detail.<field>``."""
+        return validate(model, self.detail, path=self.field("detail"), event_id=self.id)
+
+    def after(self, delta: timedelta) -> datetime:
+        """The event time plus ``delta``."""
+        return shift(self.time, delta, field=self.field("time"), event_id=self.id)
+
+    def notice(self, kind: Kind, **fields: Any) -> Notice:
+        """A notice about this event: id, time, account and region filled in."""
+        return Notice(
+            kind=kind,
+            event_id=self.id,
+            event_time=self.time,
+            account=self.account,
+            region=self.region,
+            **fields,
+        )
+
+
+class SnsNotification(Model):
+    """The part of an SNS notification Lifeboat reads."""
+
+    type: Literal["Notification"] = Field(alias="Type")
+    message_id: str | None = Field(None, alias="MessageId")
+    topic_arn: str | None = Field(None, alias="TopicArn")
+    message: str = Field(alias="Message")
+
+
+_JSON_TYPES: dict[type, str] = {
+    list: "array",
+    str: "string",
+    int: "number",
+    float: "number",
+    bool: "boolean",
+    type(None): "null",
+}
+
+
+def _json_type(value: object) -> str:
+    return _JSON_TYPES.get(type(value), type(value).__name__)
+
+
+def _decode(text: str, *, path: str, event_id: str | None = None) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise malformed(f"{path}: not valid JSON ({exc.msg} at char {exc.pos})", event_id) from None
+    except RecursionError:
+        raise malformed(f"{path}: not valid JSON (nested too deeply)", event_id) from None
+    except ValueError:  # an integer beyond the interpreter's digit limit
+        raise malformed(f"{path}: not valid JSON (number too long)", event_id) from None
+    if not isinstance(value, dict):
+        raise malformed(f"{path}: expected a JSON object, got {_json_type(value)}", event_id)
+    return value
+
+
+def load_body(body: str | bytes | Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON object an SQS record body holds, or :class:`MalformedMessage`."""
+    if isinstance(body, bytes | bytearray):
+        try:
+            body = bytes(body).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise malformed(f"body: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+    if isinstance(body, str):
+        return _decode(body, path="body")
+    if isinstance(body, Mapping):
+        return dict(body)
+    raise malformed(f"body: expected a JSON object, got {_json_type(body)}")
+
+
+def _is_sns(payload: Mapping[str, Any]) -> bool:
+    return "Type" in payload and ("Message" in payload or "TopicArn" in payload)
+
+
+def _region_of(arn: str | None) -> str | None:
+    parts = arn.split(":", 5) if arn else []
+    return (parts[3] or None) if len(parts) == 6 else None
+
+
+def unwrap(payload: dict[str, Any], *, path: str = "") -> Unwrapped:
+    """Which form ``payload`` is, with one level of SNS removed."""
+    if not path and _is_sns(payload):
+        note = validate(
+            SnsNotification, payload, path="", event_id=known_id(payload.get("MessageId"))
+        )
+        inner = _decode(note.message, path="Message", event_id=note.message_id)
+        if _is_sns(inner):
+            raise malformed("Message: an SNS notification inside an SNS notification")
+        found = unwrap(inner, path="Message")
+        return Unwrapped(found.form, found.payload, found.path, _region_of(note.topic_arn))
+    where = path or "body"
+    if {"source", "detail-type", "detail"} & payload.keys():
+        return Unwrapped(Form.EVENTBRIDGE, payload, path)
+    if "Event" in payload:
+        return Unwrapped(Form.AUTOSCALING_NOTIFICATION, payload, path)
+    if {"LifecycleTransition", "LifecycleActionToken", "LifecycleHookName"} & payload.keys():
+        return Unwrapped(Form.LIFECYCLE_HOOK, payload, path)
+    if isinstance(payload.get("Records"), list):
+        raise malformed(
+            f"{where}: an SQS batch; pass the body of each record in Records, not the batch"
+        )
+    keys = ", ".join(quote(key) for key in list(payload)[:8]) or "none"
+    raise malformed(
+        f"{where}: not an EventBridge event, SNS notification or Auto Scaling lifecycle message "
+        f"(keys: {keys})"
+    )

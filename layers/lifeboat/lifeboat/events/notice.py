@@ -1,0 +1,83 @@
+"""The normalised form every AWS warning is parsed into."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+
+class Kind(StrEnum):
+    """What AWS announced. The values are the ``kind`` field of ``lifeboat replay --json``."""
+
+    SPOT_INTERRUPTION = "spot-interruption"
+    REBALANCE_RECOMMENDATION = "rebalance-recommendation"
+    SCHEDULED_CHANGE = "scheduled-change"
+    STATE_CHANGE = "state-change"
+    ASG_TERMINATION = "asg-termination"
+    CAPACITY_RESERVATION_INTERRUPTION = "capacity-reservation-interruption"
+    UNSUPPORTED = "unsupported"
+
+    @property
+    def involuntary(self) -> bool:
+        """Whether the instance goes away regardless of what the cluster allows."""
+        return self in _INVOLUNTARY
+
+
+_INVOLUNTARY = frozenset(
+    {
+        Kind.SPOT_INTERRUPTION,
+        Kind.STATE_CHANGE,
+        Kind.ASG_TERMINATION,
+        Kind.CAPACITY_RESERVATION_INTERRUPTION,
+    }
+)
+
+
+@dataclass(frozen=True)
+class LifecycleHook:
+    """What is needed to heartbeat and complete an Auto Scaling lifecycle action."""
+
+    auto_scaling_group: str
+    hook_name: str
+    action_token: str
+    instance_id: str
+    heartbeat_timeout_seconds: int | None = None
+
+
+@dataclass(frozen=True)
+class Notice:
+    """One warning about one instance (or about none, for a no-op message).
+
+    ``ignore_reason`` is set when the message is understood but calls for no action
+    (a test notification, a non-actionable state, an unsupported detail-type).
+    """
+
+    kind: Kind
+    event_id: str
+    event_time: datetime
+    instance_id: str | None = None
+    deadline: datetime | None = None
+    account: str | None = None
+    region: str | None = None
+    detail: str = ""
+    lifecycle: LifecycleHook | None = None
+    ignore_reason: str | None = None
+
+    @property
+    def involuntary(self) -> bool:
+        return self.kind.involuntary
+
+    @property
+    def dedup_key(self) -> str:
+        """Identity of the (event, instance) pair, for idempotency."""
+        return f"{self.event_id}#{self.instance_id or '-'}"
+
+
+class MalformedMessage(ValueError):
+    """A message that cannot be understood. The text names the field and what is wrong."""
+
+    def __init__(self, reason: str, event_id: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.event_id = event_id

@@ -1,0 +1,39 @@
+"""Which parser handles which (source, detail-type). Adding a kind: a module and a line here."""
+
+from __future__ import annotations
+
+from lifeboat.events import (
+    asg_lifecycle,
+    capacity_reservation,
+    rebalance_recommendation,
+    scheduled_change,
+    spot_interruption,
+    state_change,
+)
+from lifeboat.events.base import Parser
+
+PARSERS: tuple[Parser, ...] = (
+    spot_interruption.PARSER,
+    rebalance_recommendation.PARSER,
+    scheduled_change.PARSER,
+    state_change.PARSER,
+    capacity_reservation.PARSER,
+    *asg_lifecycle.PARSERS,
+)
+
+_BY_KEY: dict[tuple[str, str], Parser] = {}
+for _parser in PARSERS:
+    _key = (_parser.source, _parser.detail_type)
+    if _key in _BY_KEY:
+        raise RuntimeError(f"two parsers for source {_key[0]!r}, detail-type {_key[1]!r}")
+    _BY_KEY[_key] = _parser
+
+
+def lookup(source: str, detail_type: str) -> Parser | None:
+    """The parser for EventBridge events of ``source`` and ``detail_type``, if any."""
+    return _BY_KEY.get((source, detail_type))
+
+
+def supported() -> list[tuple[str, str]]:
+    """Every (source, detail-type) pair a parser is registered for (for EventBridge rules)."""
+    return list(_BY_KEY)

@@ -1,0 +1,283 @@
+"""The Kubernetes calls Lifeboat makes, on the official client's ``ApiClient``.
+
+Requests go through ``ApiClient.param_serialize`` / ``call_api`` (the client's auth, TLS,
+connection pool and REST layer) with plain JSON bodies. Lifeboat reads a handful of fields
+from each object, so deserialising into the generated pydantic models would only cost time
+and hide fields the models do not know (Karpenter's custom resources have none anyway).
+
+Every verb used here is listed in ``deploy/rbac.yaml``; the RBAC test keeps the two honest.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+from urllib.parse import quote
+
+from kubernetes.client import ApiClient
+from kubernetes.client.exceptions import ApiException
+
+Obj = dict[str, Any]
+
+KARPENTER = "/apis/karpenter.sh/v1"
+JSON = "application/json"
+JSON_PATCH = "application/json-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
+
+# Statuses worth another try: throttling and the server's own trouble. 409 is not here: a
+# conflict means our view is stale, and only the caller knows how to re-read and re-decide.
+RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+
+class KubeError(Exception):
+    """A Kubernetes request failed; ``status`` is the HTTP status (0: no answer)."""
+
+    def __init__(self, status: int, message: str, *, method: str = "", path: str = "") -> None:
+        super().__init__(f"{method} {path}: {status} {message}".strip())
+        self.status = status
+        self.message = message
+
+    @property
+    def retryable(self) -> bool:
+        return self.status == 0 or self.status in RETRYABLE_STATUSES
+
+
+class Conflict(KubeError):
+    """409: the object changed since it was read (or already exists)."""
+
+
+class NotFound(KubeError):
+    """404: the object does not exist."""
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Bounded retries with full jitter (AWS Architecture Blog, "Exponential Backoff And
+    Jitter"): many Lambdas retrying in step would otherwise hammer a throttled API server."""
+
+    attempts: int = 4
+    base_delay: float = 0.1
+    max_delay: float = 2.0
+    request_timeout: float = 10.0
+
+    def delay(self, attempt: int, rng: random.Random) -> float:
+        return rng.uniform(0, min(self.max_delay, self.base_delay * 2**attempt))
+
+
+class Eviction(StrEnum):
+    """What the Eviction API said about one pod."""
+
+    EVICTED = "evicted"
+    BLOCKED = "blocked"  # 429: a PodDisruptionBudget does not allow it now
+    GONE = "gone"  # 404: the pod is already gone
+
+
+class KubeApi:
+    """Thin typed verbs over one cluster's API server."""
+
+    def __init__(
+        self,
+        api_client: ApiClient,
+        retry: RetryPolicy | None = None,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._client = api_client
+        self._retry = retry or RetryPolicy()
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+
+    # -- transport -------------------------------------------------------------------------
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Sequence[tuple[str, str]] = (),
+        body: Any = None,
+        content_type: str = JSON,
+    ) -> Obj:
+        """One request with bounded retries of transient failures; returns the JSON body."""
+        attempt = 0
+        while True:
+            try:
+                return self._request_once(method, path, query, body, content_type)
+            except KubeError as error:
+                attempt += 1
+                if not error.retryable or attempt >= self._retry.attempts:
+                    raise
+                self._sleep(self._retry.delay(attempt, self._rng))
+
+    def _request_once(
+        self,
+        method: str,
+        path: str,
+        query: Sequence[tuple[str, str]],
+        body: Any,
+        content_type: str,
+    ) -> Obj:
+        headers = {"Accept": JSON}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        params = self._client.param_serialize(
+            method=method,
+            resource_path=path,
+            query_params=list(query),
+            header_params=headers,
+            body=body,
+            auth_settings=["BearerToken"],
+        )
+        try:
+            response = self._client.call_api(*params, _request_timeout=self._retry.request_timeout)
+            response.read()  # type: ignore[no-untyped-call]
+        except ApiException as error:
+            raise _error_from(error, method, path) from None
+        except (OSError, ValueError) as error:
+            # urllib3 wraps timeouts and refused connections in OSError subclasses.
+            raise KubeError(
+                0, f"no answer: {type(error).__name__}", method=method, path=path
+            ) from error
+        if not 200 <= response.status <= 299:
+            raise _status_error(response.status, response.data, method, path)
+        if not response.data:
+            return {}
+        decoded: Obj = json.loads(response.data)
+        return decoded
+
+    def _list(self, path: str, query: Sequence[tuple[str, str]]) -> Iterator[Obj]:
+        """All items of a list, page by page (limit/continue), so no response is unbounded."""
+        token = ""
+        while True:
+            page_query = [*query, ("limit", "500")]
+            if token:
+                page_query.append(("continue", token))
+            page = self.request("GET", path, query=page_query)
+            yield from page.get("items") or []
+            token = (page.get("metadata") or {}).get("continue") or ""
+            if not token:
+                return
+
+    def _get_or_none(self, path: str) -> Obj | None:
+        try:
+            return self.request("GET", path)
+        except NotFound:
+            return None
+
+    # -- nodes -----------------------------------------------------------------------------
+
+    def get_node(self, name: str) -> Obj | None:
+        return self._get_or_none(f"/api/v1/nodes/{_seg(name)}")
+
+    def list_nodes(self, label_selector: str) -> list[Obj]:
+        return list(self._list("/api/v1/nodes", [("labelSelector", label_selector)]))
+
+    def patch_node(self, name: str, operations: list[Obj]) -> Obj:
+        """RFC 6902 JSON patch: its ``test`` operations make a stale read fail with 409."""
+        return self.request(
+            "PATCH", f"/api/v1/nodes/{_seg(name)}", body=operations, content_type=JSON_PATCH
+        )
+
+    # -- pods ------------------------------------------------------------------------------
+
+    def list_pods_on_node(self, node_name: str) -> list[Obj]:
+        selector = f"spec.nodeName={node_name}"
+        return list(self._list("/api/v1/pods", [("fieldSelector", selector)]))
+
+    def evict_pod(self, namespace: str, name: str) -> Eviction:
+        body = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+        }
+        path = f"/api/v1/namespaces/{_seg(namespace)}/pods/{_seg(name)}/eviction"
+        try:
+            # No retry here on 429: a PDB refusal is an answer, handled by the drain loop.
+            self._request_once("POST", path, (), body, JSON)
+        except NotFound:
+            return Eviction.GONE
+        except KubeError as error:
+            if error.status == 429:
+                return Eviction.BLOCKED
+            raise
+        return Eviction.EVICTED
+
+    def list_pdbs(self, namespace: str) -> list[Obj]:
+        path = f"/apis/policy/v1/namespaces/{_seg(namespace)}/poddisruptionbudgets"
+        return list(self._list(path, []))
+
+    # -- Karpenter -------------------------------------------------------------------------
+
+    def get_nodepool(self, name: str) -> Obj | None:
+        return self._get_or_none(f"{KARPENTER}/nodepools/{_seg(name)}")
+
+    def list_nodepools(self) -> list[Obj]:
+        return list(self._list(f"{KARPENTER}/nodepools", []))
+
+    def get_nodeclaim(self, name: str) -> Obj | None:
+        return self._get_or_none(f"{KARPENTER}/nodeclaims/{_seg(name)}")
+
+    def list_nodeclaims(self, label_selector: str) -> list[Obj]:
+        return list(self._list(f"{KARPENTER}/nodeclaims", [("labelSelector", label_selector)]))
+
+    def create_nodeclaim(self, body: Obj) -> Obj:
+        return self.request("POST", f"{KARPENTER}/nodeclaims", body=body)
+
+    def delete_nodeclaim(self, name: str, uid: str | None) -> bool:
+        """Delete (Karpenter then drains and terminates). False if it was already gone."""
+        body: Obj = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if uid:
+            # Never delete a namesake created after we looked.
+            body["preconditions"] = {"uid": uid}
+        try:
+            self.request("DELETE", f"{KARPENTER}/nodeclaims/{_seg(name)}", body=body)
+        except NotFound:
+            return False
+        return True
+
+    # -- events and leases -----------------------------------------------------------------
+
+    def create_event(self, namespace: str, body: Obj) -> Obj:
+        return self.request("POST", f"/api/v1/namespaces/{_seg(namespace)}/events", body=body)
+
+    def get_lease(self, namespace: str, name: str) -> Obj | None:
+        return self._get_or_none(_lease_path(namespace, name))
+
+    def create_lease(self, namespace: str, body: Obj) -> Obj:
+        path = f"/apis/coordination.k8s.io/v1/namespaces/{_seg(namespace)}/leases"
+        return self.request("POST", path, body=body)
+
+    def update_lease(self, namespace: str, body: Obj) -> Obj:
+        """PUT with the read ``resourceVersion``: 409 when another worker got there first."""
+        name = body["metadata"]["name"]
+        return self.request("PUT", _lease_path(namespace, name), body=body)
+
+
+def _lease_path(namespace: str, name: str) -> str:
+    return f"/apis/coordination.k8s.io/v1/namespaces/{_seg(namespace)}/leases/{_seg(name)}"
+
+
+def _seg(value: str) -> str:
+    return quote(value, safe="")
+
+
+def _status_error(status: int, data: bytes | str | None, method: str, path: str) -> KubeError:
+    message = ""
+    if data:
+        try:
+            decoded = json.loads(data)
+            message = str(decoded.get("message", "")) if isinstance(decoded, Mapping) else ""
+        except ValueError:
+            message = ""
+    cls = {404: NotFound, 409: Conflict}.get(status, KubeError)
+    return cls(status, message[:300], method=method, path=path)
+
+
+def _error_from(error: ApiException, method: str, path: str) -> KubeError:
+    return _status_error(int(error.status or 0), error.body, method, path)

@@ -1,0 +1,117 @@
+"""One writer at a time per NodePool for the count-and-disrupt step.
+
+Several Lambdas run at once. Two of them weighing the same pool's budget at the same time
+would each see one free slot and both take it. A ``coordination.k8s.io`` Lease per NodePool
+serialises that step; the cluster stays the source of truth (the counts are read inside the
+lease, and the taint that makes a node "disrupting" is written before it is released).
+Acquisition is a ``resourceVersion``-guarded write, so two workers can never both win.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from datetime import datetime, timedelta
+from typing import Any
+
+from lifeboat.kube import Conflict, KubeApi, NotFound
+
+LEASE_SECONDS = 15
+
+
+class LockTimeout(RuntimeError):
+    """The pool's lease stayed busy; the message will be retried."""
+
+
+class PoolLock:
+    def __init__(
+        self,
+        kube: KubeApi,
+        namespace: str,
+        holder: str,
+        *,
+        clock: Callable[[], datetime],
+        wait_seconds: float = 20.0,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._kube = kube
+        self._namespace = namespace
+        self._holder = holder
+        self._clock = clock
+        self._wait = wait_seconds
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+
+    @contextmanager
+    def hold(self, pool: str) -> Iterator[None]:
+        name = f"lifeboat-nodepool-{pool}"
+        # Unique per hold: two threads of one process are two contenders.
+        holder = f"{self._holder}-{uuid.uuid4().hex[:8]}"
+        lease = self._acquire(name, holder)
+        try:
+            yield
+        finally:
+            self._release(lease)
+
+    def _acquire(self, name: str, holder: str) -> dict[str, Any]:
+        give_up = time.monotonic() + self._wait
+        while True:
+            lease = self._try_acquire(name, holder)
+            if lease is not None:
+                return lease
+            if time.monotonic() >= give_up:
+                raise LockTimeout(f"lease {self._namespace}/{name} stayed held")
+            self._sleep(self._rng.uniform(0.01, 0.1))
+
+    def _try_acquire(self, name: str, holder: str) -> dict[str, Any] | None:
+        now = self._clock()
+        lease = self._kube.get_lease(self._namespace, name)
+        spec = {
+            "holderIdentity": holder,
+            "leaseDurationSeconds": LEASE_SECONDS,
+            "acquireTime": _micro(now),
+            "renewTime": _micro(now),
+        }
+        try:
+            if lease is None:
+                body = {
+                    "apiVersion": "coordination.k8s.io/v1",
+                    "kind": "Lease",
+                    "metadata": {"name": name, "namespace": self._namespace},
+                    "spec": spec,
+                }
+                return self._kube.create_lease(self._namespace, body)
+            if _held_by_other(lease, holder, now):
+                return None
+            lease["spec"] = {**(lease.get("spec") or {}), **spec}
+            return self._kube.update_lease(self._namespace, lease)
+        except Conflict:
+            return None  # someone else created or took it between our read and write
+
+    def _release(self, lease: dict[str, Any]) -> None:
+        lease["spec"] = {**lease.get("spec", {}), "holderIdentity": None}
+        # Expired and taken over, or deleted: either way it is no longer ours.
+        with suppress(Conflict, NotFound):
+            self._kube.update_lease(self._namespace, lease)
+
+
+def _held_by_other(lease: dict[str, Any], holder: str, now: datetime) -> bool:
+    spec = lease.get("spec") or {}
+    current = spec.get("holderIdentity")
+    if not current or current == holder:
+        return False
+    renewed = spec.get("renewTime")
+    if not renewed:
+        return True
+    expires = datetime.fromisoformat(renewed.replace("Z", "+00:00")) + timedelta(
+        seconds=int(spec.get("leaseDurationSeconds") or LEASE_SECONDS)
+    )
+    return now < expires
+
+
+def _micro(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")

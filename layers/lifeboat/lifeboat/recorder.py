@@ -1,0 +1,77 @@
+"""Kubernetes Events on Nodes, so ``kubectl describe node`` tells what Lifeboat did and why."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from contextlib import suppress
+from datetime import datetime
+from typing import Any
+
+from lifeboat.decide import Decision, Verdict
+from lifeboat.events.notice import Kind, Notice
+from lifeboat.kube import Conflict, KubeApi
+
+COMPONENT = "lifeboat"
+# Node events live in "default", where kubectl describe node looks for them.
+EVENT_NAMESPACE = "default"
+
+_REASONS = {
+    Kind.SPOT_INTERRUPTION: "SpotInterruption",
+    Kind.REBALANCE_RECOMMENDATION: "RebalanceRecommendation",
+    Kind.SCHEDULED_CHANGE: "ScheduledMaintenance",
+    Kind.STATE_CHANGE: "InstanceStateChange",
+    Kind.ASG_TERMINATION: "AutoScalingTermination",
+    Kind.CAPACITY_RESERVATION_INTERRUPTION: "CapacityReservationInterruption",
+    Kind.UNSUPPORTED: "Unsupported",
+}
+
+
+def event_reason(notice: Notice, decision: Decision) -> str:
+    base = _REASONS.get(notice.kind, "Notice")
+    if decision.verdict is Verdict.DEFER:
+        return f"{base}Deferred"
+    if decision.forced:
+        return f"{base}Forced"
+    return base
+
+
+def node_event(
+    node: Mapping[str, Any], notice: Notice, decision: Decision, now: datetime
+) -> dict[str, Any]:
+    """A core/v1 Event about ``node``; the name is derived from the notice and the verdict,
+    so a redelivery answers 409 AlreadyExists instead of adding a duplicate."""
+    meta = node["metadata"]
+    stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    digest = hashlib.sha256(
+        f"{notice.dedup_key}|{decision.verdict}|{decision.deferred_until}".encode()
+    ).hexdigest()[:12]
+    warning = decision.forced or notice.involuntary
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": f"{meta['name']}.lifeboat.{digest}", "namespace": EVENT_NAMESPACE},
+        "involvedObject": {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "name": meta["name"],
+            "uid": meta.get("uid", ""),
+        },
+        "reason": event_reason(notice, decision),
+        "message": f"{decision.verdict}: {decision.reason}"[:1024],
+        "type": "Warning" if warning else "Normal",
+        "source": {"component": COMPONENT},
+        "reportingComponent": COMPONENT,
+        "reportingInstance": COMPONENT,
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
+        "count": 1,
+    }
+
+
+def record(
+    kube: KubeApi, node: Mapping[str, Any], notice: Notice, decision: Decision, now: datetime
+) -> None:
+    # 409: the same decision was recorded by an earlier delivery.
+    with suppress(Conflict):
+        kube.create_event(EVENT_NAMESPACE, node_event(node, notice, decision, now))

@@ -1,0 +1,141 @@
+"""From instance ids to Kubernetes objects, without scanning the cluster.
+
+Per batch: one DescribeInstances for every instance (``instances``), then per instance one
+GET of its Node by name, and one GET per NodePool. Only voluntary notices, which must be
+weighed against the pool's budgets, list the pool's nodes and claims (by label) and the
+node's pods (by field selector): each of those requests is bounded by the pool or the node,
+never by the cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from typing import Any
+
+from lifeboat import nodes
+from lifeboat.events.notice import Notice
+from lifeboat.instances import InstanceDirectory, InstanceInfo, instance_id_from_provider_id
+from lifeboat.kube import KubeApi
+from lifeboat.target import PoolState, Target
+
+
+class Resolver:
+    """Resolves the notices of one batch; caches what the batch shares (NodePools)."""
+
+    def __init__(
+        self,
+        kube: KubeApi,
+        directory: InstanceDirectory,
+        *,
+        cluster: str | None = None,
+        managed_clusters: Iterable[str] = (),
+    ) -> None:
+        self._kube = kube
+        self._directory = directory
+        self._cluster = cluster
+        self._managed = frozenset(managed_clusters)
+        self._infos: dict[str, InstanceInfo] = {}
+        self._nodepools: dict[str, Mapping[str, Any] | None] = {}
+
+    def prefetch(self, notices: Iterable[Notice]) -> None:
+        """One directory lookup for every instance of the batch."""
+        wanted = sorted({n.instance_id for n in notices if n.instance_id} - self._infos.keys())
+        if wanted:
+            self._infos.update(self._directory.describe(wanted))
+
+    def info(self, instance_id: str) -> InstanceInfo | None:
+        if instance_id not in self._infos:
+            self._infos.update(self._directory.describe([instance_id]))
+        return self._infos.get(instance_id)
+
+    def resolve(self, notice: Notice) -> Target:
+        """The Target of a notice: its node, NodeClaim and NodePool (no lists)."""
+        instance_id = notice.instance_id or ""
+        info = self.info(instance_id) if instance_id else None
+        skip = self._skip_reason(instance_id, info)
+        if skip is not None or info is None:
+            return Target(instance_id, info, skip_reason=skip)
+        node = self._find_node(instance_id, info)
+        if node is None:
+            return Target(instance_id, info)
+        owner = nodes.nodeclaim_owner(node)
+        nodeclaim, nodeclaim_uid = owner if owner else (info.nodeclaim, None)
+        pool_name = nodes.labels_of(node).get(nodes.NODEPOOL_LABEL) or info.nodepool
+        nodepool = self.nodepool(pool_name) if pool_name and nodeclaim else None
+        return Target(
+            instance_id,
+            info,
+            node=node,
+            nodeclaim=nodeclaim,
+            nodeclaim_uid=nodeclaim_uid,
+            nodepool_name=pool_name,
+            nodepool=nodepool,
+        )
+
+    def with_budget_state(self, target: Target) -> Target:
+        """Add what a voluntary decision weighs: the node's pods and its pool's counts.
+        Call it while holding the pool's lease, so the counts are still true when acted on."""
+        if target.node is None:
+            return target
+        pods = tuple(self._kube.list_pods_on_node(nodes.name_of(target.node)))
+        pool = self.pool_state(target.nodepool) if target.nodepool is not None else None
+        return replace(target, pods=pods, pool=pool)
+
+    def nodepool(self, name: str) -> Mapping[str, Any] | None:
+        if name not in self._nodepools:
+            self._nodepools[name] = self._kube.get_nodepool(name)
+        return self._nodepools[name]
+
+    def pool_state(self, nodepool: Mapping[str, Any]) -> PoolState:
+        """Count the pool's nodes and those already disrupting. Always read fresh: callers
+        hold the pool's lease, and a cached count is how budgets get exceeded."""
+        name = nodes.name_of(nodepool)
+        selector = f"{nodes.NODEPOOL_LABEL}={name}"
+        pool_nodes = self._kube.list_nodes(selector)
+        claims = self._kube.list_nodeclaims(selector)
+        deleting_claims = {
+            nodes.name_of(c) for c in claims if c["metadata"].get("deletionTimestamp")
+        }
+        disrupting = 0
+        claims_with_nodes: set[str] = set()
+        for node in pool_nodes:
+            owner = nodes.nodeclaim_owner(node)
+            if owner:
+                claims_with_nodes.add(owner[0])
+            if nodes.is_disrupting(node) or (owner and owner[0] in deleting_claims):
+                disrupting += 1
+        # A claim being deleted whose node is already gone still holds its slot until it goes.
+        disrupting += len(deleting_claims - claims_with_nodes)
+        return PoolState(nodepool, node_count=len(pool_nodes), disrupting=disrupting)
+
+    def _skip_reason(self, instance_id: str, info: InstanceInfo | None) -> str | None:
+        if not instance_id:
+            return "the message names no instance"
+        if info is None:
+            return f"instance {instance_id} is unknown (not found in EC2 or the cluster)"
+        if self._managed and info.cluster not in self._managed:
+            if info.cluster is None:
+                return f"instance {instance_id} belongs to no EKS cluster"
+            return f"instance {instance_id} belongs to cluster {info.cluster}, not managed here"
+        return None
+
+    def _find_node(self, instance_id: str, info: InstanceInfo) -> Mapping[str, Any] | None:
+        """GET the node by the name EC2 gave; if that misses (custom hostnames), ask the
+        instance's NodeClaim for its node name. Never list all nodes."""
+        candidates = [info.node_name] if info.node_name else []
+        node = self._get_matching(candidates, instance_id)
+        if node is None and info.nodeclaim:
+            claim = self._kube.get_nodeclaim(info.nodeclaim)
+            node_name = (claim or {}).get("status", {}).get("nodeName")
+            if node_name and node_name != info.node_name:
+                node = self._get_matching([node_name], instance_id)
+        return node
+
+    def _get_matching(self, names: list[str], instance_id: str) -> Mapping[str, Any] | None:
+        for name in names:
+            node = self._kube.get_node(name)
+            # A name can be reused by a later instance: trust only a matching providerID.
+            if node and instance_id_from_provider_id(nodes.provider_id(node)) == instance_id:
+                return node
+        return None

@@ -1,0 +1,130 @@
+"""Runtime settings, read once from the environment and validated at start-up.
+
+A setting that cannot apply is rejected with a clear error when the function starts, not
+silently ignored while events are handled (the Node Termination Handler's lesson).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from lifeboat.events.notice import Kind
+
+TAINT_EFFECTS = ("NoSchedule", "NoExecute", "PreferNoSchedule")
+KIND_ACTIONS = ("ignore", "cordon", "replace")
+
+
+class SettingsError(ValueError):
+    """A setting has a value Lifeboat cannot use; the message names the variable."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What an operator can tune. Defaults are what a user of this field would expect."""
+
+    # Clusters this stack manages (EKS cluster names); empty means "the one configured".
+    clusters: tuple[str, ...] = ()
+    dry_run: bool = False
+    taint_effect: str = "NoSchedule"
+    # Scheduled maintenance must be acted on this long before AWS's startTime at the latest.
+    scheduled_change_lead: timedelta = timedelta(minutes=30)
+    # How long a voluntary replacement may take to become Ready before the old node goes.
+    replacement_timeout: timedelta = timedelta(minutes=15)
+    # Namespace of the per-NodePool Leases that serialise budget accounting.
+    lease_namespace: str = "lifeboat"
+    # Per-kind action for voluntary kinds: ignore, cordon (only), replace (default).
+    kind_actions: Mapping[Kind, str] = field(default_factory=dict)
+    # Only act on instances carrying this EC2 tag (like NTH's managedTag); None: all.
+    managed_tag: str | None = None
+    # Seconds to keep an unknown instance's message in the queue before giving up on it.
+    unknown_instance_grace: timedelta = timedelta(0)
+    # Where the stack runs; events from elsewhere are rejected. None: not checked.
+    account_id: str | None = None
+    region: str | None = None
+
+    def action_for(self, kind: Kind) -> str:
+        return self.kind_actions.get(kind, "replace")
+
+
+def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    lowered = raw.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise SettingsError(f"{name}={raw!r}: expected true or false")
+
+
+def _seconds(env: Mapping[str, str], name: str, default: timedelta) -> timedelta:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise SettingsError(f"{name}={raw!r}: expected a whole number of seconds") from None
+    if value < 0:
+        raise SettingsError(f"{name}={raw!r}: must not be negative")
+    return timedelta(seconds=value)
+
+
+def _kind_actions(raw: str) -> dict[Kind, str]:
+    """Parse ``rebalance-recommendation=cordon,scheduled-change=replace``."""
+    actions: dict[Kind, str] = {}
+    for item in filter(None, (part.strip() for part in raw.split(","))):
+        kind_name, _, action = item.partition("=")
+        try:
+            kind = Kind(kind_name.strip())
+        except ValueError:
+            raise SettingsError(
+                f"LIFEBOAT_KIND_ACTIONS: unknown kind {kind_name!r}; expected one of "
+                f"rebalance-recommendation, scheduled-change"
+            ) from None
+        if kind.involuntary:
+            raise SettingsError(
+                f"LIFEBOAT_KIND_ACTIONS: {kind} is involuntary (the instance goes away "
+                "regardless); its action cannot be changed"
+            )
+        if action.strip() not in KIND_ACTIONS:
+            raise SettingsError(
+                f"LIFEBOAT_KIND_ACTIONS: {kind}={action!r}; "
+                f"expected one of {', '.join(KIND_ACTIONS)}"
+            )
+        actions[kind] = action.strip()
+    return actions
+
+
+def load_settings(env: Mapping[str, str] | None = None) -> Settings:
+    """Build :class:`Settings` from ``LIFEBOAT_*`` environment variables."""
+    env = os.environ if env is None else env
+    effect = env.get("LIFEBOAT_TAINT_EFFECT") or "NoSchedule"
+    if effect not in TAINT_EFFECTS:
+        raise SettingsError(
+            f"LIFEBOAT_TAINT_EFFECT={effect!r}: expected one of {', '.join(TAINT_EFFECTS)}"
+        )
+    clusters = tuple(c.strip() for c in env.get("LIFEBOAT_CLUSTERS", "").split(",") if c.strip())
+    return Settings(
+        clusters=clusters,
+        dry_run=_flag(env, "LIFEBOAT_DRY_RUN", False),
+        taint_effect=effect,
+        scheduled_change_lead=_seconds(
+            env, "LIFEBOAT_SCHEDULED_CHANGE_LEAD_SECONDS", timedelta(minutes=30)
+        ),
+        replacement_timeout=_seconds(
+            env, "LIFEBOAT_REPLACEMENT_TIMEOUT_SECONDS", timedelta(minutes=15)
+        ),
+        lease_namespace=env.get("LIFEBOAT_LEASE_NAMESPACE") or "lifeboat",
+        kind_actions=_kind_actions(env.get("LIFEBOAT_KIND_ACTIONS", "")),
+        managed_tag=env.get("LIFEBOAT_MANAGED_TAG") or None,
+        unknown_instance_grace=_seconds(
+            env, "LIFEBOAT_UNKNOWN_INSTANCE_GRACE_SECONDS", timedelta(0)
+        ),
+        account_id=env.get("LIFEBOAT_ACCOUNT_ID") or None,
+        region=env.get("LIFEBOAT_REGION") or None,
+    )

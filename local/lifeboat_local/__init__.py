@@ -1,0 +1,1 @@
+"""Local stand-ins for AWS and Kubernetes used by tests and `lifeboat replay`."""

@@ -1,0 +1,100 @@
+"""``lifeboat``: the operator's command line (contract.md, section 2).
+
+``lifeboat replay`` runs the very parse/resolve/decide/act code of the Lambda against the
+local Kubernetes emulator, loaded from a cluster file, with a simulated clock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, NoReturn
+
+EXIT_OK, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2
+
+
+class UsageError(Exception):
+    """Bad arguments or unreadable input files: exit status 1."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        # argparse's default status is 2, which the contract reserves for rejected records.
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="lifeboat", description=__doc__.splitlines()[0] if __doc__ else None)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    replay = commands.add_parser(
+        "replay", help="replay events against a cluster file on the local emulator"
+    )
+    replay.add_argument("events", nargs="+", type=Path, metavar="EVENT_FILE")
+    replay.add_argument("--cluster", required=True, type=Path, metavar="CLUSTER.yaml")
+    replay.add_argument(
+        "--at",
+        type=parse_instant,
+        metavar="ISO8601",
+        help="the clock for windows, budgets and deadlines (default: now)",
+    )
+    replay.add_argument("--json", action="store_true", help="one JSON object per line")
+    replay.add_argument(
+        "--state-out", type=Path, metavar="FILE", help="write the cluster after the replay, as YAML"
+    )
+    replay.add_argument(
+        "--follow",
+        action="store_true",
+        help="advance the clock through all deferred work until none is left",
+    )
+    return parser
+
+
+def parse_instant(text: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not an ISO 8601 instant: {text!r} (e.g. 2026-12-01T14:05:00Z)"
+        ) from None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "replay":
+            from lifeboat_local.replay import replay
+
+            return replay(args)
+    except UsageError as error:
+        print(f"lifeboat: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_USAGE
+
+
+def read_event_file(path: Path) -> list[Any]:
+    """The message bodies a file holds: an SQS batch's record bodies, or the file itself."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise UsageError(f"{path}: {error.strerror or error}") from None
+    try:
+        document = json.loads(text)
+    except ValueError:
+        return [text]  # not JSON: the parser rejects it and names why
+    if isinstance(document, dict) and isinstance(document.get("Records"), list):
+        return [
+            record.get("body", "") if isinstance(record, dict) else record
+            for record in document["Records"]
+        ]
+    return [document]
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

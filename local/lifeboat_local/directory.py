@@ -1,0 +1,61 @@
+"""What EC2 would answer about the sample cluster's instances, derived from the cluster file.
+
+Replay has no AWS account: DescribeInstances is simulated from what the cluster objects
+say (a Node's ``spec.providerID`` and labels, a NodeClaim's ``status.providerID``), which is
+what EC2's private DNS name and Karpenter's instance tags tell in a real account.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from lifeboat import nodes
+from lifeboat.instances import (
+    InstanceInfo,
+    StaticInstanceDirectory,
+    instance_id_from_provider_id,
+    zone_from_provider_id,
+)
+
+
+def directory_from_objects(
+    objects: Iterable[Mapping[str, Any]], cluster: str | None = None
+) -> StaticInstanceDirectory:
+    infos: dict[str, InstanceInfo] = {}
+    claims_by_instance: dict[str, Mapping[str, Any]] = {}
+    for obj in objects:
+        if obj.get("kind") == "NodeClaim":
+            instance = instance_id_from_provider_id(obj.get("status", {}).get("providerID"))
+            if instance:
+                claims_by_instance[instance] = obj
+    for obj in objects:
+        if obj.get("kind") != "Node":
+            continue
+        provider = nodes.provider_id(obj)
+        instance = instance_id_from_provider_id(provider)
+        if not instance:
+            continue
+        node_labels = nodes.labels_of(obj)
+        owner = nodes.nodeclaim_owner(obj)
+        claim = claims_by_instance.get(instance)
+        infos[instance] = InstanceInfo(
+            instance_id=instance,
+            node_name=nodes.name_of(obj),
+            nodeclaim=owner[0] if owner else (nodes.name_of(claim) if claim else None),
+            nodepool=node_labels.get(nodes.NODEPOOL_LABEL),
+            cluster=cluster,
+            auto_scaling_group=node_labels.get("eks.amazonaws.com/nodegroup"),
+            zone=node_labels.get(nodes.ZONE_LABEL) or zone_from_provider_id(provider),
+            instance_type=node_labels.get(nodes.INSTANCE_TYPE_LABEL),
+        )
+    for instance, claim in claims_by_instance.items():
+        if instance not in infos:
+            infos[instance] = InstanceInfo(
+                instance_id=instance,
+                node_name=claim.get("status", {}).get("nodeName"),
+                nodeclaim=nodes.name_of(claim),
+                nodepool=nodes.labels_of(claim).get(nodes.NODEPOOL_LABEL),
+                cluster=cluster,
+            )
+    return StaticInstanceDirectory(infos.values())

@@ -1,0 +1,124 @@
+"""Cluster files: what `kubectl get -o yaml` prints (a `kind: List`) or multi-document YAML."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .resources import ALL_RESOURCES, Obj, resource_for_object
+
+SUPPORTED_KINDS = (
+    "Node",
+    "Pod",
+    "PodDisruptionBudget",
+    "NodePool",
+    "NodeClaim",
+    "Lease",
+    "Event",
+    "Namespace",
+)
+# Namespaces first so that applying the file in order works on a real cluster too.
+_DUMP_ORDER = (
+    "Namespace",
+    "Node",
+    "NodePool",
+    "NodeClaim",
+    "Pod",
+    "PodDisruptionBudget",
+    "Lease",
+    "Event",
+)
+
+
+def _flatten(documents: Iterable[Any], path: Path) -> list[tuple[int, Any]]:
+    """Each object with the index of the YAML document it came from; Lists are flattened."""
+    flat: list[tuple[int, Any]] = []
+    for index, document in enumerate(documents):
+        if document is None:
+            continue
+        if isinstance(document, dict) and document.get("kind") == "List":
+            items = document.get("items") or []
+            if not isinstance(items, list):
+                raise ValueError(f"{path}: document {index}: List items must be a sequence")
+            flat.extend((index, item) for item in items)
+        else:
+            flat.append((index, document))
+    return flat
+
+
+def _validate(obj: Any, index: int, path: Path) -> Obj:
+    where = f"{path}: document {index}"
+    if not isinstance(obj, dict):
+        raise ValueError(f"{where}: expected a mapping, got {type(obj).__name__}")
+    name = obj.get("metadata", {}).get("name") if isinstance(obj.get("metadata"), dict) else None
+    missing = [
+        field
+        for field, present in (
+            ("apiVersion", obj.get("apiVersion")),
+            ("kind", obj.get("kind")),
+            ("metadata.name", name),
+        )
+        if not present
+    ]
+    if missing:
+        raise ValueError(f"{where}: missing {', '.join(missing)}")
+    if resource_for_object(obj["apiVersion"], obj["kind"]) is None:
+        if obj["kind"] not in SUPPORTED_KINDS:
+            raise ValueError(
+                f"{where}: unsupported kind {obj['kind']!r}"
+                f" (supported: {', '.join(SUPPORTED_KINDS)})"
+            )
+        raise ValueError(
+            f"{where}: unsupported apiVersion {obj['apiVersion']!r} for kind {obj['kind']!r}"
+        )
+    if obj["kind"] == "Pod" and not (obj.get("spec") or {}).get("containers"):
+        # The API server requires containers, and the client cannot parse a pod without them.
+        raise ValueError(f"{where}: Pod {name!r} is missing spec.containers")
+    return obj
+
+
+def _as_json(value: Any) -> Any:
+    """YAML turns unquoted timestamps into datetimes; the API carries RFC 3339 strings."""
+    if isinstance(value, dict):
+        return {str(k): _as_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_as_json(v) for v in value]
+    if isinstance(value, datetime):
+        return value.isoformat().replace("+00:00", "Z")
+    if isinstance(value, date):
+        return value.isoformat()
+    return value
+
+
+def load_cluster_file(path: str | Path) -> list[Obj]:
+    """The objects of a cluster file; ValueError names the file, the document and the problem."""
+    path = Path(path)
+    try:
+        documents = list(yaml.safe_load_all(path.read_text()))
+    except yaml.YAMLError as error:
+        raise ValueError(f"{path}: not valid YAML: {error}") from error
+    return [_validate(_as_json(obj), index, path) for index, obj in _flatten(documents, path)]
+
+
+def _sort_key(obj: Obj) -> tuple[int, int, str, str]:
+    kind = obj["kind"]
+    rank = _DUMP_ORDER.index(kind) if kind in _DUMP_ORDER else len(_DUMP_ORDER)
+    api_rank = next(
+        (i for i, r in enumerate(ALL_RESOURCES) if r.api_version == obj.get("apiVersion")), 0
+    )
+    metadata = obj["metadata"]
+    return (rank, api_rank, metadata.get("namespace") or "", metadata["name"])
+
+
+def as_list(objects: Iterable[Obj]) -> Obj:
+    return {"apiVersion": "v1", "kind": "List", "items": sorted(objects, key=_sort_key)}
+
+
+def dump_cluster_file(objects: Iterable[Obj] | Mapping[str, Any], path: str | Path) -> None:
+    """Writes a `kind: List` in a stable order: by kind, then namespace and name."""
+    items = objects.get("items") or [] if isinstance(objects, Mapping) else list(objects)
+    Path(path).write_text(yaml.safe_dump(as_list(items), sort_keys=False))

@@ -1,0 +1,201 @@
+"""The test-facing handle: start/stop the server, inspect and seed the store, inject faults."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar, cast
+
+from kubernetes import client
+
+from .clusterfile import as_list, load_cluster_file
+from .dispatch import Backend, LogEntry
+from .pdb import refreshed
+from .rbac import Authorizer
+from .resources import PDBS, Obj, ResourceType, resource_for_kind, resource_for_object
+from .server import EmulatorHTTPServer
+from .store import Store, key_of, new_uid, now_rfc3339
+
+
+class Emulator:
+    def __init__(self, objects: Iterable[Obj] = (), latency: float = 0.0) -> None:
+        self._store = Store()
+        self._backend = Backend(self._store)
+        self._backend.latency = latency
+        self._server: EmulatorHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        for obj in objects:
+            self._store_copy(obj)
+
+    @classmethod
+    def from_file(cls, path: str | Path, latency: float = 0.0) -> Emulator:
+        return cls(load_cluster_file(path), latency=latency)
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    def start(self) -> str:
+        if self._server is None:
+            self._server = EmulatorHTTPServer(self._backend)
+            # A short poll interval keeps stop() quick: tests start and stop many emulators.
+            self._thread = threading.Thread(
+                target=self._server.serve_forever, args=(0.05,), name="kubemu", daemon=True
+            )
+            self._thread.start()
+        return self.url
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def __enter__(self) -> Emulator:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        if self._server is None:
+            raise RuntimeError("the emulator is not started")
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def api_client(self) -> client.ApiClient:
+        """A new client for this emulator, configured as a real one would be for a cluster."""
+        configuration = client.Configuration(host=self.url)
+        return client.ApiClient(configuration)
+
+    # --- behaviour knobs ---------------------------------------------------------------
+
+    @property
+    def latency(self) -> float:
+        return self._backend.latency
+
+    @latency.setter
+    def latency(self, seconds: float) -> None:
+        self._backend.latency = seconds
+
+    def fail_next(
+        self,
+        status: int = 500,
+        times: int = 1,
+        verb: str | None = None,
+        resource: str | None = None,
+        name: str | None = None,
+    ) -> None:
+        self._backend.faults.fail_next(status, times, verb, resource, name)
+
+    def set_fault_rate(
+        self,
+        rate: float = 0.05,
+        seed: int = 1,
+        statuses: Sequence[int] = (500, 503, 429),
+        timeout_rate: float = 0.0,
+        timeout_delay: float = 2.0,
+    ) -> None:
+        self._backend.faults.set_rate(rate, seed, statuses, timeout_rate, timeout_delay)
+
+    def clear_faults(self) -> None:
+        self._backend.faults.clear()
+
+    def enforce_rbac(
+        self, cluster_role_rules: Sequence[dict[str, Any]] | None, user: str = "lifeboat"
+    ) -> None:
+        self._backend.authorizer = (
+            None if cluster_role_rules is None else Authorizer(cluster_role_rules, user)
+        )
+
+    # --- request accounting ------------------------------------------------------------
+
+    @property
+    def requests(self) -> Counter[str]:
+        return self._backend.stats.requests
+
+    @property
+    def requests_by_resource(self) -> Counter[tuple[str, str]]:
+        return self._backend.stats.by_resource
+
+    @property
+    def request_log(self) -> list[LogEntry]:
+        return self._backend.stats.log
+
+    @property
+    def seen_permissions(self) -> set[tuple[str, str, str]]:
+        return self._backend.stats.seen_permissions
+
+    def reset_counts(self) -> None:
+        self._backend.stats.reset()
+
+    # --- direct store access -----------------------------------------------------------
+
+    def objects(self, kind: str | None = None) -> list[Obj]:
+        with self._store.lock:
+            found = [
+                self._current(resource, obj)
+                for resource, obj in self._store.all_objects()
+                if kind is None or resource.kind == kind
+            ]
+            return _clone(sorted(found, key=lambda o: (o["kind"], key_of(o))))
+
+    def get_object(
+        self, kind: str, name: str, namespace: str | None = None, api_version: str | None = None
+    ) -> Obj | None:
+        resource = resource_for_kind(kind, api_version)
+        with self._store.lock:
+            obj = self._store.get(resource, namespace or "", name)
+            return None if obj is None else _clone(self._current(resource, obj))
+
+    def put_object(self, obj: Obj) -> Obj:
+        """Stores `obj` as given (status included), adding missing server metadata."""
+        return _clone(self._store_copy(obj))
+
+    def _store_copy(self, obj: Obj) -> Obj:
+        resource = resource_for_object(obj.get("apiVersion", ""), obj.get("kind", ""))
+        if resource is None:
+            raise ValueError(f"unsupported object {obj.get('apiVersion')}/{obj.get('kind')}")
+        stored = _clone(obj)
+        metadata = stored.setdefault("metadata", {})
+        if not metadata.get("name"):
+            raise ValueError("put_object needs metadata.name")
+        if resource.namespaced:
+            metadata.setdefault("namespace", "default")
+        metadata.setdefault("uid", new_uid())
+        metadata.setdefault("creationTimestamp", now_rfc3339())
+        metadata.setdefault("generation", 1)
+        return self._store.put(resource, stored)
+
+    def delete_object(self, kind: str, name: str, namespace: str | None = None) -> bool:
+        """Removes an object at once, finalizers or not; False when there was none."""
+        removed = self._store.remove(resource_for_kind(kind), namespace or "", name)
+        return removed is not None
+
+    def dump(self) -> Obj:
+        """All objects as a `kind: List`, in the stable order of dump_cluster_file."""
+        return as_list(self.objects())
+
+    def _current(self, resource: ResourceType, obj: Obj) -> Obj:
+        return refreshed(self._store, obj) if resource is PDBS else obj
+
+
+_T = TypeVar("_T")
+
+
+def _clone(value: _T) -> _T:
+    """A deep copy; the JSON round trip is several times faster than copy.deepcopy and also
+    rejects values the server could not serialise."""
+    return cast(_T, json.loads(json.dumps(value)))

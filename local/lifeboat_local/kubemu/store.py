@@ -1,0 +1,152 @@
+"""The object store: objects by (resource, namespace, name), a global resourceVersion, indexes.
+
+Stored objects are never mutated in place: every write stores a new dict. Readers may
+therefore hand out references and serialise them after releasing the lock.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import uuid
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+
+from .resources import NODECLAIMS, NODES, PODS, Obj, ResourceType
+
+NODEPOOL_LABEL = "karpenter.sh/nodepool"
+
+Key = tuple[str, str]  # (namespace, name); namespace is "" for cluster-scoped objects
+
+
+def _pod_node(obj: Obj) -> str | None:
+    node: str | None = obj.get("spec", {}).get("nodeName")
+    return node
+
+
+def _nodepool(obj: Obj) -> str | None:
+    pool: str | None = (obj.get("metadata", {}).get("labels") or {}).get(NODEPOOL_LABEL)
+    return pool
+
+
+# The lookups that must not scan every object of a 15,000-pod cluster.
+# (resource, index name) → how to read the indexed value; the names are the selector keys.
+INDEXES: dict[tuple[ResourceType, str], Callable[[Obj], str | None]] = {
+    (PODS, "spec.nodeName"): _pod_node,
+    (NODES, NODEPOOL_LABEL): _nodepool,
+    (NODECLAIMS, NODEPOOL_LABEL): _nodepool,
+}
+
+
+# Seeded once from the OS; UIDs need uniqueness, not unpredictability.
+_uid_random = random.Random()
+
+
+def new_uid() -> str:
+    """A random (version 4) UID, without uuid4's system call per object on large loads."""
+    return str(uuid.UUID(int=_uid_random.getrandbits(128), version=4))
+
+
+def now_rfc3339() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def key_of(obj: Obj) -> Key:
+    metadata = obj["metadata"]
+    return (metadata.get("namespace") or "", metadata["name"])
+
+
+class Store:
+    """Thread-safe storage; callers doing read-modify-write hold `lock` around the sequence."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self._revision = 0
+        self._last_write: dict[ResourceType, int] = {}
+        self._objects: dict[ResourceType, dict[str, dict[str, Obj]]] = {}
+        self._index: dict[tuple[ResourceType, str], dict[str, set[Key]]] = {
+            spec: {} for spec in INDEXES
+        }
+
+    @property
+    def revision(self) -> str:
+        with self.lock:
+            return str(self._revision)
+
+    def next_revision(self) -> str:
+        with self.lock:
+            self._revision += 1
+            return str(self._revision)
+
+    def last_write(self, resource: ResourceType) -> int:
+        """The revision of the latest write to any object of `resource` (0 if none)."""
+        with self.lock:
+            return self._last_write.get(resource, 0)
+
+    def get(self, resource: ResourceType, namespace: str, name: str) -> Obj | None:
+        with self.lock:
+            return self._objects.get(resource, {}).get(namespace, {}).get(name)
+
+    def put(self, resource: ResourceType, obj: Obj) -> Obj:
+        """Stores `obj` (which the caller hands over) with a fresh resourceVersion."""
+        with self.lock:
+            obj["metadata"]["resourceVersion"] = self.next_revision()
+            self._last_write[resource] = self._revision
+            namespace, name = key_of(obj)
+            by_namespace = self._objects.setdefault(resource, {}).setdefault(namespace, {})
+            self._unindex(resource, by_namespace.get(name))
+            by_namespace[name] = obj
+            self._reindex(resource, obj)
+            return obj
+
+    def remove(self, resource: ResourceType, namespace: str, name: str) -> Obj | None:
+        with self.lock:
+            by_namespace = self._objects.get(resource, {}).get(namespace, {})
+            obj = by_namespace.pop(name, None)
+            self._unindex(resource, obj)
+            if obj is not None:
+                # A deletion is a write: later reads see a newer revision.
+                self._revision += 1
+                self._last_write[resource] = self._revision
+            return obj
+
+    def candidates(
+        self, resource: ResourceType, namespace: str | None, indexed: dict[str, str]
+    ) -> Iterable[Obj]:
+        """Objects of `resource` (in `namespace` if given), narrowed by any usable index.
+
+        `indexed` maps selector keys to the values a query pins them to; the caller still
+        applies the full selectors to what comes back.
+        """
+        with self.lock:
+            stored = self._objects.get(resource, {})
+            for index_name, value in indexed.items():
+                index = self._index.get((resource, index_name))
+                if index is not None:
+                    keys = index.get(value, set())
+                    found = (stored.get(ns, {}).get(name) for ns, name in keys)
+                    return [o for o in found if o is not None and namespace in (None, key_of(o)[0])]
+            if namespace is not None:
+                return list(stored.get(namespace, {}).values())
+            return [obj for by_name in stored.values() for obj in by_name.values()]
+
+    def all_objects(self) -> list[tuple[ResourceType, Obj]]:
+        with self.lock:
+            return [
+                (resource, obj)
+                for resource, by_namespace in self._objects.items()
+                for by_name in by_namespace.values()
+                for obj in by_name.values()
+            ]
+
+    def _reindex(self, resource: ResourceType, obj: Obj) -> None:
+        for (indexed_resource, index_name), read in INDEXES.items():
+            if indexed_resource is resource and (value := read(obj)) is not None:
+                self._index[(resource, index_name)].setdefault(value, set()).add(key_of(obj))
+
+    def _unindex(self, resource: ResourceType, obj: Obj | None) -> None:
+        if obj is None:
+            return
+        for (indexed_resource, index_name), read in INDEXES.items():
+            if indexed_resource is resource and (value := read(obj)) is not None:
+                self._index[(resource, index_name)].get(value, set()).discard(key_of(obj))

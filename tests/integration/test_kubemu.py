@@ -1,0 +1,480 @@
+"""The Kubernetes emulator through the unmodified official client: CRUD, patches, selectors."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client import ApiException
+
+from lifeboat_local.kubemu import Emulator
+from lifeboat_local.kubemu.builders import node, nodeclaim, pod
+
+
+def core(emu: Emulator) -> client.CoreV1Api:
+    return client.CoreV1Api(emu.api_client())
+
+
+def custom(emu: Emulator) -> client.CustomObjectsApi:
+    return client.CustomObjectsApi(emu.api_client())
+
+
+def status_of(error: ApiException) -> dict[str, Any]:
+    body: dict[str, Any] = json.loads(error.body)
+    return body
+
+
+def test_version_reports_a_1_31_server(emulator: Emulator) -> None:
+    info = client.VersionApi(emulator.api_client()).get_code()
+    assert (info.major, info.minor) == ("1", "31")
+
+
+def test_unknown_path_answers_404_status_body(emulator: Emulator) -> None:
+    rest = emulator.api_client().rest_client
+    for path in ("/nope", "/apis/apps/v1/deployments", "/api/v1/nodes/n1/proxy"):
+        response = rest.request("GET", f"{emulator.url}{path}")
+        assert response.status == 404
+        body = json.loads(response.read())
+        assert (body["kind"], body["reason"], body["code"]) == ("Status", "NotFound", 404)
+
+
+def test_node_crud_sets_server_metadata(emulator: Emulator) -> None:
+    api = core(emulator)
+    created = api.create_node(node("n1"))
+    assert created.metadata.uid
+    assert created.metadata.creation_timestamp is not None
+    first = int(created.metadata.resource_version)
+    read = api.read_node("n1")
+    assert read.metadata.uid == created.metadata.uid
+    # Nodes keep the status they are created with, as on a real server.
+    assert read.status.conditions[0].type == "Ready"
+    api.delete_node("n1")
+    with pytest.raises(ApiException) as caught:
+        api.read_node("n1")
+    assert caught.value.status == 404
+    assert status_of(caught.value)["details"] == {"name": "n1", "kind": "nodes"}
+    assert int(api.list_node().metadata.resource_version) > first
+
+
+def test_create_twice_is_already_exists(emulator: Emulator) -> None:
+    api = core(emulator)
+    api.create_node(node("n1"))
+    with pytest.raises(ApiException) as caught:
+        api.create_node(node("n1"))
+    assert caught.value.status == 409
+    assert status_of(caught.value)["reason"] == "AlreadyExists"
+
+
+def test_resource_version_increases_on_every_write(emulator: Emulator) -> None:
+    api = core(emulator)
+    versions = [int(api.create_node(node(f"n{i}")).metadata.resource_version) for i in range(3)]
+    patched = api.patch_node("n0", {"metadata": {"labels": {"x": "y"}}})
+    versions.append(int(patched.metadata.resource_version))
+    assert versions == sorted(versions)
+    assert len(set(versions)) == 4
+
+
+def test_noop_patch_keeps_the_resource_version(emulator: Emulator) -> None:
+    api = core(emulator)
+    version = api.create_node(node("n1")).metadata.resource_version
+    assert api.patch_node("n1", {"metadata": {}}).metadata.resource_version == version
+
+
+def test_generate_name_appends_five_safe_characters(emulator: Emulator) -> None:
+    claim = nodeclaim("x")
+    claim["metadata"] = {"generateName": "general-", "labels": {"karpenter.sh/nodepool": "g"}}
+    created = custom(emulator).create_cluster_custom_object(
+        "karpenter.sh", "v1", "nodeclaims", claim
+    )
+    assert re.fullmatch(r"general-[bcdfghjklmnpqrstvwxz2456789]{5}", created["metadata"]["name"])
+    # Custom resources with a status subresource drop status on create.
+    assert "status" not in created
+
+
+def test_create_without_name_is_invalid(emulator: Emulator) -> None:
+    body = node("x")
+    body["metadata"] = {}
+    with pytest.raises(ApiException) as caught:
+        core(emulator).create_node(body)
+    assert caught.value.status == 422
+
+
+def test_pod_created_through_the_api_starts_pending(emulator: Emulator) -> None:
+    created = core(emulator).create_namespaced_pod("default", pod("p1", phase="Running"))
+    assert created.status.phase == "Pending"
+
+
+def test_pod_without_containers_is_invalid(emulator: Emulator) -> None:
+    body = pod("p1")
+    body["spec"]["containers"] = []
+    with pytest.raises(ApiException) as caught:
+        core(emulator).create_namespaced_pod("default", body)
+    assert caught.value.status == 422
+
+
+def test_put_with_stale_resource_version_conflicts(emulator: Emulator) -> None:
+    api = core(emulator)
+    stale = api.create_node(node("n1"))
+    api.patch_node("n1", {"metadata": {"labels": {"a": "b"}}})
+    stale.metadata.labels = {"c": "d"}
+    with pytest.raises(ApiException) as caught:
+        api.replace_node("n1", stale)
+    assert caught.value.status == 409
+    assert status_of(caught.value)["reason"] == "Conflict"
+    fresh = api.read_node("n1")
+    fresh.metadata.labels = {"c": "d"}
+    assert api.replace_node("n1", fresh).metadata.labels == {"c": "d"}
+
+
+def test_put_ignores_status_of_the_main_resource_but_status_subresource_sets_it(
+    emulator: Emulator,
+) -> None:
+    api = core(emulator)
+    api.create_node(node("n1"))
+    current = api.read_node("n1")
+    current.status.conditions[0].status = "False"
+    assert api.replace_node("n1", current).status.conditions[0].status == "True"
+    updated = api.patch_node_status(
+        "n1", {"status": {"conditions": [{"type": "Ready", "status": "False"}]}}
+    )
+    assert updated.status.conditions[0].status == "False"
+
+
+def test_custom_resource_put_requires_resource_version(emulator: Emulator) -> None:
+    api = custom(emulator)
+    api.create_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", nodeclaim("c1"))
+    with pytest.raises(ApiException) as caught:
+        api.replace_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", "c1", nodeclaim("c1"))
+    assert caught.value.status == 422
+
+
+def test_merge_patch_with_stale_resource_version_conflicts(emulator: Emulator) -> None:
+    api = core(emulator)
+    stale = api.create_node(node("n1")).metadata.resource_version
+    api.patch_node("n1", {"metadata": {"labels": {"x": "y"}}})
+    with pytest.raises(ApiException) as caught:
+        api.patch_node(
+            "n1",
+            {"metadata": {"resourceVersion": stale, "labels": {"a": "b"}}},
+            _content_type="application/merge-patch+json",
+        )
+    assert caught.value.status == 409
+
+
+def test_client_sends_strategic_merge_for_dict_bodies(emulator: Emulator) -> None:
+    """kubernetes 37: patch_node picks application/json-patch+json from its list, and
+    rest.py rewrites it to strategic-merge-patch+json whenever the body is not a list."""
+    api = core(emulator)
+    api.create_node(node("n1", taints=[{"key": "a", "effect": "NoSchedule"}]))
+    api.patch_node("n1", {"metadata": {"finalizers": ["x"]}})
+    api.patch_node("n1", {"metadata": {"finalizers": ["y"]}})
+    # Only a strategic merge unions finalizers; a merge patch would have replaced the list.
+    assert api.read_node("n1").metadata.finalizers == ["x", "y"]
+
+
+def test_strategic_merge_replaces_taints_atomically(emulator: Emulator) -> None:
+    api = core(emulator)
+    api.create_node(node("n1", taints=[{"key": "a", "effect": "NoSchedule"}]))
+    patched = api.patch_node(
+        "n1", {"spec": {"taints": [{"key": "b", "effect": "NoExecute"}], "unschedulable": True}}
+    )
+    assert [(t.key, t.effect) for t in patched.spec.taints] == [("b", "NoExecute")]
+    assert patched.spec.unschedulable is True
+
+
+def test_strategic_merge_merges_conditions_by_type(emulator: Emulator) -> None:
+    api = core(emulator)
+    body = node("n1")
+    body["status"]["conditions"].append({"type": "DiskPressure", "status": "False"})
+    api.create_node(body)
+    patched = api.patch_node_status(
+        "n1", {"status": {"conditions": [{"type": "Ready", "status": "False"}]}}
+    )
+    assert [(c.type, c.status) for c in patched.status.conditions] == [
+        ("Ready", "False"),
+        ("DiskPressure", "False"),
+    ]
+
+
+def test_strategic_merge_directives(emulator: Emulator) -> None:
+    api = core(emulator)
+    body = node("n1")
+    body["metadata"]["labels"] = {"a": "1", "b": "2"}
+    body["metadata"]["annotations"] = {"keep": "no"}
+    api.create_node(body)
+    patched = api.patch_node(
+        "n1",
+        {
+            "metadata": {
+                "labels": {"$patch": "replace", "c": "3"},
+                "annotations": {"$patch": "delete"},
+            }
+        },
+    )
+    assert patched.metadata.labels == {"c": "3"}
+    assert patched.metadata.annotations is None
+
+
+def test_strategic_merge_of_containers_by_name(emulator: Emulator) -> None:
+    emulator.put_object(pod("p1"))
+    patched = core(emulator).patch_namespaced_pod(
+        "p1",
+        "default",
+        {
+            "spec": {
+                "containers": [{"name": "app", "image": "nginx:2"}, {"name": "side", "image": "s"}]
+            }
+        },
+    )
+    assert [(c.name, c.image) for c in patched.spec.containers] == [
+        ("app", "nginx:2"),
+        ("side", "s"),
+    ]
+
+
+def test_merge_patch_replaces_lists_and_deletes_nulls(emulator: Emulator) -> None:
+    api = core(emulator)
+    body = node("n1")
+    body["metadata"]["labels"] = {"a": "1", "b": "2"}
+    api.create_node(body)
+    patched = api.patch_node_status(
+        "n1",
+        {
+            "metadata": {"labels": {"a": None}},
+            "status": {"conditions": [{"type": "X", "status": "True"}]},
+        },
+        _content_type="application/merge-patch+json",
+    )
+    assert [c.type for c in patched.status.conditions] == ["X"]
+    # The status subresource ignores metadata.
+    assert api.read_node("n1").metadata.labels == {"a": "1", "b": "2"}
+    relabelled = api.patch_node(
+        "n1", {"metadata": {"labels": {"a": None}}}, _content_type="application/merge-patch+json"
+    )
+    assert relabelled.metadata.labels == {"b": "2"}
+
+
+def test_json_patch_operations_and_test(emulator: Emulator) -> None:
+    api = core(emulator)
+    api.create_node(node("n1"))
+    patched = api.patch_node(
+        "n1",
+        [
+            {"op": "test", "path": "/metadata/name", "value": "n1"},
+            {"op": "add", "path": "/spec/taints", "value": []},
+            {"op": "add", "path": "/spec/taints/-", "value": {"key": "k", "effect": "NoSchedule"}},
+            {"op": "add", "path": "/metadata/labels/a~1b", "value": "v"},
+        ],
+    )
+    assert patched.spec.taints[0].key == "k"
+    assert patched.metadata.labels == {"a/b": "v"}
+    with pytest.raises(ApiException) as caught:
+        api.patch_node("n1", [{"op": "test", "path": "/metadata/name", "value": "other"}])
+    assert caught.value.status == 422
+    version = api.read_node("n1").metadata.resource_version
+    with pytest.raises(ApiException) as stale:
+        api.patch_node(
+            "n1",
+            [
+                {"op": "replace", "path": "/metadata/resourceVersion", "value": "1"},
+                {"op": "add", "path": "/metadata/labels/x", "value": "y"},
+            ],
+        )
+    assert stale.value.status == 409
+    assert api.read_node("n1").metadata.resource_version == version
+
+
+def test_strategic_merge_on_custom_resource_is_415(emulator: Emulator) -> None:
+    api = custom(emulator)
+    api.create_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", nodeclaim("c1"))
+    with pytest.raises(ApiException) as caught:
+        api.patch_cluster_custom_object(
+            "karpenter.sh",
+            "v1",
+            "nodeclaims",
+            "c1",
+            {"metadata": {"labels": {"a": "b"}}},
+            _content_type="application/strategic-merge-patch+json",
+        )
+    assert caught.value.status == 415
+    # The client's default for custom objects is a merge patch, which works.
+    patched = api.patch_cluster_custom_object(
+        "karpenter.sh", "v1", "nodeclaims", "c1", {"metadata": {"labels": {"a": "b"}}}
+    )
+    assert patched["metadata"]["labels"]["a"] == "b"
+
+
+def test_nodeclaim_status_subresource(emulator: Emulator) -> None:
+    api = custom(emulator)
+    api.create_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", nodeclaim("c1"))
+    api.patch_cluster_custom_object_status(
+        "karpenter.sh", "v1", "nodeclaims", "c1", {"status": {"nodeName": "n1"}}
+    )
+    read = api.get_cluster_custom_object_status("karpenter.sh", "v1", "nodeclaims", "c1")
+    assert read["status"] == {"nodeName": "n1"}
+
+
+def test_label_selectors(emulator: Emulator) -> None:
+    for name, labels in [("a", {"tier": "web", "zone": "1"}), ("b", {"tier": "db"}), ("c", {})]:
+        body = node(name)
+        body["metadata"]["labels"] = labels
+        emulator.put_object(body)
+    api = core(emulator)
+
+    def names(selector: str) -> list[str]:
+        return [n.metadata.name for n in api.list_node(label_selector=selector).items]
+
+    assert names("tier=web") == ["a"]
+    assert names("tier==web") == ["a"]
+    assert names("tier!=web") == ["b", "c"]
+    assert names("tier in (web, db)") == ["a", "b"]
+    assert names("tier notin (web)") == ["b", "c"]
+    assert names("tier") == ["a", "b"]
+    assert names("!tier") == ["c"]
+    assert names("tier,zone=1") == ["a"]
+
+
+def test_field_selectors_and_unsupported_field(emulator: Emulator) -> None:
+    emulator.put_object(pod("p1", node_name="n1"))
+    emulator.put_object(pod("p2", node_name="n2", phase="Succeeded"))
+    emulator.put_object(pod("p3", node_name="n1", namespace="other"))
+    api = core(emulator)
+
+    def names(selector: str) -> list[str]:
+        pods = api.list_pod_for_all_namespaces(field_selector=selector).items
+        return [p.metadata.name for p in pods]
+
+    assert names("spec.nodeName=n1") == ["p1", "p3"]
+    assert names("spec.nodeName=n1,metadata.namespace==other") == ["p3"]
+    assert names("status.phase!=Running") == ["p2"]
+    assert names("metadata.name=p2") == ["p2"]
+    with pytest.raises(ApiException) as caught:
+        api.list_pod_for_all_namespaces(field_selector="spec.bogus=x")
+    assert caught.value.status == 400
+    emulator.put_object(node("n1", unschedulable=True))
+    emulator.put_object(node("n2"))
+    unschedulable = api.list_node(field_selector="spec.unschedulable=false").items
+    assert [n.metadata.name for n in unschedulable] == ["n2"]
+
+
+def test_pod_moves_between_node_index_entries(emulator: Emulator) -> None:
+    emulator.put_object(pod("p1", node_name="n1"))
+    emulator.put_object(pod("p1", node_name="n2"))
+    api = core(emulator)
+    assert api.list_pod_for_all_namespaces(field_selector="spec.nodeName=n1").items == []
+    assert len(api.list_pod_for_all_namespaces(field_selector="spec.nodeName=n2").items) == 1
+
+
+def test_nodepool_label_lookup(emulator: Emulator) -> None:
+    for i in range(4):
+        emulator.put_object(nodeclaim(f"c{i}", nodepool="a" if i % 2 else "b"))
+    found = custom(emulator).list_cluster_custom_object(
+        "karpenter.sh", "v1", "nodeclaims", label_selector="karpenter.sh/nodepool=a"
+    )
+    assert [c["metadata"]["name"] for c in found["items"]] == ["c1", "c3"]
+
+
+def test_pagination_with_limit_and_continue(emulator: Emulator) -> None:
+    for i in range(7):
+        emulator.put_object(node(f"n{i}"))
+    api = core(emulator)
+    seen: list[str] = []
+    token = None
+    pages = 0
+    while True:
+        page = api.list_node(limit=3, _continue=token)
+        pages += 1
+        seen += [n.metadata.name for n in page.items]
+        token = page.metadata._continue
+        if not token:
+            break
+        assert page.metadata.remaining_item_count == 7 - len(seen)
+    assert pages == 3
+    assert seen == [f"n{i}" for i in range(7)]
+    with pytest.raises(ApiException) as caught:
+        api.list_node(limit=3, _continue="not-a-token")
+    assert caught.value.status == 400
+
+
+def test_delete_preconditions(emulator: Emulator) -> None:
+    api = core(emulator)
+    created = api.create_node(node("n1"))
+    with pytest.raises(ApiException) as caught:
+        api.delete_node("n1", body=client.V1DeleteOptions(preconditions={"uid": "other"}))
+    assert caught.value.status == 409
+    with pytest.raises(ApiException) as stale:
+        api.delete_node("n1", body=client.V1DeleteOptions(preconditions={"resourceVersion": "0"}))
+    assert stale.value.status == 409
+    api.delete_node("n1", body=client.V1DeleteOptions(preconditions={"uid": created.metadata.uid}))
+    assert emulator.get_object("Node", "n1") is None
+    with pytest.raises(ApiException) as missing:
+        api.delete_node("n1")
+    assert missing.value.status == 404
+
+
+def test_finalizers_defer_deletion_until_removed(emulator: Emulator) -> None:
+    claim = nodeclaim("c1")
+    claim["metadata"]["finalizers"] = ["karpenter.sh/termination"]
+    emulator.put_object(claim)
+    api = custom(emulator)
+    first = api.delete_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", "c1")
+    stamp = first["metadata"]["deletionTimestamp"]
+    assert stamp
+    again = api.delete_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", "c1")
+    assert again["metadata"]["deletionTimestamp"] == stamp
+    assert again["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+    api.patch_cluster_custom_object(
+        "karpenter.sh", "v1", "nodeclaims", "c1", {"metadata": {"finalizers": None}}
+    )
+    assert emulator.get_object("NodeClaim", "c1") is None
+
+
+def test_lease_and_events(emulator: Emulator) -> None:
+    leases = client.CoordinationV1Api(emulator.api_client())
+    lease = leases.create_namespaced_lease(
+        "kube-system",
+        {
+            "metadata": {"name": "lifeboat"},
+            "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15},
+        },
+    )
+    lease.spec.holder_identity = "b"
+    assert (
+        leases.replace_namespaced_lease("lifeboat", "kube-system", lease).spec.holder_identity
+        == "b"
+    )
+    lease.spec.holder_identity = "c"  # still the old resourceVersion
+    with pytest.raises(ApiException) as caught:
+        leases.replace_namespaced_lease("lifeboat", "kube-system", lease)
+    assert caught.value.status == 409
+    core_event = core(emulator).create_namespaced_event(
+        "default",
+        {
+            "metadata": {"generateName": "n1."},
+            "involvedObject": {"kind": "Node", "name": "n1"},
+            "reason": "SpotInterrupted",
+            "message": "m",
+        },
+    )
+    assert core_event.metadata.name.startswith("n1.")
+    events = client.EventsV1Api(emulator.api_client())
+    events.create_namespaced_event(
+        "default",
+        {
+            "metadata": {"name": "e1"},
+            "eventTime": "2024-01-01T00:00:00.000000Z",
+            "reportingController": "lifeboat",
+            "reportingInstance": "lifeboat-1",
+            "action": "Cordon",
+            "reason": "Interrupted",
+            "type": "Normal",
+        },
+    )
+    assert [e.metadata.name for e in events.list_namespaced_event("default").items] == ["e1"]
+    by_reason = core(emulator).list_namespaced_event(
+        "default", field_selector="reason=SpotInterrupted"
+    )
+    assert len(by_reason.items) == 1

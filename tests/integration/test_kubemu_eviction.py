@@ -1,0 +1,158 @@
+"""Eviction through the emulator's pods/eviction subresource, against PodDisruptionBudgets."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client import ApiException
+
+from lifeboat_local.kubemu import Emulator
+from lifeboat_local.kubemu.builders import pdb, pod
+
+
+def evict(emu: Emulator, name: str, namespace: str = "default") -> Any:
+    eviction = client.V1Eviction(metadata=client.V1ObjectMeta(name=name, namespace=namespace))
+    return client.CoreV1Api(emu.api_client()).create_namespaced_pod_eviction(
+        name, namespace, eviction
+    )
+
+
+def seed(emu: Emulator, *objects: dict[str, Any]) -> None:
+    for obj in objects:
+        emu.put_object(obj)
+
+
+def test_eviction_without_pdb_deletes_the_pod(emulator: Emulator) -> None:
+    seed(emulator, pod("p1"))
+    result = evict(emulator, "p1")
+    assert result.kind == "Status"
+    assert emulator.get_object("Pod", "p1", "default") is None
+    assert emulator.requests_by_resource[("create", "pods/eviction")] == 1
+
+
+def test_eviction_answers_201(emulator: Emulator) -> None:
+    seed(emulator, pod("p1"))
+    rest = emulator.api_client().rest_client
+    response = rest.request(
+        "POST",
+        f"{emulator.url}/api/v1/namespaces/default/pods/p1/eviction",
+        headers={"Content-Type": "application/json"},
+        body={"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "p1"}},
+    )
+    assert response.status == 201
+    assert json.loads(response.read())["status"] == "Success"
+
+
+def test_eviction_of_missing_pod_is_404(emulator: Emulator) -> None:
+    with pytest.raises(ApiException) as caught:
+        evict(emulator, "ghost")
+    assert caught.value.status == 404
+
+
+def test_pdb_allows_until_budget_is_spent_then_429(emulator: Emulator) -> None:
+    seed(emulator, *(pod(f"p{i}") for i in range(3)), pdb("web", minAvailable=2))
+    evict(emulator, "p0")
+    with pytest.raises(ApiException) as caught:
+        evict(emulator, "p1")
+    assert caught.value.status == 429
+    body = json.loads(caught.value.body)
+    assert body["reason"] == "TooManyRequests"
+    assert body["message"] == "Cannot evict pod as it would violate the pod's disruption budget."
+    assert body["details"]["causes"][0]["reason"] == "DisruptionBudget"
+    assert "needs 2 healthy pods and has 2 currently" in body["details"]["causes"][0]["message"]
+    assert emulator.get_object("Pod", "p1", "default") is not None
+
+
+def test_two_matching_pdbs_is_500(emulator: Emulator) -> None:
+    seed(emulator, pod("p1"), pdb("a", maxUnavailable=1), pdb("b", maxUnavailable=1))
+    with pytest.raises(ApiException) as caught:
+        evict(emulator, "p1")
+    assert caught.value.status == 500
+    assert "more than one PodDisruptionBudget" in json.loads(caught.value.body)["message"]
+
+
+def test_pdb_in_another_namespace_does_not_apply(emulator: Emulator) -> None:
+    seed(emulator, pod("p1"), pdb("a", namespace="other", minAvailable=5))
+    evict(emulator, "p1")
+    assert emulator.get_object("Pod", "p1", "default") is None
+
+
+@pytest.mark.parametrize(
+    ("spec", "pods", "desired", "allowed"),
+    [
+        ({"minAvailable": "50%"}, 3, 2, 1),  # ceil(1.5) = 2
+        ({"minAvailable": "100%"}, 4, 4, 0),
+        ({"maxUnavailable": "30%"}, 4, 2, 2),  # maxUnavailable ceil(1.2) = 2 → desired 2
+        ({"maxUnavailable": 0}, 2, 2, 0),
+        ({"minAvailable": 1}, 0, 1, 0),
+    ],
+)
+def test_pdb_status_with_percentages(
+    emulator: Emulator, spec: dict[str, Any], pods: int, desired: int, allowed: int
+) -> None:
+    seed(emulator, *(pod(f"p{i}") for i in range(pods)), pdb("web", **spec))
+    budget = client.PolicyV1Api(emulator.api_client()).read_namespaced_pod_disruption_budget(
+        "web", "default"
+    )
+    assert budget.status.expected_pods == pods
+    assert budget.status.desired_healthy == desired
+    assert budget.status.current_healthy == pods
+    assert budget.status.disruptions_allowed == allowed
+
+
+def test_pdb_status_refreshes_on_list(emulator: Emulator) -> None:
+    seed(emulator, pod("p1"), pod("p2"), pdb("web", minAvailable=1))
+    api = client.PolicyV1Api(emulator.api_client())
+    listed = api.list_pod_disruption_budget_for_all_namespaces().items
+    assert listed[0].status.disruptions_allowed == 1
+    emulator.delete_object("Pod", "p2", "default")
+    listed = api.list_namespaced_pod_disruption_budget("default").items
+    assert listed[0].status.disruptions_allowed == 0
+
+
+def test_unhealthy_pods_count_against_the_budget(emulator: Emulator) -> None:
+    seed(
+        emulator,
+        pod("p1"),
+        pod("p2", ready=False),
+        pod("p3", phase="Pending"),
+        pdb("web", minAvailable=1),
+    )
+    budget = client.PolicyV1Api(emulator.api_client()).read_namespaced_pod_disruption_budget(
+        "web", "default"
+    )
+    assert (budget.status.current_healthy, budget.status.disruptions_allowed) == (1, 0)
+    # Pending pods skip the PDB check entirely.
+    evict(emulator, "p3")
+    # Running but not ready: IfHealthyBudget lets it go because the budget is met (1 >= 1).
+    evict(emulator, "p2")
+    with pytest.raises(ApiException) as caught:
+        evict(emulator, "p1")
+    assert caught.value.status == 429
+
+
+def test_not_ready_pod_with_unmet_budget_needs_always_allow(emulator: Emulator) -> None:
+    seed(emulator, pod("p1", ready=False), pdb("web", minAvailable=1))
+    with pytest.raises(ApiException) as caught:
+        evict(emulator, "p1")
+    assert caught.value.status == 429
+    emulator.put_object(pdb("web", minAvailable=1, unhealthyPodEvictionPolicy="AlwaysAllow"))
+    evict(emulator, "p1")
+    assert emulator.get_object("Pod", "p1", "default") is None
+
+
+def test_evicting_a_pod_with_finalizers_marks_it_deleting(emulator: Emulator) -> None:
+    held = pod("p1")
+    held["metadata"]["finalizers"] = ["example.com/hold"]
+    seed(emulator, held, pod("p2"), pdb("web", minAvailable=1))
+    evict(emulator, "p1")
+    stored = emulator.get_object("Pod", "p1", "default")
+    assert stored is not None
+    assert stored["metadata"]["deletionTimestamp"]
+    # The deleting pod no longer counts as healthy, so the budget is now spent.
+    with pytest.raises(ApiException) as caught:
+        evict(emulator, "p2")
+    assert caught.value.status == 429

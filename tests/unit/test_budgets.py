@@ -1,0 +1,769 @@
+"""Karpenter NodePool disruption budgets: cases mirror Karpenter's documented behaviour.
+
+Cron hits are also checked against a brute-force reference of robfig/cron's matching rules, to
+show that croniter (which does the iteration) agrees with robfig on the schedules we accept.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from lifeboat.budgets import (
+    Budget,
+    BudgetError,
+    Segment,
+    allowed_disruptions,
+    applies_to,
+    budget_limit,
+    format_go_duration,
+    is_active,
+    next_allowed_at,
+    parse_budgets,
+    parse_go_duration,
+    window_timeline,
+)
+from lifeboat.cron import CronError, CronSchedule, parse_cron
+
+# 2024-01-07 is a Sunday; 2024-01-08 a Monday.
+SUNDAY = datetime(2024, 1, 7, tzinfo=UTC)
+MONDAY = datetime(2024, 1, 8, tzinfo=UTC)
+FREEZE = {"nodes": "0", "schedule": "0 9 * * mon-fri", "duration": "8h"}
+
+
+def pool(*budgets: Mapping[str, Any]) -> dict[str, Any]:
+    """A karpenter.sh/v1 NodePool dict with the given budgets."""
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": "default"},
+        "spec": {"disruption": {"budgets": list(budgets)}},
+    }
+
+
+def one(**fields: Any) -> Budget:
+    """Parse a single budget dict."""
+    return parse_budgets(pool(fields))[0]
+
+
+def at(day: datetime, hour: int = 0, minute: int = 0, second: int = 0) -> datetime:
+    return day.replace(hour=hour, minute=minute, second=second)
+
+
+# --------------------------------------------------------------------------------------------
+# nodes: integers and percentages (rounded up)
+
+
+@pytest.mark.parametrize(
+    ("nodes", "node_count", "expected"),
+    [
+        ("30%", 10, 3),
+        ("5%", 10, 1),
+        ("20%", 19, 4),
+        ("0", 10, 0),
+        ("0%", 10, 0),
+        ("3", 10, 3),
+        ("15", 10, 15),
+        ("100%", 7, 7),
+        ("10%", 0, 0),
+        ("1%", 1, 1),
+    ],
+)
+def test_budget_limit_rounds_percentages_up(nodes: str, node_count: int, expected: int) -> None:
+    assert budget_limit(one(nodes=nodes), node_count) == expected
+
+
+@given(percent=st.integers(0, 100), node_count=st.integers(0, 5000))
+def test_percentage_is_ceil_of_share(percent: int, node_count: int) -> None:
+    # intstr.GetScaledValueFromIntOrPercent(roundUp=true) computes math.Ceil in float64.
+    limit = budget_limit(one(nodes=f"{percent}%"), node_count)
+    assert limit == math.ceil(percent * node_count / 100)
+
+
+@pytest.mark.parametrize("nodes", ["101%", "-1", "1.5", "ten", "10 %", "", "%", "+3"])
+def test_invalid_nodes_fail_closed(nodes: str) -> None:
+    allowance = allowed_disruptions(pool({"nodes": nodes}), 10, 0, MONDAY)
+    assert allowance.allowed == 0
+    assert allowance.blocked_by_error
+    assert "budget[0]" in allowance.reason
+
+
+def test_nodes_must_be_a_string() -> None:
+    with pytest.raises(BudgetError, match=r"budget\[0\]: nodes 3"):
+        parse_budgets(pool({"nodes": 3}))
+
+
+# --------------------------------------------------------------------------------------------
+# Defaults
+
+
+@pytest.mark.parametrize(
+    "nodepool",
+    [
+        {"spec": {"disruption": {"consolidateAfter": "0s"}}},
+        {"spec": {"disruption": {"budgets": None}}},
+        {"spec": {"template": {}}},
+        {},
+    ],
+)
+def test_default_budget_is_ten_percent(nodepool: dict[str, Any]) -> None:
+    budgets = parse_budgets(nodepool)
+    assert [(b.nodes, b.schedule, b.reasons) for b in budgets] == [("10%", None, None)]
+    allowance = allowed_disruptions(nodepool, 25, 0, MONDAY)
+    assert (allowance.allowed, allowance.limit) == (3, 3)
+
+
+def test_budget_without_nodes_defaults_to_ten_percent() -> None:
+    assert one(reasons=["Drifted"]).nodes == "10%"
+
+
+def test_explicit_empty_budget_list_means_no_limit() -> None:
+    allowance = allowed_disruptions(pool(), 10, 4, MONDAY)
+    assert allowance.allowed is None
+    assert allowance.limit is None
+
+
+# --------------------------------------------------------------------------------------------
+# Schedules and windows
+
+
+def test_yearly_one_hour_window_is_inactive_in_june() -> None:
+    budget = one(nodes="0", schedule="@yearly", duration="1h")
+    june = datetime(2024, 6, 15, 12, tzinfo=UTC)
+    assert not is_active(budget, june)
+    assert (
+        allowed_disruptions(
+            pool({"nodes": "0", "schedule": "@yearly", "duration": "1h"}), 10, 0, june
+        ).allowed
+        is None
+    )
+    assert is_active(budget, datetime(2024, 1, 1, 0, 59, 59, tzinfo=UTC))
+    assert not is_active(budget, datetime(2024, 1, 1, 1, tzinfo=UTC))
+
+
+def test_daily_48h_window_is_active_at_midnight() -> None:
+    assert is_active(one(nodes="0", schedule="@daily", duration="48h"), SUNDAY)
+
+
+def test_sunday_morning_window_inactive_at_sunday_midnight() -> None:
+    budget = one(nodes="0", schedule="30 6 * * SUN", duration="6h")
+    assert not is_active(budget, SUNDAY)
+    assert is_active(budget, at(SUNDAY, 6, 30))
+    assert is_active(budget, at(SUNDAY, 12, 29, 59))
+    assert not is_active(budget, at(SUNDAY, 12, 30))
+
+
+def test_business_hours_window_edges() -> None:
+    budget = one(**FREEZE)
+    assert not is_active(budget, at(MONDAY, 8, 59, 59))
+    assert is_active(budget, at(MONDAY, 9))
+    assert is_active(budget, at(MONDAY, 16, 59, 59))
+    assert is_active(budget, at(MONDAY, 16, 59, 59) + timedelta(microseconds=999_999))
+    assert not is_active(budget, at(MONDAY, 17))
+    assert not is_active(budget, at(SUNDAY, 10))
+
+
+def test_freeze_blocks_only_inside_window() -> None:
+    nodepool = pool({"nodes": "10%"}, FREEZE)
+    inside = allowed_disruptions(nodepool, 10, 0, at(MONDAY, 16, 59, 59))
+    assert (inside.allowed, inside.limit, inside.binding_budget) == (0, 0, 1)
+    assert 'budget[1] "0" (window "0 9 * * mon-fri" for 8h0m0s)' in inside.reason
+    outside = allowed_disruptions(nodepool, 10, 0, at(MONDAY, 17))
+    assert (outside.allowed, outside.binding_budget) == (1, 0)
+    assert outside.reason == 'budget[0] "10%" of 10 nodes = 1, 0 disrupting'
+
+
+def test_minimum_over_active_budgets() -> None:
+    nodepool = pool({"nodes": "5"}, {"nodes": "20%"}, {"nodes": "3"}, {"nodes": "0", **_closed()})
+    allowance = allowed_disruptions(nodepool, 10, 0, MONDAY)
+    assert (allowance.allowed, allowance.limit, allowance.binding_budget) == (2, 2, 1)
+    assert allowance.reason == 'budget[1] "20%" of 10 nodes = 2, 0 disrupting'
+
+
+def _closed() -> dict[str, str]:
+    """A window that is never open on MONDAY (1 Jan only)."""
+    return {"schedule": "0 0 1 1 *", "duration": "1h"}
+
+
+@pytest.mark.parametrize(("disrupting", "allowed"), [(0, 2), (1, 1), (2, 0), (5, 0)])
+def test_disrupting_nodes_are_subtracted_and_floored(disrupting: int, allowed: int) -> None:
+    allowance = allowed_disruptions(pool({"nodes": "20%"}), 10, disrupting, MONDAY)
+    assert allowance.allowed == allowed
+    assert allowance.limit == 2
+    assert allowance.disrupting == disrupting
+    assert allowance.reason == f'budget[0] "20%" of 10 nodes = 2, {disrupting} disrupting'
+
+
+def test_no_active_budget_means_no_limit() -> None:
+    allowance = allowed_disruptions(pool({"nodes": "0", **_closed()}), 10, 3, MONDAY)
+    assert allowance.allowed is None
+    assert allowance.limit is None
+    assert allowance.permits_one
+    assert not allowance.blocked_by_error
+    assert "no limit" in allowance.reason
+
+
+def test_never_firing_schedule_is_always_active_like_karpenter() -> None:
+    # robfig returns the zero time for 30 February; Karpenter reads !zero.After(now) as active.
+    budget = one(nodes="0", schedule="0 0 30 2 *", duration="1h")
+    assert budget.cron is not None
+    assert budget.cron.never_fires
+    assert is_active(budget, MONDAY)
+    nodepool = pool({"nodes": "0", "schedule": "0 0 30 2 *", "duration": "1h"})
+    assert allowed_disruptions(nodepool, 10, 0, MONDAY).allowed == 0
+    assert next_allowed_at(nodepool, 10, 0, MONDAY, MONDAY + timedelta(days=30)) is None
+
+
+def test_leap_day_schedule_fires_in_leap_years() -> None:
+    budget = one(nodes="0", schedule="0 0 29 2 *", duration="24h")
+    assert is_active(budget, datetime(2028, 2, 29, 12, tzinfo=UTC))
+    assert not is_active(budget, datetime(2027, 3, 1, tzinfo=UTC))
+
+
+# --------------------------------------------------------------------------------------------
+# Invalid budgets fail closed
+
+
+def test_unknown_descriptor_blocks_the_pool() -> None:
+    nodepool = pool({"nodes": "10%"}, {"nodes": "1", "schedule": "@wrongly", "duration": "1h"})
+    with pytest.raises(BudgetError, match="unrecognized descriptor: @wrongly"):
+        parse_budgets(nodepool)
+    allowance = allowed_disruptions(nodepool, 10, 0, MONDAY)
+    assert allowance.allowed == 0
+    assert allowance.limit == 0
+    assert allowance.blocked_by_error
+    assert allowance.reason == (
+        'pool blocked: budget[1]: schedule "@wrongly": unrecognized descriptor: @wrongly'
+    )
+
+
+def test_backwards_range_blocks_the_pool() -> None:
+    nodepool = pool(
+        {"nodes": "10%"}, {"nodes": "0", "schedule": "0 0 * * tue-mon", "duration": "1h"}
+    )
+    allowance = allowed_disruptions(nodepool, 10, 0, MONDAY)
+    assert allowance.allowed == 0
+    assert allowance.blocked_by_error
+    assert allowance.reason == (
+        'pool blocked: budget[1]: schedule "0 0 * * tue-mon": '
+        "beginning of range (2) beyond end of range (1): tue-mon"
+    )
+
+
+def test_every_invalid_budget_is_named() -> None:
+    nodepool = pool({"nodes": "x"}, {"nodes": "1"}, {"nodes": "1", "schedule": "@daily"})
+    with pytest.raises(BudgetError) as raised:
+        parse_budgets(nodepool)
+    assert "budget[0]: nodes" in str(raised.value)
+    assert "budget[2]: 'schedule' must be set with 'duration'" in str(raised.value)
+    assert "budget[1]" not in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"schedule": "@daily"},
+        {"duration": "1h"},
+    ],
+)
+def test_schedule_and_duration_come_together(fields: dict[str, str]) -> None:
+    allowance = allowed_disruptions(pool({"nodes": "5", **fields}), 10, 0, MONDAY)
+    assert allowance.allowed == 0
+    assert "'schedule' must be set with 'duration'" in allowance.reason
+
+
+@pytest.mark.parametrize("duration", ["45s", "1h30", "1d", "-1h", "", "1.5h", "0s"])
+def test_duration_must_match_karpenter_pattern(duration: str) -> None:
+    # The CRD only admits hours and minutes: ^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$
+    with pytest.raises(BudgetError, match=r"budget\[0\]: duration"):
+        one(nodes="1", schedule="@daily", duration=duration)
+
+
+@pytest.mark.parametrize("duration", ["8h", "30m", "1h30m", "48h", "1h0m0s", "90m0s", "0h"])
+def test_duration_accepted_forms(duration: str) -> None:
+    assert one(nodes="1", schedule="@daily", duration=duration).duration == parse_go_duration(
+        duration
+    )
+
+
+def test_unknown_reason_is_invalid() -> None:
+    with pytest.raises(BudgetError, match="reasons"):
+        one(nodes="1", reasons=["Expired"])
+
+
+# --------------------------------------------------------------------------------------------
+# Reasons
+
+
+def test_budget_listing_other_reasons_does_not_apply_to_drifted() -> None:
+    nodepool = pool({"nodes": "0", "reasons": ["Underutilized"]}, {"nodes": "50%"})
+    drifted = allowed_disruptions(nodepool, 10, 0, MONDAY)
+    assert (drifted.allowed, drifted.binding_budget) == (5, 1)
+    underutilized = allowed_disruptions(nodepool, 10, 0, MONDAY, reason="Underutilized")
+    assert (underutilized.allowed, underutilized.binding_budget) == (0, 0)
+
+
+def test_budget_listing_drifted_applies() -> None:
+    nodepool = pool({"nodes": "1", "reasons": ["Empty", "Drifted"]}, {"nodes": "50%"})
+    assert allowed_disruptions(nodepool, 10, 0, MONDAY).allowed == 1
+
+
+def test_reason_none_selects_only_reasonless_budgets() -> None:
+    nodepool = pool({"nodes": "0", "reasons": ["Drifted"]}, {"nodes": "2"})
+    assert allowed_disruptions(nodepool, 10, 0, MONDAY, reason=None).allowed == 2
+    assert allowed_disruptions(nodepool, 10, 0, MONDAY).allowed == 0
+
+
+def test_explicit_empty_reasons_apply_to_no_reason() -> None:
+    # Karpenter tests `budget.Reasons == nil`; a decoded `reasons: []` is non-nil and empty.
+    budget = one(nodes="0", reasons=[])
+    assert not applies_to(budget, "Drifted")
+    assert not applies_to(budget, None)
+    assert applies_to(one(nodes="0"), None)
+
+
+def test_invalid_reason_argument() -> None:
+    with pytest.raises(ValueError, match="reason"):
+        allowed_disruptions(pool(), 10, 0, MONDAY, reason="Expired")
+
+
+def test_naive_datetime_rejected() -> None:
+    with pytest.raises(ValueError, match="naive"):
+        allowed_disruptions(pool(), 10, 0, datetime(2024, 1, 8))
+
+
+# --------------------------------------------------------------------------------------------
+# Cron parsing: exactly robfig's ParseStandard behind Karpenter's CRD pattern
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("0 0 0 * * *", "expected exactly 5 fields, found 6"),
+        ("0 0 0 * * * 2024", "expected exactly 5 fields, found 7"),
+        ("0 0 * *", "expected exactly 5 fields, found 4"),
+        ("CRON_TZ=Europe/Paris 0 9 * * *", "expected exactly 5 fields, found 6"),
+        ("@wrongly", "unrecognized descriptor: @wrongly"),
+        ("@DAILY", "unrecognized descriptor: @DAILY"),
+        ("@every 1h", "unrecognized descriptor: @every 1h"),
+        ("@daily 0 0 * *", "unrecognized descriptor"),
+        (" @daily", "CRD schedule pattern"),
+        ("", "expected exactly 5 fields, found 0"),
+        ("0 0 * * tue-mon", r"beginning of range \(2\) beyond end of range \(1\): tue-mon"),
+        ("0 0 * dec-jan *", r"beginning of range \(12\) beyond end of range \(1\)"),
+        ("0 0 * * 7", r"end of range \(7\) above maximum \(6\): 7"),
+        ("60 * * * *", r"end of range \(60\) above maximum \(59\)"),
+        ("0 24 * * *", r"end of range \(24\) above maximum \(23\)"),
+        ("0 0 0 * *", r"beginning of range \(0\) below minimum \(1\)"),
+        ("0 0 32 * *", r"end of range \(32\) above maximum \(31\)"),
+        ("0 0 * 13 *", r"end of range \(13\) above maximum \(12\)"),
+        ("0 0 * 0 *", r"beginning of range \(0\) below minimum \(1\)"),
+        ("*/0 * * * *", "step of range should be a positive number"),
+        ("1-2-3 * * * *", "too many hyphens"),
+        ("*/2/3 * * * *", "too many slashes"),
+        ("-5 * * * *", "failed to parse int from"),
+        ("0 0 * * sunday", "failed to parse int from sunday"),
+        ("0 0 * * L", "failed to parse int from L"),
+        ("0 0 1W * *", "failed to parse int from 1W"),
+        ("0 0 * * 1#2", "failed to parse int from 1#2"),
+        ("H * * * *", "failed to parse int from H"),
+    ],
+)
+def test_cron_rejections(spec: str, message: str) -> None:
+    with pytest.raises(CronError, match=message):
+        parse_cron(spec)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "@yearly",
+        "@annually",
+        "@monthly",
+        "@weekly",
+        "@daily",
+        "@midnight",
+        "@hourly",
+        "@daily ",  # robfig trims after Karpenter's "TZ=UTC " prefix
+        "0 9 * * mon-fri",
+        "0 9 * * MON-FRI",
+        "0 0 ? * Sun",
+        "0 0 1 JAN-mar ?",
+        "*/15 */2 1,15 * *",
+        "5/15 * * * *",  # robfig: N/step is N-max/step
+        "1,,2 * * * *",  # robfig drops empty list parts
+        "0  0\t* * *",
+        "0 0 * * 0-6",
+        "0 0 * * +1",  # strconv.Atoi accepts a plus sign
+    ],
+)
+def test_cron_acceptances(spec: str) -> None:
+    parse_cron(spec)
+
+
+def test_descriptors_expand_like_robfig() -> None:
+    start = datetime(2024, 3, 15, 10, 30, tzinfo=UTC)
+    expected = {
+        "@yearly": datetime(2025, 1, 1, tzinfo=UTC),
+        "@annually": datetime(2025, 1, 1, tzinfo=UTC),
+        "@monthly": datetime(2024, 4, 1, tzinfo=UTC),
+        "@weekly": datetime(2024, 3, 17, tzinfo=UTC),  # a Sunday
+        "@daily": datetime(2024, 3, 16, tzinfo=UTC),
+        "@midnight": datetime(2024, 3, 16, tzinfo=UTC),
+        "@hourly": datetime(2024, 3, 15, 11, tzinfo=UTC),
+    }
+    assert {spec: parse_cron(spec).next_after(start) for spec in expected} == expected
+
+
+def test_step_and_names_values() -> None:
+    schedule = parse_cron("5/15 0 * jan,Mar-apr sun")
+    assert schedule.minute.values == {5, 20, 35, 50}
+    assert schedule.month.values == {1, 3, 4}
+    assert schedule.dow.values == {0}
+    assert parse_cron("*-5 * * * *").minute.star  # robfig ignores what follows "*-"
+
+
+@pytest.mark.parametrize(
+    ("spec", "days"),
+    [
+        # Both day fields restricted: a day matching either one matches (like Vixie cron).
+        ("0 0 13 * fri", [date(2024, 9, 6), date(2024, 9, 13), date(2024, 9, 20)]),
+        # One field is "*": only the other one applies.
+        ("0 0 * * fri", [date(2024, 9, 6), date(2024, 9, 13)]),
+        ("0 0 13 * *", [date(2024, 9, 13)]),
+        ("0 0 13 * ?", [date(2024, 9, 13)]),
+        # A step above 1 clears robfig's star bit: back to "either".
+        (
+            "0 0 */10 * fri",
+            [date(2024, 9, 1), date(2024, 9, 6), date(2024, 9, 11), date(2024, 9, 13)],
+        ),
+        # "*/1" keeps the star bit.
+        ("0 0 */1 * fri", [date(2024, 9, 6), date(2024, 9, 13)]),
+        # A full explicit range is not a star: every day matches.
+        ("0 0 1-31 * fri", [date(2024, 9, d) for d in range(1, 15)]),
+        ("0 0 13 * 0-6", [date(2024, 9, d) for d in range(1, 15)]),
+    ],
+)
+def test_day_of_month_and_week_semantics(spec: str, days: list[date]) -> None:
+    schedule = parse_cron(spec)
+    hits: list[date] = []
+    moment = datetime(2024, 8, 31, 12, tzinfo=UTC)
+    while True:
+        hit = schedule.next_after(moment)
+        assert hit is not None
+        if hit.date() > date(2024, 9, 14):
+            break
+        hits.append(hit.date())
+        moment = hit
+    assert hits == [d for d in days if d <= date(2024, 9, 14)]
+
+
+# --------------------------------------------------------------------------------------------
+# Go durations
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("1h30m", timedelta(hours=1, minutes=30)),
+        ("8h", timedelta(hours=8)),
+        ("45s", timedelta(seconds=45)),
+        ("1h0m0s", timedelta(hours=1)),
+        ("1.5h", timedelta(hours=1, minutes=30)),
+        ("300ms", timedelta(milliseconds=300)),
+        ("2us", timedelta(microseconds=2)),
+        ("2µs", timedelta(microseconds=2)),
+        ("1500ns", timedelta(microseconds=1)),
+        ("-2m", timedelta(minutes=-2)),
+        ("+5m", timedelta(minutes=5)),
+        ("0", timedelta(0)),
+        (".5s", timedelta(milliseconds=500)),
+        ("1.s", timedelta(seconds=1)),
+    ],
+)
+def test_parse_go_duration(text: str, expected: timedelta) -> None:
+    assert parse_go_duration(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "h", "1", "1d", "1h 30m", ".h", "1.5.5h", "-", "3000000h"])
+def test_parse_go_duration_errors(text: str) -> None:
+    with pytest.raises(ValueError, match="duration"):
+        parse_go_duration(text)
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (timedelta(hours=8), "8h0m0s"),
+        (timedelta(hours=1, minutes=30), "1h30m0s"),
+        (timedelta(minutes=30), "30m0s"),
+        (timedelta(seconds=45), "45s"),
+        (timedelta(seconds=1, milliseconds=500), "1.5s"),
+        (timedelta(milliseconds=300), "300ms"),
+        (timedelta(0), "0s"),
+        (timedelta(hours=48), "48h0m0s"),
+    ],
+)
+def test_format_go_duration(value: timedelta, text: str) -> None:
+    assert format_go_duration(value) == text
+    assert parse_go_duration(text) == value
+
+
+# --------------------------------------------------------------------------------------------
+# next_allowed_at
+
+
+def test_next_allowed_is_end_of_zero_window() -> None:
+    nodepool = pool({"nodes": "10%"}, FREEZE)
+    now = at(MONDAY, 10, 17, 23)
+    assert next_allowed_at(nodepool, 10, 0, now, now + timedelta(days=7)) == at(MONDAY, 17)
+
+
+def test_next_allowed_is_now_when_allowed() -> None:
+    nodepool = pool({"nodes": "10%"}, FREEZE)
+    now = at(MONDAY, 7, 5)
+    assert next_allowed_at(nodepool, 10, 0, now, now + timedelta(days=7)) == now
+
+
+def test_next_allowed_none_when_capacity_used_up() -> None:
+    nodepool = pool({"nodes": "2"}, FREEZE)
+    now = at(MONDAY, 7)
+    assert next_allowed_at(nodepool, 10, 2, now, now + timedelta(days=7)) is None
+    assert next_allowed_at(nodepool, 10, 1, now, now + timedelta(days=7)) == now
+
+
+def test_next_allowed_respects_until() -> None:
+    nodepool = pool({"nodes": "10%"}, FREEZE)
+    now = at(MONDAY, 10)
+    assert next_allowed_at(nodepool, 10, 0, now, at(MONDAY, 17)) is None
+    assert next_allowed_at(nodepool, 10, 0, now, at(MONDAY, 17, 0, 1)) == at(MONDAY, 17)
+    assert next_allowed_at(nodepool, 10, 0, now, now) is None
+
+
+def test_next_allowed_skips_overlapping_windows() -> None:
+    # Daily 48h freezes overlap: a freeze never ends.
+    nodepool = pool({"nodes": "1"}, {"nodes": "0", "schedule": "@daily", "duration": "48h"})
+    assert next_allowed_at(nodepool, 10, 0, MONDAY, MONDAY + timedelta(days=14)) is None
+    # Weekend freeze Fri 18:00 for 63h ends Monday 09:00.
+    weekend = pool({"nodes": "0", "schedule": "0 18 * * fri", "duration": "63h"})
+    now = datetime(2024, 1, 6, 12, tzinfo=UTC)  # Saturday
+    assert next_allowed_at(weekend, 10, 0, now, now + timedelta(days=7)) == at(MONDAY, 9)
+
+
+def test_window_with_a_larger_limit_cannot_lift_a_zero_budget() -> None:
+    # Budgets combine by minimum: a nightly window granting 1 never beats an always-active 0.
+    closed = pool({"nodes": "0"}, {"nodes": "1", "schedule": "0 2 * * *", "duration": "2h"})
+    assert next_allowed_at(closed, 10, 0, MONDAY, MONDAY + timedelta(days=2)) is None
+
+
+def test_next_allowed_none_for_invalid_pool() -> None:
+    nodepool = pool({"nodes": "0", "schedule": "0 0 * * tue-mon", "duration": "1h"})
+    assert next_allowed_at(nodepool, 10, 0, MONDAY, MONDAY + timedelta(days=7)) is None
+
+
+def test_next_allowed_hourly_over_a_week_is_cheap() -> None:
+    nodepool = pool({"nodes": "0", "schedule": "@hourly", "duration": "30m"})
+    now = at(MONDAY, 10, 5)
+    assert next_allowed_at(nodepool, 10, 0, now, now + timedelta(days=7)) == at(MONDAY, 10, 30)
+    timeline = window_timeline(nodepool, 10, now, now + timedelta(days=7))
+    assert len(timeline) == 2 * 7 * 24 + 1
+
+
+# --------------------------------------------------------------------------------------------
+# window_timeline
+
+
+def test_timeline_weekday_business_hours_freeze() -> None:
+    nodepool = pool({"nodes": "10%"}, FREEZE)
+    friday = datetime(2024, 1, 5, tzinfo=UTC)
+    timeline = window_timeline(nodepool, 20, friday, friday + timedelta(days=4))
+    assert timeline == [
+        Segment(friday, at(friday, 9), 2, (0,)),
+        Segment(at(friday, 9), at(friday, 17), 0, (0, 1)),
+        Segment(at(friday, 17), at(MONDAY, 9), 2, (0,)),
+        Segment(at(MONDAY, 9), at(MONDAY, 17), 0, (0, 1)),
+        Segment(at(MONDAY, 17), friday + timedelta(days=4), 2, (0,)),
+    ]
+
+
+def test_timeline_starting_inside_a_window_and_unlimited_gaps() -> None:
+    nodepool = pool(FREEZE)
+    start = at(MONDAY, 12)
+    timeline = window_timeline(nodepool, 10, start, at(MONDAY, 20))
+    assert timeline == [
+        Segment(start, at(MONDAY, 17), 0, (0,)),
+        Segment(at(MONDAY, 17), at(MONDAY, 20), None, ()),
+    ]
+
+
+def test_timeline_ignores_budgets_for_other_reasons() -> None:
+    nodepool = pool({"nodes": "0", "reasons": ["Empty"], **_closed()}, {"nodes": "3"})
+    assert window_timeline(nodepool, 10, MONDAY, MONDAY + timedelta(days=1)) == [
+        Segment(MONDAY, MONDAY + timedelta(days=1), 3, (1,))
+    ]
+
+
+def test_timeline_of_invalid_pool_raises() -> None:
+    with pytest.raises(BudgetError):
+        window_timeline(pool({"nodes": "nope"}), 10, MONDAY, MONDAY + timedelta(days=1))
+
+
+def test_timeline_empty_range() -> None:
+    assert window_timeline(pool(FREEZE), 10, MONDAY, MONDAY) == []
+
+
+# --------------------------------------------------------------------------------------------
+# Properties: croniter agrees with robfig's rules; timeline agrees with allowed_disruptions
+
+
+def _reference_next(schedule: CronSchedule, moment: datetime) -> datetime | None:
+    """robfig's SpecSchedule.Next by brute force over days (first hit strictly after)."""
+    day = moment.date()
+    while day.year <= moment.year + 5:
+        if day.month in schedule.month.values and schedule.day_matches(day):
+            for hour in sorted(schedule.hour.values):
+                for minute in sorted(schedule.minute.values):
+                    hit = datetime(day.year, day.month, day.day, hour, minute, tzinfo=UTC)
+                    if hit > moment:
+                        return hit
+        day += timedelta(days=1)
+    return None
+
+
+def _reference_prev(schedule: CronSchedule, moment: datetime) -> datetime | None:
+    """The last hit at or before ``moment`` by brute force (searching back 6 years)."""
+    day = moment.date()
+    while day.year >= moment.year - 6:
+        if day.month in schedule.month.values and schedule.day_matches(day):
+            for hour in sorted(schedule.hour.values, reverse=True):
+                for minute in sorted(schedule.minute.values, reverse=True):
+                    hit = datetime(day.year, day.month, day.day, hour, minute, tzinfo=UTC)
+                    if hit <= moment:
+                        return hit
+        day -= timedelta(days=1)
+    return None
+
+
+def _cron_part(low: int, high: int, names: tuple[str, ...] | None) -> st.SearchStrategy[str]:
+    def value(number: int, use_name: bool) -> str:
+        if names is not None and use_name:
+            return names[number - low]
+        return str(number)
+
+    single = st.builds(value, st.integers(low, high), st.booleans())
+    span = st.tuples(st.integers(low, high), st.integers(low, high), st.booleans()).map(
+        lambda t: f"{value(min(t[0], t[1]), t[2])}-{value(max(t[0], t[1]), t[2])}"
+    )
+    step = st.integers(1, 12).map(str)
+    return st.one_of(
+        st.just("*"),
+        st.just("?"),
+        single,
+        span,
+        st.builds(lambda base, s: f"{base}/{s}", st.one_of(st.just("*"), single, span), step),
+    )
+
+
+def _cron_field(
+    low: int, high: int, names: tuple[str, ...] | None = None
+) -> st.SearchStrategy[str]:
+    return st.lists(_cron_part(low, high, names), min_size=1, max_size=3).map(",".join)
+
+
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_DAYS = ("SUN", "Mon", "tue", "WED", "thu", "Fri", "sat")
+
+cron_specs = st.tuples(
+    st.sampled_from(["0", "30", "*/20", "5,55"]),
+    st.sampled_from(["0", "9", "*/6", "22-23"]),
+    _cron_field(1, 31),
+    _cron_field(1, 12, _MONTHS),
+    _cron_field(0, 6, _DAYS),
+).map(" ".join)
+
+moments = st.datetimes(
+    min_value=datetime(2023, 1, 1), max_value=datetime(2030, 12, 31), timezones=st.just(UTC)
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spec=cron_specs, moment=moments)
+def test_croniter_agrees_with_robfig_rules(spec: str, moment: datetime) -> None:
+    schedule = parse_cron(spec)
+    assert schedule.next_after(moment) == _reference_next(schedule, moment)
+    assert schedule.last_at_or_before(moment) == _reference_prev(schedule, moment)
+
+
+scheduled_budgets = st.fixed_dictionaries(
+    {
+        "nodes": st.sampled_from(["0", "1", "2", "50%"]),
+        "schedule": st.sampled_from(
+            ["0 9 * * mon-fri", "@hourly", "@daily", "30 6 * * SUN", "*/20 * * * *", "0 0 1,15 * *"]
+        ),
+        "duration": st.sampled_from(["10m", "30m", "1h", "8h", "1h30m", "48h"]),
+    }
+)
+pools = st.lists(
+    st.one_of(
+        scheduled_budgets, st.fixed_dictionaries({"nodes": st.sampled_from(["1", "3", "20%"])})
+    ),
+    min_size=1,
+    max_size=3,
+).map(lambda budgets: pool(*budgets))
+whole_seconds = moments.map(lambda m: m.replace(microsecond=0))
+
+
+@settings(max_examples=100, deadline=None)
+@given(nodepool=pools, now=whole_seconds, disrupting=st.integers(0, 3), probe=st.floats(0, 1))
+def test_next_allowed_at_is_the_first_allowed_instant(
+    nodepool: dict[str, Any], now: datetime, disrupting: int, probe: float
+) -> None:
+    until = now + timedelta(days=3)
+    found = next_allowed_at(nodepool, 10, disrupting, now, until)
+    if found is None:
+        assert not allowed_disruptions(nodepool, 10, disrupting, now).permits_one
+        sample = now + (until - now) * probe
+        assert not allowed_disruptions(nodepool, 10, disrupting, sample).permits_one
+        return
+    assert now <= found < until
+    assert allowed_disruptions(nodepool, 10, disrupting, found).permits_one
+    if found > now:
+        before = found - timedelta(seconds=1)
+        assert not allowed_disruptions(nodepool, 10, disrupting, before).permits_one
+        sample = now + (found - now) * probe
+        assert not allowed_disruptions(nodepool, 10, disrupting, sample).permits_one
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    nodepool=pools, start=whole_seconds, probes=st.lists(st.floats(0, 1), min_size=1, max_size=5)
+)
+def test_timeline_matches_allowed_disruptions(
+    nodepool: dict[str, Any], start: datetime, probes: list[float]
+) -> None:
+    end = start + timedelta(days=2)
+    timeline = window_timeline(nodepool, 10, start, end)
+    assert timeline[0].start == start
+    assert timeline[-1].end == end
+    for left, right in itertools.pairwise(timeline):
+        assert left.end == right.start
+        assert (left.limit, left.active_budget_indexes) != (
+            right.limit,
+            right.active_budget_indexes,
+        )
+    for fraction in probes:
+        moment = start + (end - start) * fraction
+        if moment >= end:
+            continue
+        segment = next(s for s in timeline if s.start <= moment < s.end)
+        allowance = allowed_disruptions(nodepool, 10, 0, moment)
+        assert segment.limit == allowance.limit
+        # Segment edges are where limits change: check the state just inside each edge too.
+        assert allowed_disruptions(nodepool, 10, 0, segment.start).limit == segment.limit
