@@ -11,7 +11,7 @@ from typing import TextIO
 
 from lifeboat.events.notice import LifecycleHook
 from lifeboat.kube import KubeApi, RetryPolicy
-from lifeboat.pipeline import MemoryLedger, Pipeline
+from lifeboat.pipeline import MemoryLedger, OneCluster, Pipeline
 from lifeboat.report import Outcome, Report
 from lifeboat.settings import Settings
 from lifeboat.wakeup import MemoryWakeups, encode
@@ -54,7 +54,9 @@ def replay(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     any_rejected = failed = False
     with Emulator(objects) as emulator:
         pipeline = Pipeline(
-            kube=KubeApi(emulator.api_client(), RetryPolicy(attempts=2, base_delay=0.01)),
+            clusters=OneCluster(
+                KubeApi(emulator.api_client(), RetryPolicy(attempts=2, base_delay=0.01))
+            ),
             directory=directory_from_objects(objects),
             settings=Settings(),
             clock=clock,

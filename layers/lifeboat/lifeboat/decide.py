@@ -21,8 +21,10 @@ from lifeboat.target import Target
 
 # How long a deferral with no known end (waiting for capacity to free) sleeps between looks.
 RECHECK_INTERVAL = timedelta(minutes=5)
-# How far ahead to look for a budget window when a notice has no deadline (rebalance).
-WINDOW_HORIZON = timedelta(days=7)
+# How long a notice without a deadline (a rebalance recommendation) may wait for its pool
+# to allow it. The risk it warns of is near-term: a day later, a Spot interruption has
+# either come (and was handled as one) or the capacity has recovered.
+VOLUNTARY_PATIENCE = timedelta(hours=24)
 
 
 class Verdict(StrEnum):
@@ -64,8 +66,6 @@ def decide(notice: Notice, target: Target, settings: Settings, now: datetime) ->
     """Decide what to do now about ``notice`` for ``target``."""
     if notice.ignore_reason:
         return ignore(notice.ignore_reason)
-    if target.skip_reason:
-        return ignore(target.skip_reason)
     if target.node is None:
         if notice.lifecycle is not None:
             return Decision(
@@ -118,6 +118,10 @@ def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime
         return Decision(Verdict.ACT, f"{what}: node already being replaced; continuing", act_steps)
 
     latest = _latest_start(notice, settings)
+    if latest is None and now >= notice.event_time + VOLUNTARY_PATIENCE:
+        return ignore(
+            f"{what}: not permitted within {_minutes(VOLUNTARY_PATIENCE)} of the notice; giving up"
+        )
     if latest is not None and now >= latest:
         return Decision(
             Verdict.ACT,
@@ -148,7 +152,7 @@ def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime
         return _defer(
             f"{what}: NodePool {pool.name} blocked: {allowance.reason}", None, latest, now
         )
-    until = latest if latest is not None else now + WINDOW_HORIZON
+    until = latest if latest is not None else notice.event_time + VOLUNTARY_PATIENCE
     opens = next_allowed_at(pool.nodepool, pool.node_count, pool.disrupting, now, until)
     return _defer(f"{what}: NodePool {pool.name} budget: {allowance.reason}", opens, latest, now)
 
@@ -166,25 +170,32 @@ def _voluntary_steps(notice: Notice, action: str, karpenter_owned: bool) -> tupl
 
 def _defer(reason: str, until: datetime | None, latest: datetime | None, now: datetime) -> Decision:
     """Wait until ``until`` (None: until capacity frees), but never past ``latest``."""
-    forced_at = latest is not None and (until is None or until >= latest)
-    if forced_at:
-        assert latest is not None
+    pending = (Step.MARK_PENDING,)
+    if until is None and latest is not None:
+        # Capacity may free before the deadline: look again regularly; act at ``latest``.
         return Decision(
             Verdict.DEFER,
-            f"{reason}; no permitted time before {_fmt(latest)}: will act then regardless",
-            (Step.MARK_PENDING,),
+            f"{reason}; waiting for disrupting nodes to finish, acting at {_fmt(latest)} "
+            "regardless",
+            pending,
             deferred_until=latest,
+            recheck_at=min(latest, now + RECHECK_INTERVAL),
         )
     if until is None:
         return Decision(
             Verdict.DEFER,
             f"{reason}; waiting for disrupting nodes to finish",
-            (Step.MARK_PENDING,),
+            pending,
             recheck_at=now + RECHECK_INTERVAL,
         )
-    return Decision(
-        Verdict.DEFER, f"{reason}; next permitted at {_fmt(until)}", (Step.MARK_PENDING,), until
-    )
+    if latest is not None and until >= latest:
+        return Decision(
+            Verdict.DEFER,
+            f"{reason}; no permitted time before {_fmt(latest)}: will act then regardless",
+            pending,
+            deferred_until=latest,
+        )
+    return Decision(Verdict.DEFER, f"{reason}; next permitted at {_fmt(until)}", pending, until)
 
 
 def _latest_start(notice: Notice, settings: Settings) -> datetime | None:

@@ -10,8 +10,10 @@ on an error.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
@@ -22,12 +24,13 @@ from lifeboat.act import Actor, LifecycleActions
 from lifeboat.decide import Decision, Step, Verdict, decide
 from lifeboat.events import parse_message
 from lifeboat.events.notice import MalformedMessage, Notice
-from lifeboat.instances import InstanceDirectory
+from lifeboat.instances import InstanceDirectory, InstanceInfo
 from lifeboat.kube import KubeApi
 from lifeboat.pool_lock import PoolLock
 from lifeboat.recorder import record
 from lifeboat.report import Outcome, Report
 from lifeboat.resolve import Resolver
+from lifeboat.routing import route
 from lifeboat.settings import Settings
 from lifeboat.target import Target
 from lifeboat.wakeup import Task, Wakeup, WakeupSink, decode, is_wakeup
@@ -40,6 +43,24 @@ _VERDICT_OUTCOME = {
     Verdict.DEFER: Outcome.DEFERRED,
     Verdict.IGNORE: Outcome.IGNORED,
 }
+
+Body = str | bytes | Mapping[str, Any]
+
+
+class ClusterClients(Protocol):
+    """The API of each managed cluster (``None``: the instance named no cluster)."""
+
+    def kube(self, cluster: str | None) -> KubeApi: ...
+
+
+@dataclass(frozen=True)
+class OneCluster:
+    """Every instance is in the same cluster: replay, tests, single-cluster stacks."""
+
+    api: KubeApi
+
+    def kube(self, cluster: str | None) -> KubeApi:
+        return self.api
 
 
 class Ledger(Protocol):
@@ -54,13 +75,19 @@ class Ledger(Protocol):
 class MemoryLedger:
     def __init__(self) -> None:
         self._seen: set[str] = set()
+        self._lock = threading.Lock()
 
     def once(self, key: str, handle: Callable[[], Report]) -> Report | None:
-        if key in self._seen:
-            return None
-        report = handle()
-        self._seen.add(key)
-        return report
+        with self._lock:
+            if key in self._seen:
+                return None
+            self._seen.add(key)
+        try:
+            return handle()
+        except BaseException:
+            with self._lock:
+                self._seen.discard(key)
+            raise
 
 
 @dataclass
@@ -71,45 +98,60 @@ class MessageResult:
     error: BaseException | None = None
 
 
+Parsed = MessageResult | Wakeup | list[Notice]
+
+
+class _Batch:
+    """What the messages of one batch share: instance facts and per-cluster resolvers."""
+
+    def __init__(self, infos: dict[str, InstanceInfo], clients: ClusterClients) -> None:
+        self.infos = infos
+        self._clients = clients
+        self._resolvers: dict[str | None, Resolver] = {}
+        self._lock = threading.Lock()
+
+    def resolver(self, cluster: str | None) -> Resolver:
+        with self._lock:
+            if cluster not in self._resolvers:
+                self._resolvers[cluster] = Resolver(self._clients.kube(cluster))
+            return self._resolvers[cluster]
+
+
 @dataclass
 class Pipeline:
-    kube: KubeApi
+    clusters: ClusterClients
     directory: InstanceDirectory
     settings: Settings
     clock: Callable[[], datetime]
     lifecycle: LifecycleActions | None = None
     wakeups: WakeupSink | None = None
     ledger: Ledger | None = None
-    cluster: str | None = None
     drain_patience: float = 0.0
     holder: str = "lifeboat"
+    # Messages of a batch handled at once; 1 keeps replay's output in a stable order.
+    workers: int = 1
 
-    def process(self, bodies: Sequence[str | bytes | Mapping[str, Any]]) -> list[MessageResult]:
+    def process(self, bodies: Sequence[Body]) -> list[MessageResult]:
         """Handle one batch. One directory lookup serves all its instances."""
-        resolver = Resolver(
-            self.kube, self.directory, cluster=self.cluster, managed_clusters=self.settings.clusters
-        )
         parsed = [self._parse(body) for body in bodies]
-        resolver.prefetch(n for item in parsed if isinstance(item, list) for n in item)
-        return [self._one(resolver, item) for item in parsed]
-
-    def _one(
-        self, resolver: Resolver, item: MessageResult | Wakeup | list[Notice]
-    ) -> MessageResult:
-        if isinstance(item, MessageResult):
-            return item
-        try:
-            if isinstance(item, Wakeup):
-                return MessageResult([self._wake(resolver, item)])
-            return MessageResult(self._notices(resolver, item))
-        except Exception as error:
-            return MessageResult(error=error)
+        wanted = sorted(
+            {
+                notice.instance_id
+                for item in parsed
+                for notice in _notices_of(item)
+                if notice.instance_id
+            }
+        )
+        batch = _Batch(self.directory.describe(wanted) if wanted else {}, self.clusters)
+        handle = partial(self._one, batch)
+        if self.workers <= 1 or len(parsed) <= 1:
+            return [handle(item) for item in parsed]
+        with ThreadPoolExecutor(max_workers=min(self.workers, len(parsed))) as pool:
+            return list(pool.map(handle, parsed))
 
     # -- parse -----------------------------------------------------------------------------
 
-    def _parse(
-        self, body: str | bytes | Mapping[str, Any]
-    ) -> MessageResult | Wakeup | list[Notice]:
+    def _parse(self, body: Body) -> Parsed:
         try:
             message = _as_mapping(body)
             if message is not None and is_wakeup(message):
@@ -118,15 +160,25 @@ class Pipeline:
         except MalformedMessage as error:
             return MessageResult([Report.rejected(error.reason, error.event_id)])
 
+    def _one(self, batch: _Batch, item: Parsed) -> MessageResult:
+        if isinstance(item, MessageResult):
+            return item
+        try:
+            if isinstance(item, Wakeup):
+                return MessageResult([self._wake(batch, item)])
+            return MessageResult(self._notices(batch, item))
+        except Exception as error:  # the caller returns the message to the queue
+            return MessageResult(error=error)
+
     # -- notices ---------------------------------------------------------------------------
 
-    def _notices(self, resolver: Resolver, notices: list[Notice]) -> list[Report]:
+    def _notices(self, batch: _Batch, notices: list[Notice]) -> list[Report]:
         reports = []
         for notice in notices:
             if self.ledger is None:
-                reports.append(self._handle(resolver, notice))
+                reports.append(self._handle(batch, notice))
                 continue
-            report = self.ledger.once(notice.dedup_key, partial(self._handle, resolver, notice))
+            report = self.ledger.once(notice.dedup_key, partial(self._handle, batch, notice))
             if report is None:
                 report = Report.for_notice(
                     notice, Outcome.IGNORED, "duplicate delivery: already handled"
@@ -134,37 +186,50 @@ class Pipeline:
             reports.append(report)
         return reports
 
-    def _handle(self, resolver: Resolver, notice: Notice) -> Report:
-        target = resolver.resolve(notice)
-        if notice.ignore_reason or target.node is None or notice.involuntary:
-            decision = decide(notice, target, self.settings, self.clock())
-            return self._carry_out(notice, target, decision)
+    def _handle(self, batch: _Batch, notice: Notice) -> Report:
+        if notice.ignore_reason or not notice.instance_id:
+            why = notice.ignore_reason or "the message names no instance"
+            return Report.for_notice(notice, Outcome.IGNORED, why)
+        info = batch.infos.get(notice.instance_id)
+        where = route(notice, info, self.settings, self.clock())
+        if where.skip_reason is not None or info is None:
+            return Report.for_notice(
+                notice, Outcome.IGNORED, where.skip_reason or "unknown instance", unmanaged=True
+            )
+        resolver = batch.resolver(where.cluster)
+        target = resolver.resolve(notice.instance_id, info)
+        if target.node is None or notice.involuntary:
+            return self._decide_and_act(resolver, notice, target)
         # Voluntary: weigh the budget and take the slot under the pool's lease.
-        with self._pool_lease(target):
+        with self._pool_lease(resolver.kube, target):
             target = resolver.with_budget_state(target)
-            decision = decide(notice, target, self.settings, self.clock())
-            return self._carry_out(notice, target, decision)
+            return self._decide_and_act(resolver, notice, target)
 
     @contextmanager
-    def _pool_lease(self, target: Target) -> Iterator[None]:
+    def _pool_lease(self, kube: KubeApi, target: Target) -> Iterator[None]:
         if target.nodepool is None or self.settings.dry_run:
-            with nullcontext():
-                yield
+            yield
             return
-        lock = PoolLock(self.kube, self.settings.lease_namespace, self.holder, clock=self.clock)
+        lock = PoolLock(kube, self.settings.lease_namespace, self.holder, clock=self.clock)
         with lock.hold(nodes.name_of(target.nodepool)):
             yield
 
-    def _carry_out(self, notice: Notice, target: Target, decision: Decision) -> Report:
+    def _decide_and_act(self, resolver: Resolver, notice: Notice, target: Target) -> Report:
+        decision = decide(notice, target, self.settings, self.clock())
+        return self._carry_out(resolver.kube, notice, target, decision)
+
+    def _carry_out(
+        self, kube: KubeApi, notice: Notice, target: Target, decision: Decision
+    ) -> Report:
         now = self.clock()
-        outcome = self._actor().carry_out(notice, target, decision)
+        outcome = self._actor(kube).carry_out(notice, target, decision)
         reason = decision.reason
         if self.settings.dry_run and decision.verdict is not Verdict.IGNORE:
             reason = f"dry run, nothing changed: {reason}"
         if not self.settings.dry_run:
             self._follow_up(notice, target, decision, outcome.replacement, outcome.pods_remaining)
             if target.node is not None:
-                record(self.kube, target.node, notice, decision, now)
+                record(kube, target.node, notice, decision, now)
         if outcome.pods_remaining:
             reason += f"; {outcome.pods_remaining} pod(s) held by PodDisruptionBudgets, retrying"
         return Report.for_notice(
@@ -177,9 +242,9 @@ class Pipeline:
             actions=tuple(outcome.actions),
         )
 
-    def _actor(self) -> Actor:
+    def _actor(self, kube: KubeApi) -> Actor:
         return Actor(
-            self.kube,
+            kube,
             self.settings,
             self.lifecycle,
             clock=self.clock,
@@ -199,7 +264,8 @@ class Pipeline:
             return
         now = self.clock()
         if decision.verdict is Verdict.DEFER:
-            due = decision.deferred_until or decision.recheck_at or now + FOLLOW_UP_INTERVAL
+            candidates = [t for t in (decision.deferred_until, decision.recheck_at) if t]
+            due = min(candidates) if candidates else now + FOLLOW_UP_INTERVAL
             self.wakeups.schedule(Wakeup(Task.DECIDE, notice, due))
         if Step.FINISH_REPLACEMENT in decision.steps and target.nodeclaim:
             self.wakeups.schedule(
@@ -221,28 +287,31 @@ class Pipeline:
 
     # -- wake-ups --------------------------------------------------------------------------
 
-    def _wake(self, resolver: Resolver, wakeup: Wakeup) -> Report:
+    def _wake(self, batch: _Batch, wakeup: Wakeup) -> Report:
         if wakeup.task is Task.DECIDE:
-            return self._handle(resolver, wakeup.notice)
+            return self._handle(batch, wakeup.notice)
+        notice = wakeup.notice
+        info = batch.infos.get(notice.instance_id or "")
+        resolver = batch.resolver(info.cluster if info else None)
         if wakeup.task is Task.CONTINUE_DRAIN:
-            target = resolver.resolve(wakeup.notice)
+            target = resolver.resolve(notice.instance_id or "", info) if info else Target("")
             steps: tuple[Step, ...] = (Step.DRAIN, Step.COMPLETE_LIFECYCLE)
             if target.node is None:
                 steps = (Step.COMPLETE_LIFECYCLE,)
             decision = Decision(Verdict.ACT, "continuing the drain", steps)
-            return self._carry_out(wakeup.notice, target, decision)
-        return self._finish_replacement(resolver, wakeup)
+            return self._carry_out(resolver.kube, notice, target, decision)
+        return self._finish_replacement(resolver.kube, wakeup)
 
-    def _finish_replacement(self, resolver: Resolver, wakeup: Wakeup) -> Report:
+    def _finish_replacement(self, kube: KubeApi, wakeup: Wakeup) -> Report:
         """Delete the old NodeClaim once its replacement is Ready, or when waiting longer
         would only risk the deadline (``replacement_timeout``)."""
         notice, now = wakeup.notice, self.clock()
         started = wakeup.started or now
-        claim = self.kube.get_nodeclaim(wakeup.replacement) if wakeup.replacement else None
+        claim = kube.get_nodeclaim(wakeup.replacement) if wakeup.replacement else None
         ready = claim is not None and _is_ready(claim)
-        timed_out = now >= started + self.settings.replacement_timeout
-        if claim is not None and not ready and not timed_out:
-            due = min(now + FOLLOW_UP_INTERVAL, started + self.settings.replacement_timeout)
+        give_up = started + self.settings.replacement_timeout
+        if claim is not None and not ready and now < give_up:
+            due = min(now + FOLLOW_UP_INTERVAL, give_up)
             if self.wakeups is not None:
                 self.wakeups.schedule(wakeup.again(due))
             return Report.for_notice(
@@ -267,10 +336,18 @@ class Pipeline:
             f"{why}: deleting NodeClaim {wakeup.old_nodeclaim}",
             (Step.DELETE_NODECLAIM,),
         )
-        outcome = self._actor().carry_out(notice, target, decision)
+        outcome = self._actor(kube).carry_out(notice, target, decision)
         return Report.for_notice(
             notice, Outcome.ACTED, decision.reason, actions=tuple(outcome.actions)
         )
+
+
+def _notices_of(item: Parsed) -> list[Notice]:
+    if isinstance(item, list):
+        return item
+    if isinstance(item, Wakeup):
+        return [item.notice]
+    return []
 
 
 def _is_ready(claim: Mapping[str, Any]) -> bool:
@@ -278,7 +355,7 @@ def _is_ready(claim: Mapping[str, Any]) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
-def _as_mapping(body: str | bytes | Mapping[str, Any]) -> Mapping[str, Any] | None:
+def _as_mapping(body: Body) -> Mapping[str, Any] | None:
     if isinstance(body, Mapping):
         return body
     try:

@@ -29,6 +29,8 @@ class Report:
     deferred_until: datetime | None = None
     actions: tuple[dict[str, Any], ...] = field(default_factory=tuple)
     event_time: datetime | None = None
+    # Ignored because the instance is not this stack's to manage (counted as a metric).
+    unmanaged: bool = False
 
     @classmethod
     def for_notice(cls, notice: Notice, outcome: Outcome, reason: str, **fields: Any) -> Report:

@@ -9,53 +9,27 @@ never by the cluster.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import threading
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 from lifeboat import nodes
-from lifeboat.events.notice import Notice
-from lifeboat.instances import InstanceDirectory, InstanceInfo, instance_id_from_provider_id
+from lifeboat.instances import InstanceInfo, instance_id_from_provider_id
 from lifeboat.kube import KubeApi
 from lifeboat.target import PoolState, Target
 
 
 class Resolver:
-    """Resolves the notices of one batch; caches what the batch shares (NodePools)."""
+    """Resolves notices against one cluster; caches what a batch shares (NodePools)."""
 
-    def __init__(
-        self,
-        kube: KubeApi,
-        directory: InstanceDirectory,
-        *,
-        cluster: str | None = None,
-        managed_clusters: Iterable[str] = (),
-    ) -> None:
-        self._kube = kube
-        self._directory = directory
-        self._cluster = cluster
-        self._managed = frozenset(managed_clusters)
-        self._infos: dict[str, InstanceInfo] = {}
+    def __init__(self, kube: KubeApi) -> None:
+        self.kube = kube
         self._nodepools: dict[str, Mapping[str, Any] | None] = {}
+        self._lock = threading.Lock()
 
-    def prefetch(self, notices: Iterable[Notice]) -> None:
-        """One directory lookup for every instance of the batch."""
-        wanted = sorted({n.instance_id for n in notices if n.instance_id} - self._infos.keys())
-        if wanted:
-            self._infos.update(self._directory.describe(wanted))
-
-    def info(self, instance_id: str) -> InstanceInfo | None:
-        if instance_id not in self._infos:
-            self._infos.update(self._directory.describe([instance_id]))
-        return self._infos.get(instance_id)
-
-    def resolve(self, notice: Notice) -> Target:
-        """The Target of a notice: its node, NodeClaim and NodePool (no lists)."""
-        instance_id = notice.instance_id or ""
-        info = self.info(instance_id) if instance_id else None
-        skip = self._skip_reason(instance_id, info)
-        if skip is not None or info is None:
-            return Target(instance_id, info, skip_reason=skip)
+    def resolve(self, instance_id: str, info: InstanceInfo) -> Target:
+        """The Target of an instance: its node, NodeClaim and NodePool (no lists)."""
         node = self._find_node(instance_id, info)
         if node is None:
             return Target(instance_id, info)
@@ -78,22 +52,24 @@ class Resolver:
         Call it while holding the pool's lease, so the counts are still true when acted on."""
         if target.node is None:
             return target
-        pods = tuple(self._kube.list_pods_on_node(nodes.name_of(target.node)))
+        pods = tuple(self.kube.list_pods_on_node(nodes.name_of(target.node)))
         pool = self.pool_state(target.nodepool) if target.nodepool is not None else None
         return replace(target, pods=pods, pool=pool)
 
     def nodepool(self, name: str) -> Mapping[str, Any] | None:
-        if name not in self._nodepools:
-            self._nodepools[name] = self._kube.get_nodepool(name)
-        return self._nodepools[name]
+        """One GET per NodePool per batch, however many of its nodes the batch names."""
+        with self._lock:
+            if name not in self._nodepools:
+                self._nodepools[name] = self.kube.get_nodepool(name)
+            return self._nodepools[name]
 
     def pool_state(self, nodepool: Mapping[str, Any]) -> PoolState:
         """Count the pool's nodes and those already disrupting. Always read fresh: callers
         hold the pool's lease, and a cached count is how budgets get exceeded."""
         name = nodes.name_of(nodepool)
         selector = f"{nodes.NODEPOOL_LABEL}={name}"
-        pool_nodes = self._kube.list_nodes(selector)
-        claims = self._kube.list_nodeclaims(selector)
+        pool_nodes = self.kube.list_nodes(selector)
+        claims = self.kube.list_nodeclaims(selector)
         deleting_claims = {
             nodes.name_of(c) for c in claims if c["metadata"].get("deletionTimestamp")
         }
@@ -109,24 +85,13 @@ class Resolver:
         disrupting += len(deleting_claims - claims_with_nodes)
         return PoolState(nodepool, node_count=len(pool_nodes), disrupting=disrupting)
 
-    def _skip_reason(self, instance_id: str, info: InstanceInfo | None) -> str | None:
-        if not instance_id:
-            return "the message names no instance"
-        if info is None:
-            return f"instance {instance_id} is unknown (not found in EC2 or the cluster)"
-        if self._managed and info.cluster not in self._managed:
-            if info.cluster is None:
-                return f"instance {instance_id} belongs to no EKS cluster"
-            return f"instance {instance_id} belongs to cluster {info.cluster}, not managed here"
-        return None
-
     def _find_node(self, instance_id: str, info: InstanceInfo) -> Mapping[str, Any] | None:
         """GET the node by the name EC2 gave; if that misses (custom hostnames), ask the
         instance's NodeClaim for its node name. Never list all nodes."""
         candidates = [info.node_name] if info.node_name else []
         node = self._get_matching(candidates, instance_id)
         if node is None and info.nodeclaim:
-            claim = self._kube.get_nodeclaim(info.nodeclaim)
+            claim = self.kube.get_nodeclaim(info.nodeclaim)
             node_name = (claim or {}).get("status", {}).get("nodeName")
             if node_name and node_name != info.node_name:
                 node = self._get_matching([node_name], instance_id)
@@ -134,7 +99,7 @@ class Resolver:
 
     def _get_matching(self, names: list[str], instance_id: str) -> Mapping[str, Any] | None:
         for name in names:
-            node = self._kube.get_node(name)
+            node = self.kube.get_node(name)
             # A name can be reused by a later instance: trust only a matching providerID.
             if node and instance_id_from_provider_id(nodes.provider_id(node)) == instance_id:
                 return node

@@ -42,8 +42,6 @@ class Target:
     nodepool: Obj | None = None
     pool: PoolState | None = None
     pods: tuple[Obj, ...] | None = None
-    # Set when resolution alone shows there is nothing to do here (e.g. another cluster).
-    skip_reason: str | None = None
 
     @property
     def node_name(self) -> str | None:
