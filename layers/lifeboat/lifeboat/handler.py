@@ -1,0 +1,74 @@
+"""The body of the Lambda handler: an SQS batch in, partial batch failures out.
+
+A plain function over a built pipeline, so tests call it directly; ``functions/interruption
+/app.py`` only wires Powertools around it. A record whose handling raised is reported as a
+batch item failure: SQS delivers it again, and after ``maxReceiveCount`` tries moves it to
+the dead-letter queue. Every other record is deleted, because it was acted on, deferred,
+ignored with a reason, or rejected with a reason (logged; a malformed message will never
+parse, so retrying it would only delay the dead-letter queue's alarm for nothing useful).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any
+
+from aws_lambda_powertools.utilities.batch import (
+    BatchProcessor,
+    EventType,
+    process_partial_response,
+)
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
+from lifeboat.observability import MetricSink, log_fields, report_metrics
+from lifeboat.pipeline import MessageResult, Pipeline
+from lifeboat.report import Outcome
+
+_log = logging.getLogger("lifeboat")
+
+
+def handle_batch(
+    event: Mapping[str, Any],
+    context: Any,
+    pipeline: Pipeline,
+    *,
+    metrics: MetricSink | None = None,
+    logger: logging.Logger | logging.LoggerAdapter[logging.Logger] | Any = _log,
+    clock: Callable[[], datetime] | None = None,
+) -> dict[str, Any]:
+    records = event.get("Records") if isinstance(event, Mapping) else None
+    if not isinstance(records, list):
+        raise ValueError(
+            "Invalid event format: expected an SQS batch event with a 'Records' list "
+            "(is the function's trigger the Lifeboat queue?)"
+        )
+    bodies = [record.get("body", "") if isinstance(record, Mapping) else "" for record in records]
+    results = pipeline.process(bodies)
+    by_message = {
+        str(record.get("messageId")): result
+        for record, result in zip(records, results, strict=True)
+        if isinstance(record, Mapping)
+    }
+    now = (clock or pipeline.clock)()
+
+    def record_handler(record: SQSRecord) -> None:
+        result: MessageResult = by_message[record.message_id]
+        for report in result.reports:
+            level = logging.WARNING if report.outcome is Outcome.REJECTED else logging.INFO
+            logger.log(level, "decision", extra={"decision": log_fields(report)})
+        if metrics is not None:
+            report_metrics(result.reports, metrics, now)
+        if result.error is not None:
+            logger.error(
+                "message failed; it returns to the queue",
+                extra={"message_id": record.message_id, "error": repr(result.error)[:500]},
+            )
+            raise result.error
+
+    processor = BatchProcessor(event_type=EventType.SQS)
+    response = process_partial_response(
+        event=dict(event), record_handler=record_handler, processor=processor, context=context
+    )
+    return dict(response)
