@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DEMO_AT ?= 2026-12-01T14:05:00Z
 
-.PHONY: demo test lint typecheck follow clean
+.PHONY: demo test lint typecheck follow bench clean
 
 include sam.mk
 
@@ -31,9 +31,11 @@ demo: $(VENV)/.installed
 follow: $(VENV)/.installed
 	$(BIN)/lifeboat replay $(sort $(wildcard events/*.json)) --cluster events/cluster.yaml --at $(DEMO_AT) --follow
 
-## test: lint, type-check, and the whole test suite (what .ci/run runs)
+## test: lint, type-check, the whole test suite, and the SAM template validated and built
+## offline (what .ci/run runs)
 test: $(VENV)/.installed-dev lint typecheck
 	$(BIN)/python -m pytest -q -n auto
+	$(MAKE) --no-print-directory sam-validate sam-build layer-size
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
@@ -41,6 +43,10 @@ lint: $(VENV)/.installed-dev
 
 typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy layers/lifeboat/lifeboat local/lifeboat_local functions/interruption
+
+## bench: the benchmark harness (requests per event, storm latency, cold start, layer size)
+bench: $(VENV)/.installed-dev
+	$(BIN)/python -m bench --out bench-results/summary.json
 
 clean:
 	rm -rf $(VENV) .sam-venv .aws-sam .mypy_cache .ruff_cache .pytest_cache .hypothesis

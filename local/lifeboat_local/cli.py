@@ -36,7 +36,28 @@ def build_parser() -> argparse.ArgumentParser:
         "replay", help="replay events against a cluster file on the local emulator"
     )
     replay.add_argument("events", nargs="+", type=Path, metavar="EVENT_FILE")
-    replay.add_argument("--cluster", required=True, type=Path, metavar="CLUSTER.yaml")
+    where = replay.add_mutually_exclusive_group(required=True)
+    where.add_argument(
+        "--cluster",
+        type=Path,
+        metavar="CLUSTER.yaml",
+        help="a cluster file, served by the local Kubernetes emulator",
+    )
+    where.add_argument(
+        "--kubeconfig",
+        type=Path,
+        metavar="PATH",
+        help="a live cluster: a dry run (nothing changed) unless --apply. No EC2 access is "
+        "assumed, so the instances are found by listing the cluster's Nodes and NodeClaims "
+        "once (fine for an operator tool; the Lambda never lists the cluster)",
+    )
+    replay.add_argument("--context", help="with --kubeconfig: the context (default: current)")
+    replay.add_argument(
+        "--apply",
+        action="store_true",
+        help="with --kubeconfig: really taint, cordon, create and delete NodeClaims, evict. "
+        "Auto Scaling lifecycle actions are only reported (no AWS access)",
+    )
     replay.add_argument(
         "--at",
         type=parse_instant,
@@ -52,7 +73,37 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="advance the clock through all deferred work until none is left",
     )
+    _add_operator_commands(commands)
     return parser
+
+
+def _add_operator_commands(commands: Any) -> None:
+    """The operator tools, each in its own module (imported here, not at start-up of replay)."""
+    from lifeboat_local import explain, windows
+
+    windows.add_parser(commands)
+    explain.add_parser(commands)
+
+
+def _check_replay_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Combinations argparse cannot express; a usage error (exit 1) like argparse's own."""
+    if args.kubeconfig is None:
+        for flag, value in (("--apply", args.apply), ("--context", args.context)):
+            if value:
+                parser.error(f"replay: {flag} is only for --kubeconfig")
+        return
+    if args.state_out is not None:
+        parser.error("replay: --state-out is only for --cluster (a live cluster is not dumped)")
+    if args.apply and args.at is not None:
+        parser.error(
+            "replay: --apply acts on a live cluster now; --at would judge budgets and windows "
+            "at another time (use --at without --apply for a what-if)"
+        )
+    if args.apply and args.follow:
+        parser.error(
+            "replay: --follow moves a simulated clock ahead, which would act on a live "
+            "cluster before windows open; not allowed with --apply"
+        )
 
 
 def parse_instant(text: str) -> datetime:
@@ -66,12 +117,23 @@ def parse_instant(text: str) -> datetime:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "replay":
+        _check_replay_args(parser, args)
     try:
         if args.command == "replay":
             from lifeboat_local.replay import replay
 
             return replay(args)
+        if args.command == "windows":
+            from lifeboat_local.windows import run as windows
+
+            return windows(args)
+        if args.command == "explain":
+            from lifeboat_local.explain import run as explain
+
+            return explain(args)
     except UsageError as error:
         print(f"lifeboat: error: {error}", file=sys.stderr)
         return EXIT_USAGE

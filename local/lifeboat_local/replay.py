@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TextIO
 
 from lifeboat.events.notice import LifecycleHook
+from lifeboat.instances import InstanceDirectory
 from lifeboat.kube import KubeApi, RetryPolicy
 from lifeboat.pipeline import MemoryLedger, OneCluster, Pipeline
 from lifeboat.report import Outcome, Report
@@ -17,7 +20,12 @@ from lifeboat.settings import Settings
 from lifeboat.wakeup import MemoryWakeups, encode
 from lifeboat_local.cli import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, UsageError, read_event_file
 from lifeboat_local.directory import directory_from_objects
+from lifeboat_local.karpenter_sim import KarpenterSimulation
 from lifeboat_local.kubemu import Emulator, dump_cluster_file, load_cluster_file
+from lifeboat_local.source import live_directory, open_cluster
+
+# --follow stops after this many wake-up batches, so a loop in the policy cannot hang it.
+MAX_FOLLOW_STEPS = 10_000
 
 
 @dataclass
@@ -43,22 +51,18 @@ class RecordedLifecycle:
         self.calls.append(("heartbeat", hook.instance_id, ""))
 
 
-def replay(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
-    try:
-        objects = load_cluster_file(args.cluster)
-    except (OSError, ValueError) as error:
-        raise UsageError(f"--cluster {args.cluster}: {error}") from None
+def replay(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    # sys.stdout as it is when called (a default bound at import misses redirections).
+    out = out or sys.stdout
     bodies_per_file = [read_event_file(path) for path in args.events]
     clock = SimulatedClock(args.at or datetime.now(UTC))
     wakeups = MemoryWakeups()
     any_rejected = failed = False
-    with Emulator(objects) as emulator:
+    with replay_target(args) as (emulator, kube, directory, settings):
         pipeline = Pipeline(
-            clusters=OneCluster(
-                KubeApi(emulator.api_client(), RetryPolicy(attempts=2, base_delay=0.01))
-            ),
-            directory=directory_from_objects(objects),
-            settings=Settings(),
+            clusters=OneCluster(kube),
+            directory=directory,
+            settings=settings,
             clock=clock,
             lifecycle=RecordedLifecycle(),
             wakeups=wakeups,
@@ -72,8 +76,15 @@ def replay(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
                 if result.error is not None:
                     failed = True
                     print(f"lifeboat: error: {result.error}", file=sys.stderr)
-        while args.follow and (due := wakeups.next_due()) is not None:
+        # No Karpenter to simulate on a live cluster (--kubeconfig): the real one runs there.
+        karpenter = KarpenterSimulation(emulator, clock.now) if emulator is not None else None
+        for _ in range(MAX_FOLLOW_STEPS if args.follow else 0):
+            due = wakeups.next_due()
+            if due is None:
+                break
             clock.now = max(clock.now, due)
+            if karpenter is not None:
+                karpenter.advance(clock.now)
             batch = [encode(w) for w in wakeups.pop_due(clock.now)]
             for result in pipeline.process(batch):
                 for report in result.reports:
@@ -81,7 +92,7 @@ def replay(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
                 if result.error is not None:
                     failed = True
                     print(f"lifeboat: error: {result.error}", file=sys.stderr)
-        if args.state_out:
+        if args.state_out and emulator is not None:
             dump_cluster_file(emulator.dump(), args.state_out)
     if failed:
         return EXIT_USAGE
@@ -118,3 +129,33 @@ def format_report(report: Report, at: datetime | None = None) -> str:
 def _action_text(action: dict[str, object]) -> str:
     detail = action.get("name") or action.get("key") or action.get("pod") or ""
     return f"{action['type']} {detail}".strip()
+
+
+# ---------------------------------------------------------------------------------------------
+# Where the replay runs (kept apart, so it merges easily with other work on replay)
+
+
+@contextmanager
+def replay_target(
+    args: argparse.Namespace,
+) -> Iterator[tuple[Emulator | None, KubeApi, InstanceDirectory, Settings]]:
+    """(emulator, kube client, instance directory, settings) for the replay.
+
+    ``--cluster``: the cluster file on the emulator; instances from the file; acting for real
+    on the emulated cluster. ``--kubeconfig``: a live cluster (emulator None); instances from
+    one list of its Nodes and NodeClaims (no EC2 access assumed); a dry run unless ``--apply``.
+    """
+    kubeconfig = getattr(args, "kubeconfig", None)
+    if kubeconfig is not None:
+        with open_cluster(None, kubeconfig, getattr(args, "context", None)) as live:
+            directory = live_directory(live.kube)
+            settings = Settings(dry_run=not getattr(args, "apply", False))
+            yield None, live.kube, directory, settings
+        return
+    try:
+        objects = load_cluster_file(args.cluster)
+    except (OSError, ValueError) as error:
+        raise UsageError(f"--cluster {args.cluster}: {error}") from None
+    with Emulator(objects) as emulator:
+        kube = KubeApi(emulator.api_client(), RetryPolicy(attempts=2, base_delay=0.01))
+        yield emulator, kube, directory_from_objects(objects), Settings()

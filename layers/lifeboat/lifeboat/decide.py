@@ -74,8 +74,13 @@ def decide(notice: Notice, target: Target, settings: Settings, now: datetime) ->
                 (Step.COMPLETE_LIFECYCLE,),
             )
         return ignore(f"no Kubernetes node for instance {target.instance_id} in this cluster")
-    if target.pool and nodes.annotations_of(target.pool.nodepool).get(nodes.OPT_OUT_ANNOTATION):
-        return ignore(f"NodePool {target.pool.name} opted out ({nodes.OPT_OUT_ANNOTATION})")
+    # The NodePool object is known for every kind (``pool``, the budget state, only for
+    # voluntary ones): an opted-out pool is left alone whatever AWS announced.
+    pool_object = target.pool.nodepool if target.pool else target.nodepool
+    if pool_object is not None and nodes.opted_out(pool_object):
+        return ignore(
+            f"NodePool {nodes.name_of(pool_object)} opted out ({nodes.OPT_OUT_ANNOTATION})"
+        )
     if notice.involuntary:
         return _involuntary(notice, target)
     return _voluntary(notice, target, settings, now)
@@ -83,7 +88,9 @@ def decide(notice: Notice, target: Target, settings: Settings, now: datetime) ->
 
 def _involuntary(notice: Notice, target: Target) -> Decision:
     what = _describe(notice)
-    if target.nodeclaim:
+    # An Auto Scaling group waits for our answer before it terminates, so a hook's node is
+    # drained here and then let go, even if a NodeClaim (unusually) also owns it.
+    if target.nodeclaim and notice.lifecycle is None:
         steps = [Step.TAINT_AND_CORDON]
         if not _karpenter_already_replacing(target):
             steps.append(Step.CREATE_REPLACEMENT)
@@ -154,7 +161,11 @@ def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime
         )
     until = latest if latest is not None else notice.event_time + VOLUNTARY_PATIENCE
     opens = next_allowed_at(pool.nodepool, pool.node_count, pool.disrupting, now, until)
-    return _defer(f"{what}: NodePool {pool.name} budget: {allowance.reason}", opens, latest, now)
+    why = f"{what}: NodePool {pool.name} budget: {allowance.reason}"
+    if opens is None and latest is None and allowance.limit == 0:
+        # A zero budget holds beyond our patience: no freed capacity would change that.
+        return ignore(f"{why}; no window opens before {_fmt(until)}: giving up")
+    return _defer(why, opens, latest, now)
 
 
 def _voluntary_steps(notice: Notice, action: str, karpenter_owned: bool) -> tuple[Step, ...]:

@@ -21,6 +21,8 @@ from urllib.parse import quote
 
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError as TransportError
+from urllib3.util.retry import Retry
 
 Obj = dict[str, Any]
 
@@ -32,6 +34,8 @@ MERGE_PATCH = "application/merge-patch+json"
 # Statuses worth another try: throttling and the server's own trouble. 409 is not here: a
 # conflict means our view is stale, and only the caller knows how to re-read and re-decide.
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
+# The one status that certainly means "not done": what a non-idempotent request may retry.
+THROTTLED = 429
 
 
 class KubeError(Exception):
@@ -89,6 +93,7 @@ class KubeApi:
         rng: random.Random | None = None,
     ) -> None:
         self._client = api_client
+        _disable_transport_retries(api_client)
         self._retry = retry or RetryPolicy()
         self._sleep = sleep
         self._rng = rng or random.Random()
@@ -103,15 +108,22 @@ class KubeApi:
         query: Sequence[tuple[str, str]] = (),
         body: Any = None,
         content_type: str = JSON,
+        idempotent: bool = True,
     ) -> Obj:
-        """One request with bounded retries of transient failures; returns the JSON body."""
+        """One request with bounded retries of transient failures; returns the JSON body.
+
+        A non-``idempotent`` request (a create with ``generateName``) is retried only after a
+        429: after a timeout or a 5xx the server may have done it, and doing it again would
+        make a second object. The caller's own redelivery path finds the first one instead.
+        """
         attempt = 0
         while True:
             try:
                 return self._request_once(method, path, query, body, content_type)
             except KubeError as error:
                 attempt += 1
-                if not error.retryable or attempt >= self._retry.attempts:
+                ambiguous = not idempotent and error.status != THROTTLED
+                if not error.retryable or ambiguous or attempt >= self._retry.attempts:
                     raise
                 self._sleep(self._retry.delay(attempt, self._rng))
 
@@ -139,8 +151,9 @@ class KubeApi:
             response.read()  # type: ignore[no-untyped-call]
         except ApiException as error:
             raise _error_from(error, method, path) from None
-        except (OSError, ValueError) as error:
-            # urllib3 wraps timeouts and refused connections in OSError subclasses.
+        except (OSError, ValueError, TransportError) as error:
+            # urllib3 2 raises its own HTTPError subclasses (ReadTimeoutError, ProtocolError,
+            # MaxRetryError, ...) for timeouts, refused and dropped connections, not OSError.
             raise KubeError(
                 0, f"no answer: {type(error).__name__}", method=method, path=path
             ) from error
@@ -227,7 +240,8 @@ class KubeApi:
         return list(self._list(f"{KARPENTER}/nodeclaims", [("labelSelector", label_selector)]))
 
     def create_nodeclaim(self, body: Obj) -> Obj:
-        return self.request("POST", f"{KARPENTER}/nodeclaims", body=body)
+        # generateName: every accepted POST makes a new claim, so never resend a maybe-done one.
+        return self.request("POST", f"{KARPENTER}/nodeclaims", body=body, idempotent=False)
 
     def delete_nodeclaim(self, name: str, uid: str | None) -> bool:
         """Delete (Karpenter then drains and terminates). False if it was already gone."""
@@ -257,6 +271,19 @@ class KubeApi:
         """PUT with the read ``resourceVersion``: 409 when another worker got there first."""
         name = body["metadata"]["name"]
         return self.request("PUT", _lease_path(namespace, name), body=body)
+
+
+def _disable_transport_retries(api_client: ApiClient) -> None:
+    """Leave retries to :class:`RetryPolicy` alone. urllib3's default retries a GET three
+    more times on a timeout, and on a 429 sleeps the full ``Retry-After`` before each of
+    them: without this, ``attempts=4`` meant up to 16 requests and seconds of unjittered
+    sleeping per call against a throttled API server."""
+    pool_manager = getattr(getattr(api_client, "rest_client", None), "pool_manager", None)
+    pool_kw = getattr(pool_manager, "connection_pool_kw", None)
+    if pool_manager is None or not isinstance(pool_kw, dict):
+        return
+    pool_kw["retries"] = Retry(total=False)
+    pool_manager.clear()
 
 
 def _lease_path(namespace: str, name: str) -> str:

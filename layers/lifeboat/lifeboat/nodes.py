@@ -43,6 +43,11 @@ def annotations_of(obj: Obj) -> Mapping[str, str]:
     return obj.get("metadata", {}).get("annotations") or {}
 
 
+def opted_out(nodepool: Obj) -> bool:
+    """Whether a NodePool carries ``lifeboat.dev/disabled: "true"``."""
+    return str(annotations_of(nodepool).get(OPT_OUT_ANNOTATION, "")).strip().lower() == "true"
+
+
 def taints(node: Obj) -> list[dict[str, Any]]:
     return list(node.get("spec", {}).get("taints") or [])
 

@@ -30,7 +30,7 @@ from lifeboat.pool_lock import PoolLock
 from lifeboat.recorder import record
 from lifeboat.report import Outcome, Report
 from lifeboat.resolve import Resolver
-from lifeboat.routing import route
+from lifeboat.routing import foreign_origin, route
 from lifeboat.settings import Settings
 from lifeboat.target import Target
 from lifeboat.wakeup import Task, Wakeup, WakeupSink, decode, is_wakeup
@@ -187,6 +187,9 @@ class Pipeline:
         return reports
 
     def _handle(self, batch: _Batch, notice: Notice) -> Report:
+        foreign = foreign_origin(notice, self.settings)
+        if foreign is not None:
+            return Report.for_notice(notice, Outcome.REJECTED, foreign)
         if notice.ignore_reason or not notice.instance_id:
             why = notice.ignore_reason or "the message names no instance"
             return Report.for_notice(notice, Outcome.IGNORED, why)

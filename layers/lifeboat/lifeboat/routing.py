@@ -2,7 +2,9 @@
 
 One stack serves many clusters: the instance's EC2 tags name its cluster. An instance of a
 cluster the stack does not manage, of no cluster, or without the operator's managed tag is
-ignored with a reason (and counted), never silently dropped.
+ignored with a reason (and counted), never silently dropped. A message from another account
+or region than the stack's is rejected (:func:`foreign_origin`): its instance ids mean
+nothing here, and acting on a namesake would be wrong.
 """
 
 from __future__ import annotations
@@ -25,6 +27,22 @@ class Route:
     cluster: str | None = None
     skip_reason: str | None = None
     unmanaged: bool = False
+
+
+def foreign_origin(notice: Notice, settings: Settings) -> str | None:
+    """Why ``notice`` comes from another account or region than the stack's, or None.
+
+    Only a field both sides know can mismatch: a message without ``account`` (moto delivers
+    EventBridge events without it; a lifecycle hook message sent straight to SQS carries no
+    region) and a stack without ``account_id``/``region`` settings are not checked.
+    """
+    for what, theirs, ours in (
+        ("account", notice.account, settings.account_id),
+        ("region", notice.region, settings.region),
+    ):
+        if theirs and ours and theirs != ours:
+            return f"event from {what} {theirs[:64]}, but this stack serves {what} {ours}"
+    return None
 
 
 def route(notice: Notice, info: InstanceInfo | None, settings: Settings, now: datetime) -> Route:

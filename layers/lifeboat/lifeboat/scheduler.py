@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from contextlib import suppress
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from lifeboat.wakeup import Wakeup, encode
@@ -38,7 +38,8 @@ class SchedulerWakeups:
         self._clock = clock
 
     def schedule(self, wakeup: Wakeup) -> None:
-        due = max(wakeup.due, self._clock() + MIN_DELAY)
+        # at() takes a wall-clock time in ScheduleExpressionTimezone: convert, don't relabel.
+        due = max(wakeup.due, self._clock() + MIN_DELAY).astimezone(UTC)
         # A conflict: the same wake-up was scheduled by an earlier delivery; nothing to add.
         with suppress(self._client.exceptions.ConflictException):
             self._client.create_schedule(

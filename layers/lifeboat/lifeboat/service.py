@@ -77,13 +77,23 @@ def build_service(env: Mapping[str, str] | None = None) -> Service:
     settings = load_settings(env)
     if not settings.clusters:
         raise SettingsError("LIFEBOAT_CLUSTERS is empty: name at least one EKS cluster")
+    # Every setting is checked before any client is made: a broken stack fails fast.
+    table = _required(env, "LIFEBOAT_IDEMPOTENCY_TABLE")
+    group = _required(env, "LIFEBOAT_SCHEDULE_GROUP")
+    role_arn = _required(env, "LIFEBOAT_SCHEDULER_ROLE_ARN")
+    queue_arn = _required(env, "LIFEBOAT_QUEUE_ARN")
     session = boto3.Session()
     region = settings.region or session.region_name
+    if not region:
+        raise SettingsError(
+            "LIFEBOAT_REGION is not set and no AWS region is configured (AWS_REGION); "
+            "the SAM template sets it (see template.yaml)"
+        )
     wakeups = SchedulerWakeups(
         session.client("scheduler", region_name=region),
-        group=_required(env, "LIFEBOAT_SCHEDULE_GROUP"),
-        role_arn=_required(env, "LIFEBOAT_SCHEDULER_ROLE_ARN"),
-        queue_arn=_required(env, "LIFEBOAT_QUEUE_ARN"),
+        group=group,
+        role_arn=role_arn,
+        queue_arn=queue_arn,
         clock=utc_now,
     )
     pipeline = Pipeline(
@@ -93,10 +103,7 @@ def build_service(env: Mapping[str, str] | None = None) -> Service:
         clock=utc_now,
         lifecycle=AutoScalingLifecycle(session.client("autoscaling", region_name=region)),
         wakeups=wakeups,
-        ledger=PowertoolsLedger(
-            _required(env, "LIFEBOAT_IDEMPOTENCY_TABLE"),
-            boto3_client=session.client("dynamodb", region_name=region),
-        ),
+        ledger=PowertoolsLedger(table, boto3_client=session.client("dynamodb", region_name=region)),
         drain_patience=DRAIN_PATIENCE,
         holder=env.get("AWS_LAMBDA_FUNCTION_NAME", "lifeboat"),
         workers=BATCH_WORKERS,

@@ -34,6 +34,9 @@ VERSION_INFO: Obj = {
 }
 
 LogEntry = tuple[str, str, str, str, str]  # (verb, group, resource, namespace, name)
+# When a request arrived and when its answer was ready (``time.perf_counter()``), aligned
+# with the log; the answer time is None for a request that failed or is still being served.
+LogTimes = tuple[float, float | None]
 
 
 @dataclass
@@ -56,19 +59,32 @@ class RequestStats:
     by_resource: Counter[tuple[str, str]] = field(default_factory=Counter)
     log: list[LogEntry] = field(default_factory=list)
     seen_permissions: set[tuple[str, str, str]] = field(default_factory=set)
+    times: list[LogTimes] = field(default_factory=list)
+    # Bumped by reset(), so a request that straddles a reset does not stamp a newer entry.
+    generation: int = 0
 
-    def record(self, route: Route) -> None:
+    def record(self, route: Route) -> tuple[int, int]:
+        """Count and log one request; returns its (generation, index) for ``answered``."""
         resource = route.resource_name
         self.requests[route.verb] += 1
         self.by_resource[(route.verb, resource)] += 1
         self.log.append((route.verb, route.resource.group, resource, route.namespace, route.name))
+        self.times.append((time.perf_counter(), None))
         self.seen_permissions.add((route.resource.group, resource, route.verb))
+        return self.generation, len(self.log) - 1
+
+    def answered(self, ticket: tuple[int, int]) -> None:
+        generation, index = ticket
+        if generation == self.generation and index < len(self.times):
+            self.times[index] = (self.times[index][0], time.perf_counter())
 
     def reset(self) -> None:
         self.requests.clear()
         self.by_resource.clear()
         self.log.clear()
+        self.times.clear()
         self.seen_permissions.clear()
+        self.generation += 1
 
 
 class Backend:
@@ -79,6 +95,11 @@ class Backend:
         self.authorizer: Authorizer | None = None
         self.latency = 0.0
         self._stats_lock = threading.Lock()
+
+    @property
+    def stats_lock(self) -> threading.Lock:
+        """Held while ``stats`` is written; hold it to read several of its lists together."""
+        return self._stats_lock
 
     def handle(
         self, method: str, path: str, query: dict[str, str], content_type: str, raw: bytes
@@ -92,7 +113,7 @@ class Backend:
         if route is None:
             return Response(404, _not_served())
         with self._stats_lock:
-            self.stats.record(route)
+            ticket = self.stats.record(route)
         if self.latency > 0:
             time.sleep(self.latency)
         fault = self.faults.next_fault(route.verb, route.resource_name, route.name)
@@ -111,9 +132,13 @@ class Backend:
                         route.name,
                     )
                 )
-            return self._serve(route, query, content_type, _json_body(raw))
+            response = self._serve(route, query, content_type, _json_body(raw))
         except ApiError as error:
             return _error_response(error)
+        if response.code < 400:
+            with self._stats_lock:
+                self.stats.answered(ticket)
+        return response
 
     def _serve(self, route: Route, query: dict[str, str], content_type: str, body: Any) -> Response:
         ops = self.operations

@@ -13,7 +13,7 @@ from typing import Any, TypeVar, cast
 from kubernetes import client
 
 from .clusterfile import as_list, load_cluster_file
-from .dispatch import Backend, LogEntry
+from .dispatch import Backend, LogEntry, LogTimes
 from .pdb import refreshed
 from .rbac import Authorizer
 from .resources import PDBS, Obj, ResourceType, resource_for_kind, resource_for_object
@@ -133,6 +133,18 @@ class Emulator:
     @property
     def request_log(self) -> list[LogEntry]:
         return self._backend.stats.log
+
+    @property
+    def request_times(self) -> list[LogTimes]:
+        """(arrived, answered) per entry of ``request_log``, in ``time.perf_counter()``
+        seconds; answered is None for a request that failed or is not answered yet."""
+        with self._backend.stats_lock:
+            return list(self._backend.stats.times)
+
+    def timed_request_log(self) -> list[tuple[LogEntry, LogTimes]]:
+        """``request_log`` and ``request_times`` read together, consistently."""
+        with self._backend.stats_lock:
+            return list(zip(self._backend.stats.log, self._backend.stats.times, strict=True))
 
     @property
     def seen_permissions(self) -> set[tuple[str, str, str]]:

@@ -1,0 +1,230 @@
+"""Runs the scenarios and assembles the summary (``python -m bench --help``)."""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import logging
+import resource
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench import coldstart, layer, report
+from bench.cluster import build_cluster
+from bench.harness import Bench, Endpoints, boto_client, create_idempotency_table, moto_aws
+from bench.scenarios import requests_per_kind, storm
+from lifeboat_local.kubemu import Emulator
+
+# The targets of the "Performance" issue.
+TARGETS = {
+    "spot_k8s_requests_per_event": 6,
+    "per_event_ratio_large_vs_small": 1.2,
+    "storm_p99_receipt_to_tainted_s": 10.0,
+    "cold_start_ms": 300.0,
+    "layer_mb": 70.0,
+}
+
+
+@dataclass
+class Options:
+    events: int = 1000
+    nodes: tuple[int, ...] = (500, 5000)
+    latency_ms: float = 10.0
+    concurrency: int = 10
+    per_kind: int = 20
+    pools: int = 20
+    pods_per_node: int = 3
+    cold_start_runs: int = 5
+    cold_start: bool = True
+    layer: bool = True
+    layer_build: bool = True
+    # Extra storms at the smallest size: PowertoolsLedger on moto DynamoDB, and both moto
+    # EC2 and DynamoDB (the closest to production).
+    moto_storms: bool = True
+    quick: bool = False
+
+    @classmethod
+    def quick_options(cls) -> Options:
+        return cls(
+            events=100,
+            nodes=(200,),
+            per_kind=10,
+            cold_start_runs=1,
+            layer_build=False,
+            quick=True,
+        )
+
+
+def _log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def run(options: Options) -> dict[str, Any]:
+    started = time.perf_counter()
+    # The handler logs a line per decision at INFO; keep the bench's output readable.
+    logging.getLogger("lifeboat").setLevel(logging.WARNING)
+    latency = options.latency_ms / 1000
+    small = min(options.nodes)
+    summary: dict[str, Any] = {
+        "options": {
+            "events": options.events,
+            "nodes": list(options.nodes),
+            "latency_ms": options.latency_ms,
+            "concurrency": options.concurrency,
+            "per_kind_events": options.per_kind,
+            "pools": options.pools,
+            "pods_per_node": options.pods_per_node,
+            "quick": options.quick,
+        },
+        "storms": [],
+    }
+    with moto_aws():
+        create_idempotency_table()
+
+        # 1. Per kind, on a cluster launched in moto: Ec2InstanceDirectory + PowertoolsLedger.
+        _log(f"launching {small} instances in moto EC2")
+        t = time.perf_counter()
+        moto_cluster = build_cluster(
+            small, pools=options.pools, pods_per_node=options.pods_per_node, ec2=boto_client("ec2")
+        )
+        summary["moto_setup_seconds"] = round(time.perf_counter() - t, 1)
+        with Emulator(moto_cluster.objects, latency=latency) as emu:
+            bench = Bench(moto_cluster, emu, Endpoints(directory="moto", ledger="powertools"))
+            _log(f"requests per kind ({options.per_kind} events each)")
+            summary["per_kind"] = requests_per_kind(bench, options.per_kind)
+            summary["per_kind_setup"] = {
+                "nodes": len(moto_cluster.machines),
+                "directory": "Ec2InstanceDirectory on moto EC2",
+                "ledger": "PowertoolsLedger on moto DynamoDB",
+                "wakeups": "MemoryWakeups (counted as scheduler:CreateSchedule)",
+                "lifecycle": "stub (counted as autoscaling:CompleteLifecycleAction)",
+            }
+            if options.moto_storms:
+                bench.restore()
+                _log(f"storm: {options.events} events, {small} nodes, moto EC2 + DynamoDB")
+                summary["storms"].append(storm(bench, options.events, options.concurrency))
+
+        # 2. The storm at each size on the same footing (static directory, memory ledger),
+        #    then the ledger's cost at the smallest size.
+        for size in sorted(options.nodes):
+            cluster = build_cluster(size, pools=options.pools, pods_per_node=options.pods_per_node)
+            with Emulator(cluster.objects, latency=latency) as emu:
+                variants = [Endpoints("static", "memory")]
+                if options.moto_storms and size == small:
+                    variants.append(Endpoints("static", "powertools"))
+                for endpoints in variants:
+                    bench = Bench(cluster, emu, endpoints)
+                    bench.restore()
+                    _log(
+                        f"storm: {options.events} events, {size} nodes, "
+                        f"{endpoints.directory} directory, {endpoints.ledger} ledger"
+                    )
+                    summary["storms"].append(storm(bench, options.events, options.concurrency))
+            del cluster
+            gc.collect()
+    summary["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+    if options.cold_start:
+        _log(f"cold start ({options.cold_start_runs} runs each)")
+        summary["cold_start"] = coldstart.cold_start(options.cold_start_runs)
+    if options.layer:
+        summary["layer"] = layer.layer_size(allow_build=options.layer_build)
+    summary["verdicts"] = verdicts(summary)
+    summary["bench_seconds"] = round(time.perf_counter() - started, 1)
+    return summary
+
+
+def _storm(summary: dict[str, Any], nodes: int, directory: str, ledger: str) -> dict[str, Any]:
+    for item in summary["storms"]:
+        if (item["nodes"], item["directory"], item["ledger"]) == (nodes, directory, ledger):
+            return dict(item)
+    return {}
+
+
+def verdicts(summary: dict[str, Any]) -> dict[str, Any]:
+    """Each target with the measured value and whether it is met (None: not measured)."""
+    out: dict[str, Any] = {}
+    spot = summary.get("per_kind", {}).get("spot-interruption", {})
+    value = spot.get("k8s_requests_per_event")
+    out["spot_k8s_requests_per_event"] = _verdict(value, TARGETS["spot_k8s_requests_per_event"])
+    sizes = sorted(summary["options"]["nodes"])
+    small = _storm(summary, sizes[0], "static", "memory")
+    large = _storm(summary, sizes[-1], "static", "memory")
+    ratio = None
+    if len(sizes) > 1 and small and large:
+        ratio = round(large["per_event_ms"] / small["per_event_ms"], 3)
+    out["per_event_ratio_large_vs_small"] = _verdict(
+        ratio, TARGETS["per_event_ratio_large_vs_small"]
+    )
+    worst = max((s["receipt_to_tainted_ms"]["p99"] for s in summary["storms"]), default=None)
+    all_tainted = all(s["tainted_and_cordoned"] == s["events"] for s in summary["storms"])
+    verdict = _verdict(
+        None if worst is None else round(worst / 1000, 3),
+        TARGETS["storm_p99_receipt_to_tainted_s"],
+    )
+    verdict["all_events_tainted"] = all_tainted
+    verdict["met"] = bool(verdict["met"] and all_tainted)
+    out["storm_p99_receipt_to_tainted_s"] = verdict
+    cold = summary.get("cold_start", {}).get("import_and_build_ms")
+    out["cold_start_ms"] = _verdict(cold, TARGETS["cold_start_ms"])
+    out["layer_mb"] = _verdict(summary.get("layer", {}).get("unpacked_mb"), TARGETS["layer_mb"])
+    return out
+
+
+def _verdict(value: float | None, limit: float) -> dict[str, Any]:
+    return {"value": value, "target": limit, "met": None if value is None else value <= limit}
+
+
+def parse_args(argv: list[str] | None = None) -> tuple[Options, Path | None]:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="small smoke configuration")
+    parser.add_argument("--events", type=int, help="Spot interruptions per storm (1000)")
+    parser.add_argument(
+        "--nodes", type=int, nargs="+", help="cluster sizes of the storm (500 5000)"
+    )
+    parser.add_argument("--latency-ms", type=float, help="emulator latency per request (10)")
+    parser.add_argument("--concurrency", type=int, help="concurrent invocations (10)")
+    parser.add_argument("--per-kind", type=int, help="events per kind for request counts (20)")
+    parser.add_argument("--cold-start-runs", type=int, help="fresh interpreters per measure (5)")
+    parser.add_argument("--no-cold-start", action="store_true")
+    parser.add_argument("--no-layer", action="store_true")
+    parser.add_argument(
+        "--no-layer-build",
+        action="store_true",
+        help="measure the layer only if .aws-sam/build exists (no pip download)",
+    )
+    parser.add_argument(
+        "--no-moto-storms",
+        action="store_true",
+        help="skip the storms with moto EC2 / PowertoolsLedger on moto DynamoDB",
+    )
+    parser.add_argument("--out", type=Path, help="also write the JSON summary here")
+    args = parser.parse_args(argv)
+    options = Options.quick_options() if args.quick else Options()
+    for name in ("events", "latency_ms", "concurrency", "per_kind", "cold_start_runs"):
+        if getattr(args, name) is not None:
+            setattr(options, name, getattr(args, name))
+    if args.nodes:
+        options.nodes = tuple(args.nodes)
+    options.cold_start &= not args.no_cold_start
+    options.layer &= not args.no_layer
+    options.layer_build &= not args.no_layer_build
+    options.moto_storms &= not args.no_moto_storms
+    return options, args.out
+
+
+def main(argv: list[str] | None = None) -> int:
+    options, out = parse_args(argv)
+    summary = run(options)
+    text = json.dumps(summary, indent=2, sort_keys=False)
+    print(text)
+    print(report.table(summary))
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text + "\n")
+        _log(f"summary written to {out}")
+    return 0

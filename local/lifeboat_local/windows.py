@@ -1,0 +1,308 @@
+"""``lifeboat windows``: per NodePool, how many voluntary disruptions its budgets allow now,
+and when its budget windows open and close over the next days (UTC).
+
+Counting is the Lambda's own: ``Resolver.pool_state`` for the pool's nodes and the nodes
+already disrupting, ``budgets.allowed_disruptions`` for now and ``budgets.window_timeline``
+for the days ahead, for the disruption reason Lifeboat's replacements count under (Drifted).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, TextIO
+
+from lifeboat import nodes
+from lifeboat.budgets import (
+    LIFEBOAT_REASON,
+    Allowance,
+    Budget,
+    BudgetError,
+    Segment,
+    allowed_disruptions,
+    format_go_duration,
+    parse_budgets,
+    window_timeline,
+)
+from lifeboat.kube import KubeApi
+from lifeboat.resolve import Resolver
+from lifeboat_local.cli import EXIT_OK, UsageError, parse_instant
+from lifeboat_local.source import open_cluster
+
+HOUR = timedelta(hours=1)
+DAY = timedelta(days=1)
+
+# One character per hour in the day strips.
+FROZEN_MARK = "█"
+UNLIMITED_MARK = "∞"
+MANY_MARK = "+"  # a limit of 10 or more
+
+
+@dataclass(frozen=True)
+class PoolWindows:
+    """Everything ``lifeboat windows`` shows about one NodePool."""
+
+    name: str
+    node_count: int
+    disrupting: int
+    allowance: Allowance
+    budgets: tuple[Budget, ...] = ()
+    # Over the chart span (whole UTC days); empty when the budgets are invalid.
+    segments: tuple[Segment, ...] = ()
+    error: str | None = None  # invalid budgets: the pool is blocked throughout
+
+    @property
+    def blocked(self) -> bool:
+        return self.error is not None
+
+
+@dataclass(frozen=True)
+class Windows:
+    at: datetime
+    end: datetime  # at + days
+    chart_start: datetime  # midnight UTC of ``at``
+    chart_end: datetime  # the midnight at or after ``end``
+    pools: tuple[PoolWindows, ...] = field(default_factory=tuple)
+    reason: str = LIFEBOAT_REASON
+
+
+# ---------------------------------------------------------------------------------------------
+# Gathering
+
+
+def gather(kube: KubeApi, at: datetime, days: int) -> Windows:
+    """Read the NodePools and their counts, and compute allowances and timelines."""
+    at = at.astimezone(UTC)
+    end = at + days * DAY
+    chart_start = at.replace(hour=0, minute=0, second=0, microsecond=0)
+    chart_end = end.replace(hour=0, minute=0, second=0, microsecond=0)
+    if chart_end < end:
+        chart_end += DAY
+    resolver = Resolver(kube)
+    pools = []
+    for nodepool in sorted(kube.list_nodepools(), key=nodes.name_of):
+        state = resolver.pool_state(nodepool)
+        allowance = allowed_disruptions(nodepool, state.node_count, state.disrupting, at)
+        try:
+            budgets = tuple(parse_budgets(nodepool))
+            segments = tuple(window_timeline(nodepool, state.node_count, chart_start, chart_end))
+            error = None
+        except BudgetError as problem:
+            budgets, segments, error = (), (), str(problem)
+        pools.append(
+            PoolWindows(
+                state.name, state.node_count, state.disrupting, allowance, budgets, segments, error
+            )
+        )
+    return Windows(at, end, chart_start, chart_end, tuple(pools))
+
+
+def clipped(segments: Sequence[Segment], start: datetime, end: datetime) -> list[Segment]:
+    """The segments cut to ``[start, end)``."""
+    return [
+        Segment(max(s.start, start), min(s.end, end), s.limit, s.active_budget_indexes)
+        for s in segments
+        if s.end > start and s.start < end
+    ]
+
+
+def limit_over(segments: Sequence[Segment], start: datetime, end: datetime) -> int | None:
+    """The tightest limit over ``[start, end)`` (None: no limit throughout)."""
+    limits = [s.limit for s in clipped(segments, start, end) if s.limit is not None]
+    return min(limits) if limits else None
+
+
+def allowed_text(limit: int | None, disrupting: int) -> str:
+    return "no limit" if limit is None else str(max(0, limit - disrupting))
+
+
+def limit_text(limit: int | None) -> str:
+    return "no limit" if limit is None else str(limit)
+
+
+def fmt(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _short(moment: datetime) -> str:
+    return moment.strftime("%a %Y-%m-%d %H:%M")
+
+
+def budget_text(budget: Budget) -> str:
+    when = "always"
+    if budget.schedule is not None and budget.duration is not None:
+        when = f'"{budget.schedule}" for {format_go_duration(budget.duration)}'
+    reasons = "" if budget.reasons is None else f", reasons {list(budget.reasons)}"
+    return f'budget[{budget.index}] nodes "{budget.nodes}", {when}{reasons}'
+
+
+# ---------------------------------------------------------------------------------------------
+# Terminal
+
+
+def hour_mark(limit: int | None) -> str:
+    if limit is None:
+        return UNLIMITED_MARK
+    if limit == 0:
+        return FROZEN_MARK
+    return str(limit) if limit < 10 else MANY_MARK
+
+
+def day_strips(pool: PoolWindows, windows: Windows) -> list[str]:
+    """One line per UTC day of the chart: one character per hour."""
+    lines = []
+    day = windows.chart_start
+    while day < windows.chart_end:
+        marks = []
+        for hour in range(24):
+            start = day + hour * HOUR
+            marks.append(
+                FROZEN_MARK
+                if pool.blocked
+                else hour_mark(limit_over(pool.segments, start, start + HOUR))
+            )
+        lines.append(f"    {day.strftime('%a %m-%d')}  {''.join(marks)}")
+        if day <= windows.at < day + DAY:
+            lines.append(" " * (15 + windows.at.hour) + "^ now")
+        day += DAY
+    return lines
+
+
+def render_text(windows: Windows, out: TextIO) -> None:
+    write = out.write
+    days = (windows.end - windows.at) / DAY
+    write(
+        f"Disruption budgets at {fmt(windows.at)} (UTC), next {days:g} day(s), "
+        f"for voluntary replacements (reason {windows.reason})\n"
+    )
+    if not windows.pools:
+        write("\nNo NodePools.\n")
+        return
+    for pool in windows.pools:
+        write("\n")
+        write(f"NodePool {pool.name}: {pool.node_count} node(s), {pool.disrupting} disrupting\n")
+        a = pool.allowance
+        if pool.blocked:
+            write(f"  now: BLOCKED, allowed 0 -- invalid budgets: {pool.error}\n")
+            write("  every voluntary disruption waits until the budgets are fixed\n")
+        else:
+            write(
+                f"  now: limit {limit_text(a.limit)}, disrupting {a.disrupting}, "
+                f"allowed {limit_text(a.allowed)} -- {a.reason}\n"
+            )
+            for budget in pool.budgets:
+                write(f"  {budget_text(budget)}\n")
+            write("  FROM (UTC)             TO (UTC)               LIMIT     ALLOWED   BUDGETS\n")
+            for segment in clipped(pool.segments, windows.at, windows.end):
+                active = ",".join(str(i) for i in segment.active_budget_indexes) or "-"
+                write(
+                    f"  {_short(segment.start):<21}  {_short(segment.end):<21}  "
+                    f"{limit_text(segment.limit):<8}  "
+                    f"{allowed_text(segment.limit, pool.disrupting):<8}  {active}\n"
+                )
+        write(" " * 15 + "00    06    12    18\n")
+        for line in day_strips(pool, windows):
+            write(line + "\n")
+    write(
+        f"\nOne character per hour, the tightest limit in it: {FROZEN_MARK} frozen (0), "
+        f"1-9 that many nodes, {MANY_MARK} 10 or more, {UNLIMITED_MARK} no limit. "
+        "ALLOWED assumes today's disrupting nodes are still disrupting.\n"
+    )
+
+
+def to_json(windows: Windows) -> dict[str, Any]:
+    def pool_json(pool: PoolWindows) -> dict[str, Any]:
+        return {
+            "nodepool": pool.name,
+            "nodes": pool.node_count,
+            "disrupting": pool.disrupting,
+            "limit": pool.allowance.limit,
+            "allowed": pool.allowance.allowed,
+            "reason": pool.allowance.reason,
+            "blocked": pool.blocked,
+            "error": pool.error,
+            "timeline": [
+                {
+                    "start": fmt(s.start),
+                    "end": fmt(s.end),
+                    "limit": s.limit,
+                    "active_budgets": list(s.active_budget_indexes),
+                }
+                for s in clipped(pool.segments, windows.at, windows.end)
+            ],
+        }
+
+    return {
+        "at": fmt(windows.at),
+        "until": fmt(windows.end),
+        "reason": windows.reason,
+        "nodepools": [pool_json(p) for p in windows.pools],
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Command
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "windows",
+        help="disruptions allowed now and the budget windows of the next days, per NodePool",
+        description=__doc__.splitlines()[0] if __doc__ else None,
+    )
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--cluster", type=Path, metavar="CLUSTER.yaml", help="a cluster file")
+    source.add_argument(
+        "--kubeconfig", type=Path, metavar="PATH", help="a live cluster (read only)"
+    )
+    parser.add_argument("--context", help="kubeconfig context (default: the current one)")
+    parser.add_argument("--days", type=_positive_days, default=7, help="how far ahead (7)")
+    parser.add_argument(
+        "--at", type=parse_instant, metavar="ISO8601", help="the instant to look from (now)"
+    )
+    parser.add_argument(
+        "--plot",
+        type=Path,
+        metavar="FILE.svg|FILE.png",
+        help="also draw the windows: SVG (no dependency) or PNG (needs eks-lifeboat[plot])",
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
+
+
+def _positive_days(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number of days: {text!r}") from None
+    if not 1 <= value <= 366:
+        raise argparse.ArgumentTypeError(f"--days must be between 1 and 366, got {value}")
+    return value
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    plot: Path | None = args.plot
+    if plot is not None and plot.suffix.lower() not in (".svg", ".png"):
+        raise UsageError(f"--plot {plot}: the file must end in .svg or .png")
+    at = args.at or datetime.now(UTC)
+    with open_cluster(args.cluster, args.kubeconfig, args.context) as source:
+        windows = gather(source.kube, at, args.days)
+    if args.json:
+        out.write(json.dumps(to_json(windows), indent=2) + "\n")
+    else:
+        render_text(windows, out)
+    if plot is not None:
+        from lifeboat_local import svg
+
+        if plot.suffix.lower() == ".png":
+            svg.write_png(windows, plot)
+        else:
+            plot.write_text(svg.render_svg(windows), encoding="utf-8")
+        if not args.json:
+            out.write(f"Wrote {plot}\n")
+    return EXIT_OK

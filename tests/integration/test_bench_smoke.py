@@ -1,0 +1,98 @@
+"""``make bench`` in its quick configuration, run in-process: the summary's structure and
+sanity (counts, every event acted on), never its timings."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.events import KINDS  # noqa: E402
+from bench.runner import Options, run  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def summary() -> dict:
+    options = Options.quick_options()
+    options.cold_start = False  # fresh interpreters: slow, and timing-only
+    options.layer_build = False  # never download wheels from a test
+    return run(options)
+
+
+def test_every_kind_is_counted(summary: dict) -> None:
+    per_kind = summary["per_kind"]
+    assert set(per_kind) == set(KINDS)
+    for kind, result in per_kind.items():
+        assert result["events"] == 10, kind
+        assert result["batch_item_failures"] == 0, (kind, result["errors"])
+        assert sum(result["outcomes"].values()) == result["events"], kind
+        assert sum(result["k8s_by_verb_per_event"].values()) == pytest.approx(
+            result["k8s_requests_per_event"], abs=0.05
+        )
+
+
+def test_spot_interruption_requests(summary: dict) -> None:
+    spot = summary["per_kind"]["spot-interruption"]
+    assert spot["outcomes"] == {"acted": spot["events"]}
+    # GET node, PATCH (taint + cordon), POST replacement, DELETE claim, POST Event at least.
+    assert spot["k8s_requests_per_event"] >= 4
+    by_resource = spot["k8s_by_resource_per_event"]
+    assert by_resource["patch nodes"] == 1.0
+    assert by_resource["create nodeclaims"] == 1.0
+    assert by_resource["delete nodeclaims"] == 1.0
+
+
+def test_aws_calls_per_batch(summary: dict) -> None:
+    spot = summary["per_kind"]["spot-interruption"]["aws_calls_per_batch"]
+    # One DescribeInstances per batch; the idempotency record is written per event.
+    assert spot["ec2:DescribeInstances"] == 1.0
+    assert spot["dynamodb:PutItem"] == 10.0
+    asg = summary["per_kind"]["asg-termination"]["aws_calls_per_batch"]
+    assert asg["autoscaling:CompleteLifecycleAction (stub)"] == 10.0
+
+
+def test_storms_taint_every_node(summary: dict) -> None:
+    storms = summary["storms"]
+    assert {(s["directory"], s["ledger"]) for s in storms} == {
+        ("moto", "powertools"),
+        ("static", "memory"),
+        ("static", "powertools"),
+    }
+    for storm in storms:
+        assert storm["events"] == 100
+        assert storm["tainted_and_cordoned"] == 100, storm
+        assert storm["batch_item_failures"] == 0, storm["errors"]
+        assert storm["outcomes"] == {"acted": 100}
+        assert storm["k8s_requests_per_event"] >= 4
+        latency = storm["receipt_to_tainted_ms"]
+        assert 0 < latency["p50"] <= latency["p99"] <= latency["max"]
+        assert storm["events_per_second"] > 0
+
+
+def test_verdicts_and_memory(summary: dict) -> None:
+    verdicts = summary["verdicts"]
+    assert verdicts["spot_k8s_requests_per_event"]["value"] is not None
+    assert verdicts["storm_p99_receipt_to_tainted_s"]["all_events_tainted"] is True
+    # One cluster size only: no ratio to report.
+    assert verdicts["per_event_ratio_large_vs_small"]["value"] is None
+    assert summary["peak_rss_mb"] > 0
+
+
+def test_cold_start_child_parses_importtime() -> None:
+    from bench.coldstart import top_imports
+
+    stderr = (
+        "import time: self [us] | cumulative | imported package\n"
+        "import time:       100 |        500 | kubernetes\n"
+        "import time:        50 |         50 |   kubernetes.client\n"
+        "import time:        10 |        300 | boto3\n"
+    )
+    assert top_imports(stderr) == [
+        {"module": "kubernetes", "ms": 0.5},
+        {"module": "boto3", "ms": 0.3},
+    ]

@@ -1,0 +1,413 @@
+"""Budgets, windows, do-not-disrupt and deferred work, end to end through ``lifeboat replay``.
+
+Each test runs the command line (``lifeboat_local.cli.main``) on the sample cluster
+(events/cluster.yaml) with event files written into tmp_path from the samples. The sample
+cluster: NodePool ``general`` has 6 nodes and the budgets "20%" always (2 nodes) and "0"
+Mon-Fri 09:00-17:00 UTC; NodePool ``batch`` has 2 nodes and the budget "1". 2026-12-01 is a
+Tuesday.
+
+With ``--follow`` the replay moves a simulated clock from wake-up to wake-up while a
+simulated Karpenter (lifeboat_local.karpenter_sim) launches replacement NodeClaims 60 s
+after they are created and removes a node 90 s after its NodeClaim is deleted.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import pytest
+
+from lifeboat import nodes
+from lifeboat_local.cli import main, parse_instant
+from lifeboat_local.karpenter_sim import TERMINATE_TIME
+from lifeboat_local.kubemu import dump_cluster_file, load_cluster_file
+
+EVENTS = Path(__file__).resolve().parents[2] / "events"
+CLUSTER = EVENTS / "cluster.yaml"
+
+IN_WINDOW = "2026-12-01T14:05:00Z"  # Tuesday, inside general's 09:00-17:00 zero budget
+EVENING = "2026-12-01T18:00:00Z"  # Tuesday, after the window: general allows 20 % (2)
+
+Lines = list[dict[str, Any]]
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+
+def _sample(name: str) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads((EVENTS / name).read_text())
+    return document
+
+
+def _write(tmp_path: Path, name: str, event: dict[str, Any]) -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(event))
+    return path
+
+
+def _rebalance(tmp_path: Path, instance: str, time: str = "2026-12-01T14:01:30Z") -> Path:
+    event = _sample("rebalance-recommendation.json")
+    event["id"] = f"rebalance-{instance}"
+    event["time"] = time
+    event["resources"] = [f"arn:aws:ec2:us-east-1a:instance/{instance}"]
+    event["detail"]["instance-id"] = instance
+    return _write(tmp_path, f"rebalance-{instance}.json", event)
+
+
+def _spot(tmp_path: Path, instance: str, time: str) -> Path:
+    event = _sample("spot-interruption.json")
+    event["id"] = f"spot-{instance}"
+    event["time"] = time
+    event["resources"] = [f"arn:aws:ec2:us-east-1a:instance/{instance}"]
+    event["detail"]["instance-id"] = instance
+    return _write(tmp_path, f"spot-{instance}.json", event)
+
+
+def _replay(capsys: pytest.CaptureFixture[str], *args: str | Path) -> Lines:
+    code = main(["replay", *map(str, args), "--json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert captured.err == ""
+    return [json.loads(line) for line in captured.out.splitlines()]
+
+
+def _only(lines: Lines, instance: str) -> dict[str, Any]:
+    (line,) = [item for item in lines if item["instance_id"] == instance]
+    return line
+
+
+def _types(line: dict[str, Any]) -> list[str]:
+    return [action["type"] for action in line["actions"]]
+
+
+def _at(line: dict[str, Any]) -> datetime:
+    return parse_instant(line["at"])
+
+
+def _run_with_timeout(target: Callable[[], Lines], seconds: float = 60) -> Lines:
+    """``--follow`` must terminate by itself: run it where a hang fails instead of blocking."""
+    result: list[Lines] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            result.append(target())
+        except BaseException as error:  # re-raised below, in the test's thread
+            errors.append(error)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"replay --follow did not terminate within {seconds} s"
+    if errors:
+        raise errors[0]
+    return result[0]
+
+
+# -- (a), (b), (f): the business-hours window -------------------------------------------------
+
+
+def test_rebalance_inside_the_window_is_deferred_to_its_end(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = _replay(
+        capsys, EVENTS / "rebalance-recommendation.json", "--cluster", CLUSTER, "--at", IN_WINDOW
+    )
+    (line,) = lines
+    assert line["outcome"] == "deferred"
+    assert line["deferred_until"] == "2026-12-01T17:00:00Z"
+    assert line["node"] == "ip-10-0-1-12.ec2.internal"
+    assert line["nodepool"] == "general"
+    assert 'budget[1] "0" (window "0 9 * * mon-fri" for 8h0m0s)' in line["reason"]
+    # Marked as pending (PreferNoSchedule), neither cordoned nor replaced.
+    assert line["actions"] == [
+        {
+            "type": "taint",
+            "key": "lifeboat.dev/rebalance-recommendation",
+            "effect": "PreferNoSchedule",
+        }
+    ]
+
+
+def test_rebalance_after_the_window_acts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    state = tmp_path / "after.yaml"
+    lines = _replay(
+        capsys,
+        EVENTS / "rebalance-recommendation.json",
+        "--cluster",
+        CLUSTER,
+        "--at",
+        EVENING,
+        "--state-out",
+        state,
+    )
+    (line,) = lines
+    assert line["outcome"] == "acted"
+    assert line["deferred_until"] is None
+    assert 'budget[0] "20%" of 6 nodes = 2, 0 disrupting' in line["reason"]
+    assert _types(line) == ["taint", "cordon", "create-nodeclaim"]
+    assert line["actions"][0]["effect"] == "NoSchedule"
+    # Replace before delete: the old claim stays until the replacement is Ready.
+    assert "delete-nodeclaim" not in _types(line)
+
+    objects = load_cluster_file(state)
+    node = next(o for o in objects if o["kind"] == "Node" and o["metadata"]["name"] == line["node"])
+    assert node["spec"]["unschedulable"] is True
+    assert nodes.lifeboat_taint(node) == {
+        "key": "lifeboat.dev/rebalance-recommendation",
+        "effect": "NoSchedule",
+    }
+    replacement = next(
+        o
+        for o in objects
+        if o["kind"] == "NodeClaim" and o["metadata"]["name"] == line["actions"][2]["name"]
+    )
+    assert nodes.labels_of(replacement)[nodes.NODEPOOL_LABEL] == "general"
+    assert nodes.labels_of(replacement)[nodes.REPLACES_LABEL] == "general-b4wpl"
+    assert any(
+        o["kind"] == "NodeClaim" and o["metadata"]["name"] == "general-b4wpl" for o in objects
+    )
+
+
+def test_follow_acts_on_the_deferred_rebalance_when_the_window_closes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = _run_with_timeout(
+        lambda: _replay(
+            capsys,
+            EVENTS / "rebalance-recommendation.json",
+            "--cluster",
+            CLUSTER,
+            "--at",
+            IN_WINDOW,
+            "--follow",
+        )
+    )
+    first, *timeline = lines
+    assert first["outcome"] == "deferred"
+    assert "at" not in first  # decided at --at, before the clock moved
+    ats = [_at(line) for line in timeline]
+    assert ats == sorted(ats)
+    acted = [line for line in timeline if line["outcome"] == "acted"]
+    # 17:00 exactly: the wake-up was scheduled for the window's end, nothing earlier acted.
+    assert acted[0]["at"] == "2026-12-01T17:00:00Z"
+    assert _types(acted[0]) == ["taint", "cordon", "create-nodeclaim"]
+    assert all(_at(line) >= _at(acted[0]) for line in timeline)
+    # Then the old claim goes once the replacement is Ready (launched 60 s later).
+    assert acted[-1]["actions"] == [{"type": "delete-nodeclaim", "name": "general-b4wpl"}]
+    assert _at(acted[-1]) - _at(acted[0]) <= timedelta(minutes=2)
+    assert len(acted) == 2
+
+
+# -- (c): the 20 % used up --------------------------------------------------------------------
+
+
+def test_third_rebalance_waits_for_capacity_when_twenty_percent_is_used(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = [_rebalance(tmp_path, f"i-0a1b2c3d4e5f6000{n}") for n in (2, 3, 7)]
+    lines = _replay(capsys, *files, "--cluster", CLUSTER, "--at", EVENING)
+    assert [line["outcome"] for line in lines] == ["acted", "acted", "deferred"]
+    assert 'budget[0] "20%" of 6 nodes = 2, 1 disrupting' in lines[1]["reason"]
+    third = lines[2]
+    assert third["instance_id"] == "i-0a1b2c3d4e5f60007"
+    # No time is known at which the pool allows it: it waits for capacity (null), and is
+    # looked at again every few minutes until then.
+    assert third["deferred_until"] is None
+    assert 'budget[0] "20%" of 6 nodes = 2, 2 disrupting' in third["reason"]
+    assert "waiting for disrupting nodes to finish" in third["reason"]
+    assert _types(third) == ["taint"]
+    assert third["actions"][0]["effect"] == "PreferNoSchedule"
+
+
+# -- (d), (e): scheduled maintenance in pool batch ---------------------------------------------
+
+
+def test_scheduled_change_acts_on_one_batch_node_and_defers_the_other(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = _replay(
+        capsys, EVENTS / "scheduled-change.json", "--cluster", CLUSTER, "--at", IN_WINDOW
+    )
+    first, second = _only(lines, "i-0a1b2c3d4e5f60004"), _only(lines, "i-0a1b2c3d4e5f60005")
+    assert (first["nodepool"], second["nodepool"]) == ("batch", "batch")
+    assert first["outcome"] == "acted"
+    assert _types(first) == ["taint", "cordon", "create-nodeclaim"]
+    assert second["outcome"] == "deferred"
+    assert 'budget[0] "1" = 1, 1 disrupting' in second["reason"]
+    # Waits for capacity, but never past startTime minus the 30-minute lead.
+    assert second["deferred_until"] == "2026-12-08T08:30:00Z"
+    assert "acting at 2026-12-08T08:30:00Z regardless" in second["reason"]
+
+
+def test_follow_acts_on_the_deferred_batch_node_once_the_first_is_replaced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    state = tmp_path / "after.yaml"
+    lines = _run_with_timeout(
+        lambda: _replay(
+            capsys,
+            EVENTS / "scheduled-change.json",
+            "--cluster",
+            CLUSTER,
+            "--at",
+            IN_WINDOW,
+            "--follow",
+            "--state-out",
+            state,
+        )
+    )
+    initial = [line for line in lines if "at" not in line]
+    timeline = [line for line in lines if "at" in line]
+    assert lines == initial + timeline  # the decisions at --at come first
+    assert [line["outcome"] for line in initial] == ["acted", "deferred"]
+    ats = [_at(line) for line in timeline]
+    assert ats == sorted(ats), "the timeline is not in time order"
+    assert ats[0] >= parse_instant(IN_WINDOW)
+
+    def acted(instance: str, action: str) -> dict[str, Any]:
+        (line,) = [
+            item
+            for item in timeline
+            if item["instance_id"] == instance
+            and item["outcome"] == "acted"
+            and action in _types(item)
+        ]
+        return line
+
+    old_claim_deleted = acted("i-0a1b2c3d4e5f60004", "delete-nodeclaim")
+    assert old_claim_deleted["actions"] == [{"type": "delete-nodeclaim", "name": "batch-q2vtn"}]
+    assert "is Ready" in old_claim_deleted["reason"]
+    second = acted("i-0a1b2c3d4e5f60005", "create-nodeclaim")
+    assert _types(second) == ["taint", "cordon", "create-nodeclaim"]
+    # Within the budget again (not forced by the deadline) ...
+    assert 'NodePool batch allows it (budget[0] "1" = 1, 0 disrupting)' in second["reason"]
+    # ... once the first node went: its claim deleted, then the simulated termination.
+    assert _at(second) >= _at(old_claim_deleted) + TERMINATE_TIME
+    # ... and well before AWS's startTime minus the lead.
+    assert _at(second) < parse_instant("2026-12-08T08:30:00Z")
+    last = acted("i-0a1b2c3d4e5f60005", "delete-nodeclaim")
+    assert last["actions"] == [{"type": "delete-nodeclaim", "name": "batch-zk8rm"}]
+    assert last is timeline[-1]
+    # Never two batch nodes disrupted at once: the second started after the first went.
+    assert len(lines) < 20
+
+    objects = load_cluster_file(state)
+    batch_nodes = [
+        o
+        for o in objects
+        if o["kind"] == "Node" and nodes.labels_of(o).get(nodes.NODEPOOL_LABEL) == "batch"
+    ]
+    by_name = {nodes.name_of(n): n for n in batch_nodes}
+    # The first old node is gone. The replay stops when Lifeboat has nothing left to do,
+    # which is right after the second old claim's deletion: Karpenter (simulated) has not
+    # terminated that node yet, so it is still there, cordoned, its claim gone.
+    assert "ip-10-0-2-14.ec2.internal" not in by_name
+    leaving = by_name.pop("ip-10-0-3-15.ec2.internal")
+    assert leaving["spec"]["unschedulable"] is True
+    assert nodes.nodeclaim_owner(leaving) == ("batch-zk8rm", mock.ANY)
+    # The two replacements launched and joined, Ready, with the pool's template.
+    assert len(by_name) == 2
+    for node in by_name.values():
+        assert nodes.is_ready(node)
+        assert not nodes.is_disrupting(node)
+        assert {"key": "workload", "value": "batch", "effect": "NoSchedule"} in nodes.taints(node)
+    claims = {nodes.name_of(o) for o in objects if o["kind"] == "NodeClaim"}
+    assert not claims & {"batch-q2vtn", "batch-zk8rm"}
+
+
+def test_follow_prints_a_readable_timeline_in_time_order(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    def run() -> Lines:
+        code = main(
+            [
+                "replay",
+                str(EVENTS / "scheduled-change.json"),
+                "--cluster",
+                str(CLUSTER),
+                "--at",
+                IN_WINDOW,
+                "--follow",
+            ]
+        )
+        assert code == 0
+        return [{"text": line} for line in capsys.readouterr().out.splitlines()]
+
+    lines = [item["text"] for item in _run_with_timeout(run)]
+    assert lines[0].startswith("acted ")
+    assert lines[1].startswith("deferred ")
+    stamps = [line.split()[0] for line in lines[2:]]
+    assert all(len(stamp) == 20 and stamp.endswith("Z") for stamp in stamps)
+    assert stamps == sorted(stamps)
+
+
+# -- (g): a budget that does not parse blocks the pool ----------------------------------------
+
+
+def test_unparseable_budget_blocks_the_pool(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    objects = load_cluster_file(CLUSTER)
+    general = next(o for o in objects if o["kind"] == "NodePool" and nodes.name_of(o) == "general")
+    budgets = general["spec"]["disruption"]["budgets"]
+    assert budgets[1]["schedule"] == "0 9 * * mon-fri"
+    budgets[1]["schedule"] = "0 0 * * tue-mon"
+    cluster = tmp_path / "broken.yaml"
+    dump_cluster_file(objects, cluster)
+
+    lines = _replay(
+        capsys,
+        _rebalance(tmp_path, "i-0a1b2c3d4e5f60002"),
+        _spot(tmp_path, "i-0a1b2c3d4e5f60003", "2026-12-01T17:59:00Z"),
+        "--cluster",
+        cluster,
+        "--at",
+        EVENING,  # outside the would-be window: only the parse error blocks
+    )
+    rebalance, spot = lines
+    assert rebalance["outcome"] == "deferred"
+    assert rebalance["deferred_until"] is None
+    assert "NodePool general blocked" in rebalance["reason"]
+    assert "budget[1]" in rebalance["reason"]
+    assert "beginning of range" in rebalance["reason"]
+    assert "tue-mon" in rebalance["reason"]
+    # Involuntary notices are not held back by budgets, valid or not.
+    assert spot["outcome"] == "acted"
+    assert "delete-nodeclaim" in _types(spot)
+
+
+# -- (h): do-not-disrupt ----------------------------------------------------------------------
+
+
+def test_do_not_disrupt_pod_defers_a_rebalance_but_not_a_spot_interruption(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    instance = "i-0a1b2c3d4e5f60008"
+    lines = _replay(
+        capsys,
+        _rebalance(tmp_path, instance),
+        _spot(tmp_path, instance, "2026-12-01T17:59:00Z"),
+        "--cluster",
+        CLUSTER,
+        "--at",
+        EVENING,  # the budget allows it: only the pod blocks
+    )
+    rebalance, spot = lines
+    assert rebalance["node"] == spot["node"] == "ip-10-0-1-18.ec2.internal"
+    assert rebalance["outcome"] == "deferred"
+    assert rebalance["deferred_until"] is None
+    assert "pod data/spark-etl-driver-0" in rebalance["reason"]
+    assert "karpenter.sh/do-not-disrupt=true" in rebalance["reason"]
+    assert spot["kind"] == "spot-interruption"
+    assert spot["outcome"] == "acted"
+    assert _types(spot) == ["taint", "cordon", "create-nodeclaim", "delete-nodeclaim"]
+    assert spot["actions"][-1]["name"] == "general-t6gdw"

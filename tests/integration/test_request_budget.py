@@ -1,0 +1,199 @@
+"""What one notice costs the API server, counted by the emulator.
+
+A Spot interruption for a Karpenter node must cost a handful of requests and never a list of
+the cluster's nodes or pods: at a few thousand nodes, a list per warning is what makes an
+interruption handler a hazard during a mass reclaim. The pipeline is built directly (as
+``lifeboat replay`` builds it) so that nothing else talks to the emulator.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lifeboat.kube import KubeApi, RetryPolicy
+from lifeboat.pipeline import MemoryLedger, OneCluster, Pipeline
+from lifeboat.report import Outcome
+from lifeboat.settings import Settings
+from lifeboat.wakeup import MemoryWakeups
+from lifeboat_local.directory import directory_from_objects
+from lifeboat_local.kubemu import Emulator, load_cluster_file
+from lifeboat_local.replay import RecordedLifecycle
+
+EVENTS = Path(__file__).resolve().parents[2] / "events"
+AT = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
+SPOT_BUDGET = 6
+
+
+@dataclass(frozen=True)
+class Seen:
+    """One request as the emulator received it, query string included."""
+
+    verb: str
+    resource: str
+    name: str
+    query: dict[str, str]
+
+
+@dataclass
+class Rig:
+    emulator: Emulator
+    pipeline: Pipeline
+    seen: list[Seen]
+    lifecycle: RecordedLifecycle
+
+    def process(self, event_file: str) -> list[Any]:
+        body = json.loads((EVENTS / event_file).read_text())
+        self.emulator.reset_counts()
+        self.seen.clear()
+        results = self.pipeline.process([body])
+        assert all(r.error is None for r in results), [r.error for r in results]
+        return [report for r in results for report in r.reports]
+
+
+@pytest.fixture
+def rig(monkeypatch: pytest.MonkeyPatch) -> Iterator[Rig]:
+    objects = load_cluster_file(EVENTS / "cluster.yaml")
+    seen: list[Seen] = []
+    with Emulator(objects) as emulator:
+        # The emulator's request log names verb and resource but not the query string; the
+        # selectors are what this test is about, so record them where the request arrives.
+        backend = emulator._backend
+        handle: Callable[..., Any] = backend.handle
+
+        def recording(
+            method: str, path: str, query: dict[str, str], content_type: str, raw: bytes
+        ) -> Any:
+            logged = len(backend.stats.log)
+            response = handle(method, path, query, content_type, raw)
+            for verb, _group, resource, _namespace, name in backend.stats.log[logged:]:
+                seen.append(Seen(verb, resource, name, dict(query)))
+            return response
+
+        monkeypatch.setattr(backend, "handle", recording)
+        lifecycle = RecordedLifecycle()
+        pipeline = Pipeline(
+            clusters=OneCluster(
+                KubeApi(emulator.api_client(), RetryPolicy(attempts=2, base_delay=0.01))
+            ),
+            directory=directory_from_objects(objects),
+            settings=Settings(),
+            clock=lambda: AT,
+            lifecycle=lifecycle,
+            wakeups=MemoryWakeups(),
+            ledger=MemoryLedger(),
+        )
+        yield Rig(emulator, pipeline, seen, lifecycle)
+
+
+def assert_every_list_is_bounded(seen: list[Seen]) -> None:
+    """Nodes and NodeClaims only by a NodePool's label; pods only by their node."""
+    for request in seen:
+        if request.verb != "list":
+            continue
+        selector = request.query.get("labelSelector", "")
+        if request.resource in ("nodes", "nodeclaims"):
+            assert selector.startswith("karpenter.sh/nodepool="), request
+        elif request.resource == "pods":
+            assert request.query.get("fieldSelector", "").startswith("spec.nodeName="), request
+        else:
+            pytest.fail(f"unexpected list: {request}")
+
+
+def show(title: str, rig: Rig) -> None:
+    by_resource = sorted(rig.emulator.requests_by_resource.items())
+    total = sum(rig.emulator.requests.values())
+    print(f"\n{title}: {total} requests")
+    for (verb, resource), count in by_resource:
+        print(f"  {verb:<7} {resource:<16} {count}")
+
+
+def test_spot_interruption_costs_six_requests_and_no_list(rig: Rig) -> None:
+    reports = rig.process("spot-interruption.json")
+    show("spot interruption, Karpenter node", rig)
+
+    assert [r.outcome for r in reports] == [Outcome.ACTED]
+    assert rig.emulator.requests_by_resource == Counter(
+        {
+            ("get", "nodes"): 1,
+            ("get", "nodepools"): 1,
+            ("patch", "nodes"): 1,
+            ("create", "nodeclaims"): 1,
+            ("delete", "nodeclaims"): 1,
+            ("create", "events"): 1,
+        }
+    )
+    assert sum(rig.emulator.requests.values()) <= SPOT_BUDGET
+    assert rig.emulator.requests["list"] == 0
+    assert [(r.verb, r.resource, r.name) for r in rig.seen] == [
+        ("get", "nodes", "ip-10-0-1-11.ec2.internal"),
+        ("get", "nodepools", "general"),
+        ("patch", "nodes", "ip-10-0-1-11.ec2.internal"),
+        ("create", "nodeclaims", ""),
+        ("delete", "nodeclaims", "general-7xkqz"),
+        ("create", "events", ""),
+    ]
+
+
+def test_redelivered_spot_interruption_costs_nothing(rig: Rig) -> None:
+    rig.process("spot-interruption.json")
+    again = rig.process("spot-interruption.json")
+    assert [r.outcome for r in again] == [Outcome.IGNORED]
+    assert sum(rig.emulator.requests.values()) == 0
+
+
+def test_voluntary_notice_lists_only_by_selector(rig: Rig) -> None:
+    reports = rig.process("rebalance-recommendation.json")
+    show("rebalance recommendation, Karpenter node (deferred by the freeze)", rig)
+    assert [r.outcome for r in reports] == [Outcome.DEFERRED]
+    lists = [r for r in rig.seen if r.verb == "list"]
+    assert {r.resource for r in lists} == {"nodes", "nodeclaims", "pods"}
+    assert_every_list_is_bounded(rig.seen)
+    pod_lists = [r for r in lists if r.resource == "pods"]
+    assert [r.query["fieldSelector"] for r in pod_lists] == [
+        "spec.nodeName=ip-10-0-1-12.ec2.internal"
+    ]
+    node_lists = [r for r in lists if r.resource == "nodes"]
+    assert [r.query["labelSelector"] for r in node_lists] == ["karpenter.sh/nodepool=general"]
+
+
+def test_node_group_drain_lists_only_the_nodes_pods(rig: Rig) -> None:
+    reports = rig.process("asg-termination.json")
+    show("ASG termination, managed node group node", rig)
+    assert [r.outcome for r in reports] == [Outcome.ACTED]
+    assert_every_list_is_bounded(rig.seen)
+    assert [r.resource for r in rig.seen if r.verb == "list"] == ["pods"]
+    assert rig.emulator.requests_by_resource[("create", "pods/eviction")] == 2
+    assert rig.lifecycle.calls == [("complete", "i-0a1b2c3d4e5f60006", "CONTINUE")]
+
+
+def test_redelivery_without_the_ledger_creates_no_second_replacement(rig: Rig) -> None:
+    """A retry after a crash, or a delivery to another invocation that has not seen the
+    first: the node is already tainted, so the replacement is looked up, not re-created."""
+    [first] = rig.process("spot-interruption.json")
+    created = next(a["name"] for a in first.actions if a["type"] == "create-nodeclaim")
+    rig.pipeline.ledger = MemoryLedger()  # forget the first delivery
+
+    [again] = rig.process("spot-interruption.json")
+    show("spot interruption redelivered after the ledger was lost", rig)
+    assert again.outcome is Outcome.ACTED
+    assert {"type": "create-nodeclaim", "name": created, "existing": True} in again.actions
+    assert rig.emulator.requests_by_resource[("create", "nodeclaims")] == 0
+    assert rig.emulator.requests_by_resource[("patch", "nodes")] == 0  # already cordoned
+    lists = [r for r in rig.seen if r.verb == "list"]
+    assert [(r.resource, r.query.get("labelSelector")) for r in lists] == [
+        ("nodeclaims", "lifeboat.dev/replaces=general-7xkqz")
+    ]
+    replacements = [
+        c
+        for c in rig.emulator.objects("NodeClaim")
+        if c["metadata"].get("labels", {}).get("lifeboat.dev/replaces") == "general-7xkqz"
+    ]
+    assert [c["metadata"]["name"] for c in replacements] == [created]

@@ -1,0 +1,561 @@
+"""The policy ``decide()``: hand-built notices and targets, the clock injected. No I/O."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from lifeboat.decide import RECHECK_INTERVAL, Step, Verdict, decide
+from lifeboat.events.notice import Kind, LifecycleHook, Notice
+from lifeboat.settings import Settings
+from lifeboat.target import PoolState, Target
+
+# 2026-12-01 is a Tuesday: 14:05 UTC is inside a Mon-Fri 09:00-17:00 freeze window.
+TUESDAY_AFTERNOON = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
+# 2026-12-05 is a Saturday: no freeze.
+SATURDAY = datetime(2026, 12, 5, 10, 0, tzinfo=UTC)
+INSTANCE = "i-0a1b2c3d4e5f60001"
+NODE = "ip-10-0-1-11.ec2.internal"
+CLAIM = "general-7xkqz"
+
+KARPENTER_STEPS = (Step.TAINT_AND_CORDON, Step.CREATE_REPLACEMENT, Step.DELETE_NODECLAIM)
+VOLUNTARY_KARPENTER_STEPS = (
+    Step.TAINT_AND_CORDON,
+    Step.CREATE_REPLACEMENT,
+    Step.FINISH_REPLACEMENT,
+)
+INVOLUNTARY = (
+    Kind.SPOT_INTERRUPTION,
+    Kind.STATE_CHANGE,
+    Kind.ASG_TERMINATION,
+    Kind.CAPACITY_RESERVATION_INTERRUPTION,
+)
+FREEZE = {"nodes": "0", "schedule": "0 9 * * mon-fri", "duration": "8h"}
+
+
+def hook() -> LifecycleHook:
+    return LifecycleHook("eks-system-1", "lifeboat-drain", "token-1", INSTANCE)
+
+
+def notice(
+    kind: Kind,
+    *,
+    at: datetime = TUESDAY_AFTERNOON - timedelta(minutes=3),
+    deadline: datetime | None = None,
+    lifecycle: LifecycleHook | None = None,
+    ignore_reason: str | None = None,
+) -> Notice:
+    if lifecycle is None and kind is Kind.ASG_TERMINATION:
+        lifecycle = hook()
+    return Notice(
+        kind=kind,
+        event_id="evt-1",
+        event_time=at,
+        instance_id=INSTANCE,
+        deadline=deadline,
+        lifecycle=lifecycle,
+        ignore_reason=ignore_reason,
+    )
+
+
+def weekend_rebalance() -> Notice:
+    return notice(Kind.REBALANCE_RECOMMENDATION, at=SATURDAY - timedelta(minutes=2))
+
+
+def node(
+    *,
+    claim: str | None = CLAIM,
+    taints: Sequence[Mapping[str, Any]] = (),
+    annotations: Mapping[str, str] | None = None,
+    ready: bool = True,
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "name": NODE,
+        "labels": {"karpenter.sh/nodepool": "general"} if claim else {},
+        "annotations": dict(annotations or {}),
+    }
+    if claim:
+        meta["ownerReferences"] = [
+            {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "name": claim, "uid": "u1"}
+        ]
+    spec: dict[str, Any] = {"providerID": f"aws:///us-east-1a/{INSTANCE}"}
+    if taints:
+        spec["taints"] = [dict(t) for t in taints]
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": meta,
+        "spec": spec,
+        "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
+    }
+
+
+def nodepool(
+    budgets: Sequence[Mapping[str, Any]] | None = None,
+    annotations: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {"template": {"spec": {}}}
+    if budgets is not None:
+        spec["disruption"] = {"budgets": [dict(b) for b in budgets]}
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": "general", "uid": "pool-uid", "annotations": dict(annotations or {})},
+        "spec": spec,
+    }
+
+
+def pod(
+    name: str = "web-1",
+    *,
+    annotations: Mapping[str, str] | None = None,
+    phase: str = "Running",
+    created: datetime | None = None,
+    deleting: bool = False,
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": "shop",
+        "annotations": dict(annotations or {}),
+        "creationTimestamp": (created or datetime(2026, 11, 1, tzinfo=UTC)).strftime(
+            "%Y-%m-%dT%H:%M:%SZ"
+        ),
+    }
+    if deleting:
+        meta["deletionTimestamp"] = "2026-12-01T14:00:00Z"
+    return {"metadata": meta, "spec": {"nodeName": NODE}, "status": {"phase": phase}}
+
+
+def target(
+    the_node: Mapping[str, Any] | None = None,
+    *,
+    claim: str | None = CLAIM,
+    pool: Mapping[str, Any] | None = None,
+    node_count: int = 5,
+    disrupting: int = 0,
+    pods: Sequence[Mapping[str, Any]] = (),
+    with_budget_state: bool = True,
+) -> Target:
+    """A Target as ``resolve`` builds it; budget state only when ``with_budget_state``."""
+    if the_node is None:
+        the_node = node(claim=claim)
+    the_pool = pool if pool is not None else (nodepool([{"nodes": "20%"}]) if claim else None)
+    return Target(
+        INSTANCE,
+        node=the_node,
+        nodeclaim=claim,
+        nodeclaim_uid="u1" if claim else None,
+        nodepool_name="general" if claim else None,
+        nodepool=the_pool,
+        pool=PoolState(the_pool, node_count, disrupting)
+        if (the_pool is not None and with_budget_state)
+        else None,
+        pods=tuple(pods) if with_budget_state else None,
+    )
+
+
+# -- involuntary ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", [k for k in INVOLUNTARY if k is not Kind.ASG_TERMINATION], ids=str)
+def test_involuntary_karpenter_node_replaces_and_deletes_claim_at_once(kind: Kind) -> None:
+    decision = decide(notice(kind), target(with_budget_state=False), Settings(), TUESDAY_AFTERNOON)
+    assert decision.verdict is Verdict.ACT
+    assert decision.steps == KARPENTER_STEPS
+    assert decision.deferred_until is None
+    assert CLAIM in decision.reason
+
+
+def test_karpenter_already_disrupting_node_gets_no_second_replacement() -> None:
+    tainted = node(taints=[{"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}])
+    decision = decide(
+        notice(Kind.SPOT_INTERRUPTION),
+        target(tainted, with_budget_state=False),
+        Settings(),
+        TUESDAY_AFTERNOON,
+    )
+    assert decision.verdict is Verdict.ACT
+    assert decision.steps == (Step.TAINT_AND_CORDON, Step.DELETE_NODECLAIM)
+
+
+@pytest.mark.parametrize("kind", [k for k in INVOLUNTARY if k is not Kind.ASG_TERMINATION], ids=str)
+def test_involuntary_node_without_nodeclaim_is_drained(kind: Kind) -> None:
+    decision = decide(
+        notice(kind), target(claim=None, with_budget_state=False), Settings(), TUESDAY_AFTERNOON
+    )
+    assert decision.verdict is Verdict.ACT
+    assert decision.steps == (Step.TAINT_AND_CORDON, Step.DRAIN)
+    assert "Eviction API" in decision.reason
+
+
+def test_asg_termination_drains_then_completes_the_lifecycle_action() -> None:
+    decision = decide(
+        notice(Kind.ASG_TERMINATION),
+        target(claim=None, with_budget_state=False),
+        Settings(),
+        TUESDAY_AFTERNOON,
+    )
+    assert decision.verdict is Verdict.ACT
+    assert decision.steps == (Step.TAINT_AND_CORDON, Step.DRAIN, Step.COMPLETE_LIFECYCLE)
+
+
+def test_asg_termination_without_a_node_only_completes_the_lifecycle_action() -> None:
+    decision = decide(notice(Kind.ASG_TERMINATION), Target(INSTANCE), Settings(), TUESDAY_AFTERNOON)
+    assert decision.verdict is Verdict.ACT
+    assert decision.steps == (Step.COMPLETE_LIFECYCLE,)
+
+
+@pytest.mark.parametrize("kind", [k for k in INVOLUNTARY if k is not Kind.ASG_TERMINATION])
+def test_unknown_node_without_lifecycle_hook_is_ignored(kind: Kind) -> None:
+    decision = decide(notice(kind), Target(INSTANCE), Settings(), TUESDAY_AFTERNOON)
+    assert decision.verdict is Verdict.IGNORE
+    assert decision.steps == ()
+    assert INSTANCE in decision.reason
+
+
+@pytest.mark.parametrize("kind", [k for k in INVOLUNTARY if k is not Kind.ASG_TERMINATION], ids=str)
+def test_involuntary_is_never_blocked_by_do_not_disrupt_or_budgets(kind: Kind) -> None:
+    blocked = target(
+        node(annotations={"karpenter.sh/do-not-disrupt": "true"}),
+        pool=nodepool([{"nodes": "0"}, FREEZE]),
+        disrupting=4,
+        pods=[pod(annotations={"karpenter.sh/do-not-disrupt": "true"})],
+    )
+    decision = decide(notice(kind), blocked, Settings(), TUESDAY_AFTERNOON)
+    assert decision.verdict is Verdict.ACT
+    assert decision.steps == KARPENTER_STEPS
+
+
+# -- voluntary: do-not-disrupt -------------------------------------------------------------
+
+
+def test_do_not_disrupt_on_node_defers_a_rebalance_recommendation() -> None:
+    blocked = target(node(annotations={"karpenter.sh/do-not-disrupt": "true"}))
+    decision = decide(weekend_rebalance(), blocked, Settings(), SATURDAY)
+    assert decision.verdict is Verdict.DEFER
+    assert decision.steps == (Step.MARK_PENDING,)
+    assert decision.deferred_until is None  # waits indefinitely, looks again regularly
+    assert decision.recheck_at == SATURDAY + RECHECK_INTERVAL
+    assert "do-not-disrupt" in decision.reason
+
+
+def test_do_not_disrupt_on_an_active_pod_defers() -> None:
+    blocked = target(pods=[pod("db-0", annotations={"karpenter.sh/do-not-disrupt": "true"})])
+    decision = decide(weekend_rebalance(), blocked, Settings(), SATURDAY)
+    assert decision.verdict is Verdict.DEFER
+    assert "shop/db-0" in decision.reason
+
+
+@pytest.mark.parametrize(
+    "finished",
+    [
+        pod(annotations={"karpenter.sh/do-not-disrupt": "true"}, phase="Succeeded"),
+        pod(annotations={"karpenter.sh/do-not-disrupt": "true"}, phase="Failed"),
+        pod(annotations={"karpenter.sh/do-not-disrupt": "true"}, deleting=True),
+    ],
+    ids=["succeeded", "failed", "deleting"],
+)
+def test_finished_or_deleting_pods_do_not_block(finished: dict[str, Any]) -> None:
+    decision = decide(weekend_rebalance(), target(pods=[finished]), Settings(), SATURDAY)
+    assert decision.verdict is Verdict.ACT
+    assert decision.steps == VOLUNTARY_KARPENTER_STEPS
+
+
+def test_do_not_disrupt_false_does_not_block() -> None:
+    decision = decide(
+        weekend_rebalance(),
+        target(pods=[pod(annotations={"karpenter.sh/do-not-disrupt": "false"})]),
+        Settings(),
+        SATURDAY,
+    )
+    assert decision.verdict is Verdict.ACT
+
+
+def test_do_not_disrupt_duration_blocks_only_while_the_pod_is_younger() -> None:
+    young = pod(
+        annotations={"karpenter.sh/do-not-disrupt": "1h"},
+        created=SATURDAY - timedelta(minutes=20),
+    )
+    at = SATURDAY
+    rebalance = notice(Kind.REBALANCE_RECOMMENDATION, at=SATURDAY - timedelta(minutes=1))
+    decision = decide(rebalance, target(pods=[young]), Settings(), at)
+    assert decision.verdict is Verdict.DEFER
+    assert decision.deferred_until == SATURDAY + timedelta(minutes=40)
+
+    later = decide(rebalance, target(pods=[young]), Settings(), SATURDAY + timedelta(minutes=40))
+    assert later.verdict is Verdict.ACT
+
+    old = pod(
+        annotations={"karpenter.sh/do-not-disrupt": "1h"}, created=SATURDAY - timedelta(hours=2)
+    )
+    assert decide(rebalance, target(pods=[old]), Settings(), at).verdict is Verdict.ACT
+
+
+# -- voluntary: budgets and windows --------------------------------------------------------
+
+
+def test_budget_allows_a_voluntary_replacement() -> None:
+    decision = decide(
+        weekend_rebalance(),
+        target(pool=nodepool([{"nodes": "20%"}]), node_count=5, disrupting=0),
+        Settings(),
+        SATURDAY,
+    )
+    assert decision.verdict is Verdict.ACT
+    assert decision.steps == VOLUNTARY_KARPENTER_STEPS
+    assert "allows" in decision.reason
+
+
+def test_percentage_budget_rounds_up() -> None:
+    # 10 % of 3 nodes rounds up to 1: one disruption allowed.
+    decision = decide(
+        weekend_rebalance(),
+        target(pool=nodepool([{"nodes": "10%"}]), node_count=3, disrupting=0),
+        Settings(),
+        SATURDAY,
+    )
+    assert decision.verdict is Verdict.ACT
+
+
+def test_budget_used_up_defers_with_a_recheck() -> None:
+    decision = decide(
+        weekend_rebalance(),
+        target(pool=nodepool([{"nodes": "1"}]), node_count=5, disrupting=1),
+        Settings(),
+        SATURDAY,
+    )
+    assert decision.verdict is Verdict.DEFER
+    assert decision.steps == (Step.MARK_PENDING,)
+    assert decision.deferred_until is None
+    assert decision.recheck_at == SATURDAY + RECHECK_INTERVAL
+
+
+def test_budget_used_up_for_scheduled_change_rechecks_and_acts_at_the_lead() -> None:
+    start = SATURDAY + timedelta(days=2)
+    decision = decide(
+        notice(Kind.SCHEDULED_CHANGE, at=SATURDAY, deadline=start),
+        target(pool=nodepool([{"nodes": "1"}]), node_count=5, disrupting=1),
+        Settings(),
+        SATURDAY,
+    )
+    assert decision.verdict is Verdict.DEFER
+    assert decision.deferred_until == start - Settings().scheduled_change_lead
+    assert decision.recheck_at == SATURDAY + RECHECK_INTERVAL
+
+
+def test_zero_budget_window_defers_to_the_window_end_exactly() -> None:
+    decision = decide(
+        notice(Kind.REBALANCE_RECOMMENDATION),
+        target(pool=nodepool([{"nodes": "20%"}, FREEZE]), node_count=5),
+        Settings(),
+        TUESDAY_AFTERNOON,
+    )
+    assert decision.verdict is Verdict.DEFER
+    assert decision.deferred_until == datetime(2026, 12, 1, 17, 0, tzinfo=UTC)
+    assert decision.steps == (Step.MARK_PENDING,)
+
+
+def test_budget_that_fails_to_parse_blocks_the_pool() -> None:
+    decision = decide(
+        weekend_rebalance(),
+        target(pool=nodepool([{"nodes": "lots"}])),
+        Settings(),
+        SATURDAY,
+    )
+    assert decision.verdict is Verdict.DEFER
+    assert "blocked" in decision.reason
+    assert "lots" in decision.reason
+
+
+def test_scheduled_change_with_no_window_before_the_lead_defers_to_start_minus_lead() -> None:
+    # Maintenance at 16:00 Tuesday; the freeze lasts until 17:00: no window before 15:30.
+    start = datetime(2026, 12, 1, 16, 0, tzinfo=UTC)
+    decision = decide(
+        notice(Kind.SCHEDULED_CHANGE, deadline=start),
+        target(pool=nodepool([{"nodes": "20%"}, FREEZE])),
+        Settings(),
+        TUESDAY_AFTERNOON,
+    )
+    assert decision.verdict is Verdict.DEFER
+    assert decision.deferred_until == start - timedelta(minutes=30)
+    assert not decision.forced
+
+
+def test_scheduled_change_with_a_window_before_the_lead_defers_to_the_window() -> None:
+    start = datetime(2026, 12, 2, 8, 0, tzinfo=UTC)
+    decision = decide(
+        notice(Kind.SCHEDULED_CHANGE, deadline=start),
+        target(pool=nodepool([{"nodes": "20%"}, FREEZE])),
+        Settings(),
+        TUESDAY_AFTERNOON,
+    )
+    assert decision.verdict is Verdict.DEFER
+    assert decision.deferred_until == datetime(2026, 12, 1, 17, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("past_latest", [timedelta(0), timedelta(minutes=10)])
+def test_scheduled_change_at_or_after_start_minus_lead_is_forced(past_latest: timedelta) -> None:
+    start = datetime(2026, 12, 1, 16, 0, tzinfo=UTC)
+    lead = timedelta(minutes=45)
+    blocked = target(
+        node(annotations={"karpenter.sh/do-not-disrupt": "true"}),
+        pool=nodepool([{"nodes": "0"}]),
+        disrupting=3,
+    )
+    decision = decide(
+        notice(Kind.SCHEDULED_CHANGE, deadline=start),
+        blocked,
+        Settings(scheduled_change_lead=lead),
+        start - lead + past_latest,
+    )
+    assert decision.verdict is Verdict.ACT
+    assert decision.forced
+    assert decision.steps == VOLUNTARY_KARPENTER_STEPS
+
+
+def test_scheduled_change_just_before_the_lead_still_waits() -> None:
+    start = datetime(2026, 12, 1, 16, 0, tzinfo=UTC)
+    decision = decide(
+        notice(Kind.SCHEDULED_CHANGE, deadline=start),
+        target(pool=nodepool([{"nodes": "0"}])),
+        Settings(),
+        start - timedelta(minutes=30, seconds=1),
+    )
+    assert decision.verdict is Verdict.DEFER
+
+
+def test_rebalance_recommendation_older_than_a_day_is_ignored() -> None:
+    sent = TUESDAY_AFTERNOON - timedelta(hours=24)
+    rebalance = notice(Kind.REBALANCE_RECOMMENDATION, at=sent)
+    frozen = target(pool=nodepool([{"nodes": "20%"}, FREEZE]))
+    assert decide(rebalance, frozen, Settings(), TUESDAY_AFTERNOON).verdict is Verdict.IGNORE
+    recent = notice(Kind.REBALANCE_RECOMMENDATION, at=TUESDAY_AFTERNOON - timedelta(hours=1))
+    younger = decide(recent, frozen, Settings(), TUESDAY_AFTERNOON)
+    assert younger.verdict is Verdict.DEFER
+
+
+def test_rebalance_gives_up_when_no_window_opens_within_its_patience() -> None:
+    # Sent 23h59m ago: the freeze ends at 17:00, after the 24 h patience runs out at 14:06.
+    sent = TUESDAY_AFTERNOON - timedelta(hours=23, minutes=59)
+    rebalance = notice(Kind.REBALANCE_RECOMMENDATION, at=sent)
+    frozen = target(pool=nodepool([{"nodes": "20%"}, FREEZE]))
+    decision = decide(rebalance, frozen, Settings(), TUESDAY_AFTERNOON)
+    assert decision.verdict is Verdict.IGNORE
+    assert "giving up" in decision.reason
+
+
+def test_voluntary_on_node_already_replaced_by_lifeboat_carries_on() -> None:
+    tainted = node(
+        taints=[{"key": "lifeboat.dev/rebalance-recommendation", "effect": "NoSchedule"}]
+    )
+    decision = decide(
+        weekend_rebalance(),
+        target(tainted, pool=nodepool([{"nodes": "0"}]), disrupting=1),
+        Settings(),
+        SATURDAY,
+    )
+    assert decision.verdict is Verdict.ACT
+
+
+def test_pending_taint_alone_does_not_bypass_the_budget() -> None:
+    pending = node(
+        taints=[{"key": "lifeboat.dev/rebalance-recommendation", "effect": "PreferNoSchedule"}]
+    )
+    decision = decide(
+        weekend_rebalance(),
+        target(pending, pool=nodepool([{"nodes": "1"}]), disrupting=1),
+        Settings(),
+        SATURDAY,
+    )
+    assert decision.verdict is Verdict.DEFER
+
+
+@pytest.mark.parametrize(
+    ("kind", "steps"),
+    [
+        (Kind.REBALANCE_RECOMMENDATION, (Step.TAINT_AND_CORDON,)),
+        (Kind.SCHEDULED_CHANGE, (Step.TAINT_AND_CORDON, Step.DRAIN)),
+    ],
+)
+def test_voluntary_on_node_group_node_has_no_budget(kind: Kind, steps: tuple[Step, ...]) -> None:
+    decision = decide(
+        notice(
+            kind,
+            at=SATURDAY - timedelta(minutes=2),
+            deadline=SATURDAY + timedelta(days=3) if kind is Kind.SCHEDULED_CHANGE else None,
+        ),
+        target(claim=None),
+        Settings(),
+        SATURDAY,
+    )
+    assert decision.verdict is Verdict.ACT
+    assert decision.steps == steps
+
+
+# -- settings, ignore reasons, opt-out -----------------------------------------------------
+
+
+def test_kind_action_ignore_is_honoured() -> None:
+    settings = Settings(kind_actions={Kind.REBALANCE_RECOMMENDATION: "ignore"})
+    decision = decide(weekend_rebalance(), target(), settings, SATURDAY)
+    assert decision.verdict is Verdict.IGNORE
+    assert decision.steps == ()
+    # Other kinds keep the default.
+    scheduled = notice(Kind.SCHEDULED_CHANGE, deadline=SATURDAY + timedelta(days=2))
+    assert decide(scheduled, target(), settings, SATURDAY).verdict is Verdict.ACT
+
+
+def test_kind_action_cordon_only_cordons() -> None:
+    settings = Settings(kind_actions={Kind.SCHEDULED_CHANGE: "cordon"})
+    scheduled = notice(Kind.SCHEDULED_CHANGE, deadline=SATURDAY + timedelta(days=2))
+    decision = decide(scheduled, target(), settings, SATURDAY)
+    assert decision.verdict is Verdict.ACT
+    assert decision.steps == (Step.TAINT_AND_CORDON,)
+
+
+@pytest.mark.parametrize("kind", [*INVOLUNTARY, Kind.REBALANCE_RECOMMENDATION, Kind.UNSUPPORTED])
+def test_notice_with_ignore_reason_is_ignored(kind: Kind) -> None:
+    decision = decide(
+        notice(kind, ignore_reason="autoscaling:TEST_NOTIFICATION"),
+        target(),
+        Settings(),
+        SATURDAY,
+    )
+    assert decision.verdict is Verdict.IGNORE
+    assert decision.reason == "autoscaling:TEST_NOTIFICATION"
+    assert decision.steps == ()
+
+
+def test_opted_out_nodepool_is_left_alone_for_voluntary_notices() -> None:
+    opted_out = nodepool([{"nodes": "100%"}], annotations={"lifeboat.dev/disabled": "true"})
+    decision = decide(weekend_rebalance(), target(pool=opted_out), Settings(), SATURDAY)
+    assert decision.verdict is Verdict.IGNORE
+    assert "lifeboat.dev/disabled" in decision.reason
+
+
+@pytest.mark.parametrize("kind", [k for k in INVOLUNTARY if k is not Kind.ASG_TERMINATION], ids=str)
+def test_opted_out_nodepool_is_left_alone_for_involuntary_notices(kind: Kind) -> None:
+    # Involuntary targets carry the NodePool but no budget state (resolve never lists).
+    opted_out = nodepool(annotations={"lifeboat.dev/disabled": "true"})
+    decision = decide(
+        notice(kind), target(pool=opted_out, with_budget_state=False), Settings(), SATURDAY
+    )
+    assert decision.verdict is Verdict.IGNORE
+    assert "general" in decision.reason
+
+
+def test_opt_out_annotation_false_does_not_opt_out() -> None:
+    pool = nodepool([{"nodes": "100%"}], annotations={"lifeboat.dev/disabled": "false"})
+    decision = decide(weekend_rebalance(), target(pool=pool), Settings(), SATURDAY)
+    assert decision.verdict is Verdict.ACT
+
+
+def test_lifecycle_hook_on_a_karpenter_node_drains_then_completes() -> None:
+    # The Auto Scaling group waits for our answer: Lifeboat drains and then lets it go,
+    # rather than leaving the hook to time out while Karpenter deletes the claim.
+    decision = decide(notice(Kind.ASG_TERMINATION), target(), Settings(), TUESDAY_AFTERNOON)
+    assert decision.verdict is Verdict.ACT
+    assert decision.steps == (Step.TAINT_AND_CORDON, Step.DRAIN, Step.COMPLETE_LIFECYCLE)
