@@ -45,6 +45,13 @@ LAMBDA_ENV = {
 CHILD = r"""
 import json, socket, sys, time
 attempts = []
+def _peak_kb():
+    # VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the parent across exec.
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
 def _refuse(*args, **kwargs):
     attempts.append(repr(args[1:2] or args)[:120])
     raise OSError("network access at start-up (refused by the benchmark)")
@@ -52,9 +59,9 @@ socket.socket.connect = _refuse
 socket.socket.connect_ex = _refuse
 socket.getaddrinfo = _refuse
 sys.path.insert(0, FUNCTION_DIR)
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 import app
-t1 = time.perf_counter()
+t1, c1 = time.perf_counter(), time.process_time()
 built = None
 error = None
 if BUILD:
@@ -63,8 +70,11 @@ if BUILD:
     except Exception as exc:
         error = repr(exc)[:300]
     built = time.perf_counter()
+c2 = time.process_time()
 print(json.dumps({"import": t1 - t0, "build": (built - t1) if built else None,
-                  "network_attempts": attempts, "error": error}))
+                  "import_cpu": c1 - c0, "total_cpu": c2 - c0,
+                  "network_attempts": attempts, "error": error,
+                  "maxrss_kb": _peak_kb()}))
 """
 
 
@@ -90,20 +100,22 @@ def _interpreter_start() -> float:
 
 
 def top_imports(stderr: str, count: int = 10) -> list[dict[str, Any]]:
-    """The slowest top-level packages by cumulative import time (``-X importtime``)."""
+    """Where import time goes: ``-X importtime`` self times, added up per top-level package
+    (cumulative times would charge everything to whichever module happened to import first)."""
     totals: dict[str, int] = {}
-    pattern = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \|(\s*)(\S+)")
+    pattern = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \|\s*(\S+)")
     for line in stderr.splitlines():
         match = pattern.match(line)
-        if match and len(match.group(3)) <= 1:  # top level only (one space of indent)
-            name = match.group(4).split(".")[0]
-            totals[name] = totals.get(name, 0) + int(match.group(2))
+        if match:
+            name = match.group(3).split(".")[0]
+            totals[name] = totals.get(name, 0) + int(match.group(1))
     ranked = sorted(totals.items(), key=lambda kv: -kv[1])[:count]
     return [{"module": name, "ms": round(us / 1000, 1)} for name, us in ranked]
 
 
 def cold_start(runs: int = 5) -> dict[str, Any]:
-    imports = [_child(False)[0]["import"] for _ in range(runs)]
+    import_only = [_child(False)[0] for _ in range(runs)]
+    imports = [i["import"] for i in import_only]
     builds = [_child(True)[0] for _ in range(runs)]
     _profile, stderr = _child(True, importtime=True)
     network = sorted({a for b in builds for a in b["network_attempts"]})
@@ -117,8 +129,15 @@ def cold_start(runs: int = 5) -> dict[str, Any]:
         ),
         "import_ms": round(statistics.median(imports) * 1000, 1),
         "import_and_build_ms": round(statistics.median(totals) * 1000, 1),
+        # CPU seconds of the child: far less sensitive to other load on the machine.
+        "import_cpu_ms": round(statistics.median(i["import_cpu"] for i in import_only) * 1000, 1),
+        "import_and_build_cpu_ms": round(
+            statistics.median(b["total_cpu"] for b in builds) * 1000, 1
+        ),
         "build_only_ms": round(statistics.median(b["build"] or 0.0 for b in builds) * 1000, 1),
         "network_calls_at_build": network,
         "build_errors": errors,
         "slowest_imports": top_imports(stderr),
+        # The Lambda process after import + build (the bench process holds much more).
+        "maxrss_after_build_mb": round(statistics.median(b["maxrss_kb"] for b in builds) / 1024, 1),
     }

@@ -108,17 +108,27 @@ def table(summary: dict[str, Any]) -> str:
             f"Cold start (python {cold['python']}, median of {cold['runs']} fresh interpreters, "
             f"interpreter start {cold['interpreter_start_ms']} ms not included): "
             f"import {cold['import_ms']} ms, import + build_service "
-            f"{cold['import_and_build_ms']} ms; network calls at build: "
+            f"{cold['import_and_build_ms']} ms (CPU time: import {cold['import_cpu_ms']} ms, "
+            f"import + build {cold['import_and_build_cpu_ms']} ms); network calls at build: "
             f"{cold['network_calls_at_build'] or 'none'}"
         )
         out.append(
-            "  slowest imports: "
+            f"  process after import + build: {cold.get('maxrss_after_build_mb')} MB RSS; "
+            "import self time by package: "
             + _pairs({i["module"]: f"{i['ms']} ms" for i in cold["slowest_imports"][:6]})
         )
     lay = summary.get("layer")
     if lay:
         out.append(f"Layer: {lay.get('unpacked_mb', '?')} MB unpacked ({lay['source']})")
-    out.append(f"Peak RSS of the bench process: {summary.get('peak_rss_mb')} MB")
+    out.append(
+        f"Peak RSS of the bench process (emulator store and moto included): "
+        f"{summary.get('peak_rss_mb')} MB"
+    )
+    load = summary.get("load_average", {})
+    out.append(
+        f"Load average (1/5/15 min) at start {load.get('start')}, at end {load.get('end')} "
+        f"on {summary.get('cpus')} CPUs: timings are only meaningful on a quiet machine"
+    )
     out.append("")
     out.append("Targets")
     rows = []

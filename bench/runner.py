@@ -6,6 +6,7 @@ import argparse
 import gc
 import json
 import logging
+import os
 import resource
 import sys
 import time
@@ -81,6 +82,9 @@ def run(options: Options) -> dict[str, Any]:
             "quick": options.quick,
         },
         "storms": [],
+        # Other processes on the machine skew every timing: say how busy it was.
+        "load_average": {"start": [round(x, 2) for x in os.getloadavg()]},
+        "cpus": os.cpu_count(),
     }
     with moto_aws():
         create_idempotency_table()
@@ -133,6 +137,7 @@ def run(options: Options) -> dict[str, Any]:
         summary["cold_start"] = coldstart.cold_start(options.cold_start_runs)
     if options.layer:
         summary["layer"] = layer.layer_size(allow_build=options.layer_build)
+    summary["load_average"]["end"] = [round(x, 2) for x in os.getloadavg()]
     summary["verdicts"] = verdicts(summary)
     summary["bench_seconds"] = round(time.perf_counter() - started, 1)
     return summary

@@ -89,9 +89,10 @@ def test_cold_start_child_parses_importtime() -> None:
     stderr = (
         "import time: self [us] | cumulative | imported package\n"
         "import time:       100 |        500 | kubernetes\n"
-        "import time:        50 |         50 |   kubernetes.client\n"
-        "import time:        10 |        300 | boto3\n"
+        "import time:       400 |        400 |   kubernetes.client\n"
+        "import time:       300 |        300 | boto3\n"
     )
+    # Self times per top-level package.
     assert top_imports(stderr) == [
         {"module": "kubernetes", "ms": 0.5},
         {"module": "boto3", "ms": 0.3},

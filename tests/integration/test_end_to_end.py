@@ -48,6 +48,12 @@ REGION = "us-east-1"
 NOW = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
 GROUP = "lifeboat-schedules"
 WRITES = ("create", "update", "patch", "delete")
+# Known bug in decide.py (reported, not ours to fix): a rebalance in a pool whose budget is
+# 0 now gives up ("no window opens") when the pool's *disrupting* nodes, not its budgets,
+# leave no slot before its 24 h patience runs out -- although those nodes go away within
+# minutes and the 20 % budget after the freeze then allows it. With the batch's messages
+# handled concurrently, whether the rebalance sees them depends on timing.
+# test_a_rebalance_behind_involuntary_notices_waits_instead_of_giving_up pins the fix.
 
 
 @pytest.fixture
@@ -300,8 +306,11 @@ def test_batch_acts_on_the_cluster_and_a_redelivery_changes_nothing(world: World
 
     assert response == {"batchItemFailures": []}
     world.asg.assert_no_pending_responses()
-    # 6 messages, 7 notices (the Health event names two instances).
+    # 6 messages, 7 notices (the Health event names two instances). The rebalance is
+    # "deferred", whichever order the concurrent workers took.
     assert metrics.outcomes() == {"acted": 5, "deferred": 2}
+    due = {(w.task, w.notice.instance_id): w.due for w in _wakeups(world.scheduler)}
+    rebalance_due = due.pop((Task.DECIDE, "i-0a1b2c3d4e5f60002"))
     claims, replaced = _claims(emu), _replacements(emu)
 
     # Involuntary, Karpenter-owned: cordoned + tainted, replacement created, old claim gone.
@@ -345,11 +354,10 @@ def test_batch_acts_on_the_cluster_and_a_redelivery_changes_nothing(world: World
     assert "batch-zk8rm" not in replaced
 
     # Deferred work sleeps in EventBridge Scheduler and decodes back to what it must do.
-    due = {(w.task, w.notice.instance_id): w.due for w in _wakeups(world.scheduler)}
     # The rebalance's pool also loses three nodes to involuntary notices of the same batch,
     # handled concurrently: seen before them, the freeze's end (17:00) is its time; seen
-    # after, even 17:00 has no free slot and it looks again in 5 minutes.
-    assert due.pop((Task.DECIDE, "i-0a1b2c3d4e5f60002")) in (
+    # after, even 17:00 has no free slot until they are gone, so it looks again in 5 minutes.
+    assert rebalance_due in (
         datetime(2026, 12, 1, 17, 0, tzinfo=UTC),
         datetime(2026, 12, 1, 14, 10, tzinfo=UTC),
     )
@@ -411,3 +419,26 @@ def test_a_failing_record_returns_to_the_queue_alone_and_is_not_remembered(
     assert _taint(_node(emu, spot_node), Kind.SPOT_INTERRUPTION) == "NoSchedule"
     assert "general-7xkqz" not in _claims(emu)
     assert "general-7xkqz" in _replacements(emu)
+
+
+def test_a_rebalance_behind_involuntary_notices_waits_instead_of_giving_up(
+    world: World,
+) -> None:
+    """Deterministic form of the race above: the involuntary notices go first."""
+    routed = route_samples()
+    order = [
+        "EC2 Spot Instance Interruption Warning",
+        "EC2 Instance State-change Notification",
+        "EC2 Capacity Reservation Instance Interruption Warning",
+        "EC2 Instance Rebalance Recommendation",
+    ]
+    by_type = {json.loads(r["body"])["detail-type"]: r for r in routed.event["Records"]}
+    world.pipeline.workers = 1
+    metrics = Metrics()
+    event = {"Records": [by_type[t] for t in order]}
+    assert handle_batch(event, FakeContext(), world.pipeline, metrics=metrics) == {
+        "batchItemFailures": []
+    }
+    assert metrics.outcomes() == {"acted": 3, "deferred": 1}
+    [wakeup] = _wakeups(world.scheduler)
+    assert (wakeup.task, wakeup.notice.instance_id) == (Task.DECIDE, "i-0a1b2c3d4e5f60002")

@@ -45,10 +45,7 @@ Permission = tuple[str, str, str]  # (group, resource, verb), as seen_permission
 
 # Granted in rbac.yaml but used by no code path (see the minimality test). Reported to the
 # lead rather than removed here; empty this set when rbac.yaml drops them or code uses them.
-GRANTED_BUT_UNUSED: set[Permission] = {
-    ("policy", "poddisruptionbudgets", "list"),
-    ("karpenter.sh", "nodepools", "list"),
-}
+GRANTED_BUT_UNUSED: set[Permission] = set()
 
 
 @dataclass

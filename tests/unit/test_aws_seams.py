@@ -38,6 +38,11 @@ GROUP = "lifeboat-schedules"
 QUEUE_ARN = "arn:aws:sqs:us-east-1:123456789012:lifeboat-queue"
 ROLE_ARN = "arn:aws:iam::123456789012:role/lifeboat-scheduler"
 
+pytestmark = pytest.mark.filterwarnings(
+    # Outside a Lambda, Powertools cannot tell how long an in-progress record may live.
+    "ignore:Couldn't determine the remaining time left:UserWarning"
+)
+
 
 @pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
@@ -174,11 +179,6 @@ def ledger(aws: None) -> tuple[PowertoolsLedger, Any]:
 
 
 REPORT = Report("ev-1", "spot-interruption", Outcome.ACTED, "done", instance_id="i-1")
-
-pytestmark = pytest.mark.filterwarnings(
-    # Outside a Lambda, Powertools cannot tell how long an in-progress record may live.
-    "ignore:Couldn't determine the remaining time left:UserWarning"
-)
 
 
 def test_the_ledger_runs_a_key_once(ledger: tuple[PowertoolsLedger, Any]) -> None:

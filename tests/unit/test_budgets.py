@@ -742,7 +742,9 @@ def test_next_allowed_at_is_the_first_allowed_instant(
     if found > now:
         before = found - timedelta(seconds=1)
         assert not allowed_disruptions(nodepool, 10, disrupting, before).permits_one
-        sample = now + (found - now) * probe
+        # Whole seconds before ``found``: timedelta arithmetic rounds to the microsecond, so a
+        # probe just under 1 could otherwise land exactly on ``found``.
+        sample = now + timedelta(seconds=int((found - now).total_seconds() * probe))
         assert not allowed_disruptions(nodepool, 10, disrupting, sample).permits_one
 
 

@@ -183,7 +183,12 @@ def test_configuration_refreshes_its_bearer_token(aws: boto3.Session) -> None:
     assert auth._tokens[CLUSTER].minted_at > before
 
 
-def test_token_never_appears_in_logs(aws: boto3.Session, caplog: pytest.LogCaptureFixture) -> None:
+def test_token_never_appears_in_logs(
+    aws: boto3.Session, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The Lambda's Powertools Logger (named "lifeboat", loaded by other tests) stops its
+    # children's records from propagating to the root logger, where caplog listens.
+    monkeypatch.setattr(logging.getLogger("lifeboat"), "propagate", True)
     caplog.set_level(logging.DEBUG)
     auth = EksAuth(session=aws)
     auth.cluster_info(CLUSTER)  # botocore logs its own DescribeCluster call; not ours to hide

@@ -98,11 +98,20 @@ def pipeline_for(**bodies: MessageResult) -> tuple[FakePipeline, dict[str, Any]]
 
 @pytest.mark.parametrize(
     "event",
-    [{}, {"records": []}, {"Records": "nope"}, {"Records": None}, [], "text"],
+    [
+        {},
+        {"records": []},
+        {"Records": "nope"},
+        {"Records": None},
+        {"Records": []},
+        {"Records": ["not a record"]},
+        [],
+        "text",
+    ],
 )
 def test_an_event_that_is_not_an_sqs_batch_raises_a_clear_error(event: Any) -> None:
     pipeline = FakePipeline({})
-    with pytest.raises(ValueError, match="expected an SQS batch event with a 'Records' list"):
+    with pytest.raises(ValueError, match="Invalid event format: expected an SQS batch event"):
         handle_batch(event, None, pipeline)  # type: ignore[arg-type]
     assert pipeline.seen == []
 

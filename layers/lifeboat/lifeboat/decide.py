@@ -162,8 +162,13 @@ def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime
     until = latest if latest is not None else notice.event_time + VOLUNTARY_PATIENCE
     opens = next_allowed_at(pool.nodepool, pool.node_count, pool.disrupting, now, until)
     why = f"{what}: NodePool {pool.name} budget: {allowance.reason}"
-    if opens is None and latest is None and allowance.limit == 0:
-        # A zero budget holds beyond our patience: no freed capacity would change that.
+    # Give up only if a window would stay shut even with every disrupting node gone:
+    # nodes still disrupting now may well be gone before the window opens.
+    if (
+        opens is None
+        and latest is None
+        and next_allowed_at(pool.nodepool, pool.node_count, 0, now, until) is None
+    ):
         return ignore(f"{why}; no window opens before {_fmt(until)}: giving up")
     return _defer(why, opens, latest, now)
 

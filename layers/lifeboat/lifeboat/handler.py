@@ -10,6 +10,7 @@ parse, so retrying it would only delay the dead-letter queue's alarm for nothing
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Mapping
 from datetime import datetime
@@ -39,18 +40,21 @@ def handle_batch(
     clock: Callable[[], datetime] | None = None,
 ) -> dict[str, Any]:
     records = event.get("Records") if isinstance(event, Mapping) else None
-    if not isinstance(records, list):
+    if (
+        not isinstance(records, list)
+        or not records
+        or not all(_is_record(record) for record in records)
+    ):
         raise ValueError(
             "Invalid event format: expected an SQS batch event with a 'Records' list "
-            "(is the function's trigger the Lifeboat queue?)"
+            "of one or more records (is the function's trigger the Lifeboat queue?)"
         )
-    bodies = [record.get("body", "") if isinstance(record, Mapping) else "" for record in records]
-    results = pipeline.process(bodies)
-    by_message = {
-        str(record.get("messageId")): result
-        for record, result in zip(records, results, strict=True)
-        if isinstance(record, Mapping)
-    }
+    results = pipeline.process([_body(record) for record in records])
+    by_message: dict[str, MessageResult] = {}
+    for record, result in zip(records, results, strict=True):
+        # The same message twice in one batch: if either handling failed, so does the message.
+        if result.error is not None or record["messageId"] not in by_message:
+            by_message[record["messageId"]] = result
     now = (clock or pipeline.clock)()
 
     def record_handler(record: SQSRecord) -> None:
@@ -72,3 +76,22 @@ def handle_batch(
         event=dict(event), record_handler=record_handler, processor=processor, context=context
     )
     return dict(response)
+
+
+def _is_record(record: Any) -> bool:
+    """What SQS always sends: an object with a messageId (what batchItemFailures names)."""
+    message_id = record.get("messageId") if isinstance(record, Mapping) else None
+    return isinstance(message_id, str) and message_id != ""
+
+
+def _body(record: Mapping[str, Any]) -> str:
+    """The record's body as the text SQS carries. A body that is not text (no real queue
+    sends one) becomes JSON text, so parsing rejects it with a reason instead of raising
+    out of ``Pipeline.process`` and failing every other record of the batch with it."""
+    body = record.get("body", "")
+    if isinstance(body, str):
+        return body
+    try:
+        return json.dumps(body)
+    except (TypeError, ValueError):
+        return ""

@@ -72,22 +72,34 @@ class Ledger(Protocol):
         ...
 
 
+class HandlingInProgress(RuntimeError):
+    """The same (event, instance) is being handled right now; retry the message later."""
+
+
 class MemoryLedger:
+    """The in-process ledger of replay and tests, with Powertools' semantics: a key being
+    handled is neither run again nor called done (its handling may still fail)."""
+
     def __init__(self) -> None:
-        self._seen: set[str] = set()
+        self._done: set[str] = set()
+        self._running: set[str] = set()
         self._lock = threading.Lock()
 
     def once(self, key: str, handle: Callable[[], Report]) -> Report | None:
         with self._lock:
-            if key in self._seen:
+            if key in self._done:
                 return None
-            self._seen.add(key)
+            if key in self._running:
+                raise HandlingInProgress(f"{key} is being handled by another delivery")
+            self._running.add(key)
         try:
-            return handle()
-        except BaseException:
+            report = handle()
+        finally:
             with self._lock:
-                self._seen.discard(key)
-            raise
+                self._running.discard(key)
+        with self._lock:
+            self._done.add(key)
+        return report
 
 
 @dataclass
@@ -363,6 +375,7 @@ def _as_mapping(body: Body) -> Mapping[str, Any] | None:
         return body
     try:
         decoded = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        # RecursionError: absurdly nested JSON; the parser rejects it with a reason.
         return None
     return decoded if isinstance(decoded, dict) else None

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from lifeboat.kube import KubeApi
 from lifeboat.pipeline import Pipeline
@@ -58,6 +59,29 @@ class EksClusters:
             return self._apis[name]
 
 
+class LazyClient:
+    """A boto3 client made on first use.
+
+    Loading a service model costs tens of milliseconds of cold start. Scheduler and Auto
+    Scaling are needed only by deferrals and lifecycle hooks, which a Spot storm never
+    touches, so their clients wait until then. (Creating clients from one session is not
+    thread-safe, hence the lock.)
+    """
+
+    def __init__(self, session: Any, service: str, region: str) -> None:
+        self._session = session
+        self._service = service
+        self._region = region
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        with self._lock:
+            if self._client is None:
+                self._client = self._session.client(self._service, region_name=self._region)
+        return getattr(self._client, name)
+
+
 @dataclass
 class Service:
     pipeline: Pipeline
@@ -90,7 +114,7 @@ def build_service(env: Mapping[str, str] | None = None) -> Service:
             "the SAM template sets it (see template.yaml)"
         )
     wakeups = SchedulerWakeups(
-        session.client("scheduler", region_name=region),
+        LazyClient(session, "scheduler", region),
         group=group,
         role_arn=role_arn,
         queue_arn=queue_arn,
@@ -101,7 +125,7 @@ def build_service(env: Mapping[str, str] | None = None) -> Service:
         directory=Ec2InstanceDirectory(session.client("ec2", region_name=region)),
         settings=settings,
         clock=utc_now,
-        lifecycle=AutoScalingLifecycle(session.client("autoscaling", region_name=region)),
+        lifecycle=AutoScalingLifecycle(LazyClient(session, "autoscaling", region)),
         wakeups=wakeups,
         ledger=PowertoolsLedger(table, boto3_client=session.client("dynamodb", region_name=region)),
         drain_patience=DRAIN_PATIENCE,

@@ -1,0 +1,473 @@
+"""Fault handling: what Lifeboat does when the Kubernetes API or AWS misbehaves.
+
+Kubernetes: 429/5xx/timeouts are retried a bounded number of times with jittered backoff
+(counted in the emulator's request log), and only by ``KubeApi``'s policy (urllib3's own
+hidden retries are off); a failure that outlasts the policy fails the record, which goes back
+to the queue rather than being deleted; a 409 on the node patch is re-read and retried; a
+create that may have been done is not blindly resent. AWS: a throttled DescribeInstances
+fails the whole batch (every record retried), a throttled ledger fails the record.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
+from botocore.exceptions import ClientError
+from moto import mock_aws
+
+from lifeboat import nodes
+from lifeboat.handler import handle_batch
+from lifeboat.instances import Ec2InstanceDirectory, InstanceInfo, StaticInstanceDirectory
+from lifeboat.kube import KubeApi, KubeError, RetryPolicy
+from lifeboat.pipeline import MemoryLedger, OneCluster, Pipeline
+from lifeboat.settings import Settings
+from lifeboat_local.kubemu import Emulator
+from lifeboat_local.kubemu.dispatch import Drop
+
+NOW = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
+INSTANCE = "i-0a1b2c3d4e5f60001"
+NODE = "ip-10-0-1-11.ec2.internal"
+CLAIM = "general-7xkqz"
+CLAIM_UID = "0b7e6a1c-5d2f-4c3a-9e1b-000000000101"
+SPOT = json.loads((Path(__file__).parents[2] / "events" / "spot-interruption.json").read_text())
+
+
+def _objects() -> list[dict[str, Any]]:
+    pool = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": "general", "uid": "pool-uid"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "nodeClassRef": {
+                        "group": "karpenter.k8s.aws",
+                        "kind": "EC2NodeClass",
+                        "name": "default",
+                    },
+                    "requirements": [],
+                }
+            },
+            "disruption": {"budgets": [{"nodes": "10%"}]},
+        },
+    }
+    claim = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodeClaim",
+        "metadata": {
+            "name": CLAIM,
+            "uid": CLAIM_UID,
+            "labels": {nodes.NODEPOOL_LABEL: "general"},
+        },
+        "spec": {},
+        "status": {"providerID": f"aws:///us-east-1a/{INSTANCE}", "nodeName": NODE},
+    }
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": NODE,
+            "labels": {nodes.NODEPOOL_LABEL: "general"},
+            "ownerReferences": [
+                {
+                    "apiVersion": "karpenter.sh/v1",
+                    "kind": "NodeClaim",
+                    "name": CLAIM,
+                    "uid": CLAIM_UID,
+                }
+            ],
+        },
+        "spec": {"providerID": f"aws:///us-east-1a/{INSTANCE}"},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+    }
+    return [pool, claim, node]
+
+
+INFO = InstanceInfo(INSTANCE, node_name=NODE, nodeclaim=CLAIM, nodepool="general")
+
+
+@pytest.fixture
+def emu() -> Iterator[Emulator]:
+    with Emulator(_objects()) as emulator:
+        yield emulator
+
+
+def _kube(emu: Emulator, sleeps: list[float] | None = None, **policy: Any) -> KubeApi:
+    retry = RetryPolicy(**{"attempts": 4, "base_delay": 0.01, "max_delay": 0.05, **policy})
+    sleep = sleeps.append if sleeps is not None else (lambda _: None)
+    return KubeApi(emu.api_client(), retry, sleep=sleep, rng=random.Random(3))
+
+
+def _pipeline(kube: KubeApi, directory: Any = None, ledger: Any = None) -> Pipeline:
+    return Pipeline(
+        clusters=OneCluster(kube),
+        directory=directory or StaticInstanceDirectory([INFO]),
+        settings=Settings(),
+        clock=lambda: NOW,
+        ledger=ledger if ledger is not None else MemoryLedger(),
+    )
+
+
+def _batch(*bodies: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "Records": [
+            {
+                "messageId": f"m-{index}",
+                "receiptHandle": f"r-{index}",
+                "body": json.dumps(body),
+                "attributes": {"ApproximateReceiveCount": "1"},
+                "eventSource": "aws:sqs",
+                "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:lifeboat",
+                "awsRegion": "us-east-1",
+            }
+            for index, body in enumerate(bodies)
+        ]
+    }
+
+
+def _failed(event: dict[str, Any], pipeline: Pipeline) -> set[str]:
+    """The message ids that go back to the queue. When every record of a batch failed,
+    Powertools raises ``BatchProcessingError`` instead of listing them: the invocation fails
+    and Lambda returns the whole batch, which is the same for SQS."""
+    try:
+        response = handle_batch(event, None, pipeline)
+    except BatchProcessingError:
+        return {record["messageId"] for record in event["Records"]}
+    return {item["itemIdentifier"] for item in response["batchItemFailures"]}
+
+
+def _calls(emu: Emulator, verb: str, resource: str) -> int:
+    return sum(1 for entry in emu.request_log if entry[0] == verb and entry[2] == resource)
+
+
+def _replacements(emu: Emulator) -> list[dict[str, Any]]:
+    return [
+        claim
+        for claim in emu.objects("NodeClaim")
+        if nodes.labels_of(claim).get(nodes.REPLACES_LABEL) == CLAIM
+    ]
+
+
+# -- KubeApi: bounded, jittered, and the only layer that retries ----------------------------
+
+
+@pytest.mark.parametrize("status", [429, 500, 503])
+def test_transient_status_is_retried_then_succeeds(emu: Emulator, status: int) -> None:
+    sleeps: list[float] = []
+    kube = _kube(emu, sleeps)
+    emu.fail_next(status, times=2, verb="get", resource="nodes")
+    assert kube.get_node(NODE) is not None
+    assert _calls(emu, "get", "nodes") == 3
+    assert len(sleeps) == 2
+
+
+@pytest.mark.parametrize("status", [429, 500, 503])
+def test_persistent_status_gives_up_after_the_policy_attempts(emu: Emulator, status: int) -> None:
+    sleeps: list[float] = []
+    kube = _kube(emu, sleeps, attempts=4)
+    emu.fail_next(status, times=100, verb="get", resource="nodes")
+    with pytest.raises(KubeError) as raised:
+        kube.get_node(NODE)
+    assert raised.value.status == status
+    # Exactly the policy's attempts: urllib3 would otherwise have retried a 429 GET itself,
+    # sleeping the full Retry-After each time (it made 16 requests and slept 12 s before).
+    assert _calls(emu, "get", "nodes") == 4
+    assert len(sleeps) == 3
+
+
+def test_backoff_is_jittered_and_bounded(emu: Emulator) -> None:
+    sleeps: list[float] = []
+    kube = _kube(emu, sleeps, attempts=8, base_delay=0.01, max_delay=0.04)
+    emu.fail_next(500, times=7, verb="get", resource="nodes")
+    assert kube.get_node(NODE) is not None
+    caps = [min(0.04, 0.01 * 2**attempt) for attempt in range(1, 8)]
+    assert all(0 <= delay <= cap for delay, cap in zip(sleeps, caps, strict=True))
+    assert len(set(sleeps)) == len(sleeps), "full jitter: no two delays alike"
+
+
+def test_a_429_is_not_slept_out_by_the_transport(emu: Emulator) -> None:
+    kube = KubeApi(emu.api_client(), RetryPolicy(attempts=2, base_delay=0.001))
+    emu.fail_next(429, times=1, verb="get", resource="nodes")  # answered with Retry-After: 1
+    started = time.monotonic()
+    assert kube.get_node(NODE) is not None
+    assert time.monotonic() - started < 0.9
+    assert _calls(emu, "get", "nodes") == 2
+
+
+def test_timeouts_are_retried_by_the_policy_and_bounded(emu: Emulator) -> None:
+    sleeps: list[float] = []
+    kube = _kube(emu, sleeps, attempts=3, request_timeout=0.1)
+    emu.set_fault_rate(rate=0.0, timeout_rate=1.0, timeout_delay=0.4)
+    with pytest.raises(KubeError) as raised:
+        kube.get_node(NODE)
+    assert raised.value.status == 0  # no answer
+    assert _calls(emu, "get", "nodes") == 3  # not 3 x 4: urllib3 does not retry underneath
+    assert len(sleeps) == 2
+
+
+def test_a_timeout_then_an_answer_succeeds(emu: Emulator) -> None:
+    kube = _kube(emu, attempts=3, request_timeout=0.1)
+    backend = emu._backend
+    original = backend.handle
+    dropped: list[str] = []
+
+    def drop_first(method: str, path: str, *rest: Any) -> Any:
+        if method == "PATCH" and not dropped:
+            dropped.append(path)
+            return Drop(0.3)
+        return original(method, path, *rest)
+
+    backend.handle = drop_first  # type: ignore[method-assign]
+    operations = [{"op": "add", "path": "/spec/unschedulable", "value": True}]
+    kube.patch_node(NODE, operations)
+    assert dropped
+    assert emu.get_object("Node", NODE)["spec"]["unschedulable"] is True
+
+
+def test_a_create_that_may_have_happened_is_not_resent(emu: Emulator) -> None:
+    """The server created the claim but its answer was lost (timeout): resending a
+    ``generateName`` POST would create a second claim. The message is retried instead,
+    and on redelivery ``act`` finds the replacement by its label."""
+    kube = _kube(emu, request_timeout=0.1)
+    backend = emu._backend
+    original = backend.handle
+    lost: list[int] = []
+
+    def serve_then_drop(method: str, path: str, *rest: Any) -> Any:
+        result = original(method, path, *rest)
+        if method == "POST" and path.endswith("/nodeclaims") and not lost:
+            lost.append(result.code)
+            return Drop(0.3)
+        return result
+
+    backend.handle = serve_then_drop  # type: ignore[method-assign]
+    pipeline = _pipeline(kube)
+    assert _failed(_batch(SPOT), pipeline) == {"m-0"}
+    assert lost == [201] and len(_replacements(emu)) == 1
+    assert _failed(_batch(SPOT), pipeline) == set()
+    assert len(_replacements(emu)) == 1
+    assert emu.get_object("NodeClaim", CLAIM) is None  # the old claim was deleted on retry
+
+
+@pytest.mark.parametrize("status", [429, 503])
+def test_a_create_refused_before_it_happened_is_retried(emu: Emulator, status: int) -> None:
+    kube = _kube(emu)
+    emu.fail_next(status, times=1, verb="create", resource="nodeclaims")
+    if status == 429:
+        created = kube.create_nodeclaim({**_replacement_body()})
+        assert created["metadata"]["name"].startswith("general-")
+        assert _calls(emu, "create", "nodeclaims") == 2
+    else:
+        with pytest.raises(KubeError):
+            kube.create_nodeclaim({**_replacement_body()})
+        assert _calls(emu, "create", "nodeclaims") == 1
+
+
+def _replacement_body() -> dict[str, Any]:
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodeClaim",
+        "metadata": {"generateName": "general-", "labels": {nodes.REPLACES_LABEL: CLAIM}},
+        "spec": {},
+    }
+
+
+# -- through the handler: a failure is never reported as success ----------------------------
+
+
+@pytest.mark.parametrize(
+    ("verb", "resource"),
+    [("get", "nodes"), ("patch", "nodes"), ("delete", "nodeclaims"), ("create", "events")],
+)
+def test_a_persistent_500_fails_the_record(emu: Emulator, verb: str, resource: str) -> None:
+    kube = _kube(emu)
+    emu.fail_next(500, times=1000, verb=verb, resource=resource)
+    other = {**SPOT, "id": "another-event", "detail": {**SPOT["detail"], "instance-id": "i-0ff"}}
+    failed = _failed(_batch(SPOT, other), _pipeline(kube))
+    # The spot event fails and returns to the queue; its batch-mate (an unknown instance,
+    # ignored) is deleted.
+    assert failed == {"m-0"}
+    assert _calls(emu, verb, resource) in (1, 4)  # 1: a create is not resent after a 5xx
+    emu.clear_faults()
+    assert _failed(_batch(SPOT), _pipeline(kube)) == set()
+    assert len(_replacements(emu)) == 1
+
+
+def test_a_409_on_the_node_patch_is_reread_and_retried(emu: Emulator) -> None:
+    kube = _kube(emu)
+    emu.fail_next(409, times=1, verb="patch", resource="nodes")
+    assert _failed(_batch(SPOT), _pipeline(kube)) == set()
+    node_calls = [(e[0], e[4]) for e in emu.request_log if e[2] == "nodes"]
+    assert node_calls == [("get", NODE), ("patch", NODE), ("get", NODE), ("patch", NODE)]
+    keys = [t["key"] for t in nodes.taints(emu.get_object("Node", NODE))]
+    assert keys == ["lifeboat.dev/spot-interruption"]
+
+
+def test_a_concurrent_taint_change_is_kept(emu: Emulator) -> None:
+    """Another controller taints the node between Lifeboat's read and its patch: the JSON
+    patch's test fails (422), Lifeboat re-reads, and both taints survive."""
+    kube = _kube(emu)
+    backend = emu._backend
+    original = backend.handle
+    raced: list[bool] = []
+
+    def race(method: str, path: str, *rest: Any) -> Any:
+        if method == "PATCH" and path.endswith(NODE) and not raced:
+            raced.append(True)
+            node = emu.get_object("Node", NODE)
+            node["spec"]["taints"] = [{"key": "example.com/maintenance", "effect": "NoSchedule"}]
+            emu.put_object(node)
+        return original(method, path, *rest)
+
+    backend.handle = race  # type: ignore[method-assign]
+    assert _failed(_batch(SPOT), _pipeline(kube)) == set()
+    keys = sorted(t["key"] for t in nodes.taints(emu.get_object("Node", NODE)))
+    assert keys == ["example.com/maintenance", "lifeboat.dev/spot-interruption"]
+    assert _calls(emu, "patch", "nodes") == 2
+
+
+# -- AWS --------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def aws() -> Iterator[None]:
+    with mock_aws():
+        yield
+
+
+def _throttle(client: Any, operation: str, code: str, times: int = 1000) -> list[str]:
+    seen: list[str] = []
+
+    def hook(**_: Any) -> Any:
+        if len(seen) >= times:
+            return None
+        seen.append(operation)
+        error = {"Code": code, "Message": "Rate exceeded"}
+        return _Http(), {"Error": error, "ResponseMetadata": {"HTTPStatusCode": 400}}
+
+    client.meta.events.register(
+        f"before-call.{client.meta.service_model.endpoint_prefix}.{operation}", hook
+    )
+    return seen
+
+
+class _Http:
+    status_code = 400
+    headers: dict[str, str] = {}
+
+
+def test_throttled_describe_instances_fails_the_whole_batch(emu: Emulator, aws: None) -> None:
+    """``directory.describe`` raising escapes ``Pipeline.process``: ``handle_batch`` raises,
+    so the invocation fails and Lambda returns every record of the batch to the queue. That
+    is right (one lookup serves the batch; without it no record can be routed) and it never
+    reports success, nor ignores the instances as unknown."""
+    ec2 = boto3.client("ec2", region_name="us-east-1")
+    seen = _throttle(ec2, "DescribeInstances", "RequestLimitExceeded")
+    kube = _kube(emu)
+    pipeline = _pipeline(kube, directory=Ec2InstanceDirectory(ec2))
+    with pytest.raises(ClientError, match="RequestLimitExceeded"):
+        handle_batch(_batch(SPOT, SPOT, SPOT), None, pipeline)
+    assert seen == ["DescribeInstances"]
+    assert emu.request_log == []  # nothing was done to the cluster
+
+
+def test_a_throttled_ledger_fails_the_record_and_a_retry_acts_once(
+    emu: Emulator, aws: None
+) -> None:
+    from lifeboat.idempotency import PowertoolsLedger
+
+    ddb = boto3.client("dynamodb", region_name="us-east-1")
+    ddb.create_table(
+        TableName="ledger",
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    ledger = PowertoolsLedger("ledger", boto3_client=ddb)
+    # The completion is not recorded: the action ran, the record must still fail.
+    seen = _throttle(ddb, "UpdateItem", "ProvisionedThroughputExceededException", times=1)
+    ledger.register_lambda_context(_Context(remaining_ms=1))
+    pipeline = _pipeline(_kube(emu), ledger=ledger)
+    assert _failed(_batch(SPOT), pipeline) == {"m-0"}
+    assert seen == ["UpdateItem"]
+    assert len(_replacements(emu)) == 1
+    time.sleep(0.01)  # the in-progress record expires with the invocation
+    ledger.register_lambda_context(_Context(remaining_ms=60_000))
+    assert _failed(_batch(SPOT), pipeline) == set()
+    assert len(_replacements(emu)) == 1  # acted again, harmlessly: no second replacement
+    # A third delivery is a duplicate.
+    emu.reset_counts()
+    assert _failed(_batch(SPOT), pipeline) == set()
+    assert _calls(emu, "patch", "nodes") == 0 and _calls(emu, "create", "nodeclaims") == 0
+
+
+def test_a_ledger_throttled_before_acting_fails_the_record_untouched(
+    emu: Emulator, aws: None
+) -> None:
+    from lifeboat.idempotency import PowertoolsLedger
+
+    ddb = boto3.client("dynamodb", region_name="us-east-1")
+    ddb.create_table(
+        TableName="ledger",
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    ledger = PowertoolsLedger("ledger", boto3_client=ddb)
+    ledger.register_lambda_context(_Context(remaining_ms=60_000))
+    _throttle(ddb, "PutItem", "ThrottlingException", times=1)
+    pipeline = _pipeline(_kube(emu), ledger=ledger)
+    assert _failed(_batch(SPOT), pipeline) == {"m-0"}
+    assert _calls(emu, "patch", "nodes") == 0
+    assert _failed(_batch(SPOT), pipeline) == set()
+    assert len(_replacements(emu)) == 1
+
+
+class _Context:
+    def __init__(self, remaining_ms: int) -> None:
+        self._remaining = remaining_ms
+        self.function_name = "lifeboat"
+        self.aws_request_id = "test"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self._remaining
+
+
+def test_memory_ledger_does_not_call_a_running_handling_done() -> None:
+    ledger = MemoryLedger()
+    inside, release = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+
+    def slow_then_fail() -> Any:
+        inside.set()
+        release.wait(5)
+        raise RuntimeError("the first handling failed")
+
+    def first() -> None:
+        try:
+            ledger.once("event#i-1", slow_then_fail)
+        except RuntimeError as error:
+            errors.append(error)
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    assert inside.wait(5)
+    try:
+        answer = ledger.once("event#i-1", lambda: pytest.fail("ran twice at once"))
+    except Exception:
+        answer = "retry later"
+    finally:
+        release.set()
+        thread.join()
+    assert errors, "the first handling failed"
+    assert answer == "retry later", "the duplicate was told the event was already handled"
