@@ -187,9 +187,11 @@ def test_token_never_appears_in_logs(
     aws: boto3.Session, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The Lambda's Powertools Logger (named "lifeboat", loaded by other tests) stops its
-    # children's records from propagating to the root logger, where caplog listens.
+    # children's records from propagating to the root logger, where caplog listens, and
+    # sets its own level.
     monkeypatch.setattr(logging.getLogger("lifeboat"), "propagate", True)
     caplog.set_level(logging.DEBUG)
+    caplog.set_level(logging.DEBUG, logger="lifeboat")
     auth = EksAuth(session=aws)
     auth.cluster_info(CLUSTER)  # botocore logs its own DescribeCluster call; not ours to hide
     caplog.clear()

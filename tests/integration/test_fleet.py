@@ -1,0 +1,324 @@
+"""Fleet and operations: many clusters behind one handler, node groups drained with lifecycle
+heartbeats, and the safety switches (managed tag, per-kind action, dry run).
+
+Through the real handler, boto3 to moto (EC2 tags decide the cluster) and the official
+Kubernetes client to one emulator per cluster.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+from moto import mock_aws
+
+from lifeboat import nodes
+from lifeboat.events.notice import Kind
+from lifeboat.handler import handle_batch
+from lifeboat.instances import Ec2InstanceDirectory
+from lifeboat.kube import KubeApi, RetryPolicy
+from lifeboat.lifecycle import AutoScalingLifecycle
+from lifeboat.pipeline import MemoryLedger, OneCluster, Pipeline
+from lifeboat.settings import Settings
+from lifeboat.wakeup import MemoryWakeups, encode
+from lifeboat_local.directory import directory_from_objects
+from lifeboat_local.kubemu import Emulator, load_cluster_file
+
+EVENTS = Path(__file__).resolve().parents[2] / "events"
+NOW = datetime(2026, 12, 1, 18, 0, tzinfo=UTC)  # outside general's weekday freeze
+REGION = "us-east-1"
+
+
+@dataclass
+class Metrics:
+    emitted: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+
+    def emit(self, name: str, value: float, unit: str, dimensions: dict[str, str]) -> None:
+        self.emitted.append((name, dimensions))
+
+    def count(self, name: str) -> int:
+        return sum(1 for n, _ in self.emitted if n == name)
+
+
+_ids = itertools.count()
+
+
+def sample(name: str, **detail: Any) -> dict[str, Any]:
+    """A sample event with its detail changed and an id of its own."""
+    event: dict[str, Any] = json.loads((EVENTS / f"{name}.json").read_text())
+    event["detail"].update(detail)
+    event["id"] = f"{event['id'][:-4]}{next(_ids):04d}"
+    return event
+
+
+def sqs_batch(*events: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "Records": [
+            {"messageId": f"m-{i}", "receiptHandle": f"r-{i}", "body": json.dumps(e)}
+            for i, e in enumerate(events)
+        ]
+    }
+
+
+def writes(emulator: Emulator) -> int:
+    return sum(emulator.requests[v] for v in ("create", "update", "patch", "delete"))
+
+
+# --- two clusters, one handler -----------------------------------------------------------
+
+
+class PerCluster:
+    """The production router's shape (service.EksClusters): one KubeApi per cluster."""
+
+    def __init__(self, apis: dict[str, KubeApi]) -> None:
+        self.apis = apis
+        self.asked: Counter[str | None] = Counter()
+
+    def kube(self, cluster: str | None) -> KubeApi:
+        self.asked[cluster] += 1
+        assert cluster is not None, "every instance here carries its cluster tag"
+        return self.apis[cluster]
+
+
+def cluster_objects(instance_ids: list[str], suffix: str) -> list[dict[str, Any]]:
+    """The sample cluster, its first two Karpenter nodes re-pointed at moto's instances."""
+    objects = load_cluster_file(EVENTS / "cluster.yaml")
+    renamed = {"ip-10-0-1-11.ec2.internal": 0, "ip-10-0-1-12.ec2.internal": 1}
+    for obj in objects:
+        if obj["kind"] == "Node" and obj["metadata"]["name"] in renamed:
+            index = renamed[obj["metadata"]["name"]]
+            zone = obj["metadata"]["labels"][nodes.ZONE_LABEL]
+            obj["spec"]["providerID"] = f"aws:///{zone}/{instance_ids[index]}"
+            obj["metadata"]["name"] = f"node-{suffix}-{index}"
+    return objects
+
+
+@pytest.fixture
+def ec2() -> Iterator[Any]:
+    with mock_aws():
+        yield boto3.client(
+            "ec2", region_name=REGION, aws_access_key_id="x", aws_secret_access_key="x"
+        )
+
+
+def launch(ec2: Any, tags: dict[str, str]) -> str:
+    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    spec = [{"ResourceType": "instance", "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}]
+    reservation = ec2.run_instances(
+        ImageId=image, MinCount=1, MaxCount=1, InstanceType="m5.large", TagSpecifications=spec
+    )
+    instance: dict[str, Any] = reservation["Instances"][0]
+    return str(instance["InstanceId"])
+
+
+def test_one_handler_serves_two_clusters_and_counts_the_unmanaged(ec2: Any) -> None:
+    def karpenter(cluster: str, claim: str) -> dict[str, str]:
+        return {
+            "eks:cluster-name": cluster,
+            "karpenter.sh/nodeclaim": claim,
+            "karpenter.sh/nodepool": "general",
+        }
+
+    prod = [launch(ec2, karpenter("prod", "general-7xkqz")), launch(ec2, karpenter("prod", "x"))]
+    stage = [launch(ec2, karpenter("stage", "general-7xkqz")), launch(ec2, karpenter("stage", "y"))]
+    foreign = launch(ec2, {"eks:cluster-name": "someone-elses"})
+    loose = launch(ec2, {"Name": "bastion"})
+
+    # moto's private DNS names are not the sample's node names: the instance's NodeClaim tag
+    # leads to the node, as for custom hostnames in a real account.
+    prod_objects, stage_objects = cluster_objects(prod, "prod"), cluster_objects(stage, "stage")
+    with Emulator(prod_objects) as prod_emu, Emulator(stage_objects) as stage_emu:
+        for emu, node_name in ((prod_emu, "node-prod-0"), (stage_emu, "node-stage-0")):
+            claim = emu.get_object("NodeClaim", "general-7xkqz")
+            assert claim is not None
+            claim["status"]["nodeName"] = node_name
+            emu.put_object(claim)
+        router = PerCluster(
+            {
+                "prod": KubeApi(prod_emu.api_client()),
+                "stage": KubeApi(stage_emu.api_client()),
+            }
+        )
+        pipeline = Pipeline(
+            clusters=router,
+            directory=Ec2InstanceDirectory(ec2),
+            settings=Settings(clusters=("prod", "stage")),
+            clock=lambda: NOW,
+            ledger=MemoryLedger(),
+        )
+        spot = "spot-interruption"
+        metrics = Metrics()
+        response = handle_batch(
+            sqs_batch(
+                sample(spot, **{"instance-id": prod[0]}),
+                sample(spot, **{"instance-id": stage[0]}),
+                sample(spot, **{"instance-id": foreign}),
+                sample(spot, **{"instance-id": loose}),
+            ),
+            None,
+            pipeline,
+            metrics=metrics,
+        )
+
+        assert response == {"batchItemFailures": []}
+        for emu, name in ((prod_emu, "node-prod-0"), (stage_emu, "node-stage-0")):
+            node = emu.get_object("Node", name)
+            assert node is not None
+            assert node["spec"].get("unschedulable") is True
+            assert {t["key"] for t in node["spec"]["taints"]} == {nodes.taint_key(Kind(spot))}
+            assert emu.get_object("NodeClaim", "general-7xkqz") is None
+        # Each cluster was reached through its own client, and only for its own instance.
+        assert set(router.asked) == {"prod", "stage"}
+        # The other cluster's instance and the untagged one: ignored, counted, not lost.
+        assert metrics.count("UnmanagedInstances") == 2
+        outcomes = Counter(d["outcome"] for n, d in metrics.emitted if n == "Outcomes")
+        assert outcomes == {"acted": 2, "ignored": 2}
+
+
+# --- node groups: drain, heartbeat, CONTINUE ---------------------------------------------
+
+
+def test_a_pdb_blocked_drain_heartbeats_then_completes_once_the_pdb_allows() -> None:
+    objects = load_cluster_file(EVENTS / "cluster.yaml")
+    # The other coredns replica is not Ready: the PDB (maxUnavailable 1) allows no eviction.
+    for obj in objects:
+        if obj["kind"] == "Pod" and obj["metadata"]["name"] == "coredns-5d78c9869d-9mzl7":
+            obj["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    hook = {
+        "LifecycleHookName": "lifeboat-drain",
+        "AutoScalingGroupName": "eks-system-20260101-1a2b3c4d",
+        "LifecycleActionToken": "5b8e2f4a-9c1d-4e7b-8a3f-6d0c2e9b1a75",
+        "InstanceId": "i-0a1b2c3d4e5f60006",
+    }
+    autoscaling = boto3.client(
+        "autoscaling", region_name=REGION, aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    clock = {"now": NOW}
+    wakeups = MemoryWakeups()
+    with Emulator(objects) as emu, Stubber(autoscaling) as asg:
+        asg.add_response("record_lifecycle_action_heartbeat", {}, hook)
+        pipeline = Pipeline(
+            clusters=OneCluster(KubeApi(emu.api_client(), RetryPolicy(attempts=2))),
+            directory=directory_from_objects(objects),
+            settings=Settings(),
+            clock=lambda: clock["now"],
+            lifecycle=AutoScalingLifecycle(autoscaling),
+            wakeups=wakeups,
+            ledger=MemoryLedger(),
+        )
+        event = json.loads((EVENTS / "asg-termination.json").read_text())
+        first = pipeline.process([json.dumps(event)])[0]
+        assert first.error is None
+        [report] = first.reports
+        assert "held by PodDisruptionBudgets" in report.reason
+        assert not any(a["type"] == "complete-lifecycle-action" for a in report.actions)
+        asg.assert_no_pending_responses()  # the heartbeat was sent
+        assert emu.get_object("Pod", "coredns-5d78c9869d-4xkq2", "kube-system") is not None
+
+        # The other replica recovers; the drain's wake-up evicts and lets the ASG go on.
+        replica = emu.get_object("Pod", "coredns-5d78c9869d-9mzl7", "kube-system")
+        assert replica is not None
+        replica["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+        emu.put_object(replica)
+        asg.add_response(
+            "complete_lifecycle_action", {}, {**hook, "LifecycleActionResult": "CONTINUE"}
+        )
+        clock["now"] = NOW + timedelta(minutes=1)
+        due = wakeups.pop_due(clock["now"])
+        assert [w.task for w in due] == ["continue-drain"]
+        second = pipeline.process([encode(w) for w in due])[0]
+        assert second.error is None
+        actions = [a["type"] for a in second.reports[0].actions]
+        assert actions == ["evict", "complete-lifecycle-action"]
+        asg.assert_no_pending_responses()
+        assert emu.get_object("Pod", "coredns-5d78c9869d-4xkq2", "kube-system") is None
+        assert wakeups.next_due() is None
+
+
+# --- safety switches ---------------------------------------------------------------------
+
+
+def replay_pipeline(emu: Emulator, objects: list[dict[str, Any]], settings: Settings) -> Pipeline:
+    return Pipeline(
+        clusters=OneCluster(KubeApi(emu.api_client(), RetryPolicy(attempts=2))),
+        directory=directory_from_objects(objects),
+        settings=settings,
+        clock=lambda: NOW,
+        wakeups=MemoryWakeups(),
+        ledger=MemoryLedger(),
+    )
+
+
+def all_samples() -> list[str]:
+    return [p.read_text() for p in sorted(EVENTS.glob("*.json"))]
+
+
+def test_dry_run_decides_everything_and_changes_nothing() -> None:
+    objects = load_cluster_file(EVENTS / "cluster.yaml")
+    with Emulator(objects) as emu:
+        before = emu.dump()
+        pipeline = replay_pipeline(emu, objects, Settings(dry_run=True))
+        results = pipeline.process(all_samples())
+        reports = [r for result in results for r in result.reports]
+        assert all(result.error is None for result in results)
+        assert writes(emu) == 0
+        assert emu.dump() == before
+        acted = [r for r in reports if r.outcome == "acted"]
+        assert acted, "dry run still decides"
+        assert all(r.reason.startswith("dry run, nothing changed") for r in acted)
+        assert any(a["type"] == "create-nodeclaim" for r in acted for a in r.actions)
+
+
+def test_rebalance_configured_to_cordon_only_creates_no_replacement() -> None:
+    objects = load_cluster_file(EVENTS / "cluster.yaml")
+    with Emulator(objects) as emu:
+        settings = Settings(kind_actions={Kind.REBALANCE_RECOMMENDATION: "cordon"})
+        pipeline = replay_pipeline(emu, objects, settings)
+        [result] = pipeline.process([(EVENTS / "rebalance-recommendation.json").read_text()])
+        [report] = result.reports
+        assert report.outcome == "acted"
+        assert [a["type"] for a in report.actions] == ["taint", "cordon"]
+        assert emu.requests_by_resource[("create", "nodeclaims")] == 0
+
+
+def test_instances_without_the_managed_tag_are_left_alone() -> None:
+    objects = load_cluster_file(EVENTS / "cluster.yaml")
+    directory = directory_from_objects(objects)
+    with Emulator(objects) as emu:
+        pipeline = Pipeline(
+            clusters=OneCluster(KubeApi(emu.api_client())),
+            directory=directory,
+            settings=Settings(managed_tag="lifeboat/managed"),
+            clock=lambda: NOW,
+            ledger=MemoryLedger(),
+        )
+        [result] = pipeline.process([(EVENTS / "spot-interruption.json").read_text()])
+        [report] = result.reports
+        assert report.outcome == "ignored"
+        assert report.unmanaged
+        assert "managed tag lifeboat/managed" in report.reason
+        assert writes(emu) == 0
+
+
+def test_an_opted_out_nodepool_is_left_alone_even_for_spot() -> None:
+    objects = copy.deepcopy(load_cluster_file(EVENTS / "cluster.yaml"))
+    for obj in objects:
+        if obj["kind"] == "NodePool" and obj["metadata"]["name"] == "general":
+            obj["metadata"]["annotations"][nodes.OPT_OUT_ANNOTATION] = "true"
+    with Emulator(objects) as emu:
+        pipeline = replay_pipeline(emu, objects, Settings())
+        [result] = pipeline.process([(EVENTS / "spot-interruption.json").read_text()])
+        [report] = result.reports
+        assert report.outcome == "ignored"
+        assert "opted out" in report.reason
+        assert emu.requests["patch"] == 0
