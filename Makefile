@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DEMO_AT ?= 2026-12-01T14:05:00Z
 
-.PHONY: demo test lint typecheck follow bench clean
+.PHONY: demo test lint typecheck follow bench soak clean
 
 include sam.mk
 
@@ -34,8 +34,8 @@ follow: $(VENV)/.installed
 ## test: lint, type-check, the whole test suite, and the SAM template validated and built
 ## offline (what .ci/run runs)
 test: $(VENV)/.installed-dev lint typecheck
-	$(BIN)/python -m pytest -q -n auto
 	$(MAKE) --no-print-directory sam-validate sam-build layer-size
+	$(BIN)/python -m pytest -q -n auto
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
@@ -47,6 +47,10 @@ typecheck: $(VENV)/.installed-dev
 ## bench: the benchmark harness (requests per event, storm latency, cold start, layer size)
 bench: $(VENV)/.installed-dev
 	$(BIN)/python -m bench --out bench-results/summary.json
+
+## soak: 10,000 mixed events with injected faults and duplicates; accounts for every message
+soak: $(VENV)/.installed-dev
+	$(BIN)/python -m bench.soak --events 10000
 
 clean:
 	rm -rf $(VENV) .sam-venv .aws-sam .mypy_cache .ruff_cache .pytest_cache .hypothesis
