@@ -48,12 +48,10 @@ REGION = "us-east-1"
 NOW = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
 GROUP = "lifeboat-schedules"
 WRITES = ("create", "update", "patch", "delete")
-# Known bug in decide.py (reported, not ours to fix): a rebalance in a pool whose budget is
-# 0 now gives up ("no window opens") when the pool's *disrupting* nodes, not its budgets,
-# leave no slot before its 24 h patience runs out -- although those nodes go away within
-# minutes and the 20 % budget after the freeze then allows it. With the batch's messages
-# handled concurrently, whether the rebalance sees them depends on timing.
-# test_a_rebalance_behind_involuntary_notices_waits_instead_of_giving_up pins the fix.
+# With the batch's messages handled concurrently, the rebalance may be decided before or
+# after the three involuntary notices of its pool; either way it waits (for the freeze's
+# end, or for capacity), never gives up: a pool's disrupting nodes go away within minutes.
+# test_a_rebalance_behind_involuntary_notices_waits_instead_of_giving_up fixes the order.
 
 
 @pytest.fixture
@@ -424,7 +422,7 @@ def test_a_failing_record_returns_to_the_queue_alone_and_is_not_remembered(
 def test_a_rebalance_behind_involuntary_notices_waits_instead_of_giving_up(
     world: World,
 ) -> None:
-    """Deterministic form of the race above: the involuntary notices go first."""
+    """The order above made deterministic: the involuntary notices go first."""
     routed = route_samples()
     order = [
         "EC2 Spot Instance Interruption Warning",

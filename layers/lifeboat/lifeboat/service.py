@@ -11,11 +11,14 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lifeboat.kube import KubeApi
 from lifeboat.pipeline import Pipeline
 from lifeboat.settings import Settings, SettingsError, load_settings
+
+if TYPE_CHECKING:  # eks_auth imports boto3: only build_service pays for it, at start-up
+    from lifeboat.eks_auth import EksAuth
 
 # Messages of one SQS batch handled at once (each mostly waits on the API server).
 BATCH_WORKERS = 10
@@ -37,10 +40,7 @@ def _required(env: Mapping[str, str], name: str) -> str:
 class EksClusters:
     """A Kubernetes client per managed EKS cluster, authenticated with the function's role."""
 
-    def __init__(self, settings: Settings, auth: object) -> None:
-        from lifeboat.eks_auth import EksAuth
-
-        assert isinstance(auth, EksAuth)
+    def __init__(self, settings: Settings, auth: EksAuth) -> None:
         self._auth = auth
         self._clusters = settings.clusters
         self._apis: dict[str, KubeApi] = {}
