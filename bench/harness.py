@@ -17,7 +17,8 @@ from bench.cluster import CLUSTER, REGION, Cluster
 from lifeboat.events.notice import LifecycleHook
 from lifeboat.instances import Ec2InstanceDirectory, InstanceDirectory, InstanceInfo
 from lifeboat.kube import KubeApi
-from lifeboat.pipeline import Ledger, MemoryLedger, OneCluster, Pipeline
+from lifeboat.ledger import Ledger, MemoryLedger
+from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.service import BATCH_WORKERS, utc_now
 from lifeboat.settings import Settings
 from lifeboat.wakeup import MemoryWakeups

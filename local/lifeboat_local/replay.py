@@ -14,7 +14,8 @@ from typing import TextIO
 from lifeboat.events.notice import LifecycleHook
 from lifeboat.instances import InstanceDirectory
 from lifeboat.kube import KubeApi, RetryPolicy
-from lifeboat.pipeline import MemoryLedger, OneCluster, Pipeline
+from lifeboat.ledger import MemoryLedger
+from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.report import Outcome, Report
 from lifeboat.settings import Settings
 from lifeboat.wakeup import MemoryWakeups, encode

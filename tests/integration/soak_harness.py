@@ -53,7 +53,8 @@ from lifeboat.events.notice import LifecycleHook
 from lifeboat.handler import handle_batch
 from lifeboat.instances import InstanceInfo, StaticInstanceDirectory
 from lifeboat.kube import KubeApi, RetryPolicy
-from lifeboat.pipeline import Ledger, MemoryLedger, MessageResult, OneCluster, Pipeline
+from lifeboat.ledger import Ledger, MemoryLedger
+from lifeboat.pipeline import MessageResult, OneCluster, Pipeline
 from lifeboat.report import Outcome, Report
 from lifeboat.settings import Settings
 from lifeboat.wakeup import MemoryWakeups, encode

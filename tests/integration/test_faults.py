@@ -29,7 +29,8 @@ from lifeboat import nodes
 from lifeboat.handler import handle_batch
 from lifeboat.instances import Ec2InstanceDirectory, InstanceInfo, StaticInstanceDirectory
 from lifeboat.kube import KubeApi, KubeError, RetryPolicy
-from lifeboat.pipeline import MemoryLedger, OneCluster, Pipeline
+from lifeboat.ledger import MemoryLedger
+from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.settings import Settings
 from lifeboat_local.kubemu import Emulator
 from lifeboat_local.kubemu.dispatch import Drop

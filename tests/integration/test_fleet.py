@@ -27,8 +27,9 @@ from lifeboat.events.notice import Kind
 from lifeboat.handler import handle_batch
 from lifeboat.instances import Ec2InstanceDirectory
 from lifeboat.kube import KubeApi, RetryPolicy
+from lifeboat.ledger import MemoryLedger
 from lifeboat.lifecycle import AutoScalingLifecycle
-from lifeboat.pipeline import MemoryLedger, OneCluster, Pipeline
+from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.settings import Settings
 from lifeboat.wakeup import MemoryWakeups, encode
 from lifeboat_local.directory import directory_from_objects

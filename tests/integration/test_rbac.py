@@ -27,7 +27,8 @@ import yaml
 from lifeboat import nodes
 from lifeboat.events.notice import LifecycleHook
 from lifeboat.kube import KubeApi, RetryPolicy
-from lifeboat.pipeline import MemoryLedger, OneCluster, Pipeline
+from lifeboat.ledger import MemoryLedger
+from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.report import Outcome
 from lifeboat.settings import Settings
 from lifeboat.wakeup import MemoryWakeups, Task, encode

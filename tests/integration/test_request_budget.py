@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 
 from lifeboat.kube import KubeApi, RetryPolicy
-from lifeboat.pipeline import MemoryLedger, OneCluster, Pipeline
+from lifeboat.ledger import MemoryLedger
+from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.report import Outcome
 from lifeboat.settings import Settings
 from lifeboat.wakeup import MemoryWakeups

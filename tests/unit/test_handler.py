@@ -20,7 +20,8 @@ from cfnlint.decode import decode_str  # type: ignore[import-untyped]
 import lifeboat.service
 from lifeboat.handler import handle_batch
 from lifeboat.kube import KubeApi, RetryPolicy
-from lifeboat.pipeline import MemoryLedger, MessageResult, OneCluster, Pipeline
+from lifeboat.ledger import MemoryLedger
+from lifeboat.pipeline import MessageResult, OneCluster, Pipeline
 from lifeboat.report import Outcome, Report
 from lifeboat.service import Service
 from lifeboat.settings import load_settings

@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 
 from lifeboat.handler import handle_batch
 from lifeboat.instances import StaticInstanceDirectory
-from lifeboat.pipeline import MemoryLedger, MessageResult, OneCluster, Pipeline
+from lifeboat.ledger import MemoryLedger
+from lifeboat.pipeline import MessageResult, OneCluster, Pipeline
 from lifeboat.report import Outcome
 from lifeboat.settings import Settings
 

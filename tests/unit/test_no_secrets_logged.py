@@ -32,7 +32,8 @@ import lifeboat.service
 from lifeboat.eks_auth import EksAuth
 from lifeboat.instances import InstanceInfo, StaticInstanceDirectory
 from lifeboat.kube import KubeApi, RetryPolicy
-from lifeboat.pipeline import MemoryLedger, Pipeline
+from lifeboat.ledger import MemoryLedger
+from lifeboat.pipeline import Pipeline
 from lifeboat.service import Service
 from lifeboat.settings import Settings
 from lifeboat_local.kubemu import Emulator, builders

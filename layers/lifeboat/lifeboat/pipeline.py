@@ -26,6 +26,7 @@ from lifeboat.events import parse_message
 from lifeboat.events.notice import MalformedMessage, Notice
 from lifeboat.instances import InstanceDirectory, InstanceInfo
 from lifeboat.kube import KubeApi
+from lifeboat.ledger import Ledger
 from lifeboat.pool_lock import PoolLock
 from lifeboat.recorder import record
 from lifeboat.report import Outcome, Report
@@ -61,45 +62,6 @@ class OneCluster:
 
     def kube(self, cluster: str | None) -> KubeApi:
         return self.api
-
-
-class Ledger(Protocol):
-    """Remembers which (event, instance) pairs were handled, so a duplicate acts once."""
-
-    def once(self, key: str, handle: Callable[[], Report]) -> Report | None:
-        """Run ``handle`` unless ``key`` was handled before (then None). If ``handle``
-        raises, the key is not remembered, so the retry of the message is not a duplicate."""
-        ...
-
-
-class HandlingInProgress(RuntimeError):
-    """The same (event, instance) is being handled right now; retry the message later."""
-
-
-class MemoryLedger:
-    """The in-process ledger of replay and tests, with Powertools' semantics: a key being
-    handled is neither run again nor called done (its handling may still fail)."""
-
-    def __init__(self) -> None:
-        self._done: set[str] = set()
-        self._running: set[str] = set()
-        self._lock = threading.Lock()
-
-    def once(self, key: str, handle: Callable[[], Report]) -> Report | None:
-        with self._lock:
-            if key in self._done:
-                return None
-            if key in self._running:
-                raise HandlingInProgress(f"{key} is being handled by another delivery")
-            self._running.add(key)
-        try:
-            report = handle()
-        finally:
-            with self._lock:
-                self._running.discard(key)
-        with self._lock:
-            self._done.add(key)
-        return report
 
 
 @dataclass
