@@ -382,9 +382,8 @@ def test_throttled_describe_instances_fails_the_whole_batch(emu: Emulator, aws: 
     assert emu.request_log == []  # nothing was done to the cluster
 
 
-def test_a_throttled_ledger_fails_the_record_and_a_retry_acts_once(
-    emu: Emulator, aws: None
-) -> None:
+def _dynamodb_ledger() -> tuple[Any, Any]:
+    """A moto DynamoDB client and the Powertools ledger on a fresh table of it."""
     from lifeboat.idempotency import PowertoolsLedger
 
     ddb = boto3.client("dynamodb", region_name="us-east-1")
@@ -394,7 +393,13 @@ def test_a_throttled_ledger_fails_the_record_and_a_retry_acts_once(
         AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
         BillingMode="PAY_PER_REQUEST",
     )
-    ledger = PowertoolsLedger("ledger", boto3_client=ddb)
+    return ddb, PowertoolsLedger("ledger", boto3_client=ddb)
+
+
+def test_a_throttled_ledger_fails_the_record_and_a_retry_acts_once(
+    emu: Emulator, aws: None
+) -> None:
+    ddb, ledger = _dynamodb_ledger()
     # The completion is not recorded: the action ran, the record must still fail.
     seen = _throttle(ddb, "UpdateItem", "ProvisionedThroughputExceededException", times=1)
     ledger.register_lambda_context(_Context(remaining_ms=1))
@@ -415,16 +420,7 @@ def test_a_throttled_ledger_fails_the_record_and_a_retry_acts_once(
 def test_a_ledger_throttled_before_acting_fails_the_record_untouched(
     emu: Emulator, aws: None
 ) -> None:
-    from lifeboat.idempotency import PowertoolsLedger
-
-    ddb = boto3.client("dynamodb", region_name="us-east-1")
-    ddb.create_table(
-        TableName="ledger",
-        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    ledger = PowertoolsLedger("ledger", boto3_client=ddb)
+    ddb, ledger = _dynamodb_ledger()
     ledger.register_lambda_context(_Context(remaining_ms=60_000))
     _throttle(ddb, "PutItem", "ThrottlingException", times=1)
     pipeline = _pipeline(_kube(emu), ledger=ledger)
