@@ -17,7 +17,8 @@ SAM_CLI_VERSION ?= aws-sam-cli
 SAM_ENV = AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-$(SAM_REGION)} \
 	AWS_ACCESS_KEY_ID=$${AWS_ACCESS_KEY_ID:-testing} \
 	AWS_SECRET_ACCESS_KEY=$${AWS_SECRET_ACCESS_KEY:-testing} \
-	SAM_CLI_TELEMETRY=0
+	SAM_CLI_TELEMETRY=0 \
+	PYTHON=$(abspath $(SAM_VENV))/bin/python
 
 .PHONY: sam-venv sam-validate sam-build layer-size
 

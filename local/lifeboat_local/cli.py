@@ -140,22 +140,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     return EXIT_USAGE
 
 
-def read_event_file(path: Path) -> list[Any]:
-    """The message bodies a file holds: an SQS batch's record bodies, or the file itself."""
+def read_event_file(path: Path) -> list[str]:
+    """The message bodies a file holds: an SQS batch's record bodies, or the file's text.
+
+    Bodies stay text, as SQS delivers them: whatever they hold (not JSON, a JSON array, a
+    record without a body) the parser rejects with a reason that names what is wrong.
+    """
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise UsageError(f"{path}: {error.strerror or error}") from None
     try:
         document = json.loads(text)
-    except ValueError:
-        return [text]  # not JSON: the parser rejects it and names why
+    except (ValueError, RecursionError):
+        return [text]
     if isinstance(document, dict) and isinstance(document.get("Records"), list):
-        return [
-            record.get("body", "") if isinstance(record, dict) else record
-            for record in document["Records"]
-        ]
-    return [document]
+        return [_record_body(record) for record in document["Records"]]
+    return [text]
+
+
+def _record_body(record: Any) -> str:
+    body = record.get("body") if isinstance(record, dict) else None
+    # A record SQS could not have sent: its JSON text goes to the parser, which rejects it.
+    return body if isinstance(body, str) else json.dumps(record)
 
 
 if __name__ == "__main__":  # pragma: no cover

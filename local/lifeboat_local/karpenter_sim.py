@@ -66,30 +66,31 @@ class KarpenterSimulation:
             for c in self._emu.objects("NodeClaim")
             if not c["metadata"].get("deletionTimestamp")
         }
+        pods_by_node: dict[str, list[dict[str, Any]]] = {}
+        for pod in self._emu.objects("Pod"):
+            pods_by_node.setdefault(pod.get("spec", {}).get("nodeName", ""), []).append(pod)
         for node in self._emu.objects("Node"):
-            if not self._going(node, live_claims):
-                continue
             name = nodes.name_of(node)
+            if not self._going(node, live_claims, pods_by_node.get(name, [])):
+                continue
             seen = self._first_seen.setdefault(f"terminate/{name}", since)
             if now - seen < TERMINATE_TIME:
                 continue
-            for pod in self._emu.objects("Pod"):
-                if pod.get("spec", {}).get("nodeName") == name:
-                    self._emu.delete_object("Pod", nodes.name_of(pod), pod["metadata"]["namespace"])
+            for pod in pods_by_node.get(name, []):
+                self._emu.delete_object("Pod", nodes.name_of(pod), pod["metadata"]["namespace"])
             self._emu.delete_object("Node", name)
             owner = nodes.nodeclaim_owner(node)
             if owner:
                 self._emu.delete_object("NodeClaim", owner[0])
 
-    def _going(self, node: dict[str, Any], live_claims: set[str]) -> bool:
+    @staticmethod
+    def _going(node: dict[str, Any], live_claims: set[str], pods: list[dict[str, Any]]) -> bool:
         owner = nodes.nodeclaim_owner(node)
         if owner is not None:
             return owner[0] not in live_claims
         taint = nodes.lifeboat_taint(node)
         if taint is None or taint.get("effect") == "PreferNoSchedule":
             return False
-        name = nodes.name_of(node)
-        pods = [p for p in self._emu.objects("Pod") if p.get("spec", {}).get("nodeName") == name]
         return not nodes.evictable_pods(pods)
 
 

@@ -94,7 +94,11 @@ def replay(args: argparse.Namespace, out: TextIO | None = None) -> int:
                     failed = True
                     print(f"lifeboat: error: {result.error}", file=sys.stderr)
         if args.state_out and emulator is not None:
-            dump_cluster_file(emulator.dump(), args.state_out)
+            try:
+                dump_cluster_file(emulator.dump(), args.state_out)
+            except OSError as error:
+                why = error.strerror or error
+                raise UsageError(f"--state-out {args.state_out}: {why}") from None
     if failed:
         return EXIT_USAGE
     return EXIT_REJECTED if any_rejected else EXIT_OK

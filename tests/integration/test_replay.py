@@ -477,3 +477,37 @@ def test_installed_command(installed_lifeboat: Path, tmp_path: Path) -> None:
     records = [json.loads(line) for line in done.stdout.splitlines()]
     assert [r["outcome"] for r in records] == ["acted", "rejected"]
     assert "detail" in records[1]["reason"]
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["[]", "42", "null", '"text"', '{"Records": [5]}', '{"Records": [{"messageId": "m"}]}'],
+)
+def test_a_file_that_is_json_but_not_an_event_is_rejected_not_a_crash(
+    tmp_path: Path, content: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    status = main(["replay", str(bad), "--cluster", str(CLUSTER), "--json"])
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert status == 2
+    assert [line["outcome"] for line in lines] == ["rejected"]
+    assert lines[0]["reason"].startswith("body")
+
+
+def test_an_unwritable_state_out_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "missing-dir" / "out.yaml"
+    status = main(
+        [
+            "replay",
+            str(EVENTS / "spot-interruption.json"),
+            "--cluster",
+            str(CLUSTER),
+            "--state-out",
+            str(target),
+        ]
+    )
+    assert status == 1
+    assert "--state-out" in capsys.readouterr().err

@@ -335,6 +335,8 @@ def _is_ready(claim: Mapping[str, Any]) -> bool:
 def _as_mapping(body: Body) -> Mapping[str, Any] | None:
     if isinstance(body, Mapping):
         return body
+    if not isinstance(body, str | bytes):
+        return None
     try:
         decoded = json.loads(body)
     except (ValueError, UnicodeDecodeError, RecursionError):

@@ -62,7 +62,6 @@ class Store:
     def __init__(self) -> None:
         self.lock = threading.RLock()
         self._revision = 0
-        self._last_write: dict[ResourceType, int] = {}
         self._objects: dict[ResourceType, dict[str, dict[str, Obj]]] = {}
         self._index: dict[tuple[ResourceType, str], dict[str, set[Key]]] = {
             spec: {} for spec in INDEXES
@@ -78,11 +77,6 @@ class Store:
             self._revision += 1
             return str(self._revision)
 
-    def last_write(self, resource: ResourceType) -> int:
-        """The revision of the latest write to any object of `resource` (0 if none)."""
-        with self.lock:
-            return self._last_write.get(resource, 0)
-
     def get(self, resource: ResourceType, namespace: str, name: str) -> Obj | None:
         with self.lock:
             return self._objects.get(resource, {}).get(namespace, {}).get(name)
@@ -91,7 +85,6 @@ class Store:
         """Stores `obj` (which the caller hands over) with a fresh resourceVersion."""
         with self.lock:
             obj["metadata"]["resourceVersion"] = self.next_revision()
-            self._last_write[resource] = self._revision
             namespace, name = key_of(obj)
             by_namespace = self._objects.setdefault(resource, {}).setdefault(namespace, {})
             self._unindex(resource, by_namespace.get(name))
@@ -107,7 +100,6 @@ class Store:
             if obj is not None:
                 # A deletion is a write: later reads see a newer revision.
                 self._revision += 1
-                self._last_write[resource] = self._revision
             return obj
 
     def candidates(
