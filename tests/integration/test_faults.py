@@ -11,6 +11,7 @@ fails the whole batch (every record retried), a throttled ledger fails the recor
 from __future__ import annotations
 
 import json
+import logging
 import random
 import threading
 import time
@@ -288,7 +289,7 @@ def _replacement_body() -> dict[str, Any]:
 
 @pytest.mark.parametrize(
     ("verb", "resource"),
-    [("get", "nodes"), ("patch", "nodes"), ("delete", "nodeclaims"), ("create", "events")],
+    [("get", "nodes"), ("patch", "nodes"), ("delete", "nodeclaims")],
 )
 def test_a_persistent_500_fails_the_record(emu: Emulator, verb: str, resource: str) -> None:
     kube = _kube(emu)
@@ -302,6 +303,21 @@ def test_a_persistent_500_fails_the_record(emu: Emulator, verb: str, resource: s
     emu.clear_faults()
     assert _failed(_batch(SPOT), _pipeline(kube)) == set()
     assert len(_replacements(emu)) == 1
+
+
+def test_an_event_that_cannot_be_recorded_does_not_fail_the_acted_record(
+    emu: Emulator, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The Kubernetes Event is the audit trail of actions already taken: failing the record
+    # for it would redo the decision and schedule its follow-ups twice.
+    # (The Lambda's Powertools logger, if another test loaded it, stops propagation.)
+    monkeypatch.setattr(logging.getLogger("lifeboat"), "propagate", True)
+    caplog.set_level(logging.WARNING, logger="lifeboat.recorder")
+    emu.fail_next(500, times=1000, verb="create", resource="events")
+    assert _failed(_batch(SPOT), _pipeline(_kube(emu))) == set()
+    assert len(_replacements(emu)) == 1
+    assert _calls(emu, "create", "events") == 4  # retried like any request, then given up
+    assert "could not record the decision" in caplog.text
 
 
 def test_a_409_on_the_node_patch_is_reread_and_retried(emu: Emulator) -> None:

@@ -559,3 +559,19 @@ def test_lifecycle_hook_on_a_karpenter_node_drains_then_completes() -> None:
     decision = decide(notice(Kind.ASG_TERMINATION), target(), Settings(), TUESDAY_AFTERNOON)
     assert decision.verdict is Verdict.ACT
     assert decision.steps == (Step.TAINT_AND_CORDON, Step.DRAIN, Step.COMPLETE_LIFECYCLE)
+
+
+def test_a_waiting_node_that_goes_not_ready_still_honours_the_budget() -> None:
+    # NotReady makes it count as disrupting, but Lifeboat has not acted on it: the pending
+    # mark must not pass for "already being replaced" and skip the budget.
+    waiting = node(
+        taints=[{"key": "lifeboat.dev/rebalance-recommendation", "effect": "PreferNoSchedule"}],
+        ready=False,
+    )
+    decision = decide(
+        weekend_rebalance(),
+        target(waiting, pool=nodepool([{"nodes": "0"}]), disrupting=1),
+        Settings(),
+        SATURDAY,
+    )
+    assert decision.verdict is not Verdict.ACT

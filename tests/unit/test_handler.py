@@ -366,3 +366,30 @@ def test_lambda_handler_returns_the_failed_record(
 
     assert response == {"batchItemFailures": [{"itemIdentifier": spot["messageId"]}]}
     assert emulator.get_object("NodeClaim", "general-h9cfd") is None  # the other one acted
+
+
+def test_wakeups_are_counted_apart_from_notices_and_add_no_reaction_latency() -> None:
+    from lifeboat.observability import report_metrics
+    from lifeboat.report import Outcome, Report
+
+    sent = datetime(2026, 12, 1, 14, 0, tzinfo=UTC)
+    notice = Report("e1", "rebalance-recommendation", Outcome.ACTED, "acted", event_time=sent)
+    follow_up = Report(
+        "e1",
+        "rebalance-recommendation",
+        Outcome.ACTED,
+        "finished",
+        event_time=sent,
+        wakeup="finish-replacement",
+    )
+    seen: list[tuple[str, dict[str, str]]] = []
+
+    class Sink:
+        def emit(self, name: str, value: float, unit: str, dimensions: dict[str, str]) -> None:
+            seen.append((name, dimensions))
+
+    report_metrics([notice, follow_up], Sink(), sent + timedelta(hours=3))
+    names = [name for name, _ in seen]
+    assert names.count("NoticesReceived") == 1
+    assert ("WakeupsHandled", {"task": "finish-replacement"}) in seen
+    assert names.count("ReactionLatency") == 1

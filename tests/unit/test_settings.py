@@ -86,5 +86,11 @@ def test_involuntary_kind_action_explains_why() -> None:
 
 
 def test_reads_the_process_environment_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("LIFEBOAT_TAINT_EFFECT", "PreferNoSchedule")
-    assert load_settings().taint_effect == "PreferNoSchedule"
+    monkeypatch.setenv("LIFEBOAT_TAINT_EFFECT", "NoExecute")
+    assert load_settings().taint_effect == "NoExecute"
+
+
+def test_prefer_no_schedule_is_refused_as_the_taint_effect() -> None:
+    # It is the mark of a node that only waits; an acted-on node must be told apart.
+    with pytest.raises(SettingsError, match="LIFEBOAT_TAINT_EFFECT"):
+        load_settings({"LIFEBOAT_TAINT_EFFECT": "PreferNoSchedule"})

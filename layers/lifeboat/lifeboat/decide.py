@@ -120,7 +120,7 @@ def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime
     karpenter_owned = target.nodeclaim is not None
     act_steps = _voluntary_steps(notice, action, karpenter_owned)
 
-    if nodes.is_disrupting(target.node) and nodes.lifeboat_taint(target.node):
+    if nodes.acted_on(target.node):
         # Already acted on (an earlier delivery or notice): carry on, it holds its budget slot.
         return Decision(Verdict.ACT, f"{what}: node already being replaced; continuing", act_steps)
 

@@ -66,6 +66,12 @@ def lifeboat_taint(node: Obj) -> dict[str, Any] | None:
     return None
 
 
+def acted_on(node: Obj) -> bool:
+    """Lifeboat has taken this node out of service (not merely marked it as waiting)."""
+    taint = lifeboat_taint(node)
+    return taint is not None and taint.get("effect") != "PreferNoSchedule"
+
+
 def is_disrupting(node: Obj) -> bool:
     """Karpenter's notion, widened to Lifeboat's own taints (design.md).
 

@@ -35,13 +35,18 @@ class PowertoolsMetricSink:
 
 def report_metrics(reports: Iterable[Report], sink: MetricSink, now: datetime) -> None:
     for report in reports:
-        sink.emit("NoticesReceived", 1, "Count", {"kind": report.kind})
+        # A wake-up is Lifeboat's own follow-up, not a notice from AWS: counted apart, and
+        # its (deliberately deferred) time is no reaction latency.
+        if report.wakeup is not None:
+            sink.emit("WakeupsHandled", 1, "Count", {"task": report.wakeup})
+        else:
+            sink.emit("NoticesReceived", 1, "Count", {"kind": report.kind})
         sink.emit("Outcomes", 1, "Count", {"outcome": str(report.outcome)})
         if report.unmanaged:
             sink.emit("UnmanagedInstances", 1, "Count", {"kind": report.kind})
         for action in report.actions:
             sink.emit("Actions", 1, "Count", {"action": str(action.get("type"))})
-        if report.outcome is Outcome.ACTED and report.event_time is not None:
+        if report.outcome is Outcome.ACTED and report.wakeup is None and report.event_time:
             latency_ms = max(0.0, (now - report.event_time).total_seconds() * 1000)
             sink.emit("ReactionLatency", latency_ms, "Milliseconds", {"kind": report.kind})
 
@@ -50,4 +55,5 @@ def log_fields(report: Report) -> dict[str, Any]:
     """The structured fields of one decision's log line (never a credential)."""
     fields = report.to_json()
     fields["unmanaged"] = report.unmanaged
+    fields["wakeup"] = report.wakeup
     return fields

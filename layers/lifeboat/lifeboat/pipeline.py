@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, Protocol
@@ -139,7 +139,8 @@ class Pipeline:
             return item
         try:
             if isinstance(item, Wakeup):
-                return MessageResult([self._wake(batch, item)])
+                report = replace(self._wake(batch, item), wakeup=str(item.task))
+                return MessageResult([report])
             return MessageResult(self._notices(batch, item))
         except Exception as error:  # the caller returns the message to the queue
             return MessageResult(error=error)

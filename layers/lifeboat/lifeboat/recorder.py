@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Mapping
-from contextlib import suppress
 from datetime import datetime
 from typing import Any
 
 from lifeboat.decide import Decision, Verdict
 from lifeboat.events.notice import Kind, Notice
-from lifeboat.kube import Conflict, KubeApi
+from lifeboat.kube import Conflict, KubeApi, KubeError
+
+_log = logging.getLogger(__name__)
 
 COMPONENT = "lifeboat"
 # Node events live in "default", where kubectl describe node looks for them.
@@ -72,6 +74,11 @@ def node_event(
 def record(
     kube: KubeApi, node: Mapping[str, Any], notice: Notice, decision: Decision, now: datetime
 ) -> None:
-    # 409: the same decision was recorded by an earlier delivery.
-    with suppress(Conflict):
+    """Best effort: the Event is the audit trail of an action already taken (and logged).
+    Failing the message for it would redo the decision and schedule its follow-ups twice."""
+    try:
         kube.create_event(EVENT_NAMESPACE, node_event(node, notice, decision, now))
+    except Conflict:
+        pass  # the same decision was recorded by an earlier delivery
+    except KubeError as error:
+        _log.warning("could not record the decision as a Kubernetes Event: %s", error)

@@ -31,6 +31,8 @@ class Report:
     event_time: datetime | None = None
     # Ignored because the instance is not this stack's to manage (counted as a metric).
     unmanaged: bool = False
+    # The task of the wake-up that produced this report (None: an AWS notice).
+    wakeup: str | None = None
 
     @classmethod
     def for_notice(cls, notice: Notice, outcome: Outcome, reason: str, **fields: Any) -> Report:

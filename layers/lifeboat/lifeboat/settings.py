@@ -13,7 +13,9 @@ from datetime import timedelta
 
 from lifeboat.events.notice import Kind
 
-TAINT_EFFECTS = ("NoSchedule", "NoExecute", "PreferNoSchedule")
+# PreferNoSchedule is not offered: it is the effect of the mark a deferred node gets, and a
+# node Lifeboat acted on must be told apart from one that only waits.
+TAINT_EFFECTS = ("NoSchedule", "NoExecute")
 KIND_ACTIONS = ("ignore", "cordon", "replace")
 
 

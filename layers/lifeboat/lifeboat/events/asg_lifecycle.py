@@ -39,7 +39,6 @@ from lifeboat.events.envelope import EventBridgeEvent, Form, Unwrapped
 from lifeboat.events.notice import Kind, LifecycleHook, Notice
 
 TERMINATING = "autoscaling:EC2_INSTANCE_TERMINATING"
-LAUNCHING = "autoscaling:EC2_INSTANCE_LAUNCHING"
 TEST_NOTIFICATION = "autoscaling:TEST_NOTIFICATION"
 DEFAULT_HEARTBEAT_TIMEOUT = timedelta(hours=1)
 """Auto Scaling's default ``HeartbeatTimeout``; the messages do not carry the hook's own."""
@@ -55,9 +54,6 @@ class LifecycleAction(Model):
     transition: Literal[
         "autoscaling:EC2_INSTANCE_TERMINATING", "autoscaling:EC2_INSTANCE_LAUNCHING"
     ] = Field(alias="LifecycleTransition")
-    origin: str | None = Field(None, alias="Origin")
-    destination: str | None = Field(None, alias="Destination")
-    notification_metadata: str | None = Field(None, alias="NotificationMetadata")
 
 
 class HookMessage(LifecycleAction):

@@ -152,9 +152,6 @@ Rfc1123 = Annotated[datetime, BeforeValidator(parse_rfc1123)]
 OptionalIso8601 = Annotated[
     datetime | None, BeforeValidator(lambda v: None if v is None else parse_iso8601(v))
 ]
-OptionalRfc1123 = Annotated[
-    datetime | None, BeforeValidator(lambda v: None if v is None else parse_rfc1123(v))
-]
 
 
 # --- models ------------------------------------------------------------------------------------

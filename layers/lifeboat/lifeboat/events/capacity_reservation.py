@@ -29,7 +29,6 @@ class CapacityReservationInterruptionDetail(Model):
     instance_id: InstanceId = Field(alias="instance-id")
     instance_action: str = Field("terminate", alias="instance-action")
     instance_termination_time: OptionalIso8601 = Field(None, alias="instance-termination-time")
-    az_id: str | None = Field(None, alias="azId")
 
 
 class CapacityReservationInterruptionParser:

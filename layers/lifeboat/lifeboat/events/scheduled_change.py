@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from lifeboat.events.base import INSTANCE_ID_RE, Model, OptionalRfc1123, Rfc1123, clip
+from lifeboat.events.base import INSTANCE_ID_RE, Model, Rfc1123, clip
 from lifeboat.events.envelope import EventBridgeEvent
 from lifeboat.events.notice import Kind, Notice
 
@@ -22,7 +22,6 @@ CATEGORY = "scheduledChange"
 class HealthEventHead(Model):
     """What every Health event carries; enough to tell whether it concerns Lifeboat."""
 
-    event_arn: str | None = Field(None, alias="eventArn")
     service: str
     event_type_code: str = Field(alias="eventTypeCode")
     event_type_category: str = Field(alias="eventTypeCategory")
@@ -35,7 +34,6 @@ class AffectedEntity(Model):
 
 class ScheduledChangeDetail(HealthEventHead):
     start_time: Rfc1123 = Field(alias="startTime")
-    end_time: OptionalRfc1123 = Field(None, alias="endTime")
     affected_entities: list[AffectedEntity] = Field(alias="affectedEntities")
 
 
