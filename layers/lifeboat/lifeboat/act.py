@@ -39,7 +39,7 @@ class LifecycleActions(Protocol):
 
 
 @dataclass
-class Outcome:
+class ActResult:
     """What act did: the contract's ``actions`` list, plus what is left for later."""
 
     actions: list[Action] = field(default_factory=list)
@@ -67,8 +67,8 @@ class Actor:
         # rest of the drain to a later wake-up (never sleep out a deadline in a Lambda).
         self._drain_patience = drain_patience
 
-    def carry_out(self, notice: Notice, target: Target, decision: Decision) -> Outcome:
-        outcome = Outcome()
+    def carry_out(self, notice: Notice, target: Target, decision: Decision) -> ActResult:
+        outcome = ActResult()
         dry = self._settings.dry_run
         for step in decision.steps:
             if step is Step.TAINT_AND_CORDON:
@@ -116,7 +116,7 @@ class Actor:
 
     # -- Karpenter -------------------------------------------------------------------------
 
-    def _replace(self, notice: Notice, target: Target, outcome: Outcome, dry: bool) -> str | None:
+    def _replace(self, notice: Notice, target: Target, outcome: ActResult, dry: bool) -> str | None:
         assert target.node is not None
         if target.nodeclaim is None or target.nodepool is None:
             return None
@@ -152,7 +152,7 @@ class Actor:
 
     # -- drain without Karpenter -----------------------------------------------------------
 
-    def _drain(self, notice: Notice, target: Target, outcome: Outcome, dry: bool) -> None:
+    def _drain(self, notice: Notice, target: Target, outcome: ActResult, dry: bool) -> None:
         assert target.node is not None
         node_name = nodes.name_of(target.node)
         give_up = time.monotonic() + self._drain_patience

@@ -20,7 +20,7 @@ from functools import partial
 from typing import Any, Protocol
 
 from lifeboat import nodes
-from lifeboat.act import Actor, LifecycleActions
+from lifeboat.act import Actor, ActResult, LifecycleActions
 from lifeboat.decide import Decision, Step, Verdict, decide
 from lifeboat.events import parse_message
 from lifeboat.events.notice import MalformedMessage, Notice
@@ -178,10 +178,15 @@ class Pipeline:
         target = resolver.resolve(notice.instance_id, info)
         if target.node is None or notice.involuntary:
             return self._decide_and_act(resolver, notice, target)
-        # Voluntary: weigh the budget and take the slot under the pool's lease.
+        # Voluntary: weigh the budget and take the slot under the pool's lease. Only the
+        # first step (the taint that makes the node count as disrupting, or the pending
+        # mark) needs the lease; the replacement and the rest follow once it is released.
         with self._pool_lease(resolver.kube, target):
             target = resolver.with_budget_state(target)
-            return self._decide_and_act(resolver, notice, target)
+            decision = decide(notice, target, self.settings, self.clock())
+            first = replace(decision, steps=decision.steps[:1])
+            held = self._actor(resolver.kube).carry_out(notice, target, first)
+        return self._carry_out(resolver.kube, notice, target, decision, done=held)
 
     @contextmanager
     def _pool_lease(self, kube: KubeApi, target: Target) -> Iterator[None]:
@@ -197,10 +202,20 @@ class Pipeline:
         return self._carry_out(resolver.kube, notice, target, decision)
 
     def _carry_out(
-        self, kube: KubeApi, notice: Notice, target: Target, decision: Decision
+        self,
+        kube: KubeApi,
+        notice: Notice,
+        target: Target,
+        decision: Decision,
+        done: ActResult | None = None,
     ) -> Report:
+        """Carry out ``decision`` (all but the steps ``done`` already took), schedule its
+        follow-ups and record it."""
         now = self.clock()
-        outcome = self._actor(kube).carry_out(notice, target, decision)
+        rest = replace(decision, steps=decision.steps[1:]) if done is not None else decision
+        outcome = self._actor(kube).carry_out(notice, target, rest)
+        if done is not None:
+            outcome.actions[:0] = done.actions
         reason = decision.reason
         if self.settings.dry_run and decision.verdict is not Verdict.IGNORE:
             reason = f"dry run, nothing changed: {reason}"

@@ -19,7 +19,10 @@ from typing import Any
 
 from lifeboat.kube import Conflict, KubeApi, NotFound
 
-LEASE_SECONDS = 15
+# Longer than the worst case of the section it guards (a few requests, each retried with
+# backoff under a 10 s timeout), so a slow API server cannot let a second worker in; a
+# holder that died frees it after this long, and waiters retry the message meanwhile.
+LEASE_SECONDS = 60
 
 
 class LockTimeout(RuntimeError):
