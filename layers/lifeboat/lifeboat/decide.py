@@ -151,7 +151,7 @@ def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime
 
     pool = target.pool
     allowance = allowed_disruptions(pool.nodepool, pool.node_count, pool.disrupting, now)
-    if allowance.allowed is None or allowance.allowed > 0:
+    if allowance.permits_one:
         return Decision(
             Verdict.ACT, f"{what}: NodePool {pool.name} allows it ({allowance.reason})", act_steps
         )

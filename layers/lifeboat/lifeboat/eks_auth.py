@@ -23,11 +23,12 @@ exception message. The CA is public and is passed in memory (``ca_cert_data``), 
 
 Example::
 
-    from kubernetes import client
-    from lifeboat.eks_auth import api_client_for
+    from lifeboat.eks_auth import EksAuth
+    from lifeboat.kube import KubeApi
 
-    core = client.CoreV1Api(api_client_for("prod-eu"))
-    core.list_node()
+    auth = EksAuth()  # one per container: it caches endpoints, CAs and tokens
+    kube = KubeApi(auth.api_client("prod-eu"))
+    kube.get_node("ip-10-0-1-11.ec2.internal")
 
 For replay against a live cluster from a workstation, :func:`api_client_from_kubeconfig`
 uses a kubeconfig instead (its ``exec`` plugin, usually ``aws eks get-token``, does the rest).
@@ -57,7 +58,6 @@ __all__ = [
     "ClusterInfo",
     "EksAuth",
     "EksAuthError",
-    "api_client_for",
     "api_client_from_kubeconfig",
     "generate_token",
 ]
@@ -279,20 +279,6 @@ class EksAuth:
                 cached = k8s_client.ApiClient(self.configuration(cluster_name))
                 self._api_clients[cluster_name] = cached
             return cached
-
-
-_default: EksAuth | None = None
-_default_lock = threading.Lock()
-
-
-def api_client_for(cluster_name: str) -> k8s_client.ApiClient:
-    """The process-wide ``ApiClient`` for ``cluster_name`` (built on first use)."""
-    global _default
-    with _default_lock:
-        if _default is None:
-            _default = EksAuth()
-        auth = _default
-    return auth.api_client(cluster_name)
 
 
 def api_client_from_kubeconfig(path: str, context: str | None = None) -> k8s_client.ApiClient:

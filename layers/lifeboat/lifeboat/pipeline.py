@@ -301,7 +301,7 @@ class Pipeline:
         notice, now = wakeup.notice, self.clock()
         started = wakeup.started or now
         claim = kube.get_nodeclaim(wakeup.replacement) if wakeup.replacement else None
-        ready = claim is not None and _is_ready(claim)
+        ready = claim is not None and nodes.is_ready(claim)
         give_up = started + self.settings.replacement_timeout
         if claim is not None and not ready and now < give_up:
             due = min(now + FOLLOW_UP_INTERVAL, give_up)
@@ -341,11 +341,6 @@ def _notices_of(item: Parsed) -> list[Notice]:
     if isinstance(item, Wakeup):
         return [item.notice]
     return []
-
-
-def _is_ready(claim: Mapping[str, Any]) -> bool:
-    conditions = claim.get("status", {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
 def _as_mapping(body: Body) -> Mapping[str, Any] | None:

@@ -26,7 +26,6 @@ class NotYetKnown(RuntimeError):
 class Route:
     cluster: str | None = None
     skip_reason: str | None = None
-    unmanaged: bool = False
 
 
 def foreign_origin(notice: Notice, settings: Settings) -> str | None:
@@ -57,18 +56,16 @@ def route(notice: Notice, info: InstanceInfo | None, settings: Settings, now: da
             raise NotYetKnown(f"instance {instance} is unknown; retrying within the grace period")
         return Route(
             skip_reason=f"instance {instance} is unknown (not found in EC2 or the cluster)",
-            unmanaged=True,
         )
     if settings.managed_tag and settings.managed_tag not in info.tags:
         return Route(
             info.cluster,
             f"instance {instance} lacks the managed tag {settings.managed_tag}",
-            unmanaged=True,
         )
     if settings.clusters and info.cluster not in settings.clusters:
         if info.cluster is None:
             why = f"instance {instance} belongs to no EKS cluster"
         else:
             why = f"instance {instance} belongs to cluster {info.cluster}, not managed here"
-        return Route(info.cluster, why, unmanaged=True)
+        return Route(info.cluster, why)
     return Route(info.cluster)
