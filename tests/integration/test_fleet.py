@@ -249,12 +249,14 @@ def test_a_pdb_blocked_drain_heartbeats_then_completes_once_the_pdb_allows() -> 
 # --- safety switches ---------------------------------------------------------------------
 
 
-def replay_pipeline(emu: Emulator, objects: list[dict[str, Any]], settings: Settings) -> Pipeline:
+def replay_pipeline(
+    emu: Emulator, objects: list[dict[str, Any]], settings: Settings, now: datetime = NOW
+) -> Pipeline:
     return Pipeline(
         clusters=OneCluster(KubeApi(emu.api_client(), RetryPolicy(attempts=2))),
         directory=directory_from_objects(objects),
         settings=settings,
-        clock=lambda: NOW,
+        clock=lambda: now,
         wakeups=MemoryWakeups(),
         ledger=MemoryLedger(),
     )
@@ -323,3 +325,31 @@ def test_an_opted_out_nodepool_is_left_alone_even_for_spot() -> None:
         assert report.outcome == "ignored"
         assert "opted out" in report.reason
         assert emu.requests["patch"] == 0
+
+
+def test_a_deferred_rebalance_let_go_removes_its_pending_mark() -> None:
+    objects = load_cluster_file(EVENTS / "cluster.yaml")
+    rebalance = (EVENTS / "rebalance-recommendation.json").read_text()
+    node_name = "ip-10-0-1-12.ec2.internal"
+    with Emulator(objects) as emu:
+        freeze = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)  # inside general's weekday freeze
+        pipeline = replay_pipeline(emu, objects, Settings(), freeze)
+        [deferred] = pipeline.process([rebalance])[0].reports
+        assert deferred.outcome == "deferred"
+        marked = emu.get_object("Node", node_name)
+        assert marked is not None
+        assert [t["effect"] for t in marked["spec"]["taints"]] == ["PreferNoSchedule"]
+        # The operator opts the pool out while the notice waits; its wake-up lets it go.
+        pool = emu.get_object("NodePool", "general")
+        assert pool is not None
+        pool["metadata"]["annotations"][nodes.OPT_OUT_ANNOTATION] = "true"
+        emu.put_object(pool)
+        later = replay_pipeline(emu, objects, Settings(), freeze)
+        [let_go] = later.process([rebalance])[0].reports
+        assert let_go.outcome == "ignored"
+        assert let_go.actions == (
+            {"type": "untaint", "key": nodes.taint_key(Kind.REBALANCE_RECOMMENDATION)},
+        )
+        cleared = emu.get_object("Node", node_name)
+        assert cleared is not None
+        assert not cleared["spec"].get("taints")

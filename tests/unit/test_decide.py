@@ -575,3 +575,25 @@ def test_a_waiting_node_that_goes_not_ready_still_honours_the_budget() -> None:
         SATURDAY,
     )
     assert decision.verdict is not Verdict.ACT
+
+
+def test_a_notice_let_go_takes_its_pending_mark_with_it() -> None:
+    sent = TUESDAY_AFTERNOON - timedelta(hours=23, minutes=59)
+    marked = node(
+        taints=[{"key": "lifeboat.dev/rebalance-recommendation", "effect": "PreferNoSchedule"}]
+    )
+    frozen = target(marked, pool=nodepool([{"nodes": "20%"}, FREEZE]))
+    decision = decide(
+        notice(Kind.REBALANCE_RECOMMENDATION, at=sent), frozen, Settings(), TUESDAY_AFTERNOON
+    )
+    assert decision.verdict is Verdict.IGNORE
+    assert decision.steps == (Step.CLEAR_PENDING,)
+    # Another kind's mark is not this notice's to clear.
+    other = node(taints=[{"key": "lifeboat.dev/scheduled-change", "effect": "PreferNoSchedule"}])
+    decision = decide(
+        notice(Kind.REBALANCE_RECOMMENDATION, at=sent),
+        target(other, pool=nodepool([{"nodes": "20%"}, FREEZE])),
+        Settings(),
+        TUESDAY_AFTERNOON,
+    )
+    assert decision.steps == ()

@@ -112,3 +112,19 @@ def test_stale_read_makes_the_patch_fail() -> None:
     with pytest.raises(ApiError) as failed:
         apply_json_patch(current, ops)
     assert failed.value.code == 422
+
+
+def test_untaint_removes_only_the_pending_mark_of_its_key() -> None:
+    from lifeboat.act import untaint_operations
+
+    taints = [
+        {"key": "lifeboat.dev/rebalance-recommendation", "effect": "PreferNoSchedule"},
+        {"key": "workload", "value": "batch", "effect": "NoSchedule"},
+    ]
+    node = {"metadata": {"name": "n", "resourceVersion": "7"}, "spec": {"taints": taints}}
+    operations = untaint_operations(node, "lifeboat.dev/rebalance-recommendation")
+    assert operations == [
+        {"op": "test", "path": "/spec/taints", "value": taints},
+        {"op": "replace", "path": "/spec/taints", "value": [taints[1]]},
+    ]
+    assert untaint_operations(node, "lifeboat.dev/scheduled-change") == []

@@ -73,6 +73,8 @@ class Actor:
         for step in decision.steps:
             if step is Step.TAINT_AND_CORDON:
                 outcome.actions += self._taint(notice, target, "cordon", dry)
+            elif step is Step.CLEAR_PENDING:
+                outcome.actions += self._clear_pending(notice, target, dry)
             elif step is Step.MARK_PENDING:
                 outcome.actions += self._taint(notice, target, "prefer", dry)
             elif step is Step.CREATE_REPLACEMENT:
@@ -97,22 +99,35 @@ class Actor:
             actions.append({"type": "cordon"})
         if dry:
             return actions
-        node = target.node
+        if not self._patch_node(target.node, lambda n: taint_operations(n, key, effect, cordon)):
+            return []  # the node went away while we were patching: nothing to cordon
+        return actions
+
+    def _clear_pending(self, notice: Notice, target: Target, dry: bool) -> list[Action]:
+        assert target.node is not None
+        key = nodes.taint_key(notice.kind)
+        if not dry and not self._patch_node(target.node, lambda n: untaint_operations(n, key)):
+            return []
+        return [{"type": "untaint", "key": key}]
+
+    def _patch_node(self, node: Obj, operations_for: Callable[[Obj], list[dict[str, Any]]]) -> bool:
+        """Apply the JSON patch built from the node as read; on 409/422 (it changed since),
+        read it again and rebuild. False if the node is gone."""
         for attempt in range(PATCH_ATTEMPTS):
-            operations = taint_operations(node, key, effect, cordon)
+            operations = operations_for(node)
             if not operations:
-                return actions
+                return True
             try:
                 self._kube.patch_node(nodes.name_of(node), operations)
-                return actions
+                return True
             except KubeError as error:
                 if error.status not in (409, 422) or attempt == PATCH_ATTEMPTS - 1:
                     raise
             fresh = self._kube.get_node(nodes.name_of(node))
             if fresh is None:
-                return []  # the node went away while we were patching: nothing to cordon
+                return False
             node = fresh
-        return actions
+        return True
 
     # -- Karpenter -------------------------------------------------------------------------
 
@@ -206,3 +221,17 @@ def taint_operations(node: Obj, key: str, effect: str, cordon: bool) -> list[dic
     if cordon and not node.get("spec", {}).get("unschedulable"):
         operations.append({"op": "add", "path": "/spec/unschedulable", "value": True})
     return operations
+
+
+def untaint_operations(node: Obj, key: str) -> list[dict[str, Any]]:
+    """The JSON patch that removes the PreferNoSchedule mark ``key`` ([] if absent)."""
+    existing = nodes.taints(node)
+    kept = [
+        t for t in existing if not (t.get("key") == key and t.get("effect") == "PreferNoSchedule")
+    ]
+    if len(kept) == len(existing):
+        return []
+    return [
+        {"op": "test", "path": "/spec/taints", "value": existing},
+        {"op": "replace", "path": "/spec/taints", "value": kept},
+    ]

@@ -9,7 +9,7 @@ AWS's own start time, because waiting longer would let AWS take the node unprepa
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 
@@ -38,6 +38,7 @@ class Step(StrEnum):
 
     TAINT_AND_CORDON = "taint-and-cordon"  # one patch: NoSchedule-ish taint + unschedulable
     MARK_PENDING = "mark-pending"  # PreferNoSchedule taint while a voluntary action waits
+    CLEAR_PENDING = "clear-pending"  # that mark, removed when the notice is let go
     CREATE_REPLACEMENT = "create-nodeclaim"
     DELETE_NODECLAIM = "delete-nodeclaim"  # Karpenter drains (honouring PDBs) and terminates
     DRAIN = "evict"  # no Karpenter: Lifeboat evicts through the Eviction API
@@ -64,6 +65,19 @@ def ignore(reason: str) -> Decision:
 
 def decide(notice: Notice, target: Target, settings: Settings, now: datetime) -> Decision:
     """Decide what to do now about ``notice`` for ``target``."""
+    decision = _decide(notice, target, settings, now)
+    # A notice let go (given up, opted out, configured to ignore) takes its waiting mark
+    # with it, or the node would stay marked PreferNoSchedule for the rest of its life.
+    if (
+        decision.verdict is Verdict.IGNORE
+        and target.node is not None
+        and nodes.pending_mark(target.node, nodes.taint_key(notice.kind))
+    ):
+        return replace(decision, steps=(Step.CLEAR_PENDING,))
+    return decision
+
+
+def _decide(notice: Notice, target: Target, settings: Settings, now: datetime) -> Decision:
     if notice.ignore_reason:
         return ignore(notice.ignore_reason)
     if target.node is None:

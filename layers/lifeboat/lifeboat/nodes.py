@@ -66,6 +66,11 @@ def lifeboat_taint(node: Obj) -> dict[str, Any] | None:
     return None
 
 
+def pending_mark(node: Obj, key: str) -> bool:
+    """The node carries the PreferNoSchedule mark of a notice of this taint key."""
+    return any(t.get("key") == key and t.get("effect") == "PreferNoSchedule" for t in taints(node))
+
+
 def acted_on(node: Obj) -> bool:
     """Lifeboat has taken this node out of service (not merely marked it as waiting)."""
     taint = lifeboat_taint(node)
