@@ -19,6 +19,8 @@ read (a real API server is linearizable for a single object through etcd as well
 
 from __future__ import annotations
 
+import copy
+import json
 import os
 import threading
 import time
@@ -26,19 +28,23 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from lifeboat import nodes
 from lifeboat.kube import KubeApi, RetryPolicy
+from lifeboat.ledger import MemoryLedger
 from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.report import Outcome, Report
 from lifeboat.settings import Settings
 from lifeboat.target import Target
 from lifeboat.wakeup import MemoryWakeups
 from lifeboat_local.directory import directory_from_objects
-from lifeboat_local.kubemu import Emulator
+from lifeboat_local.kubemu import Emulator, load_cluster_file
+
+EVENTS = Path(__file__).resolve().parents[2] / "events"
 
 POOL = "burst"
 BUDGET = 3
@@ -285,3 +291,31 @@ def test_without_the_lease_the_budget_is_exceeded(monkeypatch: pytest.MonkeyPatc
             assert emu.objects("Lease") == []  # nothing took a lease
             return
     pytest.fail(f"without the lease the budget of {BUDGET} held (max {worst} disrupting)")
+
+
+def test_threads_of_one_invocation_queue_in_process_not_on_the_api_server() -> None:
+    """The messages of one batch share a client: they wait for each other in the process,
+    so each voluntary notice costs one lease read, never a polling loop."""
+    objects = load_cluster_file(EVENTS / "cluster.yaml")
+    sample = json.loads((EVENTS / "rebalance-recommendation.json").read_text())
+    instances = ["i-0a1b2c3d4e5f6000" + n for n in "28913"]  # five nodes of pool general
+    bodies = []
+    for number, instance in enumerate(instances):
+        event = copy.deepcopy(sample)
+        event["id"] = f"burst-{number}"
+        event["detail"]["instance-id"] = instance
+        bodies.append(json.dumps(event))
+    with Emulator(objects, latency=0.005) as emu:
+        pipeline = Pipeline(
+            clusters=OneCluster(KubeApi(emu.api_client())),
+            directory=directory_from_objects(objects),
+            settings=Settings(),
+            clock=lambda: datetime(2026, 12, 1, 18, 0, tzinfo=UTC),  # after the freeze
+            wakeups=MemoryWakeups(),
+            ledger=MemoryLedger(),
+            workers=5,
+        )
+        results = pipeline.process(bodies)
+        outcomes = sorted(str(r.reports[0].outcome) for r in results)
+        assert outcomes == ["acted", "acted", "deferred", "deferred", "deferred"]  # 20 % of 6
+        assert emu.requests_by_resource[("get", "leases")] == len(bodies)

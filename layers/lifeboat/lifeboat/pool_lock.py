@@ -10,8 +10,10 @@ Acquisition is a ``resourceVersion``-guarded write, so two workers can never bot
 from __future__ import annotations
 
 import random
+import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from datetime import datetime, timedelta
@@ -52,13 +54,21 @@ class PoolLock:
     @contextmanager
     def hold(self, pool: str) -> Iterator[None]:
         name = f"lifeboat-nodepool-{pool}"
-        # Unique per hold: two threads of one process are two contenders.
-        holder = f"{self._holder}-{uuid.uuid4().hex[:8]}"
-        lease = self._acquire(name, holder)
+        # Threads of one invocation queue in the process first: polling the API server for
+        # a lease a sibling thread holds would only cost requests.
+        local = _local_lock(self._kube, name)
+        if not local.acquire(timeout=self._wait):
+            raise LockTimeout(f"lease {self._namespace}/{name} stayed held in this process")
         try:
-            yield
+            # Unique per hold: another process may hold the lease under our name prefix.
+            holder = f"{self._holder}-{uuid.uuid4().hex[:8]}"
+            lease = self._acquire(name, holder)
+            try:
+                yield
+            finally:
+                self._release(lease)
         finally:
-            self._release(lease)
+            local.release()
 
     def _acquire(self, name: str, holder: str) -> dict[str, Any]:
         give_up = time.monotonic() + self._wait
@@ -100,6 +110,18 @@ class PoolLock:
         # Expired and taken over, or deleted: either way it is no longer ours.
         with suppress(Conflict, NotFound):
             self._kube.update_lease(self._namespace, lease)
+
+
+_local_locks: weakref.WeakKeyDictionary[KubeApi, dict[str, threading.Lock]] = (
+    weakref.WeakKeyDictionary()
+)
+_local_guard = threading.Lock()
+
+
+def _local_lock(kube: KubeApi, name: str) -> threading.Lock:
+    """One lock per (cluster client, lease) in this process."""
+    with _local_guard:
+        return _local_locks.setdefault(kube, {}).setdefault(name, threading.Lock())
 
 
 def _held_by_other(lease: dict[str, Any], holder: str, now: datetime) -> bool:
