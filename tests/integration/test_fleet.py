@@ -353,3 +353,34 @@ def test_a_deferred_rebalance_let_go_removes_its_pending_mark() -> None:
         cleared = emu.get_object("Node", node_name)
         assert cleared is not None
         assert not cleared["spec"].get("taints")
+
+
+def test_a_follow_up_finds_its_cluster_when_ec2_no_longer_knows_the_instance() -> None:
+    from lifeboat.events import parse_message
+    from lifeboat.instances import StaticInstanceDirectory
+    from lifeboat.wakeup import Task, Wakeup
+
+    objects = load_cluster_file(EVENTS / "cluster.yaml")
+    spot = (EVENTS / "spot-interruption.json").read_text()
+    [notice] = parse_message(spot, received_at=NOW)
+    with Emulator(objects) as emu:
+        router = PerCluster({"prod": KubeApi(emu.api_client())})
+        pipeline = Pipeline(
+            clusters=router,
+            directory=StaticInstanceDirectory(),  # the instance is long terminated
+            settings=Settings(clusters=("prod", "stage")),
+            clock=lambda: NOW,
+        )
+        wakeup = Wakeup(
+            Task.FINISH_REPLACEMENT,
+            notice,
+            NOW,
+            replacement="general-gone",
+            old_nodeclaim="general-7xkqz",
+            cluster="prod",
+        )
+        [result] = pipeline.process([encode(wakeup)])
+        assert result.error is None
+        assert result.reports[0].actions == ({"type": "delete-nodeclaim", "name": "general-7xkqz"},)
+        assert emu.get_object("NodeClaim", "general-7xkqz") is None
+        assert set(router.asked) == {"prod"}

@@ -256,6 +256,7 @@ class Pipeline:
         if self.wakeups is None:
             return
         now = self.clock()
+        cluster = target.info.cluster if target.info else None
         if decision.verdict is Verdict.DEFER:
             candidates = [t for t in (decision.deferred_until, decision.recheck_at) if t]
             due = min(candidates) if candidates else now + FOLLOW_UP_INTERVAL
@@ -270,13 +271,15 @@ class Pipeline:
                     old_nodeclaim=target.nodeclaim,
                     old_nodeclaim_uid=target.nodeclaim_uid,
                     started=now,
+                    cluster=cluster,
                 )
             )
         if pods_remaining:
             if notice.lifecycle is not None and self.lifecycle is not None:
                 # Keep the instance alive while PDBs hold the drain back.
                 self.lifecycle.heartbeat(notice.lifecycle)
-            self.wakeups.schedule(Wakeup(Task.CONTINUE_DRAIN, notice, now + FOLLOW_UP_INTERVAL))
+            due = now + FOLLOW_UP_INTERVAL
+            self.wakeups.schedule(Wakeup(Task.CONTINUE_DRAIN, notice, due, cluster=cluster))
 
     # -- wake-ups --------------------------------------------------------------------------
 
@@ -285,7 +288,7 @@ class Pipeline:
             return self._handle(batch, wakeup.notice)
         notice = wakeup.notice
         info = batch.infos.get(notice.instance_id or "")
-        resolver = batch.resolver(info.cluster if info else None)
+        resolver = batch.resolver(wakeup.cluster or (info.cluster if info else None))
         if wakeup.task is Task.CONTINUE_DRAIN:
             target = resolver.resolve(notice.instance_id or "", info) if info else Target("")
             steps: tuple[Step, ...] = (Step.DRAIN, Step.COMPLETE_LIFECYCLE)

@@ -36,6 +36,9 @@ class Wakeup:
     old_nodeclaim_uid: str | None = None
     started: datetime | None = None
     attempt: int = 0
+    # The instance's cluster, known when scheduled: a terminated instance may no longer be
+    # described by EC2 when its follow-up comes due.
+    cluster: str | None = None
 
     @property
     def key(self) -> str:
@@ -89,6 +92,7 @@ def decode(message: Mapping[str, Any]) -> Wakeup:
             old_nodeclaim_uid=message.get("old_nodeclaim_uid"),
             started=_time(message.get("started")),
             attempt=int(message.get("attempt", 0)),
+            cluster=message.get("cluster"),
         )
     except MalformedMessage:
         raise
