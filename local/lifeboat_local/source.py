@@ -55,6 +55,8 @@ def open_cluster(
         return
     if cluster is None:
         raise UsageError("one of --cluster or --kubeconfig is required")
+    if context is not None:
+        raise UsageError("--context goes with --kubeconfig, not with --cluster")
     objects = load_objects(cluster)
     with Emulator(objects) as emulator:
         yield ClusterSource(

@@ -213,3 +213,9 @@ def test_usage_errors_exit_1(argv: list[str]) -> None:
     except SystemExit as exited:  # argparse's usage errors
         status = int(exited.code or 0)
     assert status == 1
+
+
+def test_context_without_kubeconfig_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    status = main(["windows", "--cluster", str(CLUSTER), "--context", "prod"])
+    assert status == 1
+    assert "--context goes with --kubeconfig" in capsys.readouterr().err
