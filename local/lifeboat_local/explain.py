@@ -115,44 +115,6 @@ def pdbs_for(kube: KubeApi, pods: Sequence[Obj]) -> list[dict[str, Any]]:
     return found
 
 
-def disrupting_nodes(kube: KubeApi, nodepool: Obj) -> list[dict[str, str]]:
-    """The pool's disrupting nodes with why, counted as ``Resolver.pool_state`` counts them."""
-    selector = f"{nodes.NODEPOOL_LABEL}={nodes.name_of(nodepool)}"
-    deleting = {
-        nodes.name_of(c)
-        for c in kube.list_nodeclaims(selector)
-        if c["metadata"].get("deletionTimestamp")
-    }
-    found = []
-    with_nodes: set[str] = set()
-    for node in kube.list_nodes(selector):
-        owner = nodes.nodeclaim_owner(node)
-        if owner:
-            with_nodes.add(owner[0])
-        why = _disrupting_why(node, owner[0] if owner and owner[0] in deleting else None)
-        if why:
-            found.append({"node": nodes.name_of(node), "why": why})
-    for claim in sorted(deleting - with_nodes):
-        found.append({"node": f"(NodeClaim {claim})", "why": "NodeClaim deleting, node gone"})
-    return found
-
-
-def _disrupting_why(node: Obj, deleting_claim: str | None) -> str | None:
-    if node.get("metadata", {}).get("deletionTimestamp"):
-        return "node being deleted"
-    if not nodes.is_ready(node):
-        return "node not Ready"
-    for taint in nodes.taints(node):
-        key = str(taint.get("key", ""))
-        if key == nodes.KARPENTER_DISRUPTED_TAINT or (
-            key.startswith(f"{nodes.DOMAIN}/") and taint.get("effect") != "PreferNoSchedule"
-        ):
-            return f"taint {key}:{taint.get('effect')}"
-    if deleting_claim:
-        return f"NodeClaim {deleting_claim} deleting"
-    return None
-
-
 def budget_facts(
     nodepool: Obj, node_count: int, at: datetime
 ) -> tuple[list[dict[str, Any]], str | None]:
@@ -298,7 +260,7 @@ def _target_facts(kube: KubeApi, target: Target, at: datetime) -> dict[str, Any]
             "name": pool.name,
             "nodes": pool.node_count,
             "disrupting": pool.disrupting,
-            "disrupting_nodes": disrupting_nodes(kube, pool.nodepool),
+            "disrupting_nodes": [{"node": n, "why": w} for n, w in pool.disrupting_nodes],
             "opted_out": nodes.annotations_of(pool.nodepool).get(nodes.OPT_OUT_ANNOTATION),
             "budgets": budgets,
             "budget_error": error,

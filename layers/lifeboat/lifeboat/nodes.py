@@ -77,20 +77,27 @@ def acted_on(node: Obj) -> bool:
     return taint is not None and taint.get("effect") != "PreferNoSchedule"
 
 
-def is_disrupting(node: Obj) -> bool:
-    """Karpenter's notion, widened to Lifeboat's own taints (design.md).
+def disruption_reason(node: Obj) -> str | None:
+    """Why the node counts as disrupting (None: it does not). Karpenter's notion, widened to
+    Lifeboat's own taints (design.md); the NodeClaim's deletion is the pool's to add.
 
     A PreferNoSchedule taint (a deferred notice) does not count: the node is still in use.
     """
-    if node.get("metadata", {}).get("deletionTimestamp") or not is_ready(node):
-        return True
+    if node.get("metadata", {}).get("deletionTimestamp"):
+        return "node being deleted"
+    if not is_ready(node):
+        return "node not Ready"
     for taint in taints(node):
         key = str(taint.get("key", ""))
-        if key == KARPENTER_DISRUPTED_TAINT:
-            return True
-        if key.startswith(f"{DOMAIN}/") and taint.get("effect") != "PreferNoSchedule":
-            return True
-    return False
+        if key == KARPENTER_DISRUPTED_TAINT or (
+            key.startswith(f"{DOMAIN}/") and taint.get("effect") != "PreferNoSchedule"
+        ):
+            return f"taint {key}:{taint.get('effect')}"
+    return None
+
+
+def is_disrupting(node: Obj) -> bool:
+    return disruption_reason(node) is not None
 
 
 def nodeclaim_owner(node: Obj) -> tuple[str, str | None] | None:

@@ -73,17 +73,26 @@ class Resolver:
         deleting_claims = {
             nodes.name_of(c) for c in claims if c["metadata"].get("deletionTimestamp")
         }
-        disrupting = 0
+        disrupting: list[tuple[str, str]] = []
         claims_with_nodes: set[str] = set()
         for node in pool_nodes:
             owner = nodes.nodeclaim_owner(node)
             if owner:
                 claims_with_nodes.add(owner[0])
-            if nodes.is_disrupting(node) or (owner and owner[0] in deleting_claims):
-                disrupting += 1
+            why = nodes.disruption_reason(node)
+            if why is None and owner and owner[0] in deleting_claims:
+                why = f"NodeClaim {owner[0]} deleting"
+            if why is not None:
+                disrupting.append((nodes.name_of(node), why))
         # A claim being deleted whose node is already gone still holds its slot until it goes.
-        disrupting += len(deleting_claims - claims_with_nodes)
-        return PoolState(nodepool, node_count=len(pool_nodes), disrupting=disrupting)
+        for claim in sorted(deleting_claims - claims_with_nodes):
+            disrupting.append((f"(NodeClaim {claim})", "NodeClaim deleting, node gone"))
+        return PoolState(
+            nodepool,
+            node_count=len(pool_nodes),
+            disrupting=len(disrupting),
+            disrupting_nodes=tuple(disrupting),
+        )
 
     def _find_node(self, instance_id: str, info: InstanceInfo) -> Mapping[str, Any] | None:
         """GET the node by the name EC2 gave; if that misses (custom hostnames), ask the

@@ -18,6 +18,8 @@ class PoolState:
     nodepool: Obj
     node_count: int
     disrupting: int
+    # Who is disrupting and why, as (node, reason), when resolve counted them.
+    disrupting_nodes: tuple[tuple[str, str], ...] = ()
 
     @property
     def name(self) -> str:
