@@ -242,15 +242,7 @@ def _karpenter_already_replacing(target: Target) -> bool:
 
 
 def _describe(notice: Notice) -> str:
-    labels = {
-        Kind.SPOT_INTERRUPTION: "spot interruption",
-        Kind.REBALANCE_RECOMMENDATION: "rebalance recommendation",
-        Kind.SCHEDULED_CHANGE: "scheduled maintenance",
-        Kind.STATE_CHANGE: "instance state change",
-        Kind.ASG_TERMINATION: "Auto Scaling termination",
-        Kind.CAPACITY_RESERVATION_INTERRUPTION: "capacity reservation interruption",
-    }
-    text = labels.get(notice.kind, str(notice.kind))
+    text = notice.kind.label
     if notice.detail:
         text += f" ({notice.detail})"
     if notice.deadline is not None and notice.involuntary:

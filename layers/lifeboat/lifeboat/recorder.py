@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from lifeboat.decide import Decision, Verdict
-from lifeboat.events.notice import Kind, Notice
+from lifeboat.events.notice import Notice
 from lifeboat.kube import Conflict, KubeApi, KubeError
 
 _log = logging.getLogger(__name__)
@@ -18,19 +18,9 @@ COMPONENT = "lifeboat"
 # Node events live in "default", where kubectl describe node looks for them.
 EVENT_NAMESPACE = "default"
 
-_REASONS = {
-    Kind.SPOT_INTERRUPTION: "SpotInterruption",
-    Kind.REBALANCE_RECOMMENDATION: "RebalanceRecommendation",
-    Kind.SCHEDULED_CHANGE: "ScheduledMaintenance",
-    Kind.STATE_CHANGE: "InstanceStateChange",
-    Kind.ASG_TERMINATION: "AutoScalingTermination",
-    Kind.CAPACITY_RESERVATION_INTERRUPTION: "CapacityReservationInterruption",
-    Kind.UNSUPPORTED: "Unsupported",
-}
-
 
 def event_reason(notice: Notice, decision: Decision) -> str:
-    base = _REASONS.get(notice.kind, "Notice")
+    base = notice.kind.event_reason
     if decision.verdict is Verdict.DEFER:
         return f"{base}Deferred"
     if decision.forced:

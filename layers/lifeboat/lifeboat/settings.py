@@ -86,7 +86,7 @@ def _kind_actions(raw: str) -> dict[Kind, str]:
         except ValueError:
             raise SettingsError(
                 f"LIFEBOAT_KIND_ACTIONS: unknown kind {kind_name!r}; expected one of "
-                f"rebalance-recommendation, scheduled-change"
+                + ", ".join(k for k in Kind if not k.involuntary and k is not Kind.UNSUPPORTED)
             ) from None
         if kind.involuntary:
             raise SettingsError(

@@ -23,6 +23,30 @@ class Kind(StrEnum):
         """Whether the instance goes away regardless of what the cluster allows."""
         return self in _INVOLUNTARY
 
+    @property
+    def label(self) -> str:
+        """How a reason or a log line names the kind."""
+        return _NAMES[self][0]
+
+    @property
+    def event_reason(self) -> str:
+        """The ``reason`` of the Kubernetes Events recorded for this kind."""
+        return _NAMES[self][1]
+
+
+# One row per kind: adding a kind is adding a row here (and a parser module).
+_NAMES = {
+    Kind.SPOT_INTERRUPTION: ("spot interruption", "SpotInterruption"),
+    Kind.REBALANCE_RECOMMENDATION: ("rebalance recommendation", "RebalanceRecommendation"),
+    Kind.SCHEDULED_CHANGE: ("scheduled maintenance", "ScheduledMaintenance"),
+    Kind.STATE_CHANGE: ("instance state change", "InstanceStateChange"),
+    Kind.ASG_TERMINATION: ("Auto Scaling termination", "AutoScalingTermination"),
+    Kind.CAPACITY_RESERVATION_INTERRUPTION: (
+        "capacity reservation interruption",
+        "CapacityReservationInterruption",
+    ),
+    Kind.UNSUPPORTED: ("unsupported event", "Unsupported"),
+}
 
 _INVOLUNTARY = frozenset(
     {
