@@ -9,7 +9,6 @@ on an error.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -23,6 +22,7 @@ from lifeboat import nodes
 from lifeboat.act import Actor, ActResult, LifecycleActions
 from lifeboat.decide import Decision, Step, Verdict, decide
 from lifeboat.events import parse_message
+from lifeboat.events.envelope import load_body
 from lifeboat.events.notice import MalformedMessage, Notice
 from lifeboat.instances import InstanceDirectory, InstanceInfo
 from lifeboat.kube import KubeApi
@@ -127,10 +127,10 @@ class Pipeline:
 
     def _parse(self, body: Body) -> Parsed:
         try:
-            message = _as_mapping(body)
-            if message is not None and is_wakeup(message):
+            message = load_body(body)  # decoded once, for both kinds of message
+            if is_wakeup(message):
                 return decode(message)
-            return parse_message(message if message is not None else body, received_at=self.clock())
+            return parse_message(message, received_at=self.clock())
         except MalformedMessage as error:
             return MessageResult([Report.rejected(error.reason, error.event_id)])
 
@@ -344,16 +344,3 @@ def _notices_of(item: Parsed) -> list[Notice]:
     if isinstance(item, Wakeup):
         return [item.notice]
     return []
-
-
-def _as_mapping(body: Body) -> Mapping[str, Any] | None:
-    if isinstance(body, Mapping):
-        return body
-    if not isinstance(body, str | bytes):
-        return None
-    try:
-        decoded = json.loads(body)
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        # RecursionError: absurdly nested JSON; the parser rejects it with a reason.
-        return None
-    return decoded if isinstance(decoded, dict) else None
