@@ -24,7 +24,7 @@ from lifeboat.ledger import MemoryLedger
 from lifeboat.pipeline import MessageResult, OneCluster, Pipeline
 from lifeboat.report import Outcome, Report
 from lifeboat.service import Service
-from lifeboat.settings import load_settings
+from lifeboat.settings import Settings, load_settings
 from lifeboat_local.directory import directory_from_objects
 from lifeboat_local.kubemu import Emulator, load_cluster_file
 
@@ -299,6 +299,19 @@ def load_app(monkeypatch: pytest.MonkeyPatch, service: Service) -> ModuleType:
     return module
 
 
+def emulated_pipeline(
+    emulator: Emulator, objects: list[dict[str, Any]], settings: Settings
+) -> Pipeline:
+    """The pipeline the Lambda builds, on the emulator instead of EKS and EC2."""
+    return Pipeline(
+        clusters=OneCluster(KubeApi(emulator.api_client(), RetryPolicy(attempts=2))),
+        directory=directory_from_objects(objects, cluster="prod"),
+        settings=settings,
+        clock=lambda: NOW,
+        ledger=MemoryLedger(),
+    )
+
+
 def test_lambda_handler_runs_the_spot_sample_end_to_end(
     lambda_env: dict[str, str],
     cluster: tuple[Emulator, list[dict[str, Any]]],
@@ -308,13 +321,7 @@ def test_lambda_handler_runs_the_spot_sample_end_to_end(
     emulator, objects = cluster
     settings = load_settings(lambda_env)
     assert settings.clusters == ("prod",)
-    pipeline = Pipeline(
-        clusters=OneCluster(KubeApi(emulator.api_client(), RetryPolicy(attempts=2))),
-        directory=directory_from_objects(objects, cluster="prod"),
-        settings=settings,
-        clock=lambda: NOW,
-        ledger=MemoryLedger(),
-    )
+    pipeline = emulated_pipeline(emulator, objects, settings)
     app = load_app(monkeypatch, Service(pipeline, settings))
     event = json.loads((EVENTS / "sqs" / "spot-interruption.json").read_text())
 
@@ -350,13 +357,7 @@ def test_lambda_handler_returns_the_failed_record(
 ) -> None:
     emulator, objects = cluster
     settings = load_settings(lambda_env)
-    pipeline = Pipeline(
-        clusters=OneCluster(KubeApi(emulator.api_client(), RetryPolicy(attempts=2))),
-        directory=directory_from_objects(objects, cluster="prod"),
-        settings=settings,
-        clock=lambda: NOW,
-        ledger=MemoryLedger(),
-    )
+    pipeline = emulated_pipeline(emulator, objects, settings)
     app = load_app(monkeypatch, Service(pipeline, settings))
     spot = json.loads((EVENTS / "sqs" / "spot-interruption.json").read_text())["Records"][0]
     state = json.loads((EVENTS / "sqs" / "state-change.json").read_text())["Records"][0]
