@@ -42,7 +42,7 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/ruff format --check .
 
 typecheck: $(VENV)/.installed-dev
-	$(BIN)/mypy layers/lifeboat/lifeboat local/lifeboat_local functions/interruption
+	$(BIN)/mypy layers/lifeboat/lifeboat local/lifeboat_local local/kubemu functions/interruption
 
 ## bench: the benchmark harness (requests per event, storm latency, cold start, layer size)
 bench: $(VENV)/.installed-dev

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.cluster import CLUSTER, REGION, Cluster
+from kubemu import Emulator
 from lifeboat.events.notice import LifecycleHook
 from lifeboat.instances import Ec2InstanceDirectory, InstanceDirectory, InstanceInfo
 from lifeboat.kube import KubeApi
@@ -22,7 +23,6 @@ from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.service import BATCH_WORKERS, utc_now
 from lifeboat.settings import Settings
 from lifeboat.wakeup import MemoryWakeups
-from lifeboat_local.kubemu import Emulator
 
 IDEMPOTENCY_TABLE = "lifeboat-bench-idempotency"
 # Production waits up to DRAIN_PATIENCE for PDB-blocked evictions; the bench has no PDB that

@@ -18,7 +18,7 @@ from bench import coldstart, layer, report
 from bench.cluster import build_cluster
 from bench.harness import Bench, Endpoints, boto_client, create_idempotency_table, moto_aws
 from bench.scenarios import requests_per_kind, storm
-from lifeboat_local.kubemu import Emulator
+from kubemu import Emulator
 
 # The targets of the "Performance" issue.
 TARGETS = {

@@ -26,9 +26,9 @@ import hashlib
 from datetime import datetime, timedelta
 from typing import Any
 
+from kubemu import Emulator
 from lifeboat import nodes
 from lifeboat.instances import zone_from_provider_id
-from lifeboat_local.kubemu import Emulator
 
 LAUNCH_TIME = timedelta(seconds=60)
 TERMINATE_TIME = timedelta(seconds=90)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TextIO
 
+from kubemu import Emulator, dump_cluster_file, load_cluster_file
 from lifeboat.events.notice import LifecycleHook
 from lifeboat.instances import InstanceDirectory
 from lifeboat.kube import KubeApi, RetryPolicy
@@ -22,7 +23,6 @@ from lifeboat.wakeup import MemoryWakeups, encode
 from lifeboat_local.cli import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, UsageError, read_event_file
 from lifeboat_local.directory import directory_from_objects
 from lifeboat_local.karpenter_sim import KarpenterSimulation
-from lifeboat_local.kubemu import Emulator, dump_cluster_file, load_cluster_file
 from lifeboat_local.source import live_directory, open_cluster
 
 # --follow stops after this many wake-up batches, so a loop in the policy cannot hang it.

@@ -10,12 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kubemu import Emulator, load_cluster_file
 from lifeboat.eks_auth import api_client_from_kubeconfig
 from lifeboat.instances import StaticInstanceDirectory
 from lifeboat.kube import KubeApi, KubeError, RetryPolicy
 from lifeboat_local.cli import UsageError
 from lifeboat_local.directory import directory_from_objects
-from lifeboat_local.kubemu import Emulator, load_cluster_file
 
 Obj = dict[str, Any]
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from lifeboat_local.kubemu import Emulator
+from kubemu import Emulator
 
 
 @pytest.fixture

@@ -48,6 +48,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from kubemu import Emulator
 from lifeboat import nodes
 from lifeboat.events.notice import LifecycleHook
 from lifeboat.handler import handle_batch
@@ -58,7 +59,6 @@ from lifeboat.pipeline import MessageResult, OneCluster, Pipeline
 from lifeboat.report import Outcome, Report
 from lifeboat.settings import Settings
 from lifeboat.wakeup import MemoryWakeups, encode
-from lifeboat_local.kubemu import Emulator
 
 EVENTS_DIR = Path(__file__).resolve().parents[2] / "events"
 CLUSTER = "soak"

@@ -33,6 +33,7 @@ from typing import Any
 
 import pytest
 
+from kubemu import Emulator, load_cluster_file
 from lifeboat import nodes
 from lifeboat.kube import KubeApi, RetryPolicy
 from lifeboat.ledger import MemoryLedger
@@ -42,7 +43,6 @@ from lifeboat.settings import Settings
 from lifeboat.target import Target
 from lifeboat.wakeup import MemoryWakeups
 from lifeboat_local.directory import directory_from_objects
-from lifeboat_local.kubemu import Emulator, load_cluster_file
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 

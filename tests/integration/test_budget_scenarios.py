@@ -23,10 +23,10 @@ from unittest import mock
 
 import pytest
 
+from kubemu import dump_cluster_file, load_cluster_file
 from lifeboat import nodes
 from lifeboat_local.cli import main, parse_instant
 from lifeboat_local.karpenter_sim import TERMINATE_TIME
-from lifeboat_local.kubemu import dump_cluster_file, load_cluster_file
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 CLUSTER = EVENTS / "cluster.yaml"

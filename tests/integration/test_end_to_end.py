@@ -27,6 +27,7 @@ from botocore.stub import Stubber
 from cfnlint.decode import decode_str  # type: ignore[import-untyped]
 from moto import mock_aws
 
+from kubemu import Emulator, load_cluster_file
 from lifeboat import nodes
 from lifeboat.events.notice import Kind
 from lifeboat.handler import handle_batch
@@ -38,7 +39,6 @@ from lifeboat.scheduler import SchedulerWakeups
 from lifeboat.settings import Settings
 from lifeboat.wakeup import Task, Wakeup, decode
 from lifeboat_local.directory import directory_from_objects
-from lifeboat_local.kubemu import Emulator, load_cluster_file
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events"

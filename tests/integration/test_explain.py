@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 import lifeboat_local.source
+from kubemu import Emulator
 from lifeboat_local.cli import build_parser
 from lifeboat_local.explain import run, selector_matches
-from lifeboat_local.kubemu import Emulator
 from lifeboat_local.replay import replay
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -26,6 +26,8 @@ from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingErro
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
+from kubemu import Emulator
+from kubemu.dispatch import Drop
 from lifeboat import nodes
 from lifeboat.handler import handle_batch
 from lifeboat.instances import Ec2InstanceDirectory, InstanceInfo, StaticInstanceDirectory
@@ -33,8 +35,6 @@ from lifeboat.kube import KubeApi, KubeError, RetryPolicy
 from lifeboat.ledger import MemoryLedger
 from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.settings import Settings
-from lifeboat_local.kubemu import Emulator
-from lifeboat_local.kubemu.dispatch import Drop
 
 NOW = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
 INSTANCE = "i-0a1b2c3d4e5f60001"

@@ -22,6 +22,7 @@ import pytest
 from botocore.stub import Stubber
 from moto import mock_aws
 
+from kubemu import Emulator, load_cluster_file
 from lifeboat import nodes
 from lifeboat.events.notice import Kind
 from lifeboat.handler import handle_batch
@@ -33,7 +34,6 @@ from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.settings import Settings
 from lifeboat.wakeup import MemoryWakeups, encode
 from lifeboat_local.directory import directory_from_objects
-from lifeboat_local.kubemu import Emulator, load_cluster_file
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 NOW = datetime(2026, 12, 1, 18, 0, tzinfo=UTC)  # outside general's weekday freeze

@@ -10,8 +10,8 @@ import pytest
 from kubernetes import client
 from kubernetes.client import ApiException
 
-from lifeboat_local.kubemu import Emulator
-from lifeboat_local.kubemu.builders import node, nodeclaim, pod
+from kubemu import Emulator
+from kubemu.builders import node, nodeclaim, pod
 
 
 def core(emu: Emulator) -> client.CoreV1Api:

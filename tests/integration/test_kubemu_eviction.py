@@ -9,8 +9,8 @@ import pytest
 from kubernetes import client
 from kubernetes.client import ApiException
 
-from lifeboat_local.kubemu import Emulator
-from lifeboat_local.kubemu.builders import pdb, pod
+from kubemu import Emulator
+from kubemu.builders import pdb, pod
 
 
 def evict(emu: Emulator, name: str, namespace: str = "default") -> Any:

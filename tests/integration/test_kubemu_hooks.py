@@ -13,8 +13,8 @@ import yaml
 from kubernetes import client
 from kubernetes.client import ApiException
 
-from lifeboat_local.kubemu import Emulator, dump_cluster_file, load_cluster_file
-from lifeboat_local.kubemu.builders import node, nodeclaim, pdb, pod
+from kubemu import Emulator, dump_cluster_file, load_cluster_file
+from kubemu.builders import node, nodeclaim, pdb, pod
 
 
 def core(emu: Emulator) -> client.CoreV1Api:

@@ -24,6 +24,8 @@ from typing import Any
 import pytest
 import yaml
 
+from kubemu import Emulator, load_cluster_file
+from kubemu.rbac import Request, rule_allows
 from lifeboat import nodes
 from lifeboat.events.notice import LifecycleHook
 from lifeboat.kube import KubeApi, RetryPolicy
@@ -33,8 +35,6 @@ from lifeboat.report import Outcome
 from lifeboat.settings import Settings
 from lifeboat.wakeup import MemoryWakeups, Task, encode
 from lifeboat_local.directory import directory_from_objects
-from lifeboat_local.kubemu import Emulator, load_cluster_file
-from lifeboat_local.kubemu.rbac import Request, rule_allows
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events"

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
+from kubemu import Emulator, load_cluster_file
 from lifeboat_local.cli import build_parser, main
-from lifeboat_local.kubemu import Emulator, load_cluster_file
 from lifeboat_local.replay import replay
 
 ROOT = Path(__file__).resolve().parents[2]

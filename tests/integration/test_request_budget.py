@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from kubemu import Emulator, load_cluster_file
 from lifeboat.kube import KubeApi, RetryPolicy
 from lifeboat.ledger import MemoryLedger
 from lifeboat.pipeline import OneCluster, Pipeline
@@ -25,7 +26,6 @@ from lifeboat.report import Outcome
 from lifeboat.settings import Settings
 from lifeboat.wakeup import MemoryWakeups
 from lifeboat_local.directory import directory_from_objects
-from lifeboat_local.kubemu import Emulator, load_cluster_file
 from lifeboat_local.replay import RecordedLifecycle
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"

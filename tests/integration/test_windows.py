@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from kubemu import Emulator, load_cluster_file
 from lifeboat_local.cli import build_parser, main
-from lifeboat_local.kubemu import Emulator, load_cluster_file
 from lifeboat_local.windows import FROZEN_MARK, run
 
 CLUSTER = Path(__file__).resolve().parents[2] / "events" / "cluster.yaml"

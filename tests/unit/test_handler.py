@@ -18,6 +18,7 @@ from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingErro
 from cfnlint.decode import decode_str  # type: ignore[import-untyped]
 
 import lifeboat.service
+from kubemu import Emulator, load_cluster_file
 from lifeboat.handler import handle_batch
 from lifeboat.kube import KubeApi, RetryPolicy
 from lifeboat.ledger import MemoryLedger
@@ -26,7 +27,6 @@ from lifeboat.report import Outcome, Report
 from lifeboat.service import Service
 from lifeboat.settings import Settings, load_settings
 from lifeboat_local.directory import directory_from_objects
-from lifeboat_local.kubemu import Emulator, load_cluster_file
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events"

@@ -29,6 +29,7 @@ from kubernetes import client as k8s
 from moto import mock_aws
 
 import lifeboat.service
+from kubemu import Emulator, builders
 from lifeboat.eks_auth import EksAuth
 from lifeboat.instances import InstanceInfo, StaticInstanceDirectory
 from lifeboat.kube import KubeApi, RetryPolicy
@@ -36,7 +37,6 @@ from lifeboat.ledger import MemoryLedger
 from lifeboat.pipeline import Pipeline
 from lifeboat.service import Service
 from lifeboat.settings import Settings
-from lifeboat_local.kubemu import Emulator, builders
 
 ROOT = Path(__file__).resolve().parents[2]
 REGION = "us-east-1"

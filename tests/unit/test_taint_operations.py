@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from kubemu import ApiError
+from kubemu.patch import apply_json_patch
 from lifeboat.act import taint_operations
-from lifeboat_local.kubemu import ApiError
-from lifeboat_local.kubemu.patch import apply_json_patch
 
 KEY = "lifeboat.dev/spot-interruption"
 
