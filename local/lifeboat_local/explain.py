@@ -39,10 +39,11 @@ from lifeboat.resolve import Resolver
 from lifeboat.routing import NotYetKnown, route
 from lifeboat.settings import Settings
 from lifeboat.target import Target
-from lifeboat_local.cli import (
+from lifeboat_local.common import (
     EXIT_OK,
     EXIT_REJECTED,
-    parse_instant,
+    add_at_flag,
+    add_cluster_flags,
     read_event_file,
 )
 from lifeboat_local.directory import directory_from_objects
@@ -443,18 +444,11 @@ def add_parser(commands: Any) -> None:
         description=__doc__.splitlines()[0] if __doc__ else None,
     )
     parser.add_argument("events", nargs="+", type=Path, metavar="EVENT_FILE")
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--cluster", type=Path, metavar="CLUSTER.yaml", help="a cluster file")
-    source.add_argument(
-        "--kubeconfig",
-        type=Path,
-        metavar="PATH",
-        help="a live cluster, read only; instances found by listing its Nodes once",
+    add_cluster_flags(
+        parser,
+        kubeconfig_help="a live cluster, read only; instances found by listing its Nodes once",
     )
-    parser.add_argument("--context", help="kubeconfig context (default: the current one)")
-    parser.add_argument(
-        "--at", type=parse_instant, metavar="ISO8601", help="the clock to judge at (now)"
-    )
+    add_at_flag(parser, "the clock to judge at (now)")
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
 
 

@@ -9,18 +9,27 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TextIO
+from pathlib import Path
+from typing import Any, TextIO
 
-from kubemu import Emulator, dump_cluster_file, load_cluster_file
+from kubemu import Emulator, dump_cluster_file
 from lifeboat.events.notice import LifecycleHook
 from lifeboat.instances import InstanceDirectory
-from lifeboat.kube import KubeApi, RetryPolicy
+from lifeboat.kube import KubeApi
 from lifeboat.ledger import MemoryLedger
 from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.report import Outcome, Report
 from lifeboat.settings import Settings
 from lifeboat.wakeup import MemoryWakeups, encode
-from lifeboat_local.cli import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, UsageError, read_event_file
+from lifeboat_local.common import (
+    EXIT_OK,
+    EXIT_REJECTED,
+    EXIT_USAGE,
+    UsageError,
+    add_at_flag,
+    add_cluster_flags,
+    read_event_file,
+)
 from lifeboat_local.directory import directory_from_objects
 from lifeboat_local.karpenter_sim import KarpenterSimulation
 from lifeboat_local.source import live_directory, open_cluster
@@ -52,7 +61,57 @@ class RecordedLifecycle:
         self.calls.append(("heartbeat", hook.instance_id, ""))
 
 
-def replay(args: argparse.Namespace, out: TextIO | None = None) -> int:
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "replay", help="replay events against a cluster file on the local emulator"
+    )
+    parser.add_argument("events", nargs="+", type=Path, metavar="EVENT_FILE")
+    add_cluster_flags(
+        parser,
+        kubeconfig_help="a live cluster: a dry run (nothing changed) unless --apply. No EC2 "
+        "access is assumed, so the instances are found by listing the cluster's Nodes and "
+        "NodeClaims once (fine for an operator tool; the Lambda never lists the cluster)",
+    )
+    parser.add_argument(
+        "--apply",
+        action="store_true",
+        help="with --kubeconfig: really taint, cordon, create and delete NodeClaims, evict. "
+        "Auto Scaling lifecycle actions are only reported (no AWS access)",
+    )
+    add_at_flag(parser, "the clock for windows, budgets and deadlines (default: now)")
+    parser.add_argument("--json", action="store_true", help="one JSON object per line")
+    parser.add_argument(
+        "--state-out", type=Path, metavar="FILE", help="write the cluster after the replay, as YAML"
+    )
+    parser.add_argument(
+        "--follow",
+        action="store_true",
+        help="advance the clock through all deferred work until none is left",
+    )
+
+
+def check_args(args: argparse.Namespace) -> None:
+    """Combinations argparse cannot express: a usage error (exit 1)."""
+    if args.kubeconfig is None:
+        if args.apply:
+            raise UsageError("replay: --apply is only for --kubeconfig")
+        return
+    if args.state_out is not None:
+        raise UsageError("replay: --state-out is only for --cluster (a live cluster is not dumped)")
+    if args.apply and args.at is not None:
+        raise UsageError(
+            "replay: --apply acts on a live cluster now; --at would judge budgets and windows "
+            "at another time (use --at without --apply for a what-if)"
+        )
+    if args.apply and args.follow:
+        raise UsageError(
+            "replay: --follow moves a simulated clock ahead, which would act on a live "
+            "cluster before windows open; not allowed with --apply"
+        )
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """``lifeboat replay``."""
     # sys.stdout as it is when called (a default bound at import misses redirections).
     out = out or sys.stdout
     bodies_per_file = [read_event_file(path) for path in args.events]
@@ -151,16 +210,10 @@ def replay_target(
     one list of its Nodes and NodeClaims (no EC2 access assumed); a dry run unless ``--apply``.
     """
     kubeconfig = getattr(args, "kubeconfig", None)
-    if kubeconfig is not None:
-        with open_cluster(None, kubeconfig, getattr(args, "context", None)) as live:
-            directory = live_directory(live.kube)
+    with open_cluster(args.cluster, kubeconfig, getattr(args, "context", None)) as source:
+        if source.emulator is None:
             settings = Settings(dry_run=not getattr(args, "apply", False))
-            yield None, live.kube, directory, settings
-        return
-    try:
-        objects = load_cluster_file(args.cluster)
-    except (OSError, ValueError) as error:
-        raise UsageError(f"--cluster {args.cluster}: {error}") from None
-    with Emulator(objects) as emulator:
-        kube = KubeApi(emulator.api_client(), RetryPolicy(attempts=2, base_delay=0.01))
-        yield emulator, kube, directory_from_objects(objects), Settings()
+            yield None, source.kube, live_directory(source.kube), settings
+        else:
+            directory = directory_from_objects(source.objects or ())
+            yield source.emulator, source.kube, directory, Settings()

@@ -14,7 +14,7 @@ from kubemu import Emulator, load_cluster_file
 from lifeboat.eks_auth import api_client_from_kubeconfig
 from lifeboat.instances import StaticInstanceDirectory
 from lifeboat.kube import KubeApi, KubeError, RetryPolicy
-from lifeboat_local.cli import UsageError
+from lifeboat_local.common import UsageError
 from lifeboat_local.directory import directory_from_objects
 
 Obj = dict[str, Any]

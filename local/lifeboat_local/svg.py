@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
-from lifeboat_local.cli import UsageError
+from lifeboat_local.common import UsageError
 from lifeboat_local.windows import DAY, HOUR, PoolWindows, Windows, fmt, limit_text
 
 FROZEN = "#d62728"  # red: no voluntary disruption

@@ -31,7 +31,7 @@ from lifeboat.budgets import (
 )
 from lifeboat.kube import KubeApi
 from lifeboat.resolve import Resolver
-from lifeboat_local.cli import EXIT_OK, UsageError, parse_instant
+from lifeboat_local.common import EXIT_OK, UsageError, add_at_flag, add_cluster_flags
 from lifeboat_local.source import open_cluster
 
 HOUR = timedelta(hours=1)
@@ -255,16 +255,9 @@ def add_parser(commands: Any) -> None:
         help="disruptions allowed now and the budget windows of the next days, per NodePool",
         description=__doc__.splitlines()[0] if __doc__ else None,
     )
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--cluster", type=Path, metavar="CLUSTER.yaml", help="a cluster file")
-    source.add_argument(
-        "--kubeconfig", type=Path, metavar="PATH", help="a live cluster (read only)"
-    )
-    parser.add_argument("--context", help="kubeconfig context (default: the current one)")
+    add_cluster_flags(parser, kubeconfig_help="a live cluster (read only)")
     parser.add_argument("--days", type=_positive_days, default=7, help="how far ahead (7)")
-    parser.add_argument(
-        "--at", type=parse_instant, metavar="ISO8601", help="the instant to look from (now)"
-    )
+    add_at_flag(parser, "the instant to look from (now)")
     parser.add_argument(
         "--plot",
         type=Path,

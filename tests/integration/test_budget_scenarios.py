@@ -25,7 +25,8 @@ import pytest
 
 from kubemu import dump_cluster_file, load_cluster_file
 from lifeboat import nodes
-from lifeboat_local.cli import main, parse_instant
+from lifeboat_local.cli import main
+from lifeboat_local.common import parse_instant
 from lifeboat_local.karpenter_sim import TERMINATE_TIME
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"

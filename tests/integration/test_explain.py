@@ -13,7 +13,7 @@ import lifeboat_local.source
 from kubemu import Emulator
 from lifeboat_local.cli import build_parser
 from lifeboat_local.explain import run, selector_matches
-from lifeboat_local.replay import replay
+from lifeboat_local.replay import run as replay
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = ROOT / "events" / "cluster.yaml"

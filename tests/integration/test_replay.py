@@ -11,12 +11,11 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import pytest
 import yaml
 
-import lifeboat_local.replay as replay_module
 from lifeboat_local.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,18 +71,9 @@ class Run:
 
 
 @pytest.fixture
-def lifeboat(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> Callable[..., Run]:
-    """Runs ``lifeboat`` through ``lifeboat_local.cli.main`` and captures what it prints."""
-    original = replay_module.replay
-
-    def replay_to_current_stdout(args: Any, out: TextIO | None = None) -> int:
-        # replay()'s ``out`` defaults to the sys.stdout of import time, which a test's
-        # capture has replaced (and closed) since; hand it the current one.
-        return original(args, out if out is not None else sys.stdout)
-
-    monkeypatch.setattr(replay_module, "replay", replay_to_current_stdout)
+def lifeboat(capsys: pytest.CaptureFixture[str]) -> Callable[..., Run]:
+    """Runs ``lifeboat`` through ``lifeboat_local.cli.main`` and captures what it prints
+    (replay writes to the ``sys.stdout`` of call time, which the capture replaced)."""
 
     def run(*argv: str | Path) -> Run:
         capsys.readouterr()

@@ -14,7 +14,7 @@ import yaml
 
 from kubemu import Emulator, load_cluster_file
 from lifeboat_local.cli import build_parser, main
-from lifeboat_local.replay import replay
+from lifeboat_local.replay import run as replay
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = ROOT / "events" / "cluster.yaml"
