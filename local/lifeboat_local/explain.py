@@ -244,25 +244,25 @@ def _target_facts(kube: KubeApi, target: Target, at: datetime) -> dict[str, Any]
         "disrupting": nodes.is_disrupting(node),
         "taints": [f"{t.get('key')}:{t.get('effect')}" for t in nodes.taints(node)],
     }
-    facts["nodeclaim"] = target.nodeclaim
+    facts["nodeclaim"] = target.claim.name if target.claim else None
     facts["nodepool"] = target.nodepool_name if target.nodepool is not None else None
-    if target.nodepool_name and target.nodepool is None and target.nodeclaim:
+    if target.nodepool_name and target.nodepool is None and target.claim:
         facts["nodepool_missing"] = target.nodepool_name
     facts["pods"] = [
         f"{p['metadata'].get('namespace', 'default')}/{nodes.name_of(p)}" for p in pods
     ]
     facts["do_not_disrupt"] = do_not_disrupt(node, pods, at)
     facts["pdbs"] = pdbs_for(kube, [p for p in pods if nodes.is_active_pod(p)])
-    pool = target.pool
-    if pool is not None:
-        budgets, error = budget_facts(pool.nodepool, pool.node_count, at)
-        allowance = allowed_disruptions(pool.nodepool, pool.node_count, pool.disrupting, at)
+    nodepool, counts = target.nodepool, target.counts
+    if nodepool is not None and counts is not None:
+        budgets, error = budget_facts(nodepool, counts.node_count, at)
+        allowance = allowed_disruptions(nodepool, counts.node_count, counts.disrupting, at)
         facts["pool"] = {
-            "name": pool.name,
-            "nodes": pool.node_count,
-            "disrupting": pool.disrupting,
-            "disrupting_nodes": [{"node": n, "why": w} for n, w in pool.disrupting_nodes],
-            "opted_out": nodes.annotations_of(pool.nodepool).get(nodes.OPT_OUT_ANNOTATION),
+            "name": nodes.name_of(nodepool),
+            "nodes": counts.node_count,
+            "disrupting": counts.disrupting,
+            "disrupting_nodes": [{"node": n, "why": w} for n, w in counts.disrupting_nodes],
+            "opted_out": nodes.annotations_of(nodepool).get(nodes.OPT_OUT_ANNOTATION),
             "budgets": budgets,
             "budget_error": error,
             "limit": allowance.limit,
@@ -288,7 +288,7 @@ def _decided(
         }
         return entry
     entry["decision"] = {
-        "outcome": str(decision.verdict),
+        "outcome": str(decision.outcome),
         "reason": decision.reason,
         "steps": [str(s) for s in decision.steps],
         "deferred_until": fmt(decision.deferred_until),

@@ -1,7 +1,7 @@
 """``lifeboat windows``: per NodePool, how many voluntary disruptions its budgets allow now,
 and when its budget windows open and close over the next days (UTC).
 
-Counting is the Lambda's own: ``Resolver.pool_state`` for the pool's nodes and the nodes
+Counting is the Lambda's own: ``Resolver.pool_counts`` for the pool's nodes and the nodes
 already disrupting, ``budgets.allowed_disruptions`` for now and ``budgets.window_timeline``
 for the days ahead, for the disruption reason Lifeboat's replacements count under (Drifted).
 """
@@ -86,7 +86,7 @@ def gather(kube: KubeApi, at: datetime, days: int) -> Windows:
     resolver = Resolver(kube)
     pools = []
     for nodepool in sorted(kube.list_nodepools(), key=nodes.name_of):
-        state = resolver.pool_state(nodepool)
+        state = resolver.pool_counts(nodepool)
         allowance = allowed_disruptions(nodepool, state.node_count, state.disrupting, at)
         try:
             budgets = tuple(parse_budgets(nodepool))
@@ -96,7 +96,13 @@ def gather(kube: KubeApi, at: datetime, days: int) -> Windows:
             budgets, segments, error = (), (), str(problem)
         pools.append(
             PoolWindows(
-                state.name, state.node_count, state.disrupting, allowance, budgets, segments, error
+                nodes.name_of(nodepool),
+                state.node_count,
+                state.disrupting,
+                allowance,
+                budgets,
+                segments,
+                error,
             )
         )
     return Windows(at, end, chart_start, chart_end, tuple(pools))

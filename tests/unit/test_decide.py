@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
-from lifeboat.decide import RECHECK_INTERVAL, Step, Verdict, decide
+from lifeboat.decide import RECHECK_INTERVAL, Step, decide
 from lifeboat.events.notice import Kind, LifecycleHook, Notice
+from lifeboat.report import Outcome
 from lifeboat.settings import Settings
-from lifeboat.target import PoolState, Target
+from lifeboat.target import ClaimRef, PoolCounts, Target
 
 # 2026-12-01 is a Tuesday: 14:05 UTC is inside a Mon-Fri 09:00-17:00 freeze window.
 TUESDAY_AFTERNOON = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
@@ -22,11 +23,8 @@ NODE = "ip-10-0-1-11.ec2.internal"
 CLAIM = "general-7xkqz"
 
 KARPENTER_STEPS = (Step.TAINT_AND_CORDON, Step.CREATE_REPLACEMENT, Step.DELETE_NODECLAIM)
-VOLUNTARY_KARPENTER_STEPS = (
-    Step.TAINT_AND_CORDON,
-    Step.CREATE_REPLACEMENT,
-    Step.FINISH_REPLACEMENT,
-)
+# Replace before delete: the old claim is deleted later, once the replacement is Ready.
+VOLUNTARY_KARPENTER_STEPS = (Step.TAINT_AND_CORDON, Step.CREATE_REPLACEMENT)
 INVOLUNTARY = (
     Kind.SPOT_INTERRUPTION,
     Kind.STATE_CHANGE,
@@ -146,11 +144,10 @@ def target(
     return Target(
         INSTANCE,
         node=the_node,
-        nodeclaim=claim,
-        nodeclaim_uid="u1" if claim else None,
+        claim=ClaimRef(claim, "u1") if claim else None,
         nodepool_name="general" if claim else None,
         nodepool=the_pool,
-        pool=PoolState(the_pool, node_count, disrupting)
+        counts=PoolCounts(node_count, disrupting)
         if (the_pool is not None and with_budget_state)
         else None,
         pods=tuple(pods) if with_budget_state else None,
@@ -163,7 +160,7 @@ def target(
 @pytest.mark.parametrize("kind", [k for k in INVOLUNTARY if k is not Kind.ASG_TERMINATION], ids=str)
 def test_involuntary_karpenter_node_replaces_and_deletes_claim_at_once(kind: Kind) -> None:
     decision = decide(notice(kind), target(with_budget_state=False), Settings(), TUESDAY_AFTERNOON)
-    assert decision.verdict is Verdict.ACT
+    assert decision.outcome is Outcome.ACTED
     assert decision.steps == KARPENTER_STEPS
     assert decision.deferred_until is None
     assert CLAIM in decision.reason
@@ -177,7 +174,7 @@ def test_karpenter_already_disrupting_node_gets_no_second_replacement() -> None:
         Settings(),
         TUESDAY_AFTERNOON,
     )
-    assert decision.verdict is Verdict.ACT
+    assert decision.outcome is Outcome.ACTED
     assert decision.steps == (Step.TAINT_AND_CORDON, Step.DELETE_NODECLAIM)
 
 
@@ -186,8 +183,8 @@ def test_involuntary_node_without_nodeclaim_is_drained(kind: Kind) -> None:
     decision = decide(
         notice(kind), target(claim=None, with_budget_state=False), Settings(), TUESDAY_AFTERNOON
     )
-    assert decision.verdict is Verdict.ACT
-    assert decision.steps == (Step.TAINT_AND_CORDON, Step.DRAIN)
+    assert decision.outcome is Outcome.ACTED
+    assert decision.steps == (Step.TAINT_AND_CORDON, Step.EVICT)
     assert "Eviction API" in decision.reason
 
 
@@ -198,20 +195,20 @@ def test_asg_termination_drains_then_completes_the_lifecycle_action() -> None:
         Settings(),
         TUESDAY_AFTERNOON,
     )
-    assert decision.verdict is Verdict.ACT
-    assert decision.steps == (Step.TAINT_AND_CORDON, Step.DRAIN, Step.COMPLETE_LIFECYCLE)
+    assert decision.outcome is Outcome.ACTED
+    assert decision.steps == (Step.TAINT_AND_CORDON, Step.EVICT, Step.COMPLETE_LIFECYCLE)
 
 
 def test_asg_termination_without_a_node_only_completes_the_lifecycle_action() -> None:
     decision = decide(notice(Kind.ASG_TERMINATION), Target(INSTANCE), Settings(), TUESDAY_AFTERNOON)
-    assert decision.verdict is Verdict.ACT
+    assert decision.outcome is Outcome.ACTED
     assert decision.steps == (Step.COMPLETE_LIFECYCLE,)
 
 
 @pytest.mark.parametrize("kind", [k for k in INVOLUNTARY if k is not Kind.ASG_TERMINATION])
 def test_unknown_node_without_lifecycle_hook_is_ignored(kind: Kind) -> None:
     decision = decide(notice(kind), Target(INSTANCE), Settings(), TUESDAY_AFTERNOON)
-    assert decision.verdict is Verdict.IGNORE
+    assert decision.outcome is Outcome.IGNORED
     assert decision.steps == ()
     assert INSTANCE in decision.reason
 
@@ -225,7 +222,7 @@ def test_involuntary_is_never_blocked_by_do_not_disrupt_or_budgets(kind: Kind) -
         pods=[pod(annotations={"karpenter.sh/do-not-disrupt": "true"})],
     )
     decision = decide(notice(kind), blocked, Settings(), TUESDAY_AFTERNOON)
-    assert decision.verdict is Verdict.ACT
+    assert decision.outcome is Outcome.ACTED
     assert decision.steps == KARPENTER_STEPS
 
 
@@ -235,7 +232,7 @@ def test_involuntary_is_never_blocked_by_do_not_disrupt_or_budgets(kind: Kind) -
 def test_do_not_disrupt_on_node_defers_a_rebalance_recommendation() -> None:
     blocked = target(node(annotations={"karpenter.sh/do-not-disrupt": "true"}))
     decision = decide(weekend_rebalance(), blocked, Settings(), SATURDAY)
-    assert decision.verdict is Verdict.DEFER
+    assert decision.outcome is Outcome.DEFERRED
     assert decision.steps == (Step.MARK_PENDING,)
     assert decision.deferred_until is None  # waits indefinitely, looks again regularly
     assert decision.recheck_at == SATURDAY + RECHECK_INTERVAL
@@ -245,7 +242,7 @@ def test_do_not_disrupt_on_node_defers_a_rebalance_recommendation() -> None:
 def test_do_not_disrupt_on_an_active_pod_defers() -> None:
     blocked = target(pods=[pod("db-0", annotations={"karpenter.sh/do-not-disrupt": "true"})])
     decision = decide(weekend_rebalance(), blocked, Settings(), SATURDAY)
-    assert decision.verdict is Verdict.DEFER
+    assert decision.outcome is Outcome.DEFERRED
     assert "shop/db-0" in decision.reason
 
 
@@ -260,8 +257,11 @@ def test_do_not_disrupt_on_an_active_pod_defers() -> None:
 )
 def test_finished_or_deleting_pods_do_not_block(finished: dict[str, Any]) -> None:
     decision = decide(weekend_rebalance(), target(pods=[finished]), Settings(), SATURDAY)
-    assert decision.verdict is Verdict.ACT
-    assert decision.steps == VOLUNTARY_KARPENTER_STEPS
+    assert decision.outcome is Outcome.ACTED
+    assert (decision.steps, decision.delete_claim_when_replaced) == (
+        VOLUNTARY_KARPENTER_STEPS,
+        True,
+    )
 
 
 def test_do_not_disrupt_false_does_not_block() -> None:
@@ -271,7 +271,7 @@ def test_do_not_disrupt_false_does_not_block() -> None:
         Settings(),
         SATURDAY,
     )
-    assert decision.verdict is Verdict.ACT
+    assert decision.outcome is Outcome.ACTED
 
 
 def test_do_not_disrupt_duration_blocks_only_while_the_pod_is_younger() -> None:
@@ -282,16 +282,16 @@ def test_do_not_disrupt_duration_blocks_only_while_the_pod_is_younger() -> None:
     at = SATURDAY
     rebalance = notice(Kind.REBALANCE_RECOMMENDATION, at=SATURDAY - timedelta(minutes=1))
     decision = decide(rebalance, target(pods=[young]), Settings(), at)
-    assert decision.verdict is Verdict.DEFER
+    assert decision.outcome is Outcome.DEFERRED
     assert decision.deferred_until == SATURDAY + timedelta(minutes=40)
 
     later = decide(rebalance, target(pods=[young]), Settings(), SATURDAY + timedelta(minutes=40))
-    assert later.verdict is Verdict.ACT
+    assert later.outcome is Outcome.ACTED
 
     old = pod(
         annotations={"karpenter.sh/do-not-disrupt": "1h"}, created=SATURDAY - timedelta(hours=2)
     )
-    assert decide(rebalance, target(pods=[old]), Settings(), at).verdict is Verdict.ACT
+    assert decide(rebalance, target(pods=[old]), Settings(), at).outcome is Outcome.ACTED
 
 
 # -- voluntary: budgets and windows --------------------------------------------------------
@@ -304,8 +304,11 @@ def test_budget_allows_a_voluntary_replacement() -> None:
         Settings(),
         SATURDAY,
     )
-    assert decision.verdict is Verdict.ACT
-    assert decision.steps == VOLUNTARY_KARPENTER_STEPS
+    assert decision.outcome is Outcome.ACTED
+    assert (decision.steps, decision.delete_claim_when_replaced) == (
+        VOLUNTARY_KARPENTER_STEPS,
+        True,
+    )
     assert "allows" in decision.reason
 
 
@@ -317,7 +320,7 @@ def test_percentage_budget_rounds_up() -> None:
         Settings(),
         SATURDAY,
     )
-    assert decision.verdict is Verdict.ACT
+    assert decision.outcome is Outcome.ACTED
 
 
 def test_budget_used_up_defers_with_a_recheck() -> None:
@@ -327,7 +330,7 @@ def test_budget_used_up_defers_with_a_recheck() -> None:
         Settings(),
         SATURDAY,
     )
-    assert decision.verdict is Verdict.DEFER
+    assert decision.outcome is Outcome.DEFERRED
     assert decision.steps == (Step.MARK_PENDING,)
     assert decision.deferred_until is None
     assert decision.recheck_at == SATURDAY + RECHECK_INTERVAL
@@ -341,7 +344,7 @@ def test_budget_used_up_for_scheduled_change_rechecks_and_acts_at_the_lead() -> 
         Settings(),
         SATURDAY,
     )
-    assert decision.verdict is Verdict.DEFER
+    assert decision.outcome is Outcome.DEFERRED
     assert decision.deferred_until == start - Settings().scheduled_change_lead
     assert decision.recheck_at == SATURDAY + RECHECK_INTERVAL
 
@@ -353,7 +356,7 @@ def test_zero_budget_window_defers_to_the_window_end_exactly() -> None:
         Settings(),
         TUESDAY_AFTERNOON,
     )
-    assert decision.verdict is Verdict.DEFER
+    assert decision.outcome is Outcome.DEFERRED
     assert decision.deferred_until == datetime(2026, 12, 1, 17, 0, tzinfo=UTC)
     assert decision.steps == (Step.MARK_PENDING,)
 
@@ -365,7 +368,7 @@ def test_budget_that_fails_to_parse_blocks_the_pool() -> None:
         Settings(),
         SATURDAY,
     )
-    assert decision.verdict is Verdict.DEFER
+    assert decision.outcome is Outcome.DEFERRED
     assert "blocked" in decision.reason
     assert "lots" in decision.reason
 
@@ -379,7 +382,7 @@ def test_scheduled_change_with_no_window_before_the_lead_defers_to_start_minus_l
         Settings(),
         TUESDAY_AFTERNOON,
     )
-    assert decision.verdict is Verdict.DEFER
+    assert decision.outcome is Outcome.DEFERRED
     assert decision.deferred_until == start - timedelta(minutes=30)
     assert not decision.forced
 
@@ -392,7 +395,7 @@ def test_scheduled_change_with_a_window_before_the_lead_defers_to_the_window() -
         Settings(),
         TUESDAY_AFTERNOON,
     )
-    assert decision.verdict is Verdict.DEFER
+    assert decision.outcome is Outcome.DEFERRED
     assert decision.deferred_until == datetime(2026, 12, 1, 17, 0, tzinfo=UTC)
 
 
@@ -411,9 +414,12 @@ def test_scheduled_change_at_or_after_start_minus_lead_is_forced(past_latest: ti
         Settings(scheduled_change_lead=lead),
         start - lead + past_latest,
     )
-    assert decision.verdict is Verdict.ACT
+    assert decision.outcome is Outcome.ACTED
     assert decision.forced
-    assert decision.steps == VOLUNTARY_KARPENTER_STEPS
+    assert (decision.steps, decision.delete_claim_when_replaced) == (
+        VOLUNTARY_KARPENTER_STEPS,
+        True,
+    )
 
 
 def test_scheduled_change_just_before_the_lead_still_waits() -> None:
@@ -424,17 +430,17 @@ def test_scheduled_change_just_before_the_lead_still_waits() -> None:
         Settings(),
         start - timedelta(minutes=30, seconds=1),
     )
-    assert decision.verdict is Verdict.DEFER
+    assert decision.outcome is Outcome.DEFERRED
 
 
 def test_rebalance_recommendation_older_than_a_day_is_ignored() -> None:
     sent = TUESDAY_AFTERNOON - timedelta(hours=24)
     rebalance = notice(Kind.REBALANCE_RECOMMENDATION, at=sent)
     frozen = target(pool=nodepool([{"nodes": "20%"}, FREEZE]))
-    assert decide(rebalance, frozen, Settings(), TUESDAY_AFTERNOON).verdict is Verdict.IGNORE
+    assert decide(rebalance, frozen, Settings(), TUESDAY_AFTERNOON).outcome is Outcome.IGNORED
     recent = notice(Kind.REBALANCE_RECOMMENDATION, at=TUESDAY_AFTERNOON - timedelta(hours=1))
     younger = decide(recent, frozen, Settings(), TUESDAY_AFTERNOON)
-    assert younger.verdict is Verdict.DEFER
+    assert younger.outcome is Outcome.DEFERRED
 
 
 def test_rebalance_gives_up_when_no_window_opens_within_its_patience() -> None:
@@ -443,7 +449,7 @@ def test_rebalance_gives_up_when_no_window_opens_within_its_patience() -> None:
     rebalance = notice(Kind.REBALANCE_RECOMMENDATION, at=sent)
     frozen = target(pool=nodepool([{"nodes": "20%"}, FREEZE]))
     decision = decide(rebalance, frozen, Settings(), TUESDAY_AFTERNOON)
-    assert decision.verdict is Verdict.IGNORE
+    assert decision.outcome is Outcome.IGNORED
     assert "giving up" in decision.reason
 
 
@@ -457,7 +463,7 @@ def test_voluntary_on_node_already_replaced_by_lifeboat_carries_on() -> None:
         Settings(),
         SATURDAY,
     )
-    assert decision.verdict is Verdict.ACT
+    assert decision.outcome is Outcome.ACTED
 
 
 def test_pending_taint_alone_does_not_bypass_the_budget() -> None:
@@ -470,14 +476,14 @@ def test_pending_taint_alone_does_not_bypass_the_budget() -> None:
         Settings(),
         SATURDAY,
     )
-    assert decision.verdict is Verdict.DEFER
+    assert decision.outcome is Outcome.DEFERRED
 
 
 @pytest.mark.parametrize(
     ("kind", "steps"),
     [
         (Kind.REBALANCE_RECOMMENDATION, (Step.TAINT_AND_CORDON,)),
-        (Kind.SCHEDULED_CHANGE, (Step.TAINT_AND_CORDON, Step.DRAIN)),
+        (Kind.SCHEDULED_CHANGE, (Step.TAINT_AND_CORDON, Step.EVICT)),
     ],
 )
 def test_voluntary_on_node_group_node_has_no_budget(kind: Kind, steps: tuple[Step, ...]) -> None:
@@ -491,7 +497,7 @@ def test_voluntary_on_node_group_node_has_no_budget(kind: Kind, steps: tuple[Ste
         Settings(),
         SATURDAY,
     )
-    assert decision.verdict is Verdict.ACT
+    assert decision.outcome is Outcome.ACTED
     assert decision.steps == steps
 
 
@@ -501,18 +507,18 @@ def test_voluntary_on_node_group_node_has_no_budget(kind: Kind, steps: tuple[Ste
 def test_kind_action_ignore_is_honoured() -> None:
     settings = Settings(kind_actions={Kind.REBALANCE_RECOMMENDATION: "ignore"})
     decision = decide(weekend_rebalance(), target(), settings, SATURDAY)
-    assert decision.verdict is Verdict.IGNORE
+    assert decision.outcome is Outcome.IGNORED
     assert decision.steps == ()
     # Other kinds keep the default.
     scheduled = notice(Kind.SCHEDULED_CHANGE, deadline=SATURDAY + timedelta(days=2))
-    assert decide(scheduled, target(), settings, SATURDAY).verdict is Verdict.ACT
+    assert decide(scheduled, target(), settings, SATURDAY).outcome is Outcome.ACTED
 
 
 def test_kind_action_cordon_only_cordons() -> None:
     settings = Settings(kind_actions={Kind.SCHEDULED_CHANGE: "cordon"})
     scheduled = notice(Kind.SCHEDULED_CHANGE, deadline=SATURDAY + timedelta(days=2))
     decision = decide(scheduled, target(), settings, SATURDAY)
-    assert decision.verdict is Verdict.ACT
+    assert decision.outcome is Outcome.ACTED
     assert decision.steps == (Step.TAINT_AND_CORDON,)
 
 
@@ -524,7 +530,7 @@ def test_notice_with_ignore_reason_is_ignored(kind: Kind) -> None:
         Settings(),
         SATURDAY,
     )
-    assert decision.verdict is Verdict.IGNORE
+    assert decision.outcome is Outcome.IGNORED
     assert decision.reason == "autoscaling:TEST_NOTIFICATION"
     assert decision.steps == ()
 
@@ -532,7 +538,7 @@ def test_notice_with_ignore_reason_is_ignored(kind: Kind) -> None:
 def test_opted_out_nodepool_is_left_alone_for_voluntary_notices() -> None:
     opted_out = nodepool([{"nodes": "100%"}], annotations={"lifeboat.dev/disabled": "true"})
     decision = decide(weekend_rebalance(), target(pool=opted_out), Settings(), SATURDAY)
-    assert decision.verdict is Verdict.IGNORE
+    assert decision.outcome is Outcome.IGNORED
     assert "lifeboat.dev/disabled" in decision.reason
 
 
@@ -543,22 +549,22 @@ def test_opted_out_nodepool_is_left_alone_for_involuntary_notices(kind: Kind) ->
     decision = decide(
         notice(kind), target(pool=opted_out, with_budget_state=False), Settings(), SATURDAY
     )
-    assert decision.verdict is Verdict.IGNORE
+    assert decision.outcome is Outcome.IGNORED
     assert "general" in decision.reason
 
 
 def test_opt_out_annotation_false_does_not_opt_out() -> None:
     pool = nodepool([{"nodes": "100%"}], annotations={"lifeboat.dev/disabled": "false"})
     decision = decide(weekend_rebalance(), target(pool=pool), Settings(), SATURDAY)
-    assert decision.verdict is Verdict.ACT
+    assert decision.outcome is Outcome.ACTED
 
 
 def test_lifecycle_hook_on_a_karpenter_node_drains_then_completes() -> None:
     # The Auto Scaling group waits for our answer: Lifeboat drains and then lets it go,
     # rather than leaving the hook to time out while Karpenter deletes the claim.
     decision = decide(notice(Kind.ASG_TERMINATION), target(), Settings(), TUESDAY_AFTERNOON)
-    assert decision.verdict is Verdict.ACT
-    assert decision.steps == (Step.TAINT_AND_CORDON, Step.DRAIN, Step.COMPLETE_LIFECYCLE)
+    assert decision.outcome is Outcome.ACTED
+    assert decision.steps == (Step.TAINT_AND_CORDON, Step.EVICT, Step.COMPLETE_LIFECYCLE)
 
 
 def test_a_waiting_node_that_goes_not_ready_still_honours_the_budget() -> None:
@@ -574,7 +580,7 @@ def test_a_waiting_node_that_goes_not_ready_still_honours_the_budget() -> None:
         Settings(),
         SATURDAY,
     )
-    assert decision.verdict is not Verdict.ACT
+    assert decision.outcome is not Outcome.ACTED
 
 
 def test_a_notice_let_go_takes_its_pending_mark_with_it() -> None:
@@ -586,7 +592,7 @@ def test_a_notice_let_go_takes_its_pending_mark_with_it() -> None:
     decision = decide(
         notice(Kind.REBALANCE_RECOMMENDATION, at=sent), frozen, Settings(), TUESDAY_AFTERNOON
     )
-    assert decision.verdict is Verdict.IGNORE
+    assert decision.outcome is Outcome.IGNORED
     assert decision.steps == (Step.CLEAR_PENDING,)
     # Another kind's mark is not this notice's to clear.
     other = node(taints=[{"key": "lifeboat.dev/scheduled-change", "effect": "PreferNoSchedule"}])

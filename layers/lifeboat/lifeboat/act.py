@@ -81,7 +81,7 @@ class Actor:
                 outcome.replacement = self._replace(notice, target, outcome, dry)
             elif step is Step.DELETE_NODECLAIM:
                 outcome.actions += self._delete_claim(target, dry)
-            elif step is Step.DRAIN:
+            elif step is Step.EVICT:
                 self._drain(notice, target, outcome, dry)
             elif step is Step.COMPLETE_LIFECYCLE and outcome.pods_remaining == 0:
                 outcome.actions += self._complete_lifecycle(notice, dry)
@@ -133,7 +133,7 @@ class Actor:
 
     def _replace(self, notice: Notice, target: Target, outcome: ActResult, dry: bool) -> str | None:
         assert target.node is not None
-        if target.nodeclaim is None or target.nodepool is None:
+        if target.claim is None or target.nodepool is None:
             return None
         if dry:
             outcome.actions.append({"type": "create-nodeclaim", "name": None})
@@ -141,13 +141,13 @@ class Actor:
         if nodes.lifeboat_taint(target.node) is not None:
             # We have been here before (redelivery, or a retry after a crash): a replacement
             # may already exist. Only this path pays for the extra lookup.
-            existing = self._kube.list_nodeclaims(f"{nodes.REPLACES_LABEL}={target.nodeclaim}")
+            existing = self._kube.list_nodeclaims(f"{nodes.REPLACES_LABEL}={target.claim.name}")
             if existing:
                 name = nodes.name_of(existing[0])
                 outcome.actions.append({"type": "create-nodeclaim", "name": name, "existing": True})
                 return name
         body = replacement_nodeclaim(
-            target.nodepool, target.node, target.nodeclaim, notice.dedup_key
+            target.nodepool, target.node, target.claim.name, notice.dedup_key
         )
         created = self._kube.create_nodeclaim(dict(body))
         name = nodes.name_of(created)
@@ -155,15 +155,16 @@ class Actor:
         return name
 
     def _delete_claim(self, target: Target, dry: bool) -> list[Action]:
-        if target.nodeclaim is None:
+        claim = target.claim
+        if claim is None:
             return []
         if not dry:
             try:
-                self._kube.delete_nodeclaim(target.nodeclaim, target.nodeclaim_uid)
+                self._kube.delete_nodeclaim(claim.name, claim.uid)
             except Conflict:
                 # The uid precondition failed: the name now belongs to another claim.
                 return []
-        return [{"type": "delete-nodeclaim", "name": target.nodeclaim}]
+        return [{"type": "delete-nodeclaim", "name": claim.name}]
 
     # -- drain without Karpenter -----------------------------------------------------------
 

@@ -16,6 +16,7 @@ from enum import StrEnum
 from lifeboat import nodes
 from lifeboat.budgets import allowed_disruptions, next_allowed_at
 from lifeboat.events.notice import Kind, Notice
+from lifeboat.report import Outcome
 from lifeboat.settings import Settings
 from lifeboat.target import Target
 
@@ -27,12 +28,6 @@ RECHECK_INTERVAL = timedelta(minutes=5)
 VOLUNTARY_PATIENCE = timedelta(hours=24)
 
 
-class Verdict(StrEnum):
-    ACT = "acted"
-    DEFER = "deferred"
-    IGNORE = "ignored"
-
-
 class Step(StrEnum):
     """What ``act`` does, in this order."""
 
@@ -41,14 +36,13 @@ class Step(StrEnum):
     CLEAR_PENDING = "clear-pending"  # that mark, removed when the notice is let go
     CREATE_REPLACEMENT = "create-nodeclaim"
     DELETE_NODECLAIM = "delete-nodeclaim"  # Karpenter drains (honouring PDBs) and terminates
-    DRAIN = "evict"  # no Karpenter: Lifeboat evicts through the Eviction API
-    FINISH_REPLACEMENT = "finish-replacement"  # later: delete the old claim once replaced
+    EVICT = "evict"  # no Karpenter: Lifeboat drains the node through the Eviction API
     COMPLETE_LIFECYCLE = "complete-lifecycle-action"
 
 
 @dataclass(frozen=True)
 class Decision:
-    verdict: Verdict
+    outcome: Outcome  # acted, deferred or ignored (never rejected: that is the parser's)
     reason: str
     steps: tuple[Step, ...] = ()
     # When a deferred notice should be decided again; None with DEFER: waits for capacity.
@@ -57,10 +51,12 @@ class Decision:
     recheck_at: datetime | None = None
     # True when an action goes ahead although budgets or do-not-disrupt said no.
     forced: bool = False
+    # Replace before delete: the old NodeClaim is deleted later, once its replacement is Ready.
+    delete_claim_when_replaced: bool = False
 
 
 def ignore(reason: str) -> Decision:
-    return Decision(Verdict.IGNORE, reason)
+    return Decision(Outcome.IGNORED, reason)
 
 
 def decide(notice: Notice, target: Target, settings: Settings, now: datetime) -> Decision:
@@ -69,7 +65,7 @@ def decide(notice: Notice, target: Target, settings: Settings, now: datetime) ->
     # A notice let go (given up, opted out, configured to ignore) takes its waiting mark
     # with it, or the node would stay marked PreferNoSchedule for the rest of its life.
     if (
-        decision.verdict is Verdict.IGNORE
+        decision.outcome is Outcome.IGNORED
         and target.node is not None
         and nodes.pending_mark(target.node, nodes.taint_key(notice.kind))
     ):
@@ -83,17 +79,16 @@ def _decide(notice: Notice, target: Target, settings: Settings, now: datetime) -
     if target.node is None:
         if notice.lifecycle is not None:
             return Decision(
-                Verdict.ACT,
+                Outcome.ACTED,
                 f"no Kubernetes node for {target.instance_id}: completing the lifecycle action",
                 (Step.COMPLETE_LIFECYCLE,),
             )
         return ignore(f"no Kubernetes node for instance {target.instance_id} in this cluster")
-    # The NodePool object is known for every kind (``pool``, the budget state, only for
-    # voluntary ones): an opted-out pool is left alone whatever AWS announced.
-    pool_object = target.pool.nodepool if target.pool else target.nodepool
-    if pool_object is not None and nodes.opted_out(pool_object):
+    # The NodePool object is known for every kind (its counts only for voluntary ones): an
+    # opted-out pool is left alone whatever AWS announced.
+    if target.nodepool is not None and nodes.opted_out(target.nodepool):
         return ignore(
-            f"NodePool {nodes.name_of(pool_object)} opted out ({nodes.OPT_OUT_ANNOTATION})"
+            f"NodePool {nodes.name_of(target.nodepool)} opted out ({nodes.OPT_OUT_ANNOTATION})"
         )
     if notice.involuntary:
         return _involuntary(notice, target)
@@ -104,22 +99,22 @@ def _involuntary(notice: Notice, target: Target) -> Decision:
     what = _describe(notice)
     # An Auto Scaling group waits for our answer before it terminates, so a hook's node is
     # drained here and then let go, even if a NodeClaim (unusually) also owns it.
-    if target.nodeclaim and notice.lifecycle is None:
+    if target.claim and notice.lifecycle is None:
         steps = [Step.TAINT_AND_CORDON]
         if not _karpenter_already_replacing(target):
             steps.append(Step.CREATE_REPLACEMENT)
         steps.append(Step.DELETE_NODECLAIM)
         return Decision(
-            Verdict.ACT,
-            f"{what}: replacing NodeClaim {target.nodeclaim} and deleting it so Karpenter "
+            Outcome.ACTED,
+            f"{what}: replacing NodeClaim {target.claim.name} and deleting it so Karpenter "
             "drains the node",
             tuple(steps),
         )
-    steps = [Step.TAINT_AND_CORDON, Step.DRAIN]
+    steps = [Step.TAINT_AND_CORDON, Step.EVICT]
     if notice.lifecycle is not None:
         steps.append(Step.COMPLETE_LIFECYCLE)
     return Decision(
-        Verdict.ACT,
+        Outcome.ACTED,
         f"{what}: node has no NodeClaim; draining it through the Eviction API",
         tuple(steps),
     )
@@ -131,12 +126,12 @@ def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime
     action = settings.action_for(notice.kind)
     if action == "ignore":
         return ignore(f"{what}: configured to ignore {notice.kind}")
-    karpenter_owned = target.nodeclaim is not None
-    act_steps = _voluntary_steps(notice, action, karpenter_owned)
+    karpenter_owned = target.claim is not None
+    act = _voluntary_action(notice, action, karpenter_owned)
 
     if nodes.acted_on(target.node):
         # Already acted on (an earlier delivery or notice): carry on, it holds its budget slot.
-        return Decision(Verdict.ACT, f"{what}: node already being replaced; continuing", act_steps)
+        return replace(act, reason=f"{what}: node already being replaced; continuing")
 
     latest = _latest_start(notice, settings)
     if latest is None and now >= notice.event_time + VOLUNTARY_PATIENCE:
@@ -144,12 +139,11 @@ def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime
             f"{what}: not permitted within {_minutes(VOLUNTARY_PATIENCE)} of the notice; giving up"
         )
     if latest is not None and now >= latest:
-        return Decision(
-            Verdict.ACT,
-            f"{what}: maintenance starts {_fmt(notice.deadline)}, within the "
+        return replace(
+            act,
+            reason=f"{what}: maintenance starts {_fmt(notice.deadline)}, within the "
             f"{_minutes(settings.scheduled_change_lead)} lead: acting regardless of budgets "
             "and do-not-disrupt",
-            act_steps,
             forced=True,
         )
 
@@ -158,44 +152,43 @@ def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime
         who, until = blocker
         return _defer(f"{what}: blocked by {who}", until, latest, now)
 
-    if not karpenter_owned or target.pool is None:
+    nodepool, counts = target.nodepool, target.counts
+    if not karpenter_owned or nodepool is None or counts is None:
         # No NodePool, no budget: a node group node is handled like the Node Termination
         # Handler does (cordon on rebalance, cordon and drain on scheduled maintenance).
-        return Decision(Verdict.ACT, f"{what}: node has no NodePool budget to honour", act_steps)
+        return replace(act, reason=f"{what}: node has no NodePool budget to honour")
 
-    pool = target.pool
-    allowance = allowed_disruptions(pool.nodepool, pool.node_count, pool.disrupting, now)
+    name = nodes.name_of(nodepool)
+    allowance = allowed_disruptions(nodepool, counts.node_count, counts.disrupting, now)
     if allowance.permits_one:
-        return Decision(
-            Verdict.ACT, f"{what}: NodePool {pool.name} allows it ({allowance.reason})", act_steps
-        )
+        return replace(act, reason=f"{what}: NodePool {name} allows it ({allowance.reason})")
     if allowance.blocked_by_error:
-        return _defer(
-            f"{what}: NodePool {pool.name} blocked: {allowance.reason}", None, latest, now
-        )
+        return _defer(f"{what}: NodePool {name} blocked: {allowance.reason}", None, latest, now)
     until = latest if latest is not None else notice.event_time + VOLUNTARY_PATIENCE
-    opens = next_allowed_at(pool.nodepool, pool.node_count, pool.disrupting, now, until)
-    why = f"{what}: NodePool {pool.name} budget: {allowance.reason}"
+    opens = next_allowed_at(nodepool, counts.node_count, counts.disrupting, now, until)
+    why = f"{what}: NodePool {name} budget: {allowance.reason}"
     # Give up only if a window would stay shut even with every disrupting node gone:
     # nodes still disrupting now may well be gone before the window opens.
     if (
         opens is None
         and latest is None
-        and next_allowed_at(pool.nodepool, pool.node_count, 0, now, until) is None
+        and next_allowed_at(nodepool, counts.node_count, 0, now, until) is None
     ):
         return ignore(f"{why}; no window opens before {_fmt(until)}: giving up")
     return _defer(why, opens, latest, now)
 
 
-def _voluntary_steps(notice: Notice, action: str, karpenter_owned: bool) -> tuple[Step, ...]:
+def _voluntary_action(notice: Notice, action: str, karpenter_owned: bool) -> Decision:
+    """What acting on a voluntary notice means (the reason is filled in by the caller)."""
     if action == "cordon":
-        return (Step.TAINT_AND_CORDON,)
+        return Decision(Outcome.ACTED, "", (Step.TAINT_AND_CORDON,))
     if karpenter_owned:
         # Replace before delete: the old claim goes once the replacement is Ready.
-        return (Step.TAINT_AND_CORDON, Step.CREATE_REPLACEMENT, Step.FINISH_REPLACEMENT)
+        steps = (Step.TAINT_AND_CORDON, Step.CREATE_REPLACEMENT)
+        return Decision(Outcome.ACTED, "", steps, delete_claim_when_replaced=True)
     if notice.kind is Kind.REBALANCE_RECOMMENDATION:
-        return (Step.TAINT_AND_CORDON,)
-    return (Step.TAINT_AND_CORDON, Step.DRAIN)
+        return Decision(Outcome.ACTED, "", (Step.TAINT_AND_CORDON,))
+    return Decision(Outcome.ACTED, "", (Step.TAINT_AND_CORDON, Step.EVICT))
 
 
 def _defer(reason: str, until: datetime | None, latest: datetime | None, now: datetime) -> Decision:
@@ -204,7 +197,7 @@ def _defer(reason: str, until: datetime | None, latest: datetime | None, now: da
     if until is None and latest is not None:
         # Capacity may free before the deadline: look again regularly; act at ``latest``.
         return Decision(
-            Verdict.DEFER,
+            Outcome.DEFERRED,
             f"{reason}; waiting for disrupting nodes to finish, acting at {_fmt(latest)} "
             "regardless",
             pending,
@@ -213,19 +206,19 @@ def _defer(reason: str, until: datetime | None, latest: datetime | None, now: da
         )
     if until is None:
         return Decision(
-            Verdict.DEFER,
+            Outcome.DEFERRED,
             f"{reason}; waiting for disrupting nodes to finish",
             pending,
             recheck_at=now + RECHECK_INTERVAL,
         )
     if latest is not None and until >= latest:
         return Decision(
-            Verdict.DEFER,
+            Outcome.DEFERRED,
             f"{reason}; no permitted time before {_fmt(latest)}: will act then regardless",
             pending,
             deferred_until=latest,
         )
-    return Decision(Verdict.DEFER, f"{reason}; next permitted at {_fmt(until)}", pending, until)
+    return Decision(Outcome.DEFERRED, f"{reason}; next permitted at {_fmt(until)}", pending, until)
 
 
 def _latest_start(notice: Notice, settings: Settings) -> datetime | None:

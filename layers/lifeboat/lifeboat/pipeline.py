@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from lifeboat import nodes
 from lifeboat.act import Actor, ActResult, LifecycleActions
-from lifeboat.decide import Decision, Step, Verdict, decide
+from lifeboat.decide import Decision, Step, decide
 from lifeboat.events import parse_message
 from lifeboat.events.envelope import load_body
 from lifeboat.events.notice import MalformedMessage, Notice
@@ -33,17 +33,11 @@ from lifeboat.report import Outcome, Report
 from lifeboat.resolve import Resolver
 from lifeboat.routing import foreign_origin, route
 from lifeboat.settings import Settings
-from lifeboat.target import Target
+from lifeboat.target import ClaimRef, Target
 from lifeboat.wakeup import Task, Wakeup, WakeupSink, decode, is_wakeup
 
 # How often a pending replacement or a PDB-blocked drain is looked at again.
 FOLLOW_UP_INTERVAL = timedelta(seconds=30)
-
-_VERDICT_OUTCOME = {
-    Verdict.ACT: Outcome.ACTED,
-    Verdict.DEFER: Outcome.DEFERRED,
-    Verdict.IGNORE: Outcome.IGNORED,
-}
 
 Body = str | bytes | Mapping[str, Any]
 
@@ -217,7 +211,7 @@ class Pipeline:
         if done is not None:
             outcome.actions[:0] = done.actions
         reason = decision.reason
-        if self.settings.dry_run and decision.verdict is not Verdict.IGNORE:
+        if self.settings.dry_run and decision.outcome is not Outcome.IGNORED:
             reason = f"dry run, nothing changed: {reason}"
         if not self.settings.dry_run:
             self._follow_up(notice, target, decision, outcome.replacement, outcome.pods_remaining)
@@ -227,7 +221,7 @@ class Pipeline:
             reason += f"; {outcome.pods_remaining} pod(s) held by PodDisruptionBudgets, retrying"
         return Report.for_notice(
             notice,
-            _VERDICT_OUTCOME[decision.verdict],
+            decision.outcome,
             reason,
             node=target.node_name,
             nodepool=target.nodepool_name,
@@ -257,19 +251,19 @@ class Pipeline:
             return
         now = self.clock()
         cluster = target.info.cluster if target.info else None
-        if decision.verdict is Verdict.DEFER:
+        if decision.outcome is Outcome.DEFERRED:
             candidates = [t for t in (decision.deferred_until, decision.recheck_at) if t]
             due = min(candidates) if candidates else now + FOLLOW_UP_INTERVAL
             self.wakeups.schedule(Wakeup(Task.DECIDE, notice, due))
-        if Step.FINISH_REPLACEMENT in decision.steps and target.nodeclaim:
+        if decision.delete_claim_when_replaced and target.claim:
             self.wakeups.schedule(
                 Wakeup(
                     Task.FINISH_REPLACEMENT,
                     notice,
                     now + FOLLOW_UP_INTERVAL,
                     replacement=replacement,
-                    old_nodeclaim=target.nodeclaim,
-                    old_nodeclaim_uid=target.nodeclaim_uid,
+                    old_nodeclaim=target.claim.name,
+                    old_nodeclaim_uid=target.claim.uid,
                     started=now,
                     cluster=cluster,
                 )
@@ -291,10 +285,10 @@ class Pipeline:
         resolver = batch.resolver(wakeup.cluster or (info.cluster if info else None))
         if wakeup.task is Task.CONTINUE_DRAIN:
             target = resolver.resolve(notice.instance_id or "", info) if info else Target("")
-            steps: tuple[Step, ...] = (Step.DRAIN, Step.COMPLETE_LIFECYCLE)
+            steps: tuple[Step, ...] = (Step.EVICT, Step.COMPLETE_LIFECYCLE)
             if target.node is None:
                 steps = (Step.COMPLETE_LIFECYCLE,)
-            decision = Decision(Verdict.ACT, "continuing the drain", steps)
+            decision = Decision(Outcome.ACTED, "continuing the drain", steps)
             return self._carry_out(resolver.kube, notice, target, decision)
         return self._finish_replacement(resolver.kube, wakeup)
 
@@ -322,13 +316,14 @@ class Pipeline:
             why = f"replacement {wakeup.replacement or '(none)'} is gone"
         else:
             why = f"replacement {wakeup.replacement} not Ready after the timeout"
-        target = Target(
-            notice.instance_id or "",
-            nodeclaim=wakeup.old_nodeclaim,
-            nodeclaim_uid=wakeup.old_nodeclaim_uid,
+        old = (
+            ClaimRef(wakeup.old_nodeclaim, wakeup.old_nodeclaim_uid)
+            if wakeup.old_nodeclaim
+            else None
         )
+        target = Target(notice.instance_id or "", claim=old)
         decision = Decision(
-            Verdict.ACT,
+            Outcome.ACTED,
             f"{why}: deleting NodeClaim {wakeup.old_nodeclaim}",
             (Step.DELETE_NODECLAIM,),
         )

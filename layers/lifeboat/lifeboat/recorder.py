@@ -8,9 +8,10 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from lifeboat.decide import Decision, Verdict
+from lifeboat.decide import Decision
 from lifeboat.events.notice import Notice
 from lifeboat.kube import Conflict, KubeApi, KubeError
+from lifeboat.report import Outcome
 
 _log = logging.getLogger(__name__)
 
@@ -21,7 +22,7 @@ EVENT_NAMESPACE = "default"
 
 def event_reason(notice: Notice, decision: Decision) -> str:
     base = notice.kind.event_reason
-    if decision.verdict is Verdict.DEFER:
+    if decision.outcome is Outcome.DEFERRED:
         return f"{base}Deferred"
     if decision.forced:
         return f"{base}Forced"
@@ -31,12 +32,12 @@ def event_reason(notice: Notice, decision: Decision) -> str:
 def node_event(
     node: Mapping[str, Any], notice: Notice, decision: Decision, now: datetime
 ) -> dict[str, Any]:
-    """A core/v1 Event about ``node``; the name is derived from the notice and the verdict,
+    """A core/v1 Event about ``node``; the name is derived from the notice and the outcome,
     so a redelivery answers 409 AlreadyExists instead of adding a duplicate."""
     meta = node["metadata"]
     stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
     digest = hashlib.sha256(
-        f"{notice.dedup_key}|{decision.verdict}|{decision.deferred_until}".encode()
+        f"{notice.dedup_key}|{decision.outcome}|{decision.deferred_until}".encode()
     ).hexdigest()[:12]
     warning = decision.forced or notice.involuntary
     return {
@@ -50,7 +51,7 @@ def node_event(
             "uid": meta.get("uid", ""),
         },
         "reason": event_reason(notice, decision),
-        "message": f"{decision.verdict}: {decision.reason}"[:1024],
+        "message": f"{decision.outcome}: {decision.reason}"[:1024],
         "type": "Warning" if warning else "Normal",
         "source": {"component": COMPONENT},
         "reportingComponent": COMPONENT,

@@ -17,7 +17,7 @@ from typing import Any
 from lifeboat import nodes
 from lifeboat.instances import InstanceInfo, instance_id_from_provider_id
 from lifeboat.kube import KubeApi
-from lifeboat.target import PoolState, Target
+from lifeboat.target import ClaimRef, PoolCounts, Target
 
 
 class Resolver:
@@ -34,15 +34,16 @@ class Resolver:
         if node is None:
             return Target(instance_id, info)
         owner = nodes.nodeclaim_owner(node)
-        nodeclaim, nodeclaim_uid = owner if owner else (info.nodeclaim, None)
+        claim = (
+            ClaimRef(*owner) if owner else (ClaimRef(info.nodeclaim) if info.nodeclaim else None)
+        )
         pool_name = nodes.labels_of(node).get(nodes.NODEPOOL_LABEL) or info.nodepool
-        nodepool = self.nodepool(pool_name) if pool_name and nodeclaim else None
+        nodepool = self.nodepool(pool_name) if pool_name and claim else None
         return Target(
             instance_id,
             info,
             node=node,
-            nodeclaim=nodeclaim,
-            nodeclaim_uid=nodeclaim_uid,
+            claim=claim,
             nodepool_name=pool_name,
             nodepool=nodepool,
         )
@@ -53,8 +54,8 @@ class Resolver:
         if target.node is None:
             return target
         pods = tuple(self.kube.list_pods_on_node(nodes.name_of(target.node)))
-        pool = self.pool_state(target.nodepool) if target.nodepool is not None else None
-        return replace(target, pods=pods, pool=pool)
+        counts = self.pool_counts(target.nodepool) if target.nodepool is not None else None
+        return replace(target, pods=pods, counts=counts)
 
     def nodepool(self, name: str) -> Mapping[str, Any] | None:
         """One GET per NodePool per batch, however many of its nodes the batch names."""
@@ -63,7 +64,7 @@ class Resolver:
                 self._nodepools[name] = self.kube.get_nodepool(name)
             return self._nodepools[name]
 
-    def pool_state(self, nodepool: Mapping[str, Any]) -> PoolState:
+    def pool_counts(self, nodepool: Mapping[str, Any]) -> PoolCounts:
         """Count the pool's nodes and those already disrupting. Always read fresh: callers
         hold the pool's lease, and a cached count is how budgets get exceeded."""
         name = nodes.name_of(nodepool)
@@ -87,8 +88,7 @@ class Resolver:
         # A claim being deleted whose node is already gone still holds its slot until it goes.
         for claim in sorted(deleting_claims - claims_with_nodes):
             disrupting.append((f"(NodeClaim {claim})", "NodeClaim deleting, node gone"))
-        return PoolState(
-            nodepool,
+        return PoolCounts(
             node_count=len(pool_nodes),
             disrupting=len(disrupting),
             disrupting_nodes=tuple(disrupting),

@@ -12,37 +12,42 @@ Obj = Mapping[str, Any]
 
 
 @dataclass(frozen=True)
-class PoolState:
-    """A NodePool and how many of its nodes exist and are already disrupting."""
+class ClaimRef:
+    """The Karpenter NodeClaim that owns a node. The uid guards every write: a later claim
+    of the same name is another claim."""
 
-    nodepool: Obj
+    name: str
+    uid: str | None = None
+
+
+@dataclass(frozen=True)
+class PoolCounts:
+    """How many nodes a NodePool has, and how many of them are already disrupting, as
+    Karpenter counts them for its budgets."""
+
     node_count: int
     disrupting: int
-    # Who is disrupting and why, as (node, reason), when resolve counted them.
+    # Who is disrupting and why, as (node, reason).
     disrupting_nodes: tuple[tuple[str, str], ...] = ()
-
-    @property
-    def name(self) -> str:
-        return str(self.nodepool["metadata"]["name"])
 
 
 @dataclass(frozen=True)
 class Target:
     """Everything known about the instance a notice names.
 
-    ``pool`` and ``pods`` are loaded only when the decision needs them (voluntary kinds, or a
-    drain), so a Spot warning costs no list request.
+    ``counts`` and ``pods`` are loaded only when the decision needs them (voluntary kinds, or
+    a drain), so a Spot warning costs no list request.
     """
 
     instance_id: str
     info: InstanceInfo | None = None
     node: Obj | None = None
-    nodeclaim: str | None = None
-    nodeclaim_uid: str | None = None
+    claim: ClaimRef | None = None
+    # The NodePool the node says it belongs to (its label, or EC2's tag) ...
     nodepool_name: str | None = None
-    # The NodePool object, read once per pool per batch: the template of a replacement.
+    # ... and that NodePool's object, when it exists: budgets and the replacement's template.
     nodepool: Obj | None = None
-    pool: PoolState | None = None
+    counts: PoolCounts | None = None
     pods: tuple[Obj, ...] | None = None
 
     @property
