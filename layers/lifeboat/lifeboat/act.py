@@ -170,7 +170,14 @@ class Actor:
 
     def _drain(self, notice: Notice, target: Target, outcome: ActResult, dry: bool) -> None:
         assert target.node is not None
-        node_name = nodes.name_of(target.node)
+        outcome.pods_remaining = self._evict_pods(notice, nodes.name_of(target.node), outcome, dry)
+        if outcome.pods_remaining and not dry and notice.lifecycle and self._lifecycle:
+            # Keep the instance alive while PodDisruptionBudgets hold the drain back.
+            self._lifecycle.heartbeat(notice.lifecycle)
+
+    def _evict_pods(self, notice: Notice, node_name: str, outcome: ActResult, dry: bool) -> int:
+        """Evict the node's pods, retrying PDB refusals for ``drain_patience`` seconds (never
+        past the notice's deadline); returns how many pods PDBs still hold."""
         give_up = time.monotonic() + self._drain_patience
         delay = 0.5
         while True:
@@ -184,11 +191,10 @@ class Actor:
                     outcome.actions.append({"type": "evict", "pod": f"{namespace}/{name}"})
                 elif result is Eviction.BLOCKED:
                     blocked += 1
-            outcome.pods_remaining = blocked
             if blocked == 0 or dry or time.monotonic() >= give_up:
-                return
+                return blocked
             if notice.deadline is not None and self._clock() >= notice.deadline:
-                return
+                return blocked
             self._sleep(delay)
             delay = min(delay * 2, 5.0)
 

@@ -14,13 +14,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import partial
 from typing import Any, Protocol
 
 from lifeboat import nodes
 from lifeboat.act import Actor, ActResult, LifecycleActions
-from lifeboat.decide import Decision, Step, decide
+from lifeboat.decide import Decision, decide, follow_ups
+from lifeboat.decide.wakeups import continue_drain, finish_replacement
 from lifeboat.events import parse_message
 from lifeboat.events.envelope import load_body
 from lifeboat.events.notice import MalformedMessage, Notice
@@ -29,15 +30,12 @@ from lifeboat.kube import KubeApi
 from lifeboat.ledger import Ledger
 from lifeboat.pool_lock import PoolLock
 from lifeboat.recorder import record
-from lifeboat.report import Outcome, Report
+from lifeboat.report import Outcome, Report, decision_report
 from lifeboat.resolve import Resolver
 from lifeboat.routing import foreign_origin, route
 from lifeboat.settings import Settings
-from lifeboat.target import ClaimRef, Target
+from lifeboat.target import Target
 from lifeboat.wakeup import Task, Wakeup, WakeupSink, decode, is_wakeup
-
-# How often a pending replacement or a PDB-blocked drain is looked at again.
-FOLLOW_UP_INTERVAL = timedelta(seconds=30)
 
 Body = str | bytes | Mapping[str, Any]
 
@@ -201,32 +199,38 @@ class Pipeline:
         notice: Notice,
         target: Target,
         decision: Decision,
+        *,
         done: ActResult | None = None,
+        wakeup: Wakeup | None = None,
     ) -> Report:
-        """Carry out ``decision`` (all but the steps ``done`` already took), schedule its
-        follow-ups and record it."""
+        """Carry out ``decision`` (all but the steps ``done`` already took), schedule the
+        follow-ups it calls for, record it on the node, and report it."""
         now = self.clock()
         rest = replace(decision, steps=decision.steps[1:]) if done is not None else decision
-        outcome = self._actor(kube).carry_out(notice, target, rest)
+        result = self._actor(kube).carry_out(notice, target, rest)
         if done is not None:
-            outcome.actions[:0] = done.actions
-        reason = decision.reason
-        if self.settings.dry_run and decision.outcome is not Outcome.IGNORED:
-            reason = f"dry run, nothing changed: {reason}"
+            result.actions[:0] = done.actions
         if not self.settings.dry_run:
-            self._follow_up(notice, target, decision, outcome.replacement, outcome.pods_remaining)
+            if self.wakeups is not None:
+                for later in follow_ups(
+                    notice,
+                    target,
+                    decision,
+                    replacement=result.replacement,
+                    pods_remaining=result.pods_remaining,
+                    now=now,
+                    wakeup=wakeup,
+                ):
+                    self.wakeups.schedule(later)
             if target.node is not None:
                 record(kube, target.node, notice, decision, now)
-        if outcome.pods_remaining:
-            reason += f"; {outcome.pods_remaining} pod(s) held by PodDisruptionBudgets, retrying"
-        return Report.for_notice(
+        return decision_report(
             notice,
-            decision.outcome,
-            reason,
-            node=target.node_name,
-            nodepool=target.nodepool_name,
-            deferred_until=decision.deferred_until,
-            actions=tuple(outcome.actions),
+            target,
+            decision,
+            result.actions,
+            pods_remaining=result.pods_remaining,
+            dry_run=self.settings.dry_run,
         )
 
     def _actor(self, kube: KubeApi) -> Actor:
@@ -238,43 +242,6 @@ class Pipeline:
             drain_patience=self.drain_patience,
         )
 
-    def _follow_up(
-        self,
-        notice: Notice,
-        target: Target,
-        decision: Decision,
-        replacement: str | None,
-        pods_remaining: int,
-    ) -> None:
-        """Schedule what must happen later; never sleep for it."""
-        if self.wakeups is None:
-            return
-        now = self.clock()
-        cluster = target.info.cluster if target.info else None
-        if decision.outcome is Outcome.DEFERRED:
-            candidates = [t for t in (decision.deferred_until, decision.recheck_at) if t]
-            due = min(candidates) if candidates else now + FOLLOW_UP_INTERVAL
-            self.wakeups.schedule(Wakeup(Task.DECIDE, notice, due))
-        if decision.delete_claim_when_replaced and target.claim:
-            self.wakeups.schedule(
-                Wakeup(
-                    Task.FINISH_REPLACEMENT,
-                    notice,
-                    now + FOLLOW_UP_INTERVAL,
-                    replacement=replacement,
-                    old_nodeclaim=target.claim.name,
-                    old_nodeclaim_uid=target.claim.uid,
-                    started=now,
-                    cluster=cluster,
-                )
-            )
-        if pods_remaining:
-            if notice.lifecycle is not None and self.lifecycle is not None:
-                # Keep the instance alive while PDBs hold the drain back.
-                self.lifecycle.heartbeat(notice.lifecycle)
-            due = now + FOLLOW_UP_INTERVAL
-            self.wakeups.schedule(Wakeup(Task.CONTINUE_DRAIN, notice, due, cluster=cluster))
-
     # -- wake-ups --------------------------------------------------------------------------
 
     def _wake(self, batch: _Batch, wakeup: Wakeup) -> Report:
@@ -285,52 +252,14 @@ class Pipeline:
         resolver = batch.resolver(wakeup.cluster or (info.cluster if info else None))
         if wakeup.task is Task.CONTINUE_DRAIN:
             target = resolver.resolve(notice.instance_id or "", info) if info else Target("")
-            steps: tuple[Step, ...] = (Step.EVICT, Step.COMPLETE_LIFECYCLE)
-            if target.node is None:
-                steps = (Step.COMPLETE_LIFECYCLE,)
-            decision = Decision(Outcome.ACTED, "continuing the drain", steps)
-            return self._carry_out(resolver.kube, notice, target, decision)
-        return self._finish_replacement(resolver.kube, wakeup)
-
-    def _finish_replacement(self, kube: KubeApi, wakeup: Wakeup) -> Report:
-        """Delete the old NodeClaim once its replacement is Ready, or when waiting longer
-        would only risk the deadline (``replacement_timeout``)."""
-        notice, now = wakeup.notice, self.clock()
-        started = wakeup.started or now
-        claim = kube.get_nodeclaim(wakeup.replacement) if wakeup.replacement else None
-        ready = claim is not None and nodes.is_ready(claim)
-        give_up = started + self.settings.replacement_timeout
-        if claim is not None and not ready and now < give_up:
-            due = min(now + FOLLOW_UP_INTERVAL, give_up)
-            if self.wakeups is not None:
-                self.wakeups.schedule(wakeup.again(due))
-            return Report.for_notice(
-                notice,
-                Outcome.DEFERRED,
-                f"waiting for replacement {wakeup.replacement} to become Ready",
-                deferred_until=due,
-            )
-        if ready:
-            why = f"replacement {wakeup.replacement} is Ready"
-        elif claim is None:
-            why = f"replacement {wakeup.replacement or '(none)'} is gone"
+            decision = continue_drain(target)
         else:
-            why = f"replacement {wakeup.replacement} not Ready after the timeout"
-        old = (
-            ClaimRef(wakeup.old_nodeclaim, wakeup.old_nodeclaim_uid)
-            if wakeup.old_nodeclaim
-            else None
-        )
-        target = Target(notice.instance_id or "", claim=old)
-        decision = Decision(
-            Outcome.ACTED,
-            f"{why}: deleting NodeClaim {wakeup.old_nodeclaim}",
-            (Step.DELETE_NODECLAIM,),
-        )
-        outcome = self._actor(kube).carry_out(notice, target, decision)
-        return Report.for_notice(
-            notice, Outcome.ACTED, decision.reason, actions=tuple(outcome.actions)
-        )
+            replacement = (
+                resolver.kube.get_nodeclaim(wakeup.replacement) if wakeup.replacement else None
+            )
+            target = Target(notice.instance_id or "", claim=wakeup.old_claim)
+            decision = finish_replacement(wakeup, replacement, self.settings, self.clock())
+        return self._carry_out(resolver.kube, notice, target, decision, wakeup=wakeup)
 
 
 def _notices_of(item: Parsed) -> list[Notice]:

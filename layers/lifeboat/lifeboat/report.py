@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lifeboat.events.notice import Kind, Notice
+
+if TYPE_CHECKING:  # decide builds on Outcome; the report only reads a Decision
+    from lifeboat.decide import Decision
+    from lifeboat.target import Target
 
 
 class Outcome(StrEnum):
@@ -65,6 +70,32 @@ class Report:
             "deferred_until": _iso(self.deferred_until),
             "actions": [dict(a) for a in self.actions],
         }
+
+
+def decision_report(
+    notice: Notice,
+    target: Target,
+    decision: Decision,
+    actions: Sequence[dict[str, Any]],
+    *,
+    pods_remaining: int = 0,
+    dry_run: bool = False,
+) -> Report:
+    """The report of a decision carried out (``actions`` are what act did)."""
+    reason = decision.reason
+    if dry_run and decision.outcome is not Outcome.IGNORED:
+        reason = f"dry run, nothing changed: {reason}"
+    if pods_remaining:
+        reason += f"; {pods_remaining} pod(s) held by PodDisruptionBudgets, retrying"
+    return Report.for_notice(
+        notice,
+        decision.outcome,
+        reason,
+        node=target.node_name,
+        nodepool=target.nodepool_name,
+        deferred_until=decision.deferred_until,
+        actions=tuple(actions),
+    )
 
 
 def _iso(moment: datetime | None) -> str | None:

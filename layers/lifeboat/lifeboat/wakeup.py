@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from lifeboat.events.notice import Kind, LifecycleHook, MalformedMessage, Notice
+from lifeboat.target import ClaimRef
 
 MARKER = "lifeboat-wakeup"
 VERSION = 1
@@ -44,6 +45,13 @@ class Wakeup:
     def key(self) -> str:
         """Unique per wake-up, so a scheduler can be asked twice without two schedules."""
         return f"{self.notice.dedup_key}#{self.task}#{self.due.strftime('%Y%m%dT%H%M%S')}"
+
+    @property
+    def old_claim(self) -> ClaimRef | None:
+        """The NodeClaim a replacement stands in for (``FINISH_REPLACEMENT``)."""
+        if not self.old_nodeclaim:
+            return None
+        return ClaimRef(self.old_nodeclaim, self.old_nodeclaim_uid)
 
     def again(self, due: datetime) -> Wakeup:
         return replace(self, due=due, attempt=self.attempt + 1)

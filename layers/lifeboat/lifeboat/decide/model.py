@@ -1,0 +1,49 @@
+"""What a decision is, and the timings every decision shares."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+
+from lifeboat.report import Outcome
+
+# How long a deferral with no known end (waiting for capacity to free) sleeps between looks.
+RECHECK_INTERVAL = timedelta(minutes=5)
+# How often a pending replacement or a PDB-blocked drain is looked at again.
+FOLLOW_UP_INTERVAL = timedelta(seconds=30)
+# How long a notice without a deadline (a rebalance recommendation) may wait for its pool
+# to allow it. The risk it warns of is near-term: a day later, a Spot interruption has
+# either come (and was handled as one) or the capacity has recovered.
+VOLUNTARY_PATIENCE = timedelta(hours=24)
+
+
+class Step(StrEnum):
+    """What ``act`` does, in this order."""
+
+    TAINT_AND_CORDON = "taint-and-cordon"  # one patch: NoSchedule-ish taint + unschedulable
+    MARK_PENDING = "mark-pending"  # PreferNoSchedule taint while a voluntary action waits
+    CLEAR_PENDING = "clear-pending"  # that mark, removed when the notice is let go
+    CREATE_REPLACEMENT = "create-nodeclaim"
+    DELETE_NODECLAIM = "delete-nodeclaim"  # Karpenter drains (honouring PDBs) and terminates
+    EVICT = "evict"  # no Karpenter: Lifeboat drains the node through the Eviction API
+    COMPLETE_LIFECYCLE = "complete-lifecycle-action"
+
+
+@dataclass(frozen=True)
+class Decision:
+    outcome: Outcome  # acted, deferred or ignored (never rejected: that is the parser's)
+    reason: str
+    steps: tuple[Step, ...] = ()
+    # When a deferred notice should be decided again; None with DEFERRED: waits for capacity.
+    deferred_until: datetime | None = None
+    # When to look again if nothing else wakes the notice (deferrals waiting for capacity).
+    recheck_at: datetime | None = None
+    # True when an action goes ahead although budgets or do-not-disrupt said no.
+    forced: bool = False
+    # Replace before delete: the old NodeClaim is deleted later, once its replacement is Ready.
+    delete_claim_when_replaced: bool = False
+
+
+def ignore(reason: str) -> Decision:
+    return Decision(Outcome.IGNORED, reason)

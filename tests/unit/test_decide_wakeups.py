@@ -1,0 +1,146 @@
+"""Decisions about Lifeboat's own follow-up work, and which follow-ups a decision calls for.
+Pure functions: hand-built wake-ups and targets, the clock injected."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from lifeboat.decide import FOLLOW_UP_INTERVAL, Decision, Step, follow_ups
+from lifeboat.decide.wakeups import continue_drain, finish_replacement
+from lifeboat.events.notice import Kind, Notice
+from lifeboat.instances import InstanceInfo
+from lifeboat.report import Outcome
+from lifeboat.settings import Settings
+from lifeboat.target import ClaimRef, Target
+from lifeboat.wakeup import Task, Wakeup
+
+NOW = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
+INSTANCE = "i-0a1b2c3d4e5f60002"
+NOTICE = Notice(Kind.REBALANCE_RECOMMENDATION, "ev-1", NOW - timedelta(minutes=1), INSTANCE)
+SETTINGS = Settings(replacement_timeout=timedelta(minutes=15))
+
+
+def finishing(started: datetime) -> Wakeup:
+    return Wakeup(
+        Task.FINISH_REPLACEMENT,
+        NOTICE,
+        started + FOLLOW_UP_INTERVAL,
+        replacement="general-new",
+        old_nodeclaim="general-old",
+        old_nodeclaim_uid="uid-old",
+        started=started,
+        cluster="prod",
+    )
+
+
+def claim(ready: bool) -> dict[str, object]:
+    status = "True" if ready else "False"
+    return {
+        "metadata": {"name": "general-new"},
+        "status": {"conditions": [{"type": "Ready", "status": status}]},
+    }
+
+
+def test_a_ready_replacement_lets_the_old_claim_go() -> None:
+    decision = finish_replacement(finishing(NOW), claim(ready=True), SETTINGS, NOW)
+    assert decision.outcome is Outcome.ACTED
+    assert decision.steps == (Step.DELETE_NODECLAIM,)
+    assert decision.reason == "replacement general-new is Ready: deleting NodeClaim general-old"
+
+
+def test_an_unready_replacement_is_waited_for_but_never_past_the_timeout() -> None:
+    started = NOW - timedelta(minutes=14, seconds=50)
+    decision = finish_replacement(finishing(started), claim(ready=False), SETTINGS, NOW)
+    assert decision.outcome is Outcome.DEFERRED
+    # 30 s later would be past started + 15 min: the next look is at the timeout itself.
+    assert decision.deferred_until == started + timedelta(minutes=15)
+
+
+def test_after_the_timeout_the_old_claim_goes_anyway() -> None:
+    started = NOW - timedelta(minutes=15)
+    decision = finish_replacement(finishing(started), claim(ready=False), SETTINGS, NOW)
+    assert decision.outcome is Outcome.ACTED
+    assert "not Ready after the timeout" in decision.reason
+
+
+def test_a_vanished_replacement_does_not_hold_the_old_claim() -> None:
+    decision = finish_replacement(finishing(NOW), None, SETTINGS, NOW)
+    assert decision.outcome is Outcome.ACTED
+    assert decision.reason.startswith("replacement general-new is gone")
+
+
+def test_a_drain_continues_unless_the_node_is_gone() -> None:
+    node = {"metadata": {"name": "ip-10-0-1-12"}}
+    assert continue_drain(Target(INSTANCE, node=node)).steps == (
+        Step.EVICT,
+        Step.COMPLETE_LIFECYCLE,
+    )
+    assert continue_drain(Target(INSTANCE)).steps == (Step.COMPLETE_LIFECYCLE,)
+
+
+def test_a_deferral_is_decided_again_at_its_earliest_time() -> None:
+    later = NOW + timedelta(hours=3)
+    decision = Decision(
+        Outcome.DEFERRED, "window", deferred_until=later, recheck_at=NOW + timedelta(minutes=5)
+    )
+    [wakeup] = follow_ups(
+        NOTICE, Target(INSTANCE), decision, replacement=None, pods_remaining=0, now=NOW
+    )
+    assert (wakeup.task, wakeup.due) == (Task.DECIDE, NOW + timedelta(minutes=5))
+
+
+def test_replace_before_delete_schedules_the_hand_over_with_the_claim_uid() -> None:
+    target = Target(
+        INSTANCE,
+        info=InstanceInfo(INSTANCE, cluster="prod"),
+        claim=ClaimRef("general-old", "uid-old"),
+    )
+    decision = Decision(
+        Outcome.ACTED,
+        "replace",
+        (Step.TAINT_AND_CORDON, Step.CREATE_REPLACEMENT),
+        delete_claim_when_replaced=True,
+    )
+    [wakeup] = follow_ups(
+        NOTICE, target, decision, replacement="general-new", pods_remaining=0, now=NOW
+    )
+    assert wakeup.task is Task.FINISH_REPLACEMENT
+    assert wakeup.old_claim == ClaimRef("general-old", "uid-old")
+    assert (wakeup.replacement, wakeup.started, wakeup.cluster) == ("general-new", NOW, "prod")
+    assert wakeup.due == NOW + FOLLOW_UP_INTERVAL
+
+
+def test_a_waiting_hand_over_is_the_same_follow_up_once_more() -> None:
+    wakeup = finishing(NOW - timedelta(minutes=1))
+    decision = Decision(Outcome.DEFERRED, "waiting", deferred_until=NOW + FOLLOW_UP_INTERVAL)
+    [again] = follow_ups(
+        NOTICE,
+        Target(INSTANCE),
+        decision,
+        replacement=None,
+        pods_remaining=0,
+        now=NOW,
+        wakeup=wakeup,
+    )
+    assert again.task is Task.FINISH_REPLACEMENT
+    assert (again.attempt, again.due, again.started) == (
+        1,
+        NOW + FOLLOW_UP_INTERVAL,
+        wakeup.started,
+    )
+
+
+def test_pods_held_by_pdbs_are_tried_again() -> None:
+    decision = Decision(Outcome.ACTED, "drain", (Step.TAINT_AND_CORDON, Step.EVICT))
+    [wakeup] = follow_ups(
+        NOTICE, Target(INSTANCE), decision, replacement=None, pods_remaining=2, now=NOW
+    )
+    assert (wakeup.task, wakeup.due) == (Task.CONTINUE_DRAIN, NOW + FOLLOW_UP_INTERVAL)
+
+
+def test_an_action_done_in_full_needs_no_follow_up() -> None:
+    decision = Decision(Outcome.ACTED, "spot", (Step.TAINT_AND_CORDON, Step.DELETE_NODECLAIM))
+    assert (
+        follow_ups(NOTICE, Target(INSTANCE), decision, replacement="x", pods_remaining=0, now=NOW)
+        == []
+    )
