@@ -35,8 +35,9 @@ from lifeboat.events import parse_message
 from lifeboat.events.notice import MalformedMessage, Notice
 from lifeboat.instances import InstanceDirectory
 from lifeboat.kube import KubeApi
+from lifeboat.report import Outcome
 from lifeboat.resolve import Resolver
-from lifeboat.routing import NotYetKnown, route
+from lifeboat.routing import NotYetKnown, triage
 from lifeboat.settings import Settings
 from lifeboat.target import Target
 from lifeboat_local.common import (
@@ -201,15 +202,17 @@ def explain_notice(
         "at": fmt(at),
     }
     entry["timing"] = _timing(notice, settings, at)
-    if notice.ignore_reason or not notice.instance_id:
-        return _decided(entry, None, notice.ignore_reason or "the message names no instance")
-    info = directory.describe([notice.instance_id]).get(notice.instance_id)
+    info = (
+        directory.describe([notice.instance_id]).get(notice.instance_id)
+        if notice.instance_id
+        else None
+    )
     try:
-        where = route(notice, info, settings, at)
+        checked = triage(notice, info, settings, at)
     except NotYetKnown as error:
         return _decided(entry, None, f"{error} (the message would go back to the queue)")
-    if where.skip_reason is not None or info is None:
-        return _decided(entry, None, where.skip_reason or "unknown instance")
+    if checked.outcome is not None or info is None or notice.instance_id is None:
+        return _decided(entry, None, checked.reason, checked.outcome or Outcome.IGNORED)
     target = resolver.resolve(notice.instance_id, info)
     full = resolver.with_budget_state(target)
     entry.update(_target_facts(resolver.kube, full, at))
@@ -274,11 +277,14 @@ def _target_facts(kube: KubeApi, target: Target, at: datetime) -> dict[str, Any]
 
 
 def _decided(
-    entry: dict[str, Any], decision: Decision | None, ignored: str | None
+    entry: dict[str, Any],
+    decision: Decision | None,
+    ignored: str | None,
+    outcome: Outcome = Outcome.IGNORED,
 ) -> dict[str, Any]:
     if decision is None:
         entry["decision"] = {
-            "outcome": "ignored",
+            "outcome": str(outcome),
             "reason": ignored,
             "steps": [],
             "deferred_until": None,

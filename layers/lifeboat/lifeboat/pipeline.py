@@ -32,7 +32,7 @@ from lifeboat.pool_lock import PoolLock
 from lifeboat.recorder import record
 from lifeboat.report import Outcome, Report, decision_report
 from lifeboat.resolve import Resolver
-from lifeboat.routing import foreign_origin, route
+from lifeboat.routing import triage
 from lifeboat.settings import Settings
 from lifeboat.target import Target
 from lifeboat.wakeup import Task, Wakeup, WakeupSink, decode, is_wakeup
@@ -154,19 +154,12 @@ class Pipeline:
         return reports
 
     def _handle(self, batch: _Batch, notice: Notice) -> Report:
-        foreign = foreign_origin(notice, self.settings)
-        if foreign is not None:
-            return Report.for_notice(notice, Outcome.REJECTED, foreign)
-        if notice.ignore_reason or not notice.instance_id:
-            why = notice.ignore_reason or "the message names no instance"
-            return Report.for_notice(notice, Outcome.IGNORED, why)
-        info = batch.infos.get(notice.instance_id)
-        where = route(notice, info, self.settings, self.clock())
-        if where.skip_reason is not None or info is None:
-            return Report.for_notice(
-                notice, Outcome.IGNORED, where.skip_reason or "unknown instance", unmanaged=True
-            )
-        resolver = batch.resolver(where.cluster)
+        info = batch.infos.get(notice.instance_id or "")
+        checked = triage(notice, info, self.settings, self.clock())
+        if checked.outcome is not None or info is None or notice.instance_id is None:
+            outcome = checked.outcome or Outcome.IGNORED
+            return Report.for_notice(notice, outcome, checked.reason, unmanaged=checked.unmanaged)
+        resolver = batch.resolver(checked.cluster)
         target = resolver.resolve(notice.instance_id, info)
         if target.node is None or notice.involuntary:
             return self._decide_and_act(resolver, notice, target)

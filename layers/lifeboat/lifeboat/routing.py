@@ -14,6 +14,7 @@ from datetime import datetime
 
 from lifeboat.events.notice import Notice
 from lifeboat.instances import InstanceInfo
+from lifeboat.report import Outcome
 from lifeboat.settings import Settings
 
 
@@ -69,3 +70,35 @@ def route(notice: Notice, info: InstanceInfo | None, settings: Settings, now: da
             why = f"instance {instance} belongs to cluster {info.cluster}, not managed here"
         return Route(info.cluster, why)
     return Route(info.cluster)
+
+
+@dataclass(frozen=True)
+class Triage:
+    """Whether a notice goes on to be resolved in ``cluster`` (``outcome`` None), or ends
+    here as rejected or ignored with ``reason``."""
+
+    cluster: str | None = None
+    outcome: Outcome | None = None
+    reason: str = ""
+    # Ignored because the instance is not this stack's to manage (counted apart).
+    unmanaged: bool = False
+
+
+def triage(notice: Notice, info: InstanceInfo | None, settings: Settings, now: datetime) -> Triage:
+    """The checks every notice passes before the cluster is asked anything, in order:
+    origin (account and region), what the message itself says (a no-op, no instance), then
+    the instance: known, carrying the managed tag, of a managed cluster.
+
+    Raises :class:`NotYetKnown` when an unknown instance is still within the grace period.
+    """
+    foreign = foreign_origin(notice, settings)
+    if foreign is not None:
+        return Triage(outcome=Outcome.REJECTED, reason=foreign)
+    if notice.ignore_reason or not notice.instance_id:
+        why = notice.ignore_reason or "the message names no instance"
+        return Triage(outcome=Outcome.IGNORED, reason=why)
+    where = route(notice, info, settings, now)
+    if where.skip_reason is not None or info is None:
+        why = where.skip_reason or "unknown instance"
+        return Triage(where.cluster, Outcome.IGNORED, why, unmanaged=True)
+    return Triage(where.cluster)
