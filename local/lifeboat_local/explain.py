@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
@@ -34,10 +34,13 @@ from lifeboat.decide import VOLUNTARY_PATIENCE, Decision, decide
 from lifeboat.events import parse_message
 from lifeboat.events.notice import MalformedMessage, Notice
 from lifeboat.instances import InstanceDirectory
+from lifeboat.instants import format_instant
 from lifeboat.kube import KubeApi
+from lifeboat.objects import Obj
 from lifeboat.report import Outcome
 from lifeboat.resolve import Resolver
 from lifeboat.routing import NotYetKnown, triage
+from lifeboat.selectors import selector_matches
 from lifeboat.settings import Settings
 from lifeboat.target import Target
 from lifeboat_local.common import (
@@ -50,41 +53,16 @@ from lifeboat_local.common import (
 from lifeboat_local.directory import directory_from_objects
 from lifeboat_local.source import live_directory, open_cluster
 
-Obj = Mapping[str, Any]
 # How far ahead a budget's window end or next opening is looked for.
 HORIZON = timedelta(days=31)
 
 
 def fmt(moment: datetime | None) -> str | None:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if moment else None
+    return format_instant(moment) if moment else None
 
 
 # ---------------------------------------------------------------------------------------------
 # Facts
-
-
-def selector_matches(selector: Obj | None, labels: Mapping[str, str]) -> bool:
-    """metav1.LabelSelector semantics (policy/v1): none matches nothing, {} matches all."""
-    if selector is None:
-        return False
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(key) != str(value):
-            return False
-    for expression in selector.get("matchExpressions") or []:
-        key, operator = expression.get("key"), expression.get("operator")
-        values = {str(v) for v in expression.get("values") or []}
-        present = key in labels
-        if operator == "In" and not (present and labels[key] in values):
-            return False
-        if operator == "NotIn" and present and labels[key] in values:
-            return False
-        if operator == "Exists" and not present:
-            return False
-        if operator == "DoesNotExist" and present:
-            return False
-        if operator not in ("In", "NotIn", "Exists", "DoesNotExist"):
-            return False  # the API server rejects it; match nothing rather than everything
-    return True
 
 
 def pdbs_for(kube: KubeApi, pods: Sequence[Obj]) -> list[dict[str, Any]]:

@@ -29,6 +29,7 @@ from typing import Any
 from kubemu import Emulator
 from lifeboat import nodes
 from lifeboat.instances import zone_from_provider_id
+from lifeboat.instants import format_instant
 
 LAUNCH_TIME = timedelta(seconds=60)
 TERMINATE_TIME = timedelta(seconds=90)
@@ -98,7 +99,7 @@ def _launched_claim(claim: dict[str, Any], now: datetime) -> dict[str, Any]:
     name = nodes.name_of(claim)
     instance = "i-" + hashlib.sha256(name.encode()).hexdigest()[:17]
     zone = _first_value(claim, nodes.ZONE_LABEL) or "us-east-1a"
-    stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    stamp = format_instant(now)
     claim["status"] = {
         "providerID": f"aws:///{zone}/{instance}",
         "nodeName": f"{name}.sim.internal",
@@ -141,7 +142,7 @@ def _node_for(claim: dict[str, Any], now: datetime) -> dict[str, Any]:
                     "type": "Ready",
                     "status": "True",
                     "reason": "KubeletReady",
-                    "lastTransitionTime": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    "lastTransitionTime": format_instant(now),
                 }
             ],
         },

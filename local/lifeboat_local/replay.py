@@ -15,6 +15,7 @@ from typing import Any, TextIO
 from kubemu import Emulator, dump_cluster_file
 from lifeboat.events.notice import LifecycleHook
 from lifeboat.instances import InstanceDirectory
+from lifeboat.instants import format_instant
 from lifeboat.kube import KubeApi
 from lifeboat.ledger import MemoryLedger
 from lifeboat.pipeline import OneCluster, Pipeline
@@ -167,7 +168,7 @@ def _print(report: Report, as_json: bool, out: TextIO, at: datetime | None = Non
     if as_json:
         line = report.to_json()
         if at is not None:
-            line["at"] = at.strftime("%Y-%m-%dT%H:%M:%SZ")
+            line["at"] = format_instant(at)
         out.write(json.dumps(line) + "\n")
         return
     out.write(format_report(report, at) + "\n")
@@ -177,7 +178,7 @@ def format_report(report: Report, at: datetime | None = None) -> str:
     """One readable line: when (with --follow), outcome, kind, instance, node, actions, why."""
     parts = []
     if at is not None:
-        parts.append(at.strftime("%Y-%m-%dT%H:%M:%SZ"))
+        parts.append(format_instant(at))
     parts.append(f"{report.outcome!s:<8}")
     parts.append(f"{report.kind:<24}")
     parts.append(report.instance_id or "-")
@@ -186,7 +187,7 @@ def format_report(report: Report, at: datetime | None = None) -> str:
     if report.actions:
         parts.append("[" + ", ".join(_action_text(a) for a in report.actions) + "]")
     if report.deferred_until:
-        parts.append(f"until {report.deferred_until.strftime('%Y-%m-%dT%H:%M:%SZ')}")
+        parts.append(f"until {format_instant(report.deferred_until)}")
     return "  ".join(parts) + f"  -- {report.reason}"
 
 

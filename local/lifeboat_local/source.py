@@ -14,10 +14,9 @@ from kubemu import Emulator, load_cluster_file
 from lifeboat.eks_auth import api_client_from_kubeconfig
 from lifeboat.instances import StaticInstanceDirectory
 from lifeboat.kube import KubeApi, KubeError, RetryPolicy
+from lifeboat.objects import MutableObj
 from lifeboat_local.common import UsageError
 from lifeboat_local.directory import directory_from_objects
-
-Obj = dict[str, Any]
 
 # The emulator answers at once; a short retry keeps a tool snappy if it ever does not.
 EMULATOR_RETRY = RetryPolicy(attempts=2, base_delay=0.01)
@@ -33,7 +32,7 @@ class ClusterSource:
     description: str = ""
 
 
-def load_objects(path: Path) -> list[Obj]:
+def load_objects(path: Path) -> list[MutableObj]:
     """The objects of a cluster file; a usage error (exit 1) when it cannot be read."""
     try:
         return load_cluster_file(path)
@@ -71,7 +70,7 @@ def live_directory(kube: KubeApi, cluster: str | None = None) -> StaticInstanceD
     """What EC2 would say about the cluster's instances, from one list of its Nodes (and one of
     its NodeClaims, when Karpenter is installed). Fine for an operator tool run by hand; the
     Lambda asks EC2 instead and never lists the cluster."""
-    objects: list[Obj] = [
+    objects: list[MutableObj] = [
         {**node, "apiVersion": "v1", "kind": "Node"} for node in kube.list_nodes("")
     ]
     try:

@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
+from lifeboat.instants import format_instant
 from lifeboat_local.common import UsageError
-from lifeboat_local.windows import DAY, HOUR, PoolWindows, Windows, fmt, limit_text
+from lifeboat_local.windows import DAY, HOUR, PoolWindows, Windows, limit_text
 
 FROZEN = "#d62728"  # red: no voluntary disruption
 LIMITED = "#f0a30a"  # amber: a limited number of nodes
@@ -32,7 +33,7 @@ def colour(limit: int | None) -> str:
 def title(windows: Windows) -> str:
     days = (windows.end - windows.at) / DAY
     return (
-        f"Lifeboat disruption budget windows at {fmt(windows.at)} "
+        f"Lifeboat disruption budget windows at {format_instant(windows.at)} "
         f"(UTC, next {days:g} day(s), reason {windows.reason})"
     )
 
@@ -130,8 +131,8 @@ def _row(pool: PoolWindows, windows: Windows, x: Any, top: int, plot_width: floa
         left, right = x(segment.start), x(segment.end)
         budgets = ",".join(str(i) for i in segment.active_budget_indexes) or "none"
         tip = (
-            f"{pool.name}: limit {limit_text(segment.limit)} from {fmt(segment.start)} "
-            f"to {fmt(segment.end)} (active budgets: {budgets})"
+            f"{pool.name}: limit {limit_text(segment.limit)} from {format_instant(segment.start)} "
+            f"to {format_instant(segment.end)} (active budgets: {budgets})"
         )
         out.append(
             f'<rect class="segment" x="{left:.1f}" y="{bar_top:.1f}" '

@@ -29,6 +29,7 @@ from lifeboat.budgets import (
     parse_budgets,
     window_timeline,
 )
+from lifeboat.instants import format_instant
 from lifeboat.kube import KubeApi
 from lifeboat.resolve import Resolver
 from lifeboat_local.common import EXIT_OK, UsageError, add_at_flag, add_cluster_flags
@@ -131,10 +132,6 @@ def limit_text(limit: int | None) -> str:
     return "no limit" if limit is None else str(limit)
 
 
-def fmt(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def _short(moment: datetime) -> str:
     return moment.strftime("%a %Y-%m-%d %H:%M")
 
@@ -183,7 +180,7 @@ def render_text(windows: Windows, out: TextIO) -> None:
     write = out.write
     days = (windows.end - windows.at) / DAY
     write(
-        f"Disruption budgets at {fmt(windows.at)} (UTC), next {days:g} day(s), "
+        f"Disruption budgets at {format_instant(windows.at)} (UTC), next {days:g} day(s), "
         f"for voluntary replacements (reason {windows.reason})\n"
     )
     if not windows.pools:
@@ -234,8 +231,8 @@ def to_json(windows: Windows) -> dict[str, Any]:
             "error": pool.error,
             "timeline": [
                 {
-                    "start": fmt(s.start),
-                    "end": fmt(s.end),
+                    "start": format_instant(s.start),
+                    "end": format_instant(s.end),
                     "limit": s.limit,
                     "active_budgets": list(s.active_budget_indexes),
                 }
@@ -244,8 +241,8 @@ def to_json(windows: Windows) -> dict[str, Any]:
         }
 
     return {
-        "at": fmt(windows.at),
-        "until": fmt(windows.end),
+        "at": format_instant(windows.at),
+        "until": format_instant(windows.end),
         "reason": windows.reason,
         "nodepools": [pool_json(p) for p in windows.pools],
     }

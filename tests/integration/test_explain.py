@@ -11,8 +11,9 @@ import pytest
 
 import lifeboat_local.source
 from kubemu import Emulator
+from lifeboat.selectors import selector_matches
 from lifeboat_local.cli import build_parser
-from lifeboat_local.explain import run, selector_matches
+from lifeboat_local.explain import run
 from lifeboat_local.replay import run as replay
 
 ROOT = Path(__file__).resolve().parents[2]

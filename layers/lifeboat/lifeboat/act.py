@@ -9,7 +9,7 @@ deletion (Karpenter drains and terminates) or, with no Karpenter, the drain.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -18,11 +18,11 @@ from lifeboat import nodes
 from lifeboat.decide import Decision, Step
 from lifeboat.events.notice import LifecycleHook, Notice
 from lifeboat.kube import Conflict, Eviction, KubeApi, KubeError
+from lifeboat.objects import Obj
 from lifeboat.replacement import replacement_nodeclaim
 from lifeboat.settings import Settings
 from lifeboat.target import Target
 
-Obj = Mapping[str, Any]
 Action = dict[str, Any]
 
 # A JSON patch whose ``test`` fails is answered 422 by the API server; a stale

@@ -28,11 +28,12 @@ import math
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from fractions import Fraction
 from typing import Any, Final
 
 from lifeboat.cron import CronError, CronSchedule, parse_cron
+from lifeboat.instants import require_utc
 
 __all__ = [
     "DEFAULT_BUDGETS",
@@ -277,12 +278,6 @@ def parse_budgets(nodepool: Mapping[str, Any]) -> list[Budget]:
     return budgets
 
 
-def _utc(moment: datetime) -> datetime:
-    if moment.tzinfo is None or moment.utcoffset() is None:
-        raise ValueError(f"naive datetime {moment.isoformat()}: pass a timezone-aware UTC time")
-    return moment.astimezone(UTC)
-
-
 def is_active(budget: Budget, now: datetime) -> bool:
     """Whether the budget is active at ``now`` (Karpenter's ``Budget.IsActive``).
 
@@ -292,7 +287,7 @@ def is_active(budget: Budget, now: datetime) -> bool:
     """
     if budget.cron is None or budget.duration is None:
         return True
-    now = _utc(now)
+    now = require_utc(now)
     hit = budget.cron.next_after(now - budget.duration)
     return hit is None or hit <= now
 
@@ -362,7 +357,7 @@ def allowed_disruptions(
     """Allowed voluntary disruptions of a pool at ``now``, as Karpenter computes them."""
     _check_reason(reason)
     _check_counts(node_count, disrupting)
-    now = _utc(now)
+    now = require_utc(now)
     try:
         budgets = parse_budgets(nodepool)
     except BudgetError as err:
@@ -496,7 +491,7 @@ def window_timeline(
     """
     _check_reason(reason)
     _check_counts(node_count, 0)
-    start, end = _utc(start), _utc(end)
+    start, end = require_utc(start), require_utc(end)
     if end <= start:
         return []
     budgets = [b for b in parse_budgets(nodepool) if applies_to(b, reason)]
@@ -521,7 +516,7 @@ def next_allowed_at(
     """
     _check_reason(reason)
     _check_counts(node_count, disrupting)
-    now, until = _utc(now), _utc(until)
+    now, until = require_utc(now), require_utc(until)
     if until <= now:
         return None
     try:

@@ -29,6 +29,8 @@ from typing import Final
 
 from croniter import CroniterBadDateError, croniter
 
+from lifeboat.instants import require_utc
+
 __all__ = ["CronCursor", "CronError", "CronField", "CronSchedule", "parse_cron"]
 
 
@@ -223,12 +225,6 @@ def _floor_minute(moment: datetime) -> datetime:
     return moment.replace(second=0, microsecond=0)
 
 
-def _as_utc(moment: datetime) -> datetime:
-    if moment.tzinfo is None or moment.utcoffset() is None:
-        raise ValueError(f"naive datetime {moment.isoformat()}: pass a timezone-aware UTC time")
-    return moment.astimezone(UTC)
-
-
 @dataclass(frozen=True)
 class CronSchedule:
     """A validated schedule: the selected values of each field, evaluated in UTC."""
@@ -359,7 +355,7 @@ class CronCursor:
         None where robfig returns the zero time: no hit before the year ``moment.year + 5``
         ends (always the case when the schedule never fires).
         """
-        moment = _as_utc(moment)
+        moment = require_utc(moment)
         # Hits fall on whole minutes, so "after moment" equals "after moment's minute".
         hit = self._step(_floor_minute(moment), backwards=False)
         robfig_start = moment.replace(microsecond=0) + timedelta(seconds=1)
@@ -369,7 +365,7 @@ class CronCursor:
 
     def last_at_or_before(self, moment: datetime) -> datetime | None:
         """The latest hit at or before ``moment`` (None if none within croniter's search)."""
-        moment = _as_utc(moment)
+        moment = require_utc(moment)
         # Croniter's get_prev is strictly before its start; hits fall on whole minutes.
         return self._step(_floor_minute(moment) + timedelta(minutes=1), backwards=True)
 

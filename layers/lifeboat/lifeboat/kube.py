@@ -24,7 +24,7 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError as TransportError
 from urllib3.util.retry import Retry
 
-Obj = dict[str, Any]
+from lifeboat.objects import MutableObj
 
 KARPENTER = "/apis/karpenter.sh/v1"
 JSON = "application/json"
@@ -109,7 +109,7 @@ class KubeApi:
         body: Any = None,
         content_type: str = JSON,
         idempotent: bool = True,
-    ) -> Obj:
+    ) -> MutableObj:
         """One request with bounded retries of transient failures; returns the JSON body.
 
         A non-``idempotent`` request (a create with ``generateName``) is retried only after a
@@ -134,7 +134,7 @@ class KubeApi:
         query: Sequence[tuple[str, str]],
         body: Any,
         content_type: str,
-    ) -> Obj:
+    ) -> MutableObj:
         headers = {"Accept": JSON}
         if body is not None:
             headers["Content-Type"] = content_type
@@ -161,10 +161,10 @@ class KubeApi:
             raise _status_error(response.status, response.data, method, path)
         if not response.data:
             return {}
-        decoded: Obj = json.loads(response.data)
+        decoded: MutableObj = json.loads(response.data)
         return decoded
 
-    def _list(self, path: str, query: Sequence[tuple[str, str]]) -> Iterator[Obj]:
+    def _list(self, path: str, query: Sequence[tuple[str, str]]) -> Iterator[MutableObj]:
         """All items of a list, page by page (limit/continue), so no response is unbounded."""
         token = ""
         while True:
@@ -177,7 +177,7 @@ class KubeApi:
             if not token:
                 return
 
-    def _get_or_none(self, path: str) -> Obj | None:
+    def _get_or_none(self, path: str) -> MutableObj | None:
         try:
             return self.request("GET", path)
         except NotFound:
@@ -185,13 +185,13 @@ class KubeApi:
 
     # -- nodes -----------------------------------------------------------------------------
 
-    def get_node(self, name: str) -> Obj | None:
+    def get_node(self, name: str) -> MutableObj | None:
         return self._get_or_none(f"/api/v1/nodes/{_seg(name)}")
 
-    def list_nodes(self, label_selector: str) -> list[Obj]:
+    def list_nodes(self, label_selector: str) -> list[MutableObj]:
         return list(self._list("/api/v1/nodes", [("labelSelector", label_selector)]))
 
-    def patch_node(self, name: str, operations: list[Obj]) -> Obj:
+    def patch_node(self, name: str, operations: list[MutableObj]) -> MutableObj:
         """RFC 6902 JSON patch: its ``test`` operations make a stale read fail with 409."""
         return self.request(
             "PATCH", f"/api/v1/nodes/{_seg(name)}", body=operations, content_type=JSON_PATCH
@@ -199,7 +199,7 @@ class KubeApi:
 
     # -- pods ------------------------------------------------------------------------------
 
-    def list_pods_on_node(self, node_name: str) -> list[Obj]:
+    def list_pods_on_node(self, node_name: str) -> list[MutableObj]:
         selector = f"spec.nodeName={node_name}"
         return list(self._list("/api/v1/pods", [("fieldSelector", selector)]))
 
@@ -221,31 +221,31 @@ class KubeApi:
             raise
         return Eviction.EVICTED
 
-    def list_pdbs(self, namespace: str) -> list[Obj]:
+    def list_pdbs(self, namespace: str) -> list[MutableObj]:
         path = f"/apis/policy/v1/namespaces/{_seg(namespace)}/poddisruptionbudgets"
         return list(self._list(path, []))
 
     # -- Karpenter -------------------------------------------------------------------------
 
-    def get_nodepool(self, name: str) -> Obj | None:
+    def get_nodepool(self, name: str) -> MutableObj | None:
         return self._get_or_none(f"{KARPENTER}/nodepools/{_seg(name)}")
 
-    def list_nodepools(self) -> list[Obj]:
+    def list_nodepools(self) -> list[MutableObj]:
         return list(self._list(f"{KARPENTER}/nodepools", []))
 
-    def get_nodeclaim(self, name: str) -> Obj | None:
+    def get_nodeclaim(self, name: str) -> MutableObj | None:
         return self._get_or_none(f"{KARPENTER}/nodeclaims/{_seg(name)}")
 
-    def list_nodeclaims(self, label_selector: str) -> list[Obj]:
+    def list_nodeclaims(self, label_selector: str) -> list[MutableObj]:
         return list(self._list(f"{KARPENTER}/nodeclaims", [("labelSelector", label_selector)]))
 
-    def create_nodeclaim(self, body: Obj) -> Obj:
+    def create_nodeclaim(self, body: MutableObj) -> MutableObj:
         # generateName: every accepted POST makes a new claim, so never resend a maybe-done one.
         return self.request("POST", f"{KARPENTER}/nodeclaims", body=body, idempotent=False)
 
     def delete_nodeclaim(self, name: str, uid: str | None) -> bool:
         """Delete (Karpenter then drains and terminates). False if it was already gone."""
-        body: Obj = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        body: MutableObj = {"apiVersion": "v1", "kind": "DeleteOptions"}
         if uid:
             # Never delete a namesake created after we looked.
             body["preconditions"] = {"uid": uid}
@@ -257,17 +257,17 @@ class KubeApi:
 
     # -- events and leases -----------------------------------------------------------------
 
-    def create_event(self, namespace: str, body: Obj) -> Obj:
+    def create_event(self, namespace: str, body: MutableObj) -> MutableObj:
         return self.request("POST", f"/api/v1/namespaces/{_seg(namespace)}/events", body=body)
 
-    def get_lease(self, namespace: str, name: str) -> Obj | None:
+    def get_lease(self, namespace: str, name: str) -> MutableObj | None:
         return self._get_or_none(_lease_path(namespace, name))
 
-    def create_lease(self, namespace: str, body: Obj) -> Obj:
+    def create_lease(self, namespace: str, body: MutableObj) -> MutableObj:
         path = f"/apis/coordination.k8s.io/v1/namespaces/{_seg(namespace)}/leases"
         return self.request("POST", path, body=body)
 
-    def update_lease(self, namespace: str, body: Obj) -> Obj:
+    def update_lease(self, namespace: str, body: MutableObj) -> MutableObj:
         """PUT with the read ``resourceVersion``: 409 when another worker got there first."""
         name = body["metadata"]["name"]
         return self.request("PUT", _lease_path(namespace, name), body=body)

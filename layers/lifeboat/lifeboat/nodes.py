@@ -11,8 +11,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from lifeboat.events.notice import Kind
-
-Obj = Mapping[str, Any]
+from lifeboat.instants import parse_timestamp
+from lifeboat.objects import Obj
 
 DOMAIN = "lifeboat.dev"
 KARPENTER_DISRUPTED_TAINT = "karpenter.sh/disrupted"
@@ -138,15 +138,6 @@ def evictable_pods(pods: Iterable[Obj]) -> list[Obj]:
         for pod in pods
         if is_active_pod(pod) and not is_daemonset_pod(pod) and not is_mirror_pod(pod)
     ]
-
-
-def parse_timestamp(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 def do_not_disrupt_blocker(

@@ -19,6 +19,7 @@ from contextlib import contextmanager, suppress
 from datetime import datetime, timedelta
 from typing import Any
 
+from lifeboat.instants import format_micro, parse_timestamp
 from lifeboat.kube import Conflict, KubeApi, NotFound
 
 # Longer than the worst case of the section it guards (a few requests, each retried with
@@ -86,8 +87,8 @@ class PoolLock:
         spec = {
             "holderIdentity": holder,
             "leaseDurationSeconds": LEASE_SECONDS,
-            "acquireTime": _micro(now),
-            "renewTime": _micro(now),
+            "acquireTime": format_micro(now),
+            "renewTime": format_micro(now),
         }
         try:
             if lease is None:
@@ -129,14 +130,8 @@ def _held_by_other(lease: dict[str, Any], holder: str, now: datetime) -> bool:
     current = spec.get("holderIdentity")
     if not current or current == holder:
         return False
-    renewed = spec.get("renewTime")
-    if not renewed:
+    renewed = parse_timestamp(spec.get("renewTime"))
+    if renewed is None:
         return True
-    expires = datetime.fromisoformat(renewed.replace("Z", "+00:00")) + timedelta(
-        seconds=int(spec.get("leaseDurationSeconds") or LEASE_SECONDS)
-    )
+    expires = renewed + timedelta(seconds=int(spec.get("leaseDurationSeconds") or LEASE_SECONDS))
     return now < expires
-
-
-def _micro(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")

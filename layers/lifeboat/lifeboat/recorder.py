@@ -10,6 +10,7 @@ from typing import Any
 
 from lifeboat.decide import Decision
 from lifeboat.events.notice import Notice
+from lifeboat.instants import format_instant
 from lifeboat.kube import Conflict, KubeApi, KubeError
 from lifeboat.report import Outcome
 
@@ -35,7 +36,7 @@ def node_event(
     """A core/v1 Event about ``node``; the name is derived from the notice and the outcome,
     so a redelivery answers 409 AlreadyExists instead of adding a duplicate."""
     meta = node["metadata"]
-    stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    stamp = format_instant(now)
     digest = hashlib.sha256(
         f"{notice.dedup_key}|{decision.outcome}|{decision.deferred_until}".encode()
     ).hexdigest()[:12]

@@ -14,8 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from lifeboat import nodes
-
-Obj = Mapping[str, Any]
+from lifeboat.objects import Obj
 
 # Karpenter's drift detection compares these between a NodePool and its claims.
 HASH_ANNOTATIONS = ("karpenter.sh/nodepool-hash", "karpenter.sh/nodepool-hash-version")

@@ -9,6 +9,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from lifeboat.events.notice import Kind, Notice
+from lifeboat.instants import format_instant
 
 if TYPE_CHECKING:  # decide builds on Outcome; the report only reads a Decision
     from lifeboat.decide import Decision
@@ -99,4 +100,4 @@ def decision_report(
 
 
 def _iso(moment: datetime | None) -> str | None:
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ") if moment else None
+    return format_instant(moment) if moment else None

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from lifeboat.instances import InstanceInfo
-
-Obj = Mapping[str, Any]
+from lifeboat.objects import Obj
 
 
 @dataclass(frozen=True)

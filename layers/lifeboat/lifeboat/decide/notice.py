@@ -22,6 +22,7 @@ from lifeboat.decide.model import (
     ignore,
 )
 from lifeboat.events.notice import Kind, Notice
+from lifeboat.instants import format_instant
 from lifeboat.report import Outcome
 from lifeboat.settings import Settings
 from lifeboat.target import Target
@@ -212,7 +213,7 @@ def _describe(notice: Notice) -> str:
 
 
 def _fmt(moment: datetime | None) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ") if moment else "-"
+    return format_instant(moment) if moment else "-"
 
 
 def _minutes(delta: timedelta) -> str:

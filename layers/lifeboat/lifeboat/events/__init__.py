@@ -24,9 +24,11 @@ from datetime import datetime
 from typing import Any
 
 from lifeboat.events import asg_lifecycle, registry
-from lifeboat.events.base import MAX_REASON, Parser, as_utc, malformed
+from lifeboat.events.base import MAX_REASON, malformed
 from lifeboat.events.envelope import EventBridgeEvent, Form, load_body, unwrap
 from lifeboat.events.notice import Kind, LifecycleHook, MalformedMessage, Notice
+from lifeboat.events.registry import Parser
+from lifeboat.instants import as_utc
 
 __all__ = [
     "MAX_REASON",

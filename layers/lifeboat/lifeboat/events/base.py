@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING, Annotated, Protocol, TypeVar
+from typing import Annotated, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -22,10 +22,8 @@ from pydantic import (
     ValidationError,
 )
 
-from lifeboat.events.notice import MalformedMessage, Notice
-
-if TYPE_CHECKING:
-    from lifeboat.events.envelope import EventBridgeEvent
+from lifeboat.events.notice import MalformedMessage
+from lifeboat.instants import as_utc
 
 MAX_REASON = 300
 """Longest reason a :class:`MalformedMessage` carries (a 10 MB body must not reach a log line)."""
@@ -33,24 +31,6 @@ MAX_REASON = 300
 _MAX_VALUE = 60
 MAX_ID = 256
 INSTANCE_ID_RE = re.compile(r"^i-[0-9a-f]{8,17}$")
-
-
-class Parser(Protocol):
-    """Turns one EventBridge event of one (source, detail-type) into notices.
-
-    Implementations live one per module (``spot_interruption``, ``scheduled_change``, ...)
-    and are listed in :mod:`lifeboat.events.registry`.
-    """
-
-    @property
-    def source(self) -> str: ...
-
-    @property
-    def detail_type(self) -> str: ...
-
-    def parse(self, event: EventBridgeEvent) -> list[Notice]:
-        """Notices for ``event``; raises :class:`MalformedMessage` when its detail is invalid."""
-        ...
 
 
 def quote(value: object) -> str:
@@ -87,13 +67,6 @@ def join_path(prefix: str, name: str) -> str:
 
 
 # --- times -------------------------------------------------------------------------------------
-
-
-def as_utc(value: datetime) -> datetime:
-    """``value`` as timezone-aware UTC; a naive value is taken to be UTC already."""
-    if value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
 
 
 def parse_iso8601(value: object) -> datetime:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from lifeboat.events import (
     asg_lifecycle,
     capacity_reservation,
@@ -10,7 +12,27 @@ from lifeboat.events import (
     spot_interruption,
     state_change,
 )
-from lifeboat.events.base import Parser
+from lifeboat.events.envelope import EventBridgeEvent
+from lifeboat.events.notice import Notice
+
+
+class Parser(Protocol):
+    """Turns one EventBridge event of one (source, detail-type) into notices.
+
+    Implementations live one per module (``spot_interruption``, ``scheduled_change``, ...)
+    and are listed in this module's ``PARSERS``.
+    """
+
+    @property
+    def source(self) -> str: ...
+
+    @property
+    def detail_type(self) -> str: ...
+
+    def parse(self, event: EventBridgeEvent) -> list[Notice]:
+        """Notices for ``event``; raises :class:`MalformedMessage` when its detail is invalid."""
+        ...
+
 
 PARSERS: tuple[Parser, ...] = (
     spot_interruption.PARSER,
