@@ -236,10 +236,10 @@ def test_a_timeout_then_an_answer_succeeds(emu: Emulator) -> None:
     assert emu.get_object("Node", NODE)["spec"]["unschedulable"] is True
 
 
-def test_a_create_that_may_have_happened_is_not_resent(emu: Emulator) -> None:
-    """The server created the claim but its answer was lost (timeout): resending a
-    ``generateName`` POST would create a second claim. The message is retried instead,
-    and on redelivery ``act`` finds the replacement by its label."""
+def test_a_create_whose_answer_was_lost_is_resent_and_finds_the_claim(emu: Emulator) -> None:
+    """The server created the claim but its answer was lost (timeout). The replacement is
+    named after the old claim, so resending the POST is safe: it is answered 409
+    AlreadyExists and ``act`` takes the claim as made. One replacement, no failed message."""
     kube = _kube(emu, request_timeout=0.1)
     backend = emu._backend
     original = backend.handle
@@ -254,15 +254,16 @@ def test_a_create_that_may_have_happened_is_not_resent(emu: Emulator) -> None:
 
     backend.handle = serve_then_drop  # type: ignore[method-assign]
     pipeline = _pipeline(kube)
-    assert _failed(_batch(SPOT), pipeline) == {"m-0"}
-    assert lost == [201] and len(_replacements(emu)) == 1
     assert _failed(_batch(SPOT), pipeline) == set()
-    assert len(_replacements(emu)) == 1
-    assert emu.get_object("NodeClaim", CLAIM) is None  # the old claim was deleted on retry
+    assert lost == [201] and len(_replacements(emu)) == 1
+    assert _calls(emu, "create", "nodeclaims") == 2
+    assert emu.get_object("NodeClaim", CLAIM) is None  # and the old claim was deleted
 
 
 @pytest.mark.parametrize("status", [429, 503])
-def test_a_create_refused_before_it_happened_is_retried(emu: Emulator, status: int) -> None:
+def test_a_generate_name_create_is_resent_only_when_refused(emu: Emulator, status: int) -> None:
+    """A ``generateName`` POST makes a new object each time it is accepted: after a 429 it
+    certainly was not, so it is resent; after a 5xx it may have been, so it is not."""
     kube = _kube(emu)
     emu.fail_next(status, times=1, verb="create", resource="nodeclaims")
     if status == 429:
@@ -273,6 +274,18 @@ def test_a_create_refused_before_it_happened_is_retried(emu: Emulator, status: i
         with pytest.raises(KubeError):
             kube.create_nodeclaim({**_replacement_body()})
         assert _calls(emu, "create", "nodeclaims") == 1
+
+
+@pytest.mark.parametrize("status", [429, 503])
+def test_a_named_create_is_resent_after_any_transient_failure(emu: Emulator, status: int) -> None:
+    """A named POST cannot make a second object (a repeat is 409), so it is retried."""
+    kube = _kube(emu)
+    emu.fail_next(status, times=1, verb="create", resource="nodeclaims")
+    body = _replacement_body()
+    body["metadata"] = {"name": "general-0123456789", "labels": {nodes.REPLACES_LABEL: CLAIM}}
+    created = kube.create_nodeclaim(body)
+    assert created["metadata"]["name"] == "general-0123456789"
+    assert _calls(emu, "create", "nodeclaims") == 2
 
 
 def _replacement_body() -> dict[str, Any]:

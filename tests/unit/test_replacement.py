@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
 
-from lifeboat.replacement import replacement_nodeclaim
+from lifeboat.replacement import replacement_name, replacement_nodeclaim
 
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 
@@ -126,8 +127,9 @@ def test_copies_the_template() -> None:
 
 def test_metadata_name_labels_annotations_owner() -> None:
     meta = build()["metadata"]
-    assert "name" not in meta
-    assert meta["generateName"] == "general-"
+    # Named after the claim it replaces (issue 10.1: one old claim, one replacement).
+    assert meta["name"] == replacement_name("general", "general-7xkqz")
+    assert "generateName" not in meta
     assert meta["labels"] == {
         "team": "platform",
         "karpenter.sh/nodepool": "general",
@@ -227,3 +229,13 @@ def test_requests_are_ninety_percent_of_allocatable(
 
 def test_no_allocatable_means_no_requests() -> None:
     assert "resources" not in build(the_node=node(allocatable={}))["spec"]
+
+
+def test_replacement_name_derives_from_the_old_claim_only() -> None:
+    """The same old claim always gives the same name, so a second create (another notice,
+    a redelivery, a concurrent invocation) is 409 AlreadyExists; another claim, another name.
+    Shaped like Karpenter's ``<nodepool>-<suffix>`` and a valid DNS-1123 subdomain."""
+    first = replacement_name("general", "general-7xkqz")
+    assert first == replacement_name("general", "general-7xkqz")
+    assert first != replacement_name("general", "general-8abcd")
+    assert re.fullmatch(r"general-[0-9a-f]{10}", first)

@@ -138,19 +138,17 @@ class Actor:
         if dry:
             outcome.actions.append({"type": "create-nodeclaim", "name": None})
             return None
-        if nodes.lifeboat_taint(target.node) is not None:
-            # We have been here before (redelivery, or a retry after a crash): a replacement
-            # may already exist. Only this path pays for the extra lookup.
-            existing = self._kube.list_nodeclaims(f"{nodes.REPLACES_LABEL}={target.claim.name}")
-            if existing:
-                name = nodes.name_of(existing[0])
-                outcome.actions.append({"type": "create-nodeclaim", "name": name, "existing": True})
-                return name
         body = replacement_nodeclaim(
             target.nodepool, target.node, target.claim.name, notice.dedup_key
         )
-        created = self._kube.create_nodeclaim(dict(body))
-        name = nodes.name_of(created)
+        name = nodes.name_of(body)
+        try:
+            self._kube.create_nodeclaim(dict(body))
+        except Conflict:
+            # AlreadyExists: the replacement's name derives from the old claim, so another
+            # notice, delivery or invocation already made this one. Never a second one.
+            outcome.actions.append({"type": "create-nodeclaim", "name": name, "existing": True})
+            return name
         outcome.actions.append({"type": "create-nodeclaim", "name": name})
         return name
 

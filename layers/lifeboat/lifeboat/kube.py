@@ -240,8 +240,10 @@ class KubeApi:
         return list(self._list(f"{KARPENTER}/nodeclaims", [("labelSelector", label_selector)]))
 
     def create_nodeclaim(self, body: MutableObj) -> MutableObj:
-        # generateName: every accepted POST makes a new claim, so never resend a maybe-done one.
-        return self.request("POST", f"{KARPENTER}/nodeclaims", body=body, idempotent=False)
+        """Create a claim. With ``generateName`` every accepted POST makes a new claim, so a
+        maybe-done one is never resent; a named claim is (a repeat is 409 AlreadyExists)."""
+        named = bool(body.get("metadata", {}).get("name"))
+        return self.request("POST", f"{KARPENTER}/nodeclaims", body=body, idempotent=named)
 
     def delete_nodeclaim(self, name: str, uid: str | None) -> bool:
         """Delete (Karpenter then drains and terminates). False if it was already gone."""

@@ -2,7 +2,7 @@
 
 What Karpenter itself puts on a NodeClaim it launches for a NodePool: the template's labels,
 annotations, requirements, taints, startup taints, ``nodeClassRef``, ``expireAfter`` and
-``terminationGracePeriod``; ``generateName: <nodepool>-``; the ``karpenter.sh/nodepool``
+``terminationGracePeriod``; the ``karpenter.sh/nodepool``
 label; an ownerReference to the NodePool; and the pool's hash annotations, so Karpenter's
 drift detection sees the claim as current rather than drifted.
 """
@@ -10,6 +10,7 @@ drift detection sees the claim as current rather than drifted.
 from __future__ import annotations
 
 import copy
+import hashlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,6 +23,15 @@ HASH_ANNOTATIONS = ("karpenter.sh/nodepool-hash", "karpenter.sh/nodepool-hash-ve
 # memory (not all: Karpenter's estimate of an instance type's allocatable is conservative,
 # and asking for 100 % could rule out the very instance type being replaced).
 REQUEST_FRACTION = 0.9
+
+
+def replacement_name(pool_name: str, old_claim: str) -> str:
+    """The replacement's name, derived from the claim it replaces: one old claim gets at most
+    one replacement, whichever notices, deliveries, batches or invocations ask for it (the
+    second create is answered 409 AlreadyExists). Shaped like Karpenter's own
+    ``<nodepool>-<suffix>`` names."""
+    digest = hashlib.sha256(old_claim.encode()).hexdigest()[:10]
+    return f"{pool_name}-{digest}"
 
 
 def replacement_nodeclaim(nodepool: Obj, node: Obj, old_claim: str, notice_key: str) -> Obj:
@@ -65,7 +75,7 @@ def replacement_nodeclaim(nodepool: Obj, node: Obj, old_claim: str, notice_key: 
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodeClaim",
         "metadata": {
-            "generateName": f"{pool_name}-",
+            "name": replacement_name(pool_name, old_claim),
             "labels": labels,
             "annotations": annotations,
             "ownerReferences": [owner],
