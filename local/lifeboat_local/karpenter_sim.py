@@ -23,6 +23,7 @@ and a node whose claim went at 14:06:30 is gone at the first look from 14:08:00 
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -35,6 +36,18 @@ LAUNCH_TIME = timedelta(seconds=60)
 TERMINATE_TIME = timedelta(seconds=90)
 
 
+@dataclass(frozen=True)
+class SimStep:
+    """One thing the simulated Karpenter (or Auto Scaling) did, for the replay to show."""
+
+    at: datetime
+    action: str  # e.g. "launched" (a claim got its instance and Node), "node-removed"
+    nodepool: str | None = None
+    claim: str | None = None
+    node: str | None = None
+    detail: str = ""
+
+
 class KarpenterSimulation:
     def __init__(self, emulator: Emulator, start: datetime | None = None) -> None:
         self._emu = emulator
@@ -43,13 +56,15 @@ class KarpenterSimulation:
         # look was written while the clock stood there.
         self._last = start
 
-    def advance(self, now: datetime) -> None:
+    def advance(self, now: datetime) -> list[SimStep]:
+        """Play the controllers forward to ``now``; what they did, in time order."""
         since = self._last if self._last is not None and self._last <= now else now
-        self._launch(now, since)
-        self._terminate(now, since)
+        steps = self._launch(now, since) + self._terminate(now, since)
         self._last = now
+        return sorted(steps, key=lambda step: step.at)
 
-    def _launch(self, now: datetime, since: datetime) -> None:
+    def _launch(self, now: datetime, since: datetime) -> list[SimStep]:
+        steps: list[SimStep] = []
         for claim in self._emu.objects("NodeClaim"):
             name = nodes.name_of(claim)
             if claim.get("status", {}).get("providerID"):
@@ -59,9 +74,21 @@ class KarpenterSimulation:
                 continue
             launched = seen + LAUNCH_TIME
             self._emu.put_object(_launched_claim(claim, launched))
-            self._emu.put_object(_node_for(claim, launched))
+            node = self._emu.put_object(_node_for(claim, launched))
+            steps.append(
+                SimStep(
+                    launched,
+                    "launched",
+                    nodepool=nodes.labels_of(claim).get(nodes.NODEPOOL_LABEL),
+                    claim=name,
+                    node=nodes.name_of(node),
+                    detail="instance running, node Ready",
+                )
+            )
+        return steps
 
-    def _terminate(self, now: datetime, since: datetime) -> None:
+    def _terminate(self, now: datetime, since: datetime) -> list[SimStep]:
+        steps: list[SimStep] = []
         live_claims = {
             nodes.name_of(c)
             for c in self._emu.objects("NodeClaim")
@@ -83,6 +110,17 @@ class KarpenterSimulation:
             owner = nodes.nodeclaim_owner(node)
             if owner:
                 self._emu.delete_object("NodeClaim", owner[0])
+            steps.append(
+                SimStep(
+                    seen + TERMINATE_TIME,
+                    "node-removed",
+                    nodepool=nodes.labels_of(node).get(nodes.NODEPOOL_LABEL),
+                    claim=owner[0] if owner else None,
+                    node=name,
+                    detail="drained and terminated",
+                )
+            )
+        return steps
 
     @staticmethod
     def _going(node: dict[str, Any], live_claims: set[str], pods: list[dict[str, Any]]) -> bool:
