@@ -123,7 +123,7 @@ def test_envelope_missing_field(field: str) -> None:
         ("time", "yesterday", 'time: not an ISO 8601 time: "yesterday"'),
         ("time", "Tue, 01 Dec 2026 14:02:00 GMT", "time: not an ISO 8601 time"),
         ("time", 1796133720, "time: expected an ISO 8601 time string (got 1796133720)"),
-        ("time", "9999-12-31T23:59:00Z", "time: 9999-12-31T23:59:00+00:00 is out of range"),
+        ("time", "9999-12-31T23:59:00Z", "time: out of range (before 1970 or from 9000 on)"),
         ("detail", [], "detail: expected an object (got [])"),
         ("detail", "{}", "detail: expected an object"),
     ],
@@ -386,3 +386,61 @@ def test_sns_bad_envelope(edit: Edit, reason: str) -> None:
 
 def test_garbage_sns_message_keeps_the_sns_message_id() -> None:
     assert rejected(sns("garbage")).event_id == "22b80b92-fdea-4c2c-8f9d-bdfb0c7bf324"
+
+
+# --- odd inputs that once slipped through (issue 10.11) ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "edit", "where"),
+    [
+        # The notice parsed, then deciding it (time + patience) overflowed into the DLQ.
+        ("rebalance-recommendation.json", lambda e: e.update(time="9999-12-31T23:00:00Z"), "time"),
+        ("spot-interruption.json", lambda e: e.update(time="0001-01-01T00:00:00Z"), "time"),
+        (
+            "scheduled-change.json",
+            lambda e: e["detail"].update(startTime="Fri, 31 Dec 9999 23:00:00 GMT"),
+            "detail.startTime",
+        ),
+        (
+            "scheduled-change.json",
+            lambda e: e["detail"].update(startTime="9999-12-31T23:00:00Z"),
+            "detail.startTime",
+        ),
+    ],
+)
+def test_times_out_of_range_are_rejected_naming_the_field(
+    name: str, edit: Edit, where: str
+) -> None:
+    error = rejected(edited(name, edit))
+    assert error.reason.startswith(f"{where}: out of range")
+
+
+def test_a_far_but_representable_start_time_is_accepted() -> None:
+    """Year 2400 is odd but harmless: the window search is bounded (issue 10.9)."""
+    body = edited(
+        "scheduled-change.json",
+        lambda e: e["detail"].update(startTime="Sat, 01 Jan 2400 00:00:00 GMT"),
+    )
+    notices = parse_message(json.dumps(body), received_at=RECEIVED)
+    assert notices[0].deadline == datetime(2400, 1, 1, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    "value", ["i-0a1b2c3d4e5f60001\n", "i-0a1b2c3d4e5f60001\r\n", "\ni-0a1b2c3d"]
+)
+def test_an_instance_id_with_a_newline_is_no_instance_id(value: str) -> None:
+    """A regex ending in ``$`` also matches before a trailing newline."""
+    error = rejected(
+        edited("spot-interruption.json", lambda e: e["detail"].update({"instance-id": value}))
+    )
+    assert error.reason.startswith("detail.instance-id: not an EC2 instance id")
+
+
+def test_a_health_entity_with_a_newline_is_not_an_instance() -> None:
+    body = edited(
+        "scheduled-change.json",
+        lambda e: e["detail"].update(affectedEntities=[{"entityValue": "i-0a1b2c3d4e5f60004\n"}]),
+    )
+    [notice] = parse_message(json.dumps(body), received_at=RECEIVED)
+    assert notice.instance_id is None and notice.ignore_reason

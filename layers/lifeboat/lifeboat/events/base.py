@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import Annotated, TypeVar
 
@@ -30,7 +30,13 @@ MAX_REASON = 300
 
 _MAX_VALUE = 60
 MAX_ID = 256
-INSTANCE_ID_RE = re.compile(r"^i-[0-9a-f]{8,17}$")
+# \Z, not $: "$" also matches before a trailing newline, and "i-0a1b2c3d\n" is no id.
+INSTANCE_ID_RE = re.compile(r"\Ai-[0-9a-f]{8,17}\Z")
+# The instants a message may name. AWS sends nothing outside them, and the arithmetic done
+# on a notice (deadlines, patience, windows weeks ahead) stays far inside what a datetime
+# can hold (year 9999): a time outside is rejected here, not an OverflowError later.
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST = datetime(9000, 1, 1, tzinfo=UTC)
 
 
 def quote(value: object) -> str:
@@ -69,14 +75,24 @@ def join_path(prefix: str, name: str) -> str:
 # --- times -------------------------------------------------------------------------------------
 
 
+def in_range(moment: datetime, value: object) -> datetime:
+    """``moment`` if it lies between :data:`EARLIEST` and :data:`LATEST`."""
+    if not EARLIEST <= moment < LATEST:
+        raise ValueError(
+            f"out of range (before {EARLIEST.year} or from {LATEST.year} on): {quote(value)}"
+        )
+    return moment
+
+
 def parse_iso8601(value: object) -> datetime:
     """An ISO 8601 timestamp (``2026-12-01T14:02:00Z``) as aware UTC."""
     if not isinstance(value, str):
         raise ValueError(f"expected an ISO 8601 time string (got {quote(value)})")
     try:
-        return as_utc(datetime.fromisoformat(value))
+        moment = as_utc(datetime.fromisoformat(value))
     except (ValueError, OverflowError):
         raise ValueError(f"not an ISO 8601 time: {quote(value)}") from None
+    return in_range(moment, value)
 
 
 def parse_rfc1123(value: object) -> datetime:
@@ -84,13 +100,13 @@ def parse_rfc1123(value: object) -> datetime:
     if not isinstance(value, str):
         raise ValueError(f"expected an RFC 1123 date string (got {quote(value)})")
     try:
-        return as_utc(parsedate_to_datetime(value))
+        moment = as_utc(parsedate_to_datetime(value))
     except (ValueError, TypeError, IndexError, OverflowError):
-        pass
-    try:
-        return as_utc(datetime.fromisoformat(value))
-    except (ValueError, OverflowError):
-        raise ValueError(f"not an RFC 1123 date: {quote(value)}") from None
+        try:
+            moment = as_utc(datetime.fromisoformat(value))
+        except (ValueError, OverflowError):
+            raise ValueError(f"not an RFC 1123 date: {quote(value)}") from None
+    return in_range(moment, value)
 
 
 def shift(when: datetime, delta: timedelta, *, field: str, event_id: str | None) -> datetime:
