@@ -377,6 +377,7 @@ def test_a_follow_up_finds_its_cluster_when_ec2_no_longer_knows_the_instance() -
             NOW,
             replacement="general-gone",
             old_nodeclaim="general-7xkqz",
+            old_nodeclaim_uid=emu.get_object("NodeClaim", "general-7xkqz")["metadata"]["uid"],
             cluster="prod",
         )
         [result] = pipeline.process([encode(wakeup)])

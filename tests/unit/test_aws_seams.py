@@ -146,7 +146,14 @@ def test_a_conflict_from_scheduler_means_already_scheduled() -> None:
 def test_a_due_time_in_the_past_or_too_near_fires_a_minute_from_now(
     scheduler: Any, due: datetime
 ) -> None:
-    wakeup = Wakeup(Task.FINISH_REPLACEMENT, notice(), due)
+    wakeup = Wakeup(
+        Task.FINISH_REPLACEMENT,
+        notice(),
+        due,
+        replacement="general-0123456789",
+        old_nodeclaim="general-7xkqz",
+        old_nodeclaim_uid="0b7e6a1c-5d2f-4c3a-9e1b-000000000101",
+    )
     wakeups_on(scheduler).schedule(wakeup)
     [schedule] = schedules(scheduler)
     assert schedule["ScheduleExpression"] == "at(2026-12-01T14:06:00)"

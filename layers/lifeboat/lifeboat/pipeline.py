@@ -118,6 +118,8 @@ class Pipeline:
     # -- parse -----------------------------------------------------------------------------
 
     def _parse(self, body: Body) -> Parsed:
+        """A message's notices or wake-up, or its result already: rejected with a reason,
+        or (a bug, never bad input) failed alone, without failing its batch-mates."""
         try:
             message = load_body(body)  # decoded once, for both kinds of message
             if is_wakeup(message):
@@ -125,6 +127,8 @@ class Pipeline:
             return parse_message(message, received_at=self.clock())
         except MalformedMessage as error:
             return MessageResult([Report.rejected(error.reason, error.event_id)])
+        except Exception as error:  # the message goes back to the queue, then to the DLQ
+            return MessageResult(error=error)
 
     def _one(self, batch: _Batch, item: Parsed) -> MessageResult:
         if isinstance(item, MessageResult):

@@ -12,9 +12,22 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Annotated, Any, Literal, Protocol
 
-from lifeboat.events.notice import Kind, LifecycleHook, MalformedMessage, Notice
+from pydantic import Field, StringConstraints
+
+from lifeboat.events.base import (
+    MAX_REASON,
+    Id,
+    InstanceId,
+    Iso8601,
+    Model,
+    Name,
+    OptionalIso8601,
+    malformed,
+    validate,
+)
+from lifeboat.events.notice import Kind, LifecycleHook, Notice
 from lifeboat.target import ClaimRef
 
 MARKER = "lifeboat-wakeup"
@@ -78,38 +91,100 @@ def is_wakeup(message: Mapping[str, Any]) -> bool:
 
 
 def decode(message: Mapping[str, Any]) -> Wakeup:
-    """Read a wake-up back; the reason of a failure names the field, like the parsers."""
-    try:
-        if message[MARKER] != VERSION:
-            raise MalformedMessage(f"{MARKER}: unsupported version {message[MARKER]!r}")
-        raw = dict(message["notice"])
-        hook = raw.pop("lifecycle", None)
-        notice = Notice(
-            kind=Kind(raw.pop("kind")),
-            event_time=_time(raw.pop("event_time")),
-            deadline=_time(raw.pop("deadline")),
-            lifecycle=LifecycleHook(**hook) if hook else None,
-            **raw,
-        )
-        return Wakeup(
-            task=Task(message["task"]),
-            notice=notice,
-            due=_time(message["due"]),
-            replacement=message.get("replacement"),
-            old_nodeclaim=message.get("old_nodeclaim"),
-            old_nodeclaim_uid=message.get("old_nodeclaim_uid"),
-            started=_time(message.get("started")),
-            attempt=int(message.get("attempt", 0)),
-            cluster=message.get("cluster"),
-        )
-    except MalformedMessage:
-        raise
-    except (KeyError, TypeError, ValueError) as error:
-        raise MalformedMessage(f"{MARKER}: {type(error).__name__}: {error}"[:300]) from None
+    """Read a wake-up back, validated as strictly as AWS's events (anyone who may send to the
+    queue can write one): every field typed and bounded, the reason of a failure naming the
+    field, like the parsers'. Raises :class:`MalformedMessage`."""
+    body = validate(_WakeupBody, message, path=MARKER, event_id=None)
+    notice = body.notice
+    hook = notice.lifecycle
+    wakeup = Wakeup(
+        task=body.task,
+        notice=Notice(
+            kind=notice.kind,
+            event_id=notice.event_id,
+            event_time=notice.event_time,
+            instance_id=notice.instance_id,
+            deadline=notice.deadline,
+            account=notice.account,
+            region=notice.region,
+            detail=notice.detail,
+            lifecycle=None if hook is None else LifecycleHook(**hook.model_dump()),
+            ignore_reason=notice.ignore_reason,
+        ),
+        due=body.due,
+        replacement=body.replacement,
+        old_nodeclaim=body.old_nodeclaim,
+        old_nodeclaim_uid=body.old_nodeclaim_uid,
+        started=body.started,
+        attempt=body.attempt,
+        cluster=body.cluster,
+    )
+    problem = _inconsistency(wakeup)
+    if problem is not None:
+        raise malformed(f"{MARKER}: {problem}", notice.event_id)
+    return wakeup
 
 
-def _time(value: Any) -> Any:
-    return datetime.fromisoformat(value) if isinstance(value, str) else value
+def _inconsistency(wakeup: Wakeup) -> str | None:
+    """What no wake-up Lifeboat schedules could hold."""
+    notice = wakeup.notice
+    if notice.instance_id is None:
+        return "notice.instance_id: a wake-up is always about an instance"
+    if wakeup.task is Task.DECIDE and notice.involuntary:
+        return f"task decide: a {notice.kind} notice is never deferred"
+    if wakeup.task is Task.FINISH_REPLACEMENT and not (
+        wakeup.old_nodeclaim and wakeup.old_nodeclaim_uid
+    ):
+        return "task finish-replacement: old_nodeclaim and old_nodeclaim_uid are required"
+    hook = notice.lifecycle
+    if hook is not None and hook.instance_id != notice.instance_id:
+        return "notice.lifecycle.instance_id: not the notice's instance"
+    return None
+
+
+# -- the wire format, validated ---------------------------------------------------------------
+
+# A Kubernetes object name (DNS-1123 subdomain), an object uid, an EKS cluster name.
+_DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+ObjectName = Annotated[str, StringConstraints(max_length=253, pattern=_DNS_SUBDOMAIN)]
+Uid = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=r"^[0-9a-zA-Z-]+$")]
+ClusterName = Annotated[str, StringConstraints(pattern=r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$")]
+Short = Annotated[str, StringConstraints(max_length=MAX_REASON)]
+
+
+class _HookBody(Model):
+    auto_scaling_group: Name
+    hook_name: Name
+    action_token: Id
+    instance_id: InstanceId
+    heartbeat_timeout_seconds: Annotated[int, Field(ge=30, le=7200)] | None = None
+
+
+class _NoticeBody(Model):
+    # Enums arrive as their values: not strict about the Python type there.
+    kind: Kind = Field(strict=False)
+    event_id: Id
+    event_time: Iso8601
+    instance_id: InstanceId | None = None
+    deadline: OptionalIso8601 = None
+    account: Annotated[str, StringConstraints(max_length=64)] | None = None
+    region: Annotated[str, StringConstraints(max_length=64)] | None = None
+    detail: Short = ""
+    lifecycle: _HookBody | None = None
+    ignore_reason: Short | None = None
+
+
+class _WakeupBody(Model):
+    version: Literal[1] = Field(alias="lifeboat-wakeup")  # MARKER
+    task: Task = Field(strict=False)
+    notice: _NoticeBody
+    due: Iso8601
+    replacement: ObjectName | None = None
+    old_nodeclaim: ObjectName | None = None
+    old_nodeclaim_uid: Uid | None = None
+    started: OptionalIso8601 = None
+    attempt: Annotated[int, Field(ge=0, le=100_000)] = 0
+    cluster: ClusterName | None = None
 
 
 class MemoryWakeups:

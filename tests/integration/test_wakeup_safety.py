@@ -1,0 +1,111 @@
+"""Wake-ups are checked like AWS's events (issue 10, items 2 and 3): anyone in the account
+who may send to the queue can write one, so a wake-up is validated as strictly as an event,
+one bad message never fails another, and a wake-up acts only on objects that still match it.
+
+Through ``handle_batch`` (what the Lambda runs), the official client over HTTP and the
+emulator loaded with the sample cluster.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubemu import Emulator, load_cluster_file
+from lifeboat.events import parse_message
+from lifeboat.handler import handle_batch
+from lifeboat.kube import KubeApi, RetryPolicy
+from lifeboat.ledger import MemoryLedger
+from lifeboat.pipeline import OneCluster, Pipeline
+from lifeboat.settings import Settings
+from lifeboat.wakeup import MemoryWakeups, Task, Wakeup, encode
+from lifeboat_local.directory import directory_from_objects
+
+ROOT = Path(__file__).resolve().parents[2]
+EVENTS = ROOT / "events"
+OBJECTS = load_cluster_file(EVENTS / "cluster.yaml")
+NOW = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
+SPOT = (EVENTS / "spot-interruption.json").read_text()
+REBALANCE = (EVENTS / "rebalance-recommendation.json").read_text()
+
+
+def batch(*bodies: str) -> dict[str, Any]:
+    return {
+        "Records": [
+            {"messageId": f"m-{i}", "receiptHandle": f"r-{i}", "body": body, "attributes": {}}
+            for i, body in enumerate(bodies)
+        ]
+    }
+
+
+def pipeline(emu: Emulator, settings: Settings | None = None) -> Pipeline:
+    return Pipeline(
+        clusters=OneCluster(KubeApi(emu.api_client(), RetryPolicy(attempts=2, base_delay=0.01))),
+        directory=directory_from_objects(OBJECTS),
+        settings=settings or Settings(),
+        clock=lambda: NOW,
+        wakeups=MemoryWakeups(),
+        ledger=MemoryLedger(),
+        workers=10,
+    )
+
+
+def deferred_rebalance() -> dict[str, Any]:
+    [notice] = parse_message(REBALANCE, received_at=NOW)
+    body: dict[str, Any] = json.loads(encode(Wakeup(Task.DECIDE, notice, NOW)))
+    return body
+
+
+@pytest.mark.parametrize(
+    ("edit", "field"),
+    [
+        (lambda w: w["notice"].update(instance_id=12345), "notice.instance_id"),
+        (lambda w: w["notice"].update(instance_id=["a"]), "notice.instance_id"),
+        (lambda w: w.update(attempt=float("inf")), "attempt"),
+        (lambda w: w.update(attempt=1e400), "attempt"),
+        (lambda w: w.update(task="explode"), "task"),
+        (lambda w: w["notice"].update(kind="spot-interruption"), "task decide"),
+        (lambda w: w.update(due="yesterday"), "due"),
+        (lambda w: w["notice"].update(event_time="9999-12-31T23:59:59Z"), "notice.event_time"),
+    ],
+)
+def test_a_malformed_wakeup_is_rejected_and_its_batch_mates_are_handled(
+    edit: Any, field: str
+) -> None:
+    wakeup = deferred_rebalance()
+    edit(wakeup)
+    with Emulator(copy.deepcopy(OBJECTS)) as emu:
+        lifeboat = pipeline(emu)
+        results = lifeboat.process([json.dumps(wakeup), SPOT])
+        [bad], [spot] = results[0].reports, results[1].reports
+        assert bad.outcome == "rejected"
+        assert bad.reason.startswith(f"lifeboat-wakeup.{field}") or field in bad.reason
+        assert spot.outcome == "acted"
+        response = handle_batch(batch(json.dumps(wakeup), SPOT), None, pipeline(emu))
+        assert response["batchItemFailures"] == []
+
+
+def test_a_body_that_breaks_parsing_unexpectedly_fails_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A bug in a parser (not bad input) fails only its own message."""
+    import lifeboat.pipeline as module
+
+    real = module.parse_message
+
+    def broken(message: Any, **kwargs: Any) -> Any:
+        if message.get("detail-type") == "EC2 Instance Rebalance Recommendation":
+            raise RuntimeError("a bug")
+        return real(message, **kwargs)
+
+    monkeypatch.setattr(module, "parse_message", broken)
+    with Emulator(copy.deepcopy(OBJECTS)) as emu:
+        response = handle_batch(batch(REBALANCE, SPOT), None, pipeline(emu))
+        assert response["batchItemFailures"] == [{"itemIdentifier": "m-0"}]
+        node = emu.get_object("Node", "ip-10-0-1-11.ec2.internal")
+        assert node is not None and node["spec"].get("unschedulable") is True
