@@ -12,8 +12,9 @@ import pytest
 import lifeboat_local.source
 from kubemu import Emulator
 from lifeboat_local.cli import build_parser
-from lifeboat_local.explain import run, selector_matches
+from lifeboat_local.explain import run
 from lifeboat_local.replay import run as replay
+from lifeboat_local.selectors import selector_matches
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = ROOT / "events" / "cluster.yaml"
