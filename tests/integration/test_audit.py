@@ -244,3 +244,15 @@ def test_kubectl_dump_audits_like_the_live_cluster(
     _, from_dump = audit_json("--cluster", str(path))
     _, from_live = audit_json("--kubeconfig", str(kubeconfig))
     assert from_dump["findings"] == from_live["findings"]
+
+
+def test_readme_shows_a_real_run_and_every_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's example is this run's output, and its table names every check."""
+    readme = (ROOT / "README.md").read_text()
+    command = "$ lifeboat audit --cluster tests/fixtures/audit/problems.yaml --at " + AT + "\n"
+    shown = readme.split(command, 1)[1].split("\n$ echo $?", 1)[0] + "\n"
+    monkeypatch.chdir(ROOT)
+    status, out, _ = audit("--cluster", "tests/fixtures/audit/problems.yaml", "--at", AT)
+    assert (status, out) == (3, shown)
+    section = readme.split("## `lifeboat audit`", 1)[1].split("\n## ", 1)[0]
+    assert all(f"| `{name}` |" in section for name in CHECK_NAMES)
