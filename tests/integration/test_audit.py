@@ -210,7 +210,12 @@ def test_live_cluster_without_apps_v1_says_it_estimated(live: Emulator, kubeconf
     if resource_for_object("apps/v1", "Deployment") is not None:
         pytest.skip("the emulator serves apps/v1: nothing is estimated")
     _, document = audit_json("--kubeconfig", str(kubeconfig))
-    assert any("does not serve apps/v1" in note for note in document["notes"])
+    assert document["notes"] == [
+        "the API server does not serve Deployments, ReplicaSets, StatefulSets, DaemonSets: "
+        "scales are estimated from pods"
+    ]
+    [single] = [f for f in document["findings"] if f["check"] == "single-replica-without-pdb"]
+    assert single["object"]["name"] == "api-6b5c" and "estimated" in single["message"]
 
 
 def test_unreachable_cluster_exits_1(tmp_path: Path) -> None:

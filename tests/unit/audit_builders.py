@@ -143,20 +143,6 @@ def nodepool(
     return {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": metadata, "spec": spec}
 
 
-def view(
-    *objects: Obj, workloads_read: bool | None = None, node_group_labels: Iterable[str] = ()
-) -> ClusterView:
-    """A view over ``objects``; ``workloads_read`` overrides the file rule (any workload read)."""
-    inventory = Inventory.from_objects(objects)
-    if workloads_read is not None:
-        inventory = Inventory(
-            inventory.nodes,
-            inventory.pods,
-            inventory.pdbs,
-            inventory.nodepools,
-            inventory.nodeclaims,
-            inventory.workloads,
-            workloads_read,
-            inventory.karpenter,
-        )
-    return ClusterView(inventory, AT, tuple(node_group_labels))
+def view(*objects: Obj, node_group_labels: Iterable[str] = ()) -> ClusterView:
+    """A view over ``objects`` as a cluster file holding them (workload kinds: those given)."""
+    return ClusterView(Inventory.from_objects(objects), AT, tuple(node_group_labels))

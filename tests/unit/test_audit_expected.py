@@ -88,10 +88,10 @@ def test_integer_min_available_over_daemonset_pods_needs_no_scale() -> None:
 
 
 def test_a_missing_controller_fails_the_sync() -> None:
-    """With the workloads read, a pod whose ReplicaSet is gone: "found no controllers"."""
-    dep, _ = deployment_with_rs("other", replicas=2)
+    """With the ReplicaSets read, a pod whose ReplicaSet is gone: "found no controllers"."""
+    dep, other_rs = deployment_with_rs("other", replicas=2)
     budget = pdb("web", maxUnavailable=1)
-    state = pdb_state(view(dep, budget, *web_pods(1)), budget)
+    state = pdb_state(view(dep, other_rs, budget, *web_pods(1)), budget)
     assert state.problem is not None and state.problem.startswith(
         'found no controllers for pod "web-0"'
     )
@@ -154,6 +154,16 @@ def test_without_workloads_scales_are_estimated_from_pods() -> None:
     state = pdb_state(view(budget, *web_pods(3)), budget)
     assert state.scale is not None and state.scale.estimated
     assert (state.expected, state.desired, state.steady_allowed) == (3, 2, 1)
+
+
+def test_a_kind_not_read_is_estimated_while_others_are_read() -> None:
+    """A file with Deployments but no ReplicaSets (kubectl get deploy,pods,pdb): the pods'
+    ReplicaSets are estimated from their pods, not reported missing."""
+    dep, _ = deployment_with_rs("web", replicas=5)
+    budget = pdb("web", maxUnavailable=1)
+    state = pdb_state(view(dep, budget, *web_pods(3)), budget)
+    assert state.problem is None and state.scale is not None and state.scale.estimated
+    assert state.expected == 3
 
 
 @pytest.mark.parametrize(

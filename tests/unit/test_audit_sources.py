@@ -32,16 +32,31 @@ def test_kubectl_list_and_documents_are_read(tmp_path: Path) -> None:
     # Unquoted YAML timestamps become the RFC 3339 strings the API carries.
     assert inventory.pods[0]["metadata"]["creationTimestamp"] == "2026-12-01T10:00:00Z"
     assert len(inventory.nodes) == len(inventory.workloads) == 1
-    assert inventory.workloads_read and not inventory.karpenter
+    assert inventory.workload_kinds == {"Deployment"} and not inventory.karpenter
     assert inventory.notes == ("not audited: 1 v1/Service",)
 
 
-def test_a_file_without_workloads_says_scales_are_estimated(tmp_path: Path) -> None:
+def test_a_file_without_the_controllers_of_its_pods_says_they_are_estimated(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "c.yaml"
-    path.write_text(NODE)
+    owned = (
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  ownerReferences:\n"
+        "  - {{apiVersion: apps/v1, kind: {kind}, name: x, uid: u, controller: true}}\n"
+    )
+    path.write_text(
+        "\n---\n".join(
+            owned.format(name=f"p{i}", kind=kind)
+            for i, kind in enumerate(["ReplicaSet", "StatefulSet", "DaemonSet", "RayCluster"])
+        )
+    )
     inventory = read_cluster_file(path)
-    assert not inventory.workloads_read
-    assert "workload scales are estimated from their pods" in inventory.notes[0]
+    assert inventory.workload_kinds == frozenset()
+    # DaemonSets have no scale to estimate; a custom kind is no workload the file could hold.
+    assert inventory.notes == (
+        "the cluster file holds no ReplicaSets, StatefulSets: their scales are estimated from "
+        "their pods",
+    )
 
 
 @pytest.mark.parametrize(

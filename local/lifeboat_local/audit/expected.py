@@ -55,8 +55,8 @@ class Scale:
 
     ``count`` is None when the disruption controller cannot compute it: ``problem`` says why in
     its words, or ``uncertain`` names controllers of custom kinds whose scale subresource the
-    audit cannot see. ``estimated``: the workloads were not read, so each controller's scale is
-    the number of its live pods.
+    audit cannot see. ``estimated``: some controllers are of a kind the source did not give, so
+    their scale is the number of their live pods.
     """
 
     count: int | None
@@ -78,6 +78,7 @@ def expected_scale(view: ClusterView, pods: Sequence[Obj]) -> Scale:
     scales: dict[tuple[str, str], tuple[int, str]] = {}  # controller identity -> (scale, label)
     unmanaged: list[str] = []
     uncertain: list[str] = []
+    estimated = False
     for pod in pods:
         owner = controller_of(pod)
         if owner is None:
@@ -89,14 +90,15 @@ def expected_scale(view: ClusterView, pods: Sequence[Obj]) -> Scale:
         if kind in _NO_SCALE:
             problem = f"{described}: {_NO_SCALE[kind]} does not implement the scale subresource"
             return Scale(None, problem=problem)
-        if not view.inventory.workloads_read:
+        if kind not in _SCALED_KINDS:
+            # A custom controller: the real controller asks its scale subresource, which the
+            # audit cannot see, and fails the PDB if it has none.
+            uncertain.append(described)
+            continue
+        if not view.inventory.reads(kind):
             count = len(view.pods_by_controller.get((namespace, kind, name), ()))
             scales[(kind, f"{namespace}/{name}")] = (count, f"{described}: {count} pod(s)")
-            if kind not in _SCALED_KINDS:
-                uncertain.append(described)
-            continue
-        if kind not in _SCALED_KINDS:
-            uncertain.append(described)
+            estimated = True
             continue
         found = _scaled_controller(view, namespace, owner)
         if found is None:
@@ -107,21 +109,11 @@ def expected_scale(view: ClusterView, pods: Sequence[Obj]) -> Scale:
             )
         identity, scale, label = found
         scales[identity] = (scale, label)
+    labels = tuple(sorted(label for _, label in scales.values()))
     if uncertain:
-        # Custom controllers: the real controller asks their scale subresource, which the
-        # audit cannot see; it fails the PDB if they have none.
-        return Scale(
-            None,
-            tuple(label for _, label in scales.values()),
-            tuple(unmanaged),
-            uncertain=tuple(sorted(set(uncertain))),
-        )
-    return Scale(
-        sum(scale for scale, _ in scales.values()),
-        tuple(sorted(label for _, label in scales.values())),
-        tuple(unmanaged),
-        estimated=not view.inventory.workloads_read,
-    )
+        return Scale(None, labels, tuple(unmanaged), uncertain=tuple(sorted(set(uncertain))))
+    count = sum(scale for scale, _ in scales.values())
+    return Scale(count, labels, tuple(unmanaged), estimated=estimated)
 
 
 def _scaled_controller(

@@ -37,10 +37,11 @@ WORKLOAD_KINDS: Final = frozenset(
 class Inventory:
     """A cluster's objects, by kind, each carrying ``apiVersion`` and ``kind``.
 
-    ``workloads_read`` is False when the source could not give the workload controllers (a
-    cluster file without any, an API server not serving apps/v1): expected pod counts are then
-    estimated from the pods. ``karpenter`` is False when the cluster has no Karpenter API.
-    ``notes`` say what the source could not give, for the report.
+    ``workload_kinds`` are the workload kinds the source gave (a cluster file: those it holds;
+    a live cluster: those its API server lists). A pod whose controller is of a kind not read
+    has its controller's scale estimated from its pods, instead of the controller reported
+    missing. ``karpenter`` is False when the cluster has no Karpenter API. ``notes`` say what
+    the source could not give, for the report.
     """
 
     nodes: tuple[Obj, ...] = ()
@@ -49,9 +50,13 @@ class Inventory:
     nodepools: tuple[Obj, ...] = ()
     nodeclaims: tuple[Obj, ...] = ()
     workloads: tuple[Obj, ...] = ()
-    workloads_read: bool = True
+    workload_kinds: frozenset[str] = WORKLOAD_KINDS
     karpenter: bool = True
     notes: tuple[str, ...] = field(default=())
+
+    def reads(self, kind: str) -> bool:
+        """Whether the source gave the workloads of ``kind`` (all of them, or none)."""
+        return kind in self.workload_kinds
 
     @property
     def objects(self) -> tuple[Obj, ...]:
@@ -82,13 +87,14 @@ class Inventory:
         if ignored:
             kinds = ", ".join(f"{count} {label}" for label, count in sorted(ignored.items()))
             notes.append(f"not audited: {kinds}")
-        workloads_read = bool(sorted_objects["workloads"])
+        workload_kinds = frozenset(str(w.get("kind")) for w in sorted_objects["workloads"])
         # A file without NodePools or NodeClaims says nothing about Karpenter either way.
         karpenter = bool(sorted_objects["nodepools"] or sorted_objects["nodeclaims"])
-        if not workloads_read:
+        missing = _controller_kinds(sorted_objects["pods"]) - workload_kinds - {"DaemonSet"}
+        if missing:
+            kinds = ", ".join(f"{kind}s" for kind in sorted(missing))
             notes.append(
-                "the cluster file holds no Deployments, ReplicaSets, StatefulSets or DaemonSets: "
-                "workload scales are estimated from their pods"
+                f"the cluster file holds no {kinds}: their scales are estimated from their pods"
             )
         return cls(
             nodes=tuple(sorted_objects["nodes"]),
@@ -97,7 +103,17 @@ class Inventory:
             nodepools=tuple(sorted_objects["nodepools"]),
             nodeclaims=tuple(sorted_objects["nodeclaims"]),
             workloads=tuple(sorted_objects["workloads"]),
-            workloads_read=workloads_read,
+            workload_kinds=workload_kinds,
             karpenter=karpenter,
             notes=tuple(notes),
         )
+
+
+def _controller_kinds(pods: Iterable[Obj]) -> frozenset[str]:
+    """The workload kinds that control ``pods`` (DaemonSet's scale is never needed)."""
+    kinds = set()
+    for pod in pods:
+        for owner in (pod.get("metadata") or {}).get("ownerReferences") or []:
+            if owner.get("controller") is True and owner.get("kind") in WORKLOAD_KINDS:
+                kinds.add(str(owner["kind"]))
+    return frozenset(kinds)

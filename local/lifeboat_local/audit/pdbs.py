@@ -125,7 +125,7 @@ def pods_in_several_pdbs(view: ClusterView) -> Iterator[Issue]:
         if pod_phase(pod) == "Pending" or (pod.get("metadata") or {}).get("deletionTimestamp"):
             continue  # the Eviction API does not consult PDBs for these
         namespace = namespace_of(pod) or ""
-        selecting = view.pdbs_selecting(namespace, nodes.labels_of(pod))
+        selecting = view.pdbs_of(pod)
         if len(selecting) > 1:
             group = (namespace, *sorted(nodes.name_of(p) for p in selecting))
             groups[group].append(pod)

@@ -123,25 +123,24 @@ def read_live(kube: KubeApi) -> Inventory:
         lists[name] = found or []
     if not karpenter:
         notes.append("no Karpenter API (karpenter.sh/v1) in this cluster: NodePool checks skipped")
-    workloads_read = True
-    for path, api_version, kind in _APPS:
+    workload_kinds: set[str] = set()
+    for path, api_version, kind in (*_APPS, _REPLICATION_CONTROLLERS):
         found = _optional(kube, path, api_version, kind)
-        workloads_read = workloads_read and found is not None
-        lists["workloads"] += found or []
-    if not workloads_read:
-        notes.append(
-            "the API server does not serve apps/v1: workload scales are estimated from their pods"
-        )
-    # Served by every real API server; an emulator may lack them, and then there are none.
-    lists["workloads"] += _optional(kube, *_REPLICATION_CONTROLLERS) or []
+        if found is not None:
+            lists["workloads"] += found
+            workload_kinds.add(kind)
+    unserved = [kind for _, _, kind in _APPS if kind not in workload_kinds]
+    if unserved:
+        kinds = ", ".join(f"{kind}s" for kind in unserved)
+        notes.append(f"the API server does not serve {kinds}: scales are estimated from pods")
     return Inventory(
         nodes=tuple(lists["nodes"]),
         pods=tuple(lists["pods"]),
         pdbs=tuple(lists["pdbs"]),
         nodepools=tuple(lists["nodepools"]),
         nodeclaims=tuple(lists["nodeclaims"]),
-        workloads=tuple(lists["workloads"]) if workloads_read else (),
-        workloads_read=workloads_read,
+        workloads=tuple(lists["workloads"]),
+        workload_kinds=frozenset(workload_kinds),
         karpenter=karpenter,
         notes=tuple(notes),
     )

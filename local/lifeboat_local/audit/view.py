@@ -113,14 +113,32 @@ class ClusterView:
             for pdb in self.inventory.pdbs
         }
 
+    def pdbs_of(self, pod: Obj) -> Sequence[Obj]:
+        """The PDBs selecting ``pod`` (the inverse of ``pods_selected_by``)."""
+        return self._pod_pdbs.get(key(pod), ())
+
+    @cached_property
+    def _pod_pdbs(self) -> Mapping[Key, Sequence[Obj]]:
+        found: dict[Key, list[Obj]] = defaultdict(list)
+        for pdb in self.inventory.pdbs:
+            for pod in self.pods_selected_by(pdb):
+                found[key(pod)].append(pdb)
+        return found
+
     def pdbs_selecting(self, namespace: str, labels: Mapping[str, str]) -> list[Obj]:
         """The PDBs of ``namespace`` whose selector matches ``labels`` (a pod's or a template's)."""
         return [
             pdb
-            for pdb in self.inventory.pdbs
-            if namespace_of(pdb) == namespace
-            and selector_matches((pdb.get("spec") or {}).get("selector"), labels)
+            for pdb in self._pdbs_by_namespace.get(namespace, ())
+            if selector_matches((pdb.get("spec") or {}).get("selector"), labels)
         ]
+
+    @cached_property
+    def _pdbs_by_namespace(self) -> Mapping[str, Sequence[Obj]]:
+        found: dict[str, list[Obj]] = defaultdict(list)
+        for pdb in self.inventory.pdbs:
+            found[namespace_of(pdb) or ""].append(pdb)
+        return found
 
     @cached_property
     def workloads_by_key(self) -> Mapping[Key, Obj]:

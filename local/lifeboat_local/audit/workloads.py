@@ -33,10 +33,8 @@ def _template_labels(workload: Obj) -> Mapping[str, str]:
 def single_replica_without_pdb(view: ClusterView) -> Iterator[Issue]:
     """Workloads running one replica that no PDB covers: each drain takes them down until
     the pod runs Ready elsewhere."""
-    if view.inventory.workloads_read:
-        yield from _from_workloads(view)
-    else:
-        yield from _from_pods(view)
+    yield from _from_workloads(view)
+    yield from _from_pods(view)
 
 
 def _from_workloads(view: ClusterView) -> Iterator[Issue]:
@@ -58,9 +56,12 @@ def _from_workloads(view: ClusterView) -> Iterator[Issue]:
 
 
 def _from_pods(view: ClusterView) -> Iterator[Issue]:
-    """Without the workloads, a controller with one live pod stands for a single replica."""
+    """Controllers of a kind the source did not give: one live pod stands for one replica.
+    (Pods of ReplicaSets are left to their Deployments when those were read.)"""
     for (namespace, kind, name), pods in sorted(view.pods_by_controller.items()):
-        if kind not in _REPLICATED or len(pods) != 1:
+        if kind not in _REPLICATED or view.inventory.reads(kind) or len(pods) != 1:
+            continue
+        if kind == "ReplicaSet" and view.inventory.reads("Deployment"):
             continue
         if view.pdbs_selecting(namespace, nodes.labels_of(pods[0])):
             continue
@@ -77,7 +78,7 @@ def unmanaged_pods(view: ClusterView) -> Iterator[Issue]:
     for pod in view.live_pods:
         if controller_of(pod) is not None or nodes.is_mirror_pod(pod):
             continue
-        covering = view.pdbs_selecting(namespace_of(pod) or "", nodes.labels_of(pod))
+        covering = view.pdbs_of(pod)
         cover = (
             f"PodDisruptionBudget {nodes.name_of(covering[0])} delays it but cannot bring it back"
             if covering
