@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,13 @@ def test_kubectl_list_and_documents_are_read(tmp_path: Path) -> None:
     assert len(inventory.nodes) == len(inventory.workloads) == 1
     assert inventory.workload_kinds == {"Deployment"} and not inventory.karpenter
     assert inventory.notes == ("not audited: 1 v1/Service",)
+
+
+def test_kubectl_json_output_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "c.json"
+    items = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}]
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    assert [n["metadata"]["name"] for n in read_cluster_file(path).nodes] == ["n1"]
 
 
 def test_a_file_without_the_controllers_of_its_pods_says_they_are_estimated(

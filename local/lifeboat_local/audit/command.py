@@ -35,7 +35,10 @@ def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
         "audit",
         help="the risks before enabling Lifeboat or rotating nodes",
-        description=__doc__.splitlines()[0] if __doc__ else None,
+        description="The risks to look at before enabling Lifeboat or rotating nodes: PDBs, "
+        "single replicas, do-not-disrupt, NodePool budgets, labels, node ownership.",
+        epilog="exit status: 0 no error; 3 errors found (or warnings, with --strict); "
+        "1 the audit could not run",
     )
     add_cluster_flags(
         parser,
