@@ -54,7 +54,7 @@ EXPECTED = {
     ("nodepool-lifeboat-disabled", "NodePool legacy-defaults"),
     ("invalid-label", "Deployment shop/api"),
     ("invalid-label", "NodePool gpu"),
-    ("karpenter-restricted-label", "NodePool gpu"),
+    ("karpenter-invalid-label", "NodePool gpu"),
     ("node-without-owner", "Node ip-10-0-9-99.ec2.internal"),
     ("node-nodepool-missing", "Node ip-10-0-3-31.ec2.internal"),
 }

@@ -7,6 +7,7 @@ import pytest
 
 from lifeboat_local.audit.label_rules import (
     karpenter_key_problems,
+    karpenter_requirement_problems,
     label_key_problems,
     label_value_problems,
 )
@@ -108,3 +109,45 @@ def test_karpenter_restricted_domains_refuse(key: str, problem: str) -> None:
     assert karpenter_key_problems(key) == [problem] or karpenter_key_problems(key)[0].startswith(
         problem
     )
+
+
+@pytest.mark.parametrize(
+    ("requirement", "problem"),
+    [
+        ({"key": "k", "operator": "Equals", "values": ["a"]}, "operator 'Equals' is not one of"),
+        ({"key": "k", "operator": "In", "values": []}, "operator 'In' must have a value defined"),
+        ({"key": "k", "operator": "In", "values": ["a"], "minValues": 2}, "minValues 2 but only 1"),
+        ({"key": "k", "operator": "Gt", "values": ["-1"]}, "single non-negative integer"),
+        ({"key": "k", "operator": "Lte", "values": ["1", "2"]}, "single non-negative integer"),
+        # validateWellKnownValues: no known value makes the NodePool not Ready.
+        (
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["Spot"]},
+            "no valid value in ['Spot'], expected one of ['on-demand', 'reserved', 'spot']",
+        ),
+        (
+            {
+                "key": "karpenter.k8s.aws/instance-tenancy",
+                "operator": "In",
+                "values": ["default", "host"],
+                "minValues": 2,
+            },
+            "only 1 valid value(s) for minValues 2",
+        ),
+    ],
+)
+def test_karpenter_requirement_refused(requirement: dict[str, object], problem: str) -> None:
+    assert any(problem in p for p in karpenter_requirement_problems(requirement))
+
+
+@pytest.mark.parametrize(
+    "requirement",
+    [
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot", "Spot"]},
+        {"key": "karpenter.sh/capacity-type", "operator": "NotIn", "values": ["Spot"]},
+        {"key": "k", "operator": "Gte", "values": ["4"]},
+        {"key": "k", "operator": "Exists"},
+        {"key": "k", "operator": "In", "values": ["a", "b"], "minValues": 2},
+    ],
+)
+def test_karpenter_requirement_accepted(requirement: dict[str, object]) -> None:
+    assert karpenter_requirement_problems(requirement) == []

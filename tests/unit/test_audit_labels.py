@@ -94,7 +94,7 @@ def test_nodepool_template_labels_and_requirement_values() -> None:
     assert len(found) == 2
 
 
-def test_karpenter_restricted_labels_in_nodepools_only() -> None:
+def test_karpenter_invalid_labels_in_nodepools_only() -> None:
     pool = nodepool(
         "general",
         [{"nodes": "1"}],
@@ -109,7 +109,7 @@ def test_karpenter_restricted_labels_in_nodepools_only() -> None:
         },
     )
     node_with_karpenter_labels = pod("p", labels={"karpenter.sh/nodepool": "general"})
-    issues = list(labels.karpenter_restricted_labels(view(pool, node_with_karpenter_labels)))
+    issues = list(labels.karpenter_invalid_labels(view(pool, node_with_karpenter_labels)))
     assert [i.message for i in issues] == [
         'spec.template.metadata.labels: key "karpenter.sh/nodepool": '
         'label "karpenter.sh/nodepool" is restricted (Karpenter sets it)',
@@ -127,4 +127,14 @@ def test_valid_labels_are_quiet() -> None:
             ]
         )
         == []
+    )
+
+
+def test_requirements_karpenter_refuses() -> None:
+    """A capacity type Karpenter does not know: NodePool validation fails, nothing provisions."""
+    requirements = [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["Spot"]}]
+    pool = nodepool("general", [{"nodes": "1"}], spec={"requirements": requirements})
+    [issue] = labels.karpenter_invalid_labels(view(pool))
+    assert issue.message.startswith(
+        'spec.template.spec.requirements[0]: key "karpenter.sh/capacity-type": no valid value'
     )

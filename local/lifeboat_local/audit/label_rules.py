@@ -15,15 +15,23 @@ provider's extra rule for its own domain):
 * no key whose domain ends in ``karpenter.sh`` except ``karpenter.sh/capacity-type`` (the CRD
   rule tests ``endsWith``, so ``notkarpenter.sh/x`` is refused too);
 * never ``karpenter.sh/nodepool`` (Karpenter sets it) nor ``kubernetes.io/hostname``;
-* no key whose domain ends in ``karpenter.k8s.aws`` except the provider's well-known labels.
+* no key whose domain ends in ``karpenter.k8s.aws`` except the provider's well-known labels;
+* a requirement (``ValidateRequirement``, ``validateWellKnownValues`` and the CRD's rules): a
+  supported operator; ``In`` with at least one value, and at least ``minValues``; ``Gt``,
+  ``Lt``, ``Gte``, ``Lte`` with one non-negative integer; for a key with well-known values
+  (``karpenter.sh/capacity-type``, ``karpenter.k8s.aws/instance-tenancy``) at least one of
+  them (else the NodePool is not Ready and provisions nothing).
 
-Lengths are in bytes, as Go's ``len`` counts them.
+These are Karpenter v1.9 and later; before v1.9 the ``kubernetes.io`` and ``k8s.io`` domains
+were restricted too (but ``kops.k8s.io``, ``node.kubernetes.io`` and
+``node-restriction.kubernetes.io``). Lengths are in bytes, as Go's ``len`` counts them.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Final
+from collections.abc import Mapping
+from typing import Any, Final
 
 NAME_MAX: Final = 63
 PREFIX_MAX: Final = 253
@@ -81,6 +89,15 @@ _AWS_PROVIDER_ALLOWED: Final = frozenset(
         "placement-group-partition",
     )
 )
+
+
+_OPERATORS: Final = frozenset({"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"})
+_NUMERIC_OPERATORS: Final = frozenset({"Gt", "Lt", "Gte", "Lte"})
+_INTEGER: Final = re.compile(r"[0-9]+")
+_WELL_KNOWN_VALUES: Final = {
+    "karpenter.sh/capacity-type": frozenset({"on-demand", "spot", "reserved"}),
+    f"{AWS_PROVIDER_DOMAIN}/instance-tenancy": frozenset({"default", "dedicated"}),
+}
 
 
 def _bytes(text: str) -> int:
@@ -152,3 +169,27 @@ def karpenter_key_problems(key: str) -> list[str]:
     if domain.endswith(AWS_PROVIDER_DOMAIN) and key not in _AWS_PROVIDER_ALLOWED:
         return [f'label domain "{AWS_PROVIDER_DOMAIN}" is restricted (AWS provider)']
     return []
+
+
+def karpenter_requirement_problems(requirement: Mapping[str, Any]) -> list[str]:
+    """Why Karpenter refuses a NodePool requirement, beyond its key and value formats."""
+    key, operator = str(requirement.get("key")), requirement.get("operator")
+    values = [str(v) for v in requirement.get("values") or []]
+    min_values = requirement.get("minValues")
+    if operator not in _OPERATORS:
+        return [f"operator {operator!r} is not one of {sorted(_OPERATORS)}"]
+    problems = []
+    if operator == "In" and not values:
+        problems.append("requirements with operator 'In' must have a value defined")
+    if operator == "In" and isinstance(min_values, int) and len(values) < min_values:
+        problems.append(f"minValues {min_values} but only {len(values)} value(s)")
+    if operator in _NUMERIC_OPERATORS and not (len(values) == 1 and _INTEGER.fullmatch(values[0])):
+        problems.append(f"operator {operator} must have a single non-negative integer value")
+    known = _WELL_KNOWN_VALUES.get(key)
+    if known is not None and operator == "In" and values:
+        valid = [v for v in values if v in known]
+        if not valid:
+            problems.append(f"no valid value in {values}, expected one of {sorted(known)}")
+        elif isinstance(min_values, int) and len(valid) < min_values:
+            problems.append(f"only {len(valid)} valid value(s) for minValues {min_values}")
+    return problems

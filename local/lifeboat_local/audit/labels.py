@@ -18,6 +18,7 @@ from lifeboat import nodes
 from lifeboat_local.audit.findings import Issue
 from lifeboat_local.audit.label_rules import (
     karpenter_key_problems,
+    karpenter_requirement_problems,
     label_key_problems,
     label_value_problems,
 )
@@ -133,23 +134,25 @@ def invalid_labels(view: ClusterView) -> Iterator[Issue]:
                 yield Issue(ref(obj), _describe(where, key, value, problems), _FIX)
 
 
-def karpenter_restricted_labels(view: ClusterView) -> Iterator[Issue]:
-    """NodePool template labels and requirement keys Karpenter refuses (restricted domains)."""
+def karpenter_invalid_labels(view: ClusterView) -> Iterator[Issue]:
+    """NodePool template labels and requirements Karpenter refuses: restricted domains, and
+    requirements its validation fails (the NodePool is then not Ready)."""
     for pool in view.inventory.nodepools:
-        labels = _mapping(
-            "spec.template.metadata.labels", _spec(pool, "spec", "template", "metadata", "labels")
+        labels = _spec(pool, "spec", "template", "metadata", "labels")
+        for key in labels if isinstance(labels, Mapping) else ():
+            yield from _karpenter_issue(pool, "spec.template.metadata.labels", str(key), [])
+        requirements = _spec(pool, "spec", "template", "spec", "requirements") or []
+        for index, requirement in enumerate(requirements):
+            where = f"spec.template.spec.requirements[{index}]"
+            more = karpenter_requirement_problems(requirement)
+            yield from _karpenter_issue(pool, where, str(requirement.get("key")), more)
+
+
+def _karpenter_issue(pool: Obj, where: str, key: str, more: list[str]) -> Iterator[Issue]:
+    problems = karpenter_key_problems(key) + more
+    if problems:
+        yield Issue(
+            ref(pool),
+            f'{where}: key "{key}": {"; ".join(problems)}',
+            "use a label of your own domain (Karpenter sets its own) and values it knows",
         )
-        keys = _requirements(
-            "spec.template.spec.requirements",
-            _spec(pool, "spec", "template", "spec", "requirements"),
-        )
-        for where, key, value in [*labels, *keys]:
-            if value is not None:
-                continue  # Karpenter restricts keys; values are invalid_labels' business
-            problems = karpenter_key_problems(key)
-            if problems:
-                yield Issue(
-                    ref(pool),
-                    f'{where}: key "{key}": {"; ".join(problems)}',
-                    "use a label of your own domain; Karpenter sets its own labels itself",
-                )

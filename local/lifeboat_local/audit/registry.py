@@ -133,10 +133,10 @@ CHECKS: tuple[Check, ...] = (
         "invalid-label", ERROR, "label keys or values the API server refuses", labels.invalid_labels
     ),
     Check(
-        "karpenter-restricted-label",
+        "karpenter-invalid-label",
         ERROR,
-        "NodePool labels or requirements in Karpenter's restricted domains",
-        labels.karpenter_restricted_labels,
+        "NodePool labels or requirements Karpenter refuses (restricted domains, unknown values)",
+        labels.karpenter_invalid_labels,
     ),
     # Nodes
     Check(
