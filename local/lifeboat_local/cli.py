@@ -14,6 +14,7 @@ from types import ModuleType
 from typing import NoReturn
 
 from lifeboat_local import explain, replay, windows
+from lifeboat_local.audit import command as audit
 from lifeboat_local.common import EXIT_USAGE, UsageError
 
 # name -> module; the order is the order of ``lifeboat --help``.
@@ -21,6 +22,7 @@ COMMANDS: dict[str, ModuleType] = {
     "replay": replay,
     "explain": explain,
     "windows": windows,
+    "audit": audit,
 }
 
 

@@ -13,6 +13,9 @@ from pathlib import Path
 from typing import Any
 
 EXIT_OK, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2
+# lifeboat audit: errors found (or warnings, with --strict). Not 2: that is replay's "a record
+# was rejected", and a CI gate should tell "the cluster has problems" from both.
+EXIT_FINDINGS = 3
 
 
 class UsageError(Exception):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from kubeconfigs import write_kubeconfig
 
 from kubemu import Emulator, load_cluster_file
 from lifeboat_local.cli import build_parser, main
@@ -37,22 +38,6 @@ def pool_section(text: str, name: str) -> str:
 def strip(section: str, day: str) -> str:
     line = next(line for line in section.splitlines() if line.strip().startswith(day))
     return line.split(day, 1)[1].strip()
-
-
-def write_kubeconfig(path: Path, server: str) -> Path:
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "emu", "cluster": {"server": server}}],
-                "users": [{"name": "anonymous", "user": {}}],
-                "contexts": [{"name": "emu", "context": {"cluster": "emu", "user": "anonymous"}}],
-                "current-context": "emu",
-            }
-        )
-    )
-    return path
 
 
 def test_general_is_frozen_now_on_a_weekday_afternoon() -> None:

@@ -177,6 +177,11 @@ class KubeApi:
             if not token:
                 return
 
+    def list_all(self, path: str) -> list[MutableObj]:
+        """Every object at a list path (``/api/v1/pods``), page by page. For the operator
+        tools (``lifeboat audit``); the Lambda never lists a whole cluster."""
+        return list(self._list(path, []))
+
     def _get_or_none(self, path: str) -> MutableObj | None:
         try:
             return self.request("GET", path)
