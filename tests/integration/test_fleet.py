@@ -95,12 +95,20 @@ def cluster_objects(instance_ids: list[str], suffix: str) -> list[dict[str, Any]
     """The sample cluster, its first two Karpenter nodes re-pointed at moto's instances."""
     objects = load_cluster_file(EVENTS / "cluster.yaml")
     renamed = {"ip-10-0-1-11.ec2.internal": 0, "ip-10-0-1-12.ec2.internal": 1}
+    provider_of_claim: dict[str, str] = {}
     for obj in objects:
         if obj["kind"] == "Node" and obj["metadata"]["name"] in renamed:
             index = renamed[obj["metadata"]["name"]]
             zone = obj["metadata"]["labels"][nodes.ZONE_LABEL]
             obj["spec"]["providerID"] = f"aws:///{zone}/{instance_ids[index]}"
             obj["metadata"]["name"] = f"node-{suffix}-{index}"
+            owner = nodes.nodeclaim_owner(obj)
+            if owner:
+                provider_of_claim[owner[0]] = obj["spec"]["providerID"]
+    # The claims of those nodes run on the same instances (Karpenter's status.providerID).
+    for obj in objects:
+        if obj["kind"] == "NodeClaim" and obj["metadata"]["name"] in provider_of_claim:
+            obj["status"]["providerID"] = provider_of_claim[obj["metadata"]["name"]]
     return objects
 
 

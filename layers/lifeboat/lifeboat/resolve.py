@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from lifeboat import nodes
@@ -28,25 +28,44 @@ class Resolver:
         self._nodepools: dict[str, Mapping[str, Any] | None] = {}
         self._lock = threading.Lock()
 
-    def resolve(self, instance_id: str, info: InstanceInfo) -> Target:
-        """The Target of an instance: its node, NodeClaim and NodePool (no lists)."""
-        node = self._find_node(instance_id, info)
-        if node is None:
+    def resolve(
+        self, instance_id: str, info: InstanceInfo, node: Mapping[str, Any] | None = None
+    ) -> Target:
+        """The Target of an instance: its node, NodeClaim and NodePool (no lists). ``node``
+        is the instance's Node when the caller already has it fresh (it patched it)."""
+        found = _Found(node) if node is not None else self._find_node(instance_id, info)
+        if found.node is None:
             return Target(instance_id, info)
-        owner = nodes.nodeclaim_owner(node)
-        claim = (
-            ClaimRef(*owner) if owner else (ClaimRef(info.nodeclaim) if info.nodeclaim else None)
-        )
-        pool_name = nodes.labels_of(node).get(nodes.NODEPOOL_LABEL) or info.nodepool
+        claim = self._claim_of(found, instance_id, info)
+        pool_name = nodes.labels_of(found.node).get(nodes.NODEPOOL_LABEL) or info.nodepool
         nodepool = self.nodepool(pool_name) if pool_name and claim else None
         return Target(
             instance_id,
             info,
-            node=node,
+            node=found.node,
             claim=claim,
             nodepool_name=pool_name,
             nodepool=nodepool,
         )
+
+    def _claim_of(self, found: _Found, instance_id: str, info: InstanceInfo) -> ClaimRef | None:
+        """The NodeClaim Lifeboat may act on for this instance.
+
+        The Node's ownerReference is Karpenter's own binding (set when the node registered).
+        An EC2 tag is not: anyone allowed ``ec2:CreateTags`` could point
+        ``karpenter.sh/nodeclaim`` at someone else's claim, so a claim named only by the tag
+        is used only when its ``status.providerID`` names this very instance.
+        """
+        assert found.node is not None
+        owner = nodes.nodeclaim_owner(found.node)
+        if owner is not None:
+            return ClaimRef(*owner)
+        if not info.nodeclaim:
+            return None
+        claim = found.claim if found.claim is not None else self.kube.get_nodeclaim(info.nodeclaim)
+        if claim is None or not _runs_on(claim, instance_id):
+            return None
+        return ClaimRef(nodes.name_of(claim), claim["metadata"].get("uid"))
 
     def with_budget_state(self, target: Target) -> Target:
         """Add what a voluntary decision weighs: the node's pods and its pool's counts.
@@ -94,17 +113,20 @@ class Resolver:
             disrupting_nodes=tuple(disrupting),
         )
 
-    def _find_node(self, instance_id: str, info: InstanceInfo) -> Mapping[str, Any] | None:
+    def _find_node(self, instance_id: str, info: InstanceInfo) -> _Found:
         """GET the node by the name EC2 gave; if that misses (custom hostnames), ask the
         instance's NodeClaim for its node name. Never list all nodes."""
         candidates = [info.node_name] if info.node_name else []
         node = self._get_matching(candidates, instance_id)
-        if node is None and info.nodeclaim:
-            claim = self.kube.get_nodeclaim(info.nodeclaim)
-            node_name = (claim or {}).get("status", {}).get("nodeName")
-            if node_name and node_name != info.node_name:
-                node = self._get_matching([node_name], instance_id)
-        return node
+        if node is not None or not info.nodeclaim:
+            return _Found(node)
+        claim = self.kube.get_nodeclaim(info.nodeclaim)
+        if claim is None or not _runs_on(claim, instance_id):
+            return _Found(None)
+        node_name = claim.get("status", {}).get("nodeName")
+        if node_name and node_name != info.node_name:
+            node = self._get_matching([node_name], instance_id)
+        return _Found(node, claim)
 
     def _get_matching(self, names: list[str], instance_id: str) -> Mapping[str, Any] | None:
         for name in names:
@@ -113,3 +135,17 @@ class Resolver:
             if node and instance_id_from_provider_id(nodes.provider_id(node)) == instance_id:
                 return node
         return None
+
+
+@dataclass(frozen=True)
+class _Found:
+    """A node found for an instance, and the claim read on the way (if one was)."""
+
+    node: Mapping[str, Any] | None
+    claim: Mapping[str, Any] | None = None
+
+
+def _runs_on(claim: Mapping[str, Any], instance_id: str) -> bool:
+    """Whether a NodeClaim's instance is ``instance_id`` (its ``status.providerID``)."""
+    provider = (claim.get("status") or {}).get("providerID")
+    return instance_id_from_provider_id(provider) == instance_id

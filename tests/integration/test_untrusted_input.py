@@ -1,6 +1,7 @@
-"""Wake-ups are checked like AWS's events (issue 10, items 2 and 3): anyone in the account
-who may send to the queue can write one, so a wake-up is validated as strictly as an event,
-one bad message never fails another, and a wake-up acts only on objects that still match it.
+"""What anyone in the account can write is checked before it is obeyed (issue 10, items 2
+to 4): a wake-up body (anyone who may send to the queue can write one) is validated as
+strictly as an event, one bad message never fails another, a wake-up acts only on objects
+that still match it, and an EC2 tag never chooses which NodeClaim is deleted.
 
 Through ``handle_batch`` (what the Lambda runs), the official client over HTTP and the
 emulator loaded with the sample cluster.
@@ -19,6 +20,7 @@ import pytest
 from kubemu import Emulator, load_cluster_file
 from lifeboat.events import parse_message
 from lifeboat.handler import handle_batch
+from lifeboat.instances import InstanceInfo, StaticInstanceDirectory
 from lifeboat.kube import KubeApi, RetryPolicy
 from lifeboat.ledger import MemoryLedger
 from lifeboat.pipeline import OneCluster, Pipeline
@@ -109,3 +111,33 @@ def test_a_body_that_breaks_parsing_unexpectedly_fails_alone(
         assert response["batchItemFailures"] == [{"itemIdentifier": "m-0"}]
         node = emu.get_object("Node", "ip-10-0-1-11.ec2.internal")
         assert node is not None and node["spec"].get("unschedulable") is True
+
+
+def test_an_ec2_tag_does_not_choose_which_nodeclaim_is_deleted() -> None:
+    """A node-group instance tagged ``karpenter.sh/nodeclaim=<someone else's claim>`` stops:
+    the claim's ``status.providerID`` names another instance, so the claim is left alone
+    and the node is drained as the node-group node it is."""
+    node_group = "i-0a1b2c3d4e5f60006"  # ip-10-0-3-16, node group "system"
+    forged = InstanceInfo(
+        node_group,
+        node_name="ip-10-0-3-16.ec2.internal",
+        nodeclaim="general-7xkqz",  # the claim of i-0a1b2c3d4e5f60001
+        nodepool="general",
+        zone="us-east-1a",
+    )
+    state = json.loads((EVENTS / "state-change.json").read_text())
+    state["detail"].update({"instance-id": node_group, "state": "stopping"})
+    with Emulator(copy.deepcopy(OBJECTS)) as emu:
+        lifeboat = pipeline(emu)
+        lifeboat.directory = StaticInstanceDirectory([forged])
+        [result] = lifeboat.process([json.dumps(state)])
+        [report] = result.reports
+        assert report.outcome == "acted"
+        assert "no NodeClaim" in report.reason
+        assert all(a["type"] != "delete-nodeclaim" for a in report.actions)
+        assert emu.get_object("NodeClaim", "general-7xkqz") is not None
+        assert not any(nodes_of(c).get("lifeboat.dev/replaces") for c in emu.objects("NodeClaim"))
+
+
+def nodes_of(obj: dict[str, Any]) -> dict[str, str]:
+    return dict(obj["metadata"].get("labels") or {})
