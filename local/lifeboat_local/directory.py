@@ -45,7 +45,9 @@ def directory_from_objects(
             nodeclaim=owner[0] if owner else (nodes.name_of(claim) if claim else None),
             nodepool=node_labels.get(nodes.NODEPOOL_LABEL),
             cluster=cluster,
-            auto_scaling_group=node_labels.get("eks.amazonaws.com/nodegroup"),
+            # A node group's label is not its Auto Scaling group's name (eks-<group>-<id>),
+            # which only EC2 knows: left unknown rather than wrong.
+            auto_scaling_group=None,
             zone=node_labels.get(nodes.ZONE_LABEL) or zone_from_provider_id(provider),
             instance_type=node_labels.get(nodes.INSTANCE_TYPE_LABEL),
         )

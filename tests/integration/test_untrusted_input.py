@@ -141,3 +141,202 @@ def test_an_ec2_tag_does_not_choose_which_nodeclaim_is_deleted() -> None:
 
 def nodes_of(obj: dict[str, Any]) -> dict[str, str]:
     return dict(obj["metadata"].get("labels") or {})
+
+
+# -- forged follow-ups (issue 10.2) ------------------------------------------------------------
+
+ACCOUNT, REGION = "123456789012", "us-east-1"
+MANAGED = "lifeboat/managed"
+GUARDED = Settings(clusters=("prod",), account_id=ACCOUNT, region=REGION, managed_tag=MANAGED)
+KARPENTER_NODE = InstanceInfo(
+    "i-0a1b2c3d4e5f60001",
+    node_name="ip-10-0-1-11.ec2.internal",
+    nodepool="general",
+    cluster="prod",
+    zone="us-east-1a",
+    tags={MANAGED: "true"},
+)
+GROUP_NODE = InstanceInfo(
+    "i-0a1b2c3d4e5f60006",
+    node_name="ip-10-0-3-16.ec2.internal",
+    cluster="prod",
+    auto_scaling_group="eks-system-20260101-1a2b3c4d",
+    zone="us-east-1a",
+    tags={},  # no managed tag
+)
+OLD_UID = "0b7e6a1c-5d2f-4c3a-9e1b-000000000101"  # general-7xkqz, on i-0a1b2c3d4e5f60001
+
+
+def guarded(emu: Emulator, *infos: InstanceInfo) -> tuple[Pipeline, Any]:
+    from lifeboat_local.replay import RecordedLifecycle
+
+    lifecycle = RecordedLifecycle()
+    lifeboat = pipeline(emu, GUARDED)
+    lifeboat.directory = StaticInstanceDirectory(infos)
+    lifeboat.lifecycle = lifecycle
+    return lifeboat, lifecycle
+
+
+def follow_up(task: Task, instance: str, **fields: Any) -> str:
+    spot = json.loads(SPOT)
+    spot["detail"]["instance-id"] = instance
+    spot.update(account=ACCOUNT, region=REGION)
+    [notice] = parse_message(json.dumps(spot), received_at=NOW)
+    overrides = fields.pop("notice", {})
+    if overrides:
+        from dataclasses import replace
+
+        notice = replace(notice, **overrides)
+    return encode(Wakeup(task, notice, NOW, **fields))
+
+
+HAND_OVER = {"replacement": "general-0123456789", "old_nodeclaim": "general-7xkqz"}
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        # Another account, a made-up instance: refused before anything is read.
+        (
+            lambda: follow_up(
+                Task.FINISH_REPLACEMENT,
+                "i-0ffffffffffffffff",
+                notice={"account": "999999999999"},
+                old_nodeclaim_uid=OLD_UID,
+                cluster="prod",
+                **HAND_OVER,
+            ),
+            "account 999999999999",
+        ),
+        # A made-up instance EC2 does not know, the claim's real uid: the claim runs on
+        # another instance, so the follow-up does not match the cluster.
+        (
+            lambda: follow_up(
+                Task.FINISH_REPLACEMENT,
+                "i-0ffffffffffffffff",
+                old_nodeclaim_uid=OLD_UID,
+                cluster="prod",
+                **HAND_OVER,
+            ),
+            "not on instance i-0ffffffffffffffff",
+        ),
+        # A cluster this stack does not manage.
+        (
+            lambda: follow_up(
+                Task.FINISH_REPLACEMENT,
+                "i-0ffffffffffffffff",
+                old_nodeclaim_uid=OLD_UID,
+                cluster="someone-elses",
+                **HAND_OVER,
+            ),
+            "not managed here",
+        ),
+        # A known instance, but the follow-up names another cluster than EC2's.
+        (
+            lambda: follow_up(
+                Task.FINISH_REPLACEMENT,
+                "i-0a1b2c3d4e5f60001",
+                old_nodeclaim_uid=OLD_UID,
+                cluster="stage",
+                **HAND_OVER,
+            ),
+            "names cluster stage",
+        ),
+    ],
+)
+def test_a_forged_hand_over_deletes_nothing(body: Any, why: str) -> None:
+    with Emulator(copy.deepcopy(OBJECTS)) as emu:
+        lifeboat, _ = guarded(emu, KARPENTER_NODE)
+        [result] = lifeboat.process([body()])
+        [report] = result.reports
+        assert report.outcome == "rejected"
+        assert why in report.reason
+        assert emu.get_object("NodeClaim", "general-7xkqz") is not None
+        assert not [e for e in emu.request_log if e[0] == "delete"]
+
+
+def test_a_hand_over_for_a_claim_now_someone_elses_deletes_nothing() -> None:
+    """The name was reused (a new claim, a new uid) since the follow-up was scheduled."""
+    with Emulator(copy.deepcopy(OBJECTS)) as emu:
+        lifeboat, _ = guarded(emu, KARPENTER_NODE)
+        body = follow_up(
+            Task.FINISH_REPLACEMENT,
+            "i-0a1b2c3d4e5f60001",
+            old_nodeclaim_uid="00000000-0000-4000-8000-000000000000",
+            cluster="prod",
+            **HAND_OVER,
+        )
+        [result] = lifeboat.process([body])
+        assert result.reports[0].outcome == "ignored"
+        assert "is now another claim" in result.reports[0].reason
+        assert emu.get_object("NodeClaim", "general-7xkqz") is not None
+
+
+def test_a_genuine_hand_over_still_deletes_the_old_claim() -> None:
+    with Emulator(copy.deepcopy(OBJECTS)) as emu:
+        lifeboat, _ = guarded(emu, KARPENTER_NODE)
+        body = follow_up(
+            Task.FINISH_REPLACEMENT,
+            "i-0a1b2c3d4e5f60001",
+            old_nodeclaim_uid=OLD_UID,
+            cluster="prod",
+            replacement="general-gone",
+            old_nodeclaim="general-7xkqz",
+        )
+        [result] = lifeboat.process([body])
+        assert result.reports[0].outcome == "acted"
+        assert emu.get_object("NodeClaim", "general-7xkqz") is None
+
+
+HOOK = {
+    "auto_scaling_group": "eks-system-20260101-1a2b3c4d",
+    "hook_name": "lifeboat-drain",
+    "action_token": "5b8e2f4a-9c1d-4e7b-8a3f-6d0c2e9b1a75",
+    "instance_id": "i-0a1b2c3d4e5f60006",
+}
+
+
+def test_a_forged_drain_of_an_unmanaged_instance_evicts_nothing() -> None:
+    """The instance lacks the managed tag: as an AWS event for it would be, ignored."""
+    from lifeboat.events.notice import LifecycleHook
+
+    with Emulator(copy.deepcopy(OBJECTS)) as emu:
+        lifeboat, lifecycle = guarded(emu, GROUP_NODE)
+        body = follow_up(
+            Task.CONTINUE_DRAIN,
+            "i-0a1b2c3d4e5f60006",
+            notice={"lifecycle": LifecycleHook(**HOOK)},
+            cluster="prod",
+        )
+        [result] = lifeboat.process([body])
+        assert result.reports[0].outcome == "ignored"
+        assert "lacks the managed tag" in result.reports[0].reason
+        assert not [e for e in emu.request_log if e[2] == "pods/eviction"]
+        assert lifecycle.calls == []
+
+
+def test_a_lifecycle_hook_of_another_group_is_never_completed() -> None:
+    """A drain follow-up, or an AWS lifecycle event, naming an Auto Scaling group the
+    instance is not in (EC2's aws:autoscaling:groupName tag says which it is)."""
+    from lifeboat.events.notice import LifecycleHook
+
+    managed = InstanceInfo(**{**GROUP_NODE.__dict__, "tags": {MANAGED: "true"}})
+    other = {**HOOK, "auto_scaling_group": "payments-workers"}
+    with Emulator(copy.deepcopy(OBJECTS)) as emu:
+        lifeboat, lifecycle = guarded(emu, managed)
+        body = follow_up(
+            Task.CONTINUE_DRAIN,
+            "i-0a1b2c3d4e5f60006",
+            notice={"lifecycle": LifecycleHook(**other)},
+            cluster="prod",
+        )
+        event = json.loads((EVENTS / "asg-termination.json").read_text())
+        event.update(account=ACCOUNT, region=REGION)
+        event["detail"]["AutoScalingGroupName"] = "payments-workers"
+        results = lifeboat.process([body, json.dumps(event)])
+        for result in results:
+            [report] = result.reports
+            assert report.outcome == "rejected"
+            assert "payments-workers" in report.reason
+        assert lifecycle.calls == []
+        assert not [e for e in emu.request_log if e[2] == "pods/eviction"]

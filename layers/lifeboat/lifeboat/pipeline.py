@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from lifeboat import nodes
 from lifeboat.act import Actor, ActResult, LifecycleActions
 from lifeboat.decide import Decision, decide, follow_ups
-from lifeboat.decide.wakeups import continue_drain, finish_replacement
+from lifeboat.decide.wakeups import check_old_claim, continue_drain, finish_replacement
 from lifeboat.events import parse_message
 from lifeboat.events.envelope import load_body
 from lifeboat.events.notice import MalformedMessage, Notice
@@ -32,7 +32,7 @@ from lifeboat.pool_lock import PoolLock
 from lifeboat.recorder import record
 from lifeboat.report import Outcome, Report, decision_report
 from lifeboat.resolve import Resolver
-from lifeboat.routing import triage
+from lifeboat.routing import triage, triage_follow_up
 from lifeboat.settings import Settings
 from lifeboat.target import Target
 from lifeboat.wakeup import Task, Wakeup, WakeupSink, decode, is_wakeup
@@ -243,19 +243,28 @@ class Pipeline:
 
     def _wake(self, batch: _Batch, wakeup: Wakeup) -> Report:
         if wakeup.task is Task.DECIDE:
-            return self._handle(batch, wakeup.notice)
+            return self._handle(batch, wakeup.notice)  # decided again like an AWS notice
         notice = wakeup.notice
         info = batch.infos.get(notice.instance_id or "")
-        resolver = batch.resolver(wakeup.cluster or (info.cluster if info else None))
+        checked = triage_follow_up(wakeup, info, self.settings, self.clock())
+        if checked.outcome is not None or notice.instance_id is None:
+            outcome = checked.outcome or Outcome.IGNORED
+            return Report.for_notice(notice, outcome, checked.reason, unmanaged=checked.unmanaged)
+        resolver = batch.resolver(checked.cluster)
         if wakeup.task is Task.CONTINUE_DRAIN:
-            target = resolver.resolve(notice.instance_id or "", info) if info else Target("")
+            assert info is not None  # triage_follow_up lets only hand-overs go on without
+            target = resolver.resolve(notice.instance_id, info)
             decision = continue_drain(target)
         else:
-            replacement = (
-                resolver.kube.get_nodeclaim(wakeup.replacement) if wakeup.replacement else None
+            target = Target(notice.instance_id, info, claim=wakeup.old_claim)
+            old = resolver.kube.get_nodeclaim(wakeup.old_nodeclaim or "")
+            name = wakeup.replacement
+            decision = check_old_claim(wakeup, old) or finish_replacement(
+                wakeup,
+                resolver.kube.get_nodeclaim(name) if name else None,
+                self.settings,
+                self.clock(),
             )
-            target = Target(notice.instance_id or "", claim=wakeup.old_claim)
-            decision = finish_replacement(wakeup, replacement, self.settings, self.clock())
         return self._carry_out(resolver.kube, notice, target, decision, wakeup=wakeup)
 
 

@@ -16,6 +16,7 @@ from lifeboat.events.notice import Notice
 from lifeboat.instances import InstanceInfo
 from lifeboat.report import Outcome
 from lifeboat.settings import Settings
+from lifeboat.wakeup import Task, Wakeup
 
 
 class NotYetKnown(RuntimeError):
@@ -101,4 +102,42 @@ def triage(notice: Notice, info: InstanceInfo | None, settings: Settings, now: d
     if where.skip_reason is not None or info is None:
         why = where.skip_reason or "unknown instance"
         return Triage(where.cluster, Outcome.IGNORED, why, unmanaged=True)
+    hook = notice.lifecycle
+    group = info.auto_scaling_group
+    if hook is not None and group is not None and hook.auto_scaling_group != group:
+        # Completing a lifecycle action lets its group go on: only the instance's own group
+        # (EC2 tags every instance of a group with aws:autoscaling:groupName).
+        why = (
+            f"the lifecycle hook names Auto Scaling group {hook.auto_scaling_group[:256]}, "
+            f"but instance {info.instance_id} belongs to {info.auto_scaling_group or 'none'}"
+        )
+        return Triage(where.cluster, Outcome.REJECTED, why)
     return Triage(where.cluster)
+
+
+def triage_follow_up(
+    wakeup: Wakeup, info: InstanceInfo | None, settings: Settings, now: datetime
+) -> Triage:
+    """The triage of Lifeboat's own follow-up work, which anyone allowed to send to the
+    queue could forge: the same checks as an AWS event, and the cluster it names must be the
+    instance's. An instance EC2 no longer describes (terminated over an hour ago) cannot be
+    checked against EC2: only a replacement's hand-over goes on then, to the cluster the
+    wake-up names if this stack manages it, and only if the old NodeClaim still matches the
+    wake-up (checked when it is read: :func:`~lifeboat.decide.wakeups.check_old_claim`)."""
+    notice = wakeup.notice
+    if info is None and wakeup.task is Task.FINISH_REPLACEMENT:
+        foreign = foreign_origin(notice, settings)
+        if foreign is not None:
+            return Triage(outcome=Outcome.REJECTED, reason=foreign)
+        if settings.clusters and wakeup.cluster not in settings.clusters:
+            why = f"follow-up for cluster {wakeup.cluster or '(none)'}, not managed here"
+            return Triage(outcome=Outcome.REJECTED, reason=why)
+        return Triage(wakeup.cluster)
+    checked = triage(notice, info, settings, now)
+    if checked.outcome is None and wakeup.cluster and wakeup.cluster != checked.cluster:
+        why = (
+            f"follow-up names cluster {wakeup.cluster}, but instance {notice.instance_id} "
+            f"belongs to {checked.cluster or 'no cluster'}"
+        )
+        return Triage(outcome=Outcome.REJECTED, reason=why)
+    return checked

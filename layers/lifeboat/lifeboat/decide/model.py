@@ -32,7 +32,8 @@ class Step(StrEnum):
 
 @dataclass(frozen=True)
 class Decision:
-    outcome: Outcome  # acted, deferred or ignored (never rejected: that is the parser's)
+    # acted, deferred or ignored; rejected only for a follow-up the cluster contradicts.
+    outcome: Outcome
     reason: str
     steps: tuple[Step, ...] = ()
     # When a deferred notice should be decided again; None with DEFERRED: waits for capacity.

@@ -15,6 +15,7 @@ from typing import Any
 
 from lifeboat import nodes
 from lifeboat.decide.model import FOLLOW_UP_INTERVAL, Decision, Step
+from lifeboat.instances import instance_id_from_provider_id
 from lifeboat.report import Outcome
 from lifeboat.settings import Settings
 from lifeboat.target import Target
@@ -46,6 +47,28 @@ def finish_replacement(
         f"{why}: deleting NodeClaim {wakeup.old_nodeclaim}",
         (Step.DELETE_NODECLAIM,),
     )
+
+
+def check_old_claim(wakeup: Wakeup, old: Mapping[str, Any] | None) -> Decision | None:
+    """Whether the NodeClaim a hand-over would delete (``old``, as read now; None: gone) is
+    still the one the wake-up was scheduled for: same uid, running on the wake-up's
+    instance. None when it is; otherwise the decision to leave it alone."""
+    name = wakeup.old_nodeclaim
+    if old is None:
+        return Decision(Outcome.IGNORED, f"NodeClaim {name} is already gone")
+    uid = old.get("metadata", {}).get("uid")
+    if uid != wakeup.old_nodeclaim_uid:
+        return Decision(
+            Outcome.IGNORED, f"NodeClaim {name} is now another claim (uid {uid}): left alone"
+        )
+    provider = (old.get("status") or {}).get("providerID")
+    if instance_id_from_provider_id(provider) != wakeup.notice.instance_id:
+        return Decision(
+            Outcome.REJECTED,
+            f"NodeClaim {name} runs on {provider or 'no instance'}, not on instance "
+            f"{wakeup.notice.instance_id}: the follow-up does not match the cluster",
+        )
+    return None
 
 
 def continue_drain(target: Target) -> Decision:
