@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from lifeboat.decide import FOLLOW_UP_INTERVAL, Decision, Step, follow_ups
 from lifeboat.decide.wakeups import continue_drain, finish_replacement
 from lifeboat.events.notice import Kind, Notice
 from lifeboat.instances import InstanceInfo
 from lifeboat.report import Outcome
+from lifeboat.scheduler import schedule_name
 from lifeboat.settings import Settings
 from lifeboat.target import ClaimRef, Target
 from lifeboat.wakeup import Task, Wakeup
@@ -111,6 +114,8 @@ def test_replace_before_delete_schedules_the_hand_over_with_the_claim_uid() -> N
 
 
 def test_a_waiting_hand_over_is_the_same_follow_up_once_more() -> None:
+    """Timed from the wake-up's own due time (issue 10.6), not from the clock: delivered
+    late or twice, it schedules the same next look."""
     wakeup = finishing(NOW - timedelta(minutes=1))
     decision = Decision(Outcome.DEFERRED, "waiting", deferred_until=NOW + FOLLOW_UP_INTERVAL)
     [again] = follow_ups(
@@ -125,7 +130,7 @@ def test_a_waiting_hand_over_is_the_same_follow_up_once_more() -> None:
     assert again.task is Task.FINISH_REPLACEMENT
     assert (again.attempt, again.due, again.started) == (
         1,
-        NOW + FOLLOW_UP_INTERVAL,
+        wakeup.due + FOLLOW_UP_INTERVAL,
         wakeup.started,
     )
 
@@ -144,3 +149,47 @@ def test_an_action_done_in_full_needs_no_follow_up() -> None:
         follow_ups(NOTICE, Target(INSTANCE), decision, replacement="x", pods_remaining=0, now=NOW)
         == []
     )
+
+
+@pytest.mark.parametrize("task", [Task.DECIDE, Task.FINISH_REPLACEMENT, Task.CONTINUE_DRAIN])
+def test_a_follow_up_delivered_twice_schedules_the_same_next_one(task: Task) -> None:
+    """Issue 10.6: two deliveries of one wake-up a second apart (SQS is at least once) once
+    scheduled two follow-ups under two schedule names; the chain forked."""
+    wakeup = Wakeup(
+        task,
+        NOTICE,
+        NOW - timedelta(seconds=5),
+        replacement="general-new",
+        old_nodeclaim="general-old",
+        old_nodeclaim_uid="uid-old",
+        started=NOW - timedelta(minutes=2),
+    )
+    plans = []
+    for delivered in (NOW, NOW + timedelta(seconds=1)):
+        if task is Task.DECIDE:  # deferred again, waiting for capacity
+            decision = Decision(
+                Outcome.DEFERRED, "capacity", recheck_at=delivered + timedelta(minutes=5)
+            )
+            pods = 0
+        elif task is Task.FINISH_REPLACEMENT:  # still not Ready
+            decision = Decision(
+                Outcome.DEFERRED, "waiting", deferred_until=delivered + FOLLOW_UP_INTERVAL
+            )
+            pods = 0
+        else:  # PDBs still hold pods back
+            decision = Decision(Outcome.ACTED, "drain", (Step.EVICT,))
+            pods = 1
+        plans.append(
+            follow_ups(
+                NOTICE,
+                Target(INSTANCE),
+                decision,
+                replacement=None,
+                pods_remaining=pods,
+                now=delivered,
+                wakeup=wakeup,
+            )
+        )
+    first, second = plans
+    assert [w.key for w in first] == [w.key for w in second] and len(first) == 1
+    assert schedule_name(first[0]) == schedule_name(second[0])

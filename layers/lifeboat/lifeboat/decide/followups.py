@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from lifeboat.decide.model import FOLLOW_UP_INTERVAL, Decision
+from lifeboat.decide.model import FOLLOW_UP_INTERVAL, RECHECK_INTERVAL, Decision
 from lifeboat.events.notice import Notice
 from lifeboat.report import Outcome
 from lifeboat.target import Target
@@ -31,29 +31,45 @@ def follow_ups(
     ``wakeup`` is the follow-up being handled, when the decision was about one.
     """
     cluster = target.info.cluster if target.info else (wakeup.cluster if wakeup else None)
+    # What follows a follow-up is timed from that follow-up's own due time, never from the
+    # clock: a wake-up delivered twice (SQS is at least once) then schedules the same next
+    # wake-up, same due time and so same schedule name, instead of forking its chain.
+    base = wakeup.due if wakeup is not None else now
     planned: list[Wakeup] = []
     if decision.outcome is Outcome.DEFERRED:
         if wakeup is not None and wakeup.task is Task.FINISH_REPLACEMENT:
             # Still waiting for the same replacement: the same follow-up, once more.
-            planned.append(wakeup.again(decision.deferred_until or now + FOLLOW_UP_INTERVAL))
+            planned.append(
+                wakeup.again(_earliest(decision.deferred_until, base + FOLLOW_UP_INTERVAL))
+            )
         else:
-            candidates = [t for t in (decision.deferred_until, decision.recheck_at) if t]
-            due = min(candidates) if candidates else now + FOLLOW_UP_INTERVAL
+            recheck = (
+                _earliest(decision.recheck_at, base + RECHECK_INTERVAL)
+                if decision.recheck_at is not None
+                else None
+            )
+            candidates = [t for t in (decision.deferred_until, recheck) if t]
+            due = min(candidates) if candidates else base + FOLLOW_UP_INTERVAL
             planned.append(Wakeup(Task.DECIDE, notice, due))
     if decision.delete_claim_when_replaced and target.claim is not None:
         planned.append(
             Wakeup(
                 Task.FINISH_REPLACEMENT,
                 notice,
-                now + FOLLOW_UP_INTERVAL,
+                base + FOLLOW_UP_INTERVAL,
                 replacement=replacement,
                 old_nodeclaim=target.claim.name,
                 old_nodeclaim_uid=target.claim.uid,
-                started=now,
+                started=base,
                 cluster=cluster,
             )
         )
     if pods_remaining:
-        due = now + FOLLOW_UP_INTERVAL
-        planned.append(Wakeup(Task.CONTINUE_DRAIN, notice, due, cluster=cluster))
+        planned.append(
+            Wakeup(Task.CONTINUE_DRAIN, notice, base + FOLLOW_UP_INTERVAL, cluster=cluster)
+        )
     return planned
+
+
+def _earliest(first: datetime | None, second: datetime) -> datetime:
+    return second if first is None else min(first, second)
