@@ -20,7 +20,7 @@ from .errors import (
     stale_version,
 )
 from .patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
-from .resources import NAMESPACES, PDBS, PODS, Obj, ResourceType
+from .resources import NAMESPACES, NODES, PDBS, PODS, Obj, ResourceType
 from .selectors import parse_field_selector, parse_label_selector
 from .store import INDEXES, Store, key_of, new_uid, now_rfc3339
 
@@ -112,6 +112,7 @@ class Operations:
                 metadata["name"] = self._generated_name(resource, namespace, metadata)
             if resource is PODS and not (obj.get("spec") or {}).get("containers"):
                 raise invalid(resource, metadata["name"], "spec.containers", "Required value")
+            _validate(resource, obj)
             if self.store.get(resource, namespace, metadata["name"]) is not None:
                 raise already_exists(resource, metadata["name"])
             for field in (*_SERVER_METADATA, "resourceVersion"):
@@ -222,6 +223,7 @@ class Operations:
 
     def _replace(self, resource: ResourceType, stored: Obj, new: Obj, subresource: str) -> Obj:
         """Stores `new` in place of `stored`, keeping what this request may not change."""
+        _validate(resource, new)
         if subresource == "status":
             # The status subresource changes status only.
             new = {**copy.deepcopy(stored), "status": copy.deepcopy(new.get("status", {}))}
@@ -246,6 +248,38 @@ class Operations:
             self.store.remove(resource, namespace, name)
             return new
         return self.store.put(resource, new)
+
+
+_TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+def _validate(resource: ResourceType, obj: Obj) -> None:
+    """The API server's validation of what Lifeboat writes (k8s.io/kubernetes
+    pkg/apis/core/validation ValidateNodeSpec: validateNodeTaints): a taint needs a key and
+    a known effect, and a node may not carry two taints with the same key and effect."""
+    if resource is not NODES:
+        return
+    name = obj["metadata"].get("name", "")
+    seen: set[tuple[str, str]] = set()
+    for index, taint in enumerate((obj.get("spec") or {}).get("taints") or []):
+        field = f"spec.taints[{index}]"
+        if not isinstance(taint, dict) or not taint.get("key"):
+            raise invalid(resource, name, f"{field}.key", "Required value")
+        effect = taint.get("effect")
+        if effect not in _TAINT_EFFECTS:
+            raise invalid(
+                resource,
+                name,
+                f"{field}.effect",
+                f'Unsupported value: "{effect}": supported values: '
+                + ", ".join(f'"{e}"' for e in _TAINT_EFFECTS),
+            )
+        pair = (str(taint["key"]), str(effect))
+        if pair in seen:
+            raise invalid(
+                resource, name, "spec.taints", "taints must be unique by key and effect pair"
+            )
+        seen.add(pair)
 
 
 def _object_body(resource: ResourceType, body: Any) -> Obj:

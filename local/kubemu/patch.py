@@ -106,6 +106,30 @@ def _remove(doc: Any, path: str) -> Any:
     return doc
 
 
+def _test(doc: Any, path: str, expected: Any) -> bool:
+    """evanphx/json-patch's ``test`` (what the API server runs): a missing member of an
+    existing object tests equal to null; otherwise JSON values compare as JSON (1 is not
+    true, 1 equals 1.0)."""
+    parts = _pointer(path)
+    if parts:
+        parent = _container(doc, parts[:-1], path)
+        if isinstance(parent, dict) and parts[-1] not in parent:
+            return expected is None
+    return _json_equal(_container(doc, parts, path), expected)
+
+
+def _json_equal(left: Any, right: Any) -> bool:
+    if isinstance(left, bool) or isinstance(right, bool):
+        return isinstance(left, bool) and isinstance(right, bool) and left == right
+    if isinstance(left, dict) and isinstance(right, dict):
+        return left.keys() == right.keys() and all(_json_equal(left[k], right[k]) for k in left)
+    if isinstance(left, list) and isinstance(right, list):
+        return len(left) == len(right) and all(map(_json_equal, left, right))
+    if isinstance(left, int | float) and isinstance(right, int | float):
+        return left == right
+    return type(left) is type(right) and left == right
+
+
 def apply_json_patch(doc: Any, operations: Any) -> Any:
     """Applies RFC 6902 operations to a copy of `doc`; a failed `test` is a 422 as upstream."""
     if not isinstance(operations, list):
@@ -128,7 +152,7 @@ def apply_json_patch(doc: Any, operations: Any) -> Any:
         elif name == "copy":
             doc = _add(doc, path, copy.deepcopy(_get(doc, op["from"])))
         elif name == "test":
-            if _get(doc, path) != op.get("value"):
+            if not _test(doc, path, op.get("value")):
                 raise _unprocessable(f"the server rejected our request: test failed at {path!r}")
         else:
             raise bad_request(f"unexpected json patch operation {name!r}")

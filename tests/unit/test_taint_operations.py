@@ -13,7 +13,7 @@ import pytest
 
 from kubemu import ApiError
 from kubemu.patch import apply_json_patch
-from lifeboat.act import taint_operations
+from lifeboat.node_patches import taint_operations, unread_taint_variants
 
 KEY = "lifeboat.dev/spot-interruption"
 
@@ -115,7 +115,7 @@ def test_stale_read_makes_the_patch_fail() -> None:
 
 
 def test_untaint_removes_only_the_pending_mark_of_its_key() -> None:
-    from lifeboat.act import untaint_operations
+    from lifeboat.node_patches import untaint_operations
 
     taints = [
         {"key": "lifeboat.dev/rebalance-recommendation", "effect": "PreferNoSchedule"},
@@ -128,3 +128,46 @@ def test_untaint_removes_only_the_pending_mark_of_its_key() -> None:
         {"op": "replace", "path": "/spec/taints", "value": [taints[1]]},
     ]
     assert untaint_operations(node, "lifeboat.dev/scheduled-change") == []
+
+
+# -- tainting a node that was not read (issue 13.4) ------------------------------------------
+
+PROVIDER = "aws:///us-east-1a/i-0a1b2c3d4e5f60001"
+
+
+def unread_node(taints: list[dict[str, Any]] | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"providerID": PROVIDER}
+    if taints is not None:
+        spec["taints"] = taints
+    return {"metadata": {"name": "n", "resourceVersion": "7"}, "spec": spec}
+
+
+def test_the_first_unread_patch_fits_a_node_without_taints() -> None:
+    """json-patch (evanphx, as the API server runs it) tests a missing member equal to
+    null: the first variant adds the whole list only when there was none."""
+    first, second = unread_taint_variants(PROVIDER, KEY, "NoSchedule")
+    after = apply_json_patch(unread_node(None), first)
+    assert after["spec"]["taints"] == [{"key": KEY, "effect": "NoSchedule"}]
+    assert after["spec"]["unschedulable"] is True
+    with pytest.raises(ApiError):  # no list to append to
+        apply_json_patch(unread_node(None), second)
+
+
+def test_the_second_unread_patch_appends_to_the_taints_a_node_has() -> None:
+    other = {"key": "gpu", "value": "true", "effect": "NoSchedule"}
+    first, second = unread_taint_variants(PROVIDER, KEY, "NoSchedule")
+    with pytest.raises(ApiError):  # the list exists: the null test fails
+        apply_json_patch(unread_node([other]), first)
+    after = apply_json_patch(unread_node([other]), second)
+    assert after["spec"]["taints"] == [other, {"key": KEY, "effect": "NoSchedule"}]
+
+
+def test_an_unread_patch_never_applies_to_another_instances_node() -> None:
+    """Node names (EC2's private DNS names) are reused: the providerID guard refuses."""
+    for variant in unread_taint_variants(
+        "aws:///us-east-1a/i-0fffffffffffffff0", KEY, "NoSchedule"
+    ):
+        with pytest.raises(ApiError):
+            apply_json_patch(unread_node(None), variant)
+        with pytest.raises(ApiError):
+            apply_json_patch(unread_node([]), variant)

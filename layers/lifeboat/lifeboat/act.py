@@ -18,6 +18,7 @@ from lifeboat import nodes
 from lifeboat.decide import Decision, Step
 from lifeboat.events.notice import LifecycleHook, Notice
 from lifeboat.kube import Conflict, Eviction, KubeApi, KubeError
+from lifeboat.node_patches import taint_operations, unread_taint_variants, untaint_operations
 from lifeboat.objects import Obj
 from lifeboat.replacement import replacement_nodeclaim
 from lifeboat.settings import Settings
@@ -102,6 +103,22 @@ class Actor:
         if not self._patch_node(target.node, lambda n: taint_operations(n, key, effect, cordon)):
             return []  # the node went away while we were patching: nothing to cordon
         return actions
+
+    def taint_unread(self, node_name: str, provider_id: str, notice: Notice) -> Obj | None:
+        """Taint and cordon the node of an involuntary notice without reading it first (a
+        guarded JSON patch, see ``unread_taint_variants``); the node as patched, or None
+        when neither patch fits it (not this instance's node, our taint already there, no
+        such node): the caller then reads it and decides as usual."""
+        key = nodes.taint_key(notice.kind)
+        for operations in unread_taint_variants(provider_id, key, self._settings.taint_effect):
+            try:
+                return self._kube.patch_node(node_name, operations)
+            except KubeError as error:
+                if error.status not in (404, 422):
+                    raise
+                if error.status == 404:
+                    return None
+        return None
 
     def _clear_pending(self, notice: Notice, target: Target, dry: bool) -> list[Action]:
         assert target.node is not None
@@ -202,41 +219,3 @@ class Actor:
         if not dry:
             self._lifecycle.complete(notice.lifecycle, "CONTINUE")
         return [{"type": "complete-lifecycle-action", "result": "CONTINUE"}]
-
-
-def taint_operations(node: Obj, key: str, effect: str, cordon: bool) -> list[dict[str, Any]]:
-    """The JSON patch that puts Lifeboat's taint on ``node`` and cordons it ([] if done).
-
-    ``spec.taints`` is an atomic list in the API (a patch replaces it whole), so the patch
-    tests the list it read: a concurrent writer makes it fail rather than lose its taint.
-    """
-    existing = nodes.taints(node)
-    wanted = {"key": key, "effect": effect}
-    ours = [t for t in existing if t.get("key") == key]
-    operations: list[dict[str, Any]] = []
-    if not (len(ours) == 1 and ours[0].get("effect") == effect):
-        updated = [t for t in existing if t.get("key") != key] + [wanted]
-        if "taints" in node.get("spec", {}):
-            operations.append({"op": "test", "path": "/spec/taints", "value": existing})
-            operations.append({"op": "replace", "path": "/spec/taints", "value": updated})
-        else:
-            version = node["metadata"].get("resourceVersion")
-            operations.append({"op": "test", "path": "/metadata/resourceVersion", "value": version})
-            operations.append({"op": "add", "path": "/spec/taints", "value": updated})
-    if cordon and not node.get("spec", {}).get("unschedulable"):
-        operations.append({"op": "add", "path": "/spec/unschedulable", "value": True})
-    return operations
-
-
-def untaint_operations(node: Obj, key: str) -> list[dict[str, Any]]:
-    """The JSON patch that removes the PreferNoSchedule mark ``key`` ([] if absent)."""
-    existing = nodes.taints(node)
-    kept = [
-        t for t in existing if not (t.get("key") == key and t.get("effect") == "PreferNoSchedule")
-    ]
-    if len(kept) == len(existing):
-        return []
-    return [
-        {"op": "test", "path": "/spec/taints", "value": existing},
-        {"op": "replace", "path": "/spec/taints", "value": kept},
-    ]
