@@ -1,14 +1,14 @@
 """Issue "Nothing lost, nothing broken": 2,000 mixed events with duplicates and faults through
 ``handle_batch`` and a simulated SQS queue; every message accounted for, no action repeated.
 
-The harness (``soak_harness``) is shared with ``python -m bench.soak --events 10000``. Each
-soak is one test on purpose: under ``pytest -n auto`` a module-scoped fixture would run once
-per worker that receives one of its tests.
+The soak itself is ``bench.soak`` (``python -m bench.soak --events 10000`` runs it larger).
+Each soak is one test on purpose: under ``pytest -n auto`` a module-scoped fixture would run
+once per worker that receives one of its tests.
 """
 
 from __future__ import annotations
 
-from soak_harness import SoakConfig, SoakResult, run_soak, unlucky
+from bench.soak import SoakConfig, SoakResult, run_soak, unlucky
 
 
 def _check_accounting(soak: SoakResult) -> None:
