@@ -1,7 +1,8 @@
-"""The soak: thousands of mixed AWS warnings, with duplicates and faults, through the real
-handler (``lifeboat.handler.handle_batch``) fed by a simulated SQS queue; then an audit that
-every message is accounted for and that no action was done twice, judged by what the API
-server accepted.
+"""The soak: thousands of mixed AWS warnings, with duplicates, pairs of different notices for
+one instance, duplicated wake-ups and faults, through the real handler
+(``lifeboat.handler.handle_batch``) fed by a simulated SQS queue; then an audit that every
+message is accounted for and that no action was done twice, judged by what the API server
+accepted: one old NodeClaim, at most one replacement.
 
 ``python -m bench.soak --events 10000`` (``make soak``) prints the accounting as JSON and
 exits 1 on any violation; ``tests/integration/test_soak.py`` runs 2,000 events in

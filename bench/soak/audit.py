@@ -1,5 +1,10 @@
 """The soak's audit: every message accounted for, and no action done twice, judged by what
 the API server accepted (its request log and its final state), not by what Lifeboat says.
+
+The strictest check is per old NodeClaim: one old claim gets at most one replacement,
+however many notices name its instance, however often each is delivered, in however many
+batches and invocations. Replacements are recognised by their ``lifeboat.dev/replaces``
+label, whatever they are named.
 """
 
 from __future__ import annotations
@@ -51,27 +56,40 @@ def read_server(emulator: Emulator, original_claims: Iterable[str]) -> ServerLog
     return log
 
 
+def replacements_by_old_claim(server: ServerLog) -> Counter[str]:
+    return Counter(
+        nodes.labels_of(claim).get(nodes.REPLACES_LABEL, "?") for claim in server.created_claims
+    )
+
+
+def audit_replacements(server: ServerLog) -> list[str]:
+    """One old NodeClaim, at most one replacement (issue 10.1)."""
+    problems = [
+        f"NodeClaim {nodes.name_of(claim)} created without {nodes.REPLACES_LABEL}"
+        for claim in server.created_claims
+        if nodes.REPLACES_LABEL not in nodes.labels_of(claim)
+    ]
+    if server.claim_creates != len(server.created_claims):
+        problems.append(
+            f"{server.claim_creates} NodeClaims created but {len(server.created_claims)} "
+            "new ones in the cluster at the end"
+        )
+    problems += [
+        f"{count} replacement NodeClaims for old NodeClaim {old}"
+        for old, count in sorted(replacements_by_old_claim(server).items())
+        if count > 1
+    ]
+    return problems
+
+
 def audit(
     sent: Sequence[Sent],
     wakeups: Sequence[Sent],
     server: ServerLog,
     final_nodes: Sequence[Mapping[str, Any]],
 ) -> list[str]:
-    """No action repeated, and no silent failure."""
-    problems: list[str] = []
-    per_notice: Counter[str] = Counter()
-    for claim in server.created_claims:
-        if nodes.REPLACES_LABEL not in nodes.labels_of(claim):
-            problems.append(
-                f"NodeClaim {nodes.name_of(claim)} created without {nodes.REPLACES_LABEL}"
-            )
-        per_notice[nodes.annotations_of(claim).get(nodes.NOTICE_ANNOTATION, "?")] += 1
-    problems += [
-        f"{n} replacement NodeClaims for (event, instance) {k}"
-        for k, n in per_notice.items()
-        if n > 1
-    ]
-    problems += [
+    """No other action repeated, and no silent failure."""
+    problems = [
         f"NodeClaim {k} deleted {n} times" for k, n in server.deleted_claims.items() if n > 1
     ]
     problems += [f"pod {k} evicted {n} times" for k, n in server.evictions.items() if n > 1]

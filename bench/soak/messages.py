@@ -1,5 +1,6 @@
 """What the soak sends: fresh events built from the samples in ``events/`` about the soak
-cluster's instances, malformed and foreign ones among them, and duplicates."""
+cluster's instances, malformed and foreign ones among them, duplicates, and pairs of
+different notices for one instance."""
 
 from __future__ import annotations
 
@@ -23,6 +24,16 @@ from .world import World
 
 EVENTS_DIR = Path(__file__).resolve().parents[2] / "events"
 
+# Different notices about one instance, as AWS does send them: a Spot warning and the
+# state change that follows, a capacity reservation's and the Spot market's, a rebalance
+# recommendation and the interruption it foretold, a rebalance and a retirement.
+PAIRS = (
+    ("spot-interruption", "state-change"),
+    ("spot-interruption", "capacity-reservation-interruption"),
+    ("spot-interruption", "rebalance-recommendation"),
+    ("rebalance-recommendation", "scheduled-change"),
+)
+
 
 @dataclass
 class Sent:
@@ -35,6 +46,8 @@ class Sent:
     instances: tuple[str, ...] = ()
     duplicate_of: str | None = None
     wakeup: bool = False
+    # The other message of a pair of different notices for the same instance.
+    paired_with: str | None = None
     receive_count: int = 0
     visible_at: float = 0.0
     reports: list[Report] | None = None
@@ -84,6 +97,13 @@ class EventFactory:
         self.machines = [m for m in world.machines if m.instance_id not in world.poison]
         self.poison = [m for m in world.machines if m.instance_id in world.poison]
         self.others = list(world.others)
+        # Pairs go to Karpenter nodes no other event names first, so both notices of a
+        # pair meet a node nothing has acted on yet: where a second replacement can happen.
+        fresh = [m for m in self.machines if m.nodeclaim]
+        rng.shuffle(fresh)
+        self.fresh = fresh[: len(fresh) // 2]
+        reserved = {m.instance_id for m in self.fresh}
+        self.machines = [m for m in self.machines if m.instance_id not in reserved]
         self.samples = {name: _sample(name) for name, _ in self.KINDS[:6]}
         self.hook = _sample("raw/asg-lifecycle-hook")
         self.test_notification = _sample("raw/asg-test-notification")
@@ -116,6 +136,15 @@ class EventFactory:
         label = self.rng.choices([k for k, _ in self.KINDS], [w for _, w in self.KINDS])[0]
         made: Sent = getattr(self, "_" + label.replace("-", "_"))()
         return made
+
+    def pair(self) -> tuple[Sent, Sent]:
+        """Two different notices for one fresh Karpenter instance (another if none is left)."""
+        machine = self.fresh.pop() if self.fresh else self.rng.choice(self.machines)
+        first, second = self.rng.choice(PAIRS)
+        one = getattr(self, "_" + first.replace("-", "_"))(machine.instance_id)
+        two = getattr(self, "_" + second.replace("-", "_"))(machine.instance_id)
+        one.paired_with, two.paired_with = two.message_id, one.message_id
+        return one, two
 
     def poison_message(self, instance: str) -> Sent:
         """A Spot warning for a node whose every GET fails: it must reach the DLQ."""
@@ -150,9 +179,9 @@ class EventFactory:
 
     def _state_change(self, instance: str | None = None) -> Sent:
         event, instance = self._eventbridge("state-change", instance)
-        event["detail"]["state"] = self.rng.choice(
-            ["stopping", "stopped", "shutting-down", "terminated", "running", "pending"]
-        )
+        states = ["stopping", "stopped", "shutting-down", "terminated", "running", "pending"]
+        # In a pair the instance is going away: the state change is an actionable one.
+        event["detail"]["state"] = self.rng.choice(states[:4] if instance else states)
         return self._sent(event, "state-change", event["id"], [instance])
 
     def _scheduled_change(self, instance: str | None = None) -> Sent:
@@ -241,18 +270,36 @@ class EventFactory:
 def generate(config: SoakConfig, rng: random.Random, factory: EventFactory) -> list[Sent]:
     """``config.events`` messages in the order they are queued.
 
-    Every poison node is named by at least one of them, and ``duplicate_rate`` are re-sent
-    (new message id, same body): half right behind the original (mostly the same batch),
-    half later."""
-    poison_slots = dict(
-        zip(rng.sample(range(config.events), len(factory.poison)), factory.poison, strict=True)
-    )
-    messages = [
-        factory.poison_message(poison_slots[slot].instance_id)
-        if slot in poison_slots
-        else factory.make()
-        for slot in range(config.events)
-    ]
+    Every poison node is named by at least one of them; ``pair_rate`` of them come as pairs
+    of different notices for one instance (most side by side, so mostly in one batch; one
+    in three with its second a few batches later), and ``duplicate_rate`` are re-sent (new
+    message id, same body): half right behind the original (mostly the same batch), half
+    later."""
+    messages: list[Sent] = []
+    apart: list[Sent] = []
+    pairs = round(config.events * config.pair_rate / 2)
+    slots = config.events - pairs  # a pair's slot sends two messages
+    special = rng.sample(range(slots), min(slots, pairs + len(factory.poison)))
+    pair_slots = set(special[:pairs])
+    poison_slots = dict(zip(special[pairs:], factory.poison, strict=False))
+    for slot in range(slots):
+        if slot in pair_slots:
+            one, two = factory.pair()
+            messages.append(one)
+            if rng.random() < 1 / 3:
+                apart.append(two)
+            else:
+                messages.append(two)
+            continue
+        if slot in poison_slots:
+            messages.append(factory.poison_message(poison_slots[slot].instance_id))
+            continue
+        messages.append(factory.make())
+    for second in apart:
+        first = next(i for i, m in enumerate(messages) if m.message_id == second.paired_with)
+        later = first + rng.randrange(2 * config.batch_size, 10 * config.batch_size)
+        messages.insert(min(later, len(messages)), second)
+
     count = round(config.events * config.duplicate_rate)
     originals = rng.sample(range(config.events), count)
     order: list[Sent] = list(messages)

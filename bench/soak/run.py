@@ -24,9 +24,11 @@ from lifeboat.wakeup import MemoryWakeups, encode
 from .audit import (
     ServerLog,
     audit,
+    audit_replacements,
     check_expectations,
     fates,
     read_server,
+    replacements_by_old_claim,
 )
 from .config import START, SoakConfig
 from .faults import ThrottledDirectory, ledger_for
@@ -51,10 +53,15 @@ class SoakResult:
     directory_throttled: int
     ledger_throttled: dict[str, int]
     metrics: Counter[str]
+    # Everything but the replacement count: lost or silent messages, repeated deletes,
+    # evictions and taints, (event, instance) pairs handled twice, wrong fates.
     violations: list[str]
+    # One old NodeClaim, more than one replacement (checked apart: issue 10.1).
+    replacement_violations: list[str]
     pending_wakeups: int
 
     def summary(self) -> dict[str, Any]:
+        per_claim = replacements_by_old_claim(self.server)
         return {
             "events": self.config.events,
             "messages": len(self.sent),
@@ -66,10 +73,14 @@ class SoakResult:
             "message_fates": dict(sorted(self.messages_by_fate.items())),
             "duplicates_same_batch": self.duplicates_same_batch,
             "duplicates_later_batch": self.duplicates_later,
+            "same_instance_pairs": sum(1 for m in self.sent if m.paired_with) // 2,
+            "wakeups_delivered_twice": sum(1 for m in self.wakeups if m.duplicate_of),
             "kube_answers": dict(sorted(self.server.answers.items())),
             "describe_instances_throttled": self.directory_throttled,
             "ledger_throttled": self.ledger_throttled,
             "replacements_created": len(self.server.created_claims),
+            "old_claims_replaced": len(per_claim),
+            "old_claims_replaced_more_than_once": sum(1 for n in per_claim.values() if n > 1),
             "nodeclaims_deleted": sum(self.server.deleted_claims.values()),
             "pods_evicted": sum(self.server.evictions.values()),
             "pending_wakeups": self.pending_wakeups,
@@ -78,6 +89,7 @@ class SoakResult:
                 1 for m in [*self.sent, *self.wakeups] if m.reports is None and not m.dead_lettered
             ),
             "violations": len(self.violations),
+            "replacement_violations": len(self.replacement_violations),
         }
 
 
@@ -108,6 +120,7 @@ def run_soak(config: SoakConfig) -> SoakResult:
         world.directory(), config.aws_fault_rate, random.Random(rng.random())
     )
     metrics = OutcomeMetrics()
+    wakeup_rng = random.Random(rng.random())
     original_claims = [m.nodeclaim for m in world.machines if m.nodeclaim]
 
     with (
@@ -151,7 +164,7 @@ def run_soak(config: SoakConfig) -> SoakResult:
         queue.send(sent)
         queue.drain()
         # Follow the wake-ups the run scheduled, on the simulated clock, through the same
-        # queue.
+        # queue; some are delivered twice, as a scheduler may.
         wakeup_messages: list[Sent] = []
         until = START + timedelta(minutes=config.follow_minutes)
         while (due := wakeups.next_due()) is not None and due <= until:
@@ -167,6 +180,8 @@ def run_soak(config: SoakConfig) -> SoakResult:
                     wakeup=True,
                 )
                 due_now.append(message)
+                if wakeup_rng.random() < config.wakeup_duplicate_rate:
+                    due_now.append(message.copy(factory.message_id()))
             wakeup_messages += due_now
             queue.send(due_now)
             queue.drain()
@@ -199,6 +214,7 @@ def run_soak(config: SoakConfig) -> SoakResult:
         ledger_throttled=ledger_throttled,
         metrics=metrics.counts,
         violations=violations,
+        replacement_violations=audit_replacements(server),
         pending_wakeups=len(wakeups.pending),
     )
 

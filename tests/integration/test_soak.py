@@ -8,6 +8,8 @@ once per worker that receives one of its tests.
 
 from __future__ import annotations
 
+import pytest
+
 from bench.soak import SoakConfig, SoakResult, run_soak, unlucky
 
 
@@ -58,3 +60,22 @@ def test_soak_with_the_powertools_ledger_on_moto_dynamodb() -> None:
     soak = run_soak(SoakConfig(events=250, nodes=80, ledger="dynamodb", poison_nodes=1, seed=7))
     _check_accounting(soak)
     assert sum(soak.ledger_throttled.values()) > 0
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 10.1: two different notices for one instance, handled at once in one "
+    "batch, create two replacement NodeClaims for one old claim",
+)
+def test_soak_one_replacement_per_old_nodeclaim() -> None:
+    """One old NodeClaim gets at most one replacement, across notices, deliveries, batches
+    and concurrent handling: counted per old claim (the ``lifeboat.dev/replaces`` label of
+    every NodeClaim the API server accepted), not per event. A soak weighted towards what
+    provokes a second one: many pairs of different notices for one instance (Spot + state
+    change, Spot + capacity reservation, Spot + rebalance, rebalance + scheduled change),
+    mostly in one batch, and wake-ups delivered twice."""
+    soak = run_soak(SoakConfig(events=600, nodes=300, pair_rate=0.5, wakeup_duplicate_rate=0.5))
+    assert sum(1 for m in soak.sent if m.paired_with) == 300
+    assert any(m.duplicate_of for m in soak.wakeups)
+    assert soak.server.created_claims
+    assert soak.replacement_violations == []
