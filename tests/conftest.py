@@ -4,7 +4,6 @@ sink. The builders and doubles behind them are in ``tests.support``."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import boto3
@@ -13,7 +12,7 @@ from moto import mock_aws
 
 from kubemu import Emulator
 from tests.support.events import REGION
-from tests.support.fakes import LambdaContext, RecordingMetrics
+from tests.support.fakes import AwsCredentials, LambdaContext, RecordingMetrics
 
 
 @pytest.fixture
@@ -21,13 +20,6 @@ def emulator() -> Iterator[Emulator]:
     """An empty Kubernetes API emulator, started on 127.0.0.1 and stopped after the test."""
     with Emulator() as emu:
         yield emu
-
-
-@dataclass(frozen=True)
-class AwsCredentials:
-    access_key_id: str = "testing"
-    secret_access_key: str = "testing"
-    session_token: str = "testing"
 
 
 @pytest.fixture

@@ -13,6 +13,15 @@ from lifeboat.events.notice import LifecycleHook
 from tests.support.events import ACCOUNT, REGION
 
 
+@dataclass(frozen=True)
+class AwsCredentials:
+    """What the ``aws`` fixture puts in the environment (moto accepts any)."""
+
+    access_key_id: str = "testing"
+    secret_access_key: str = "testing"
+    session_token: str = "testing"
+
+
 @dataclass
 class LambdaContext:
     """The attributes Powertools reads off a Lambda context (the Logger's fields, the
