@@ -11,8 +11,9 @@ import pytest
 from moto import mock_aws
 
 from kubemu import Emulator
+from tests.support.aws import AwsCredentials
 from tests.support.events import REGION
-from tests.support.fakes import AwsCredentials, LambdaContext, RecordingMetrics
+from tests.support.fakes import LambdaContext, RecordingMetrics
 
 
 @pytest.fixture

@@ -36,6 +36,7 @@ from lifeboat.scheduler import SchedulerWakeups
 from lifeboat.settings import Settings
 from lifeboat.wakeup import Task, Wakeup, decode
 from lifeboat_local.directory import directory_from_objects
+from tests.support.aws import create_idempotency_table
 from tests.support.fakes import LambdaContext as FakeContext
 from tests.support.fakes import RecordingMetrics as Metrics
 from tests.support.paths import EVENTS, ROOT
@@ -165,12 +166,7 @@ ASG_COMPLETE = {
 def world(aws: None) -> Iterator[World]:
     objects = load_cluster_file(EVENTS / "cluster.yaml")
     dynamodb = boto3.client("dynamodb")
-    dynamodb.create_table(
-        TableName="idempotency",
-        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    create_idempotency_table(dynamodb, "idempotency")
     scheduler = boto3.client("scheduler")
     scheduler.create_schedule_group(Name=GROUP)
     autoscaling = boto3.client("autoscaling")

@@ -33,6 +33,7 @@ from lifeboat.ledger import MemoryLedger
 from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.settings import Settings
 from tests.support import kube
+from tests.support.aws import create_idempotency_table
 from tests.support.events import sample
 from tests.support.events import sqs_batch as _batch
 from tests.support.fakes import LambdaContext as _Context
@@ -345,12 +346,7 @@ def _dynamodb_ledger() -> tuple[Any, Any]:
     from lifeboat.idempotency import PowertoolsLedger
 
     ddb = boto3.client("dynamodb", region_name="us-east-1")
-    ddb.create_table(
-        TableName="ledger",
-        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    create_idempotency_table(ddb, "ledger")
     return ddb, PowertoolsLedger("ledger", boto3_client=ddb)
 
 

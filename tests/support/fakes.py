@@ -1,25 +1,15 @@
-"""Test doubles for what Lambda and AWS hand the handler: a context, a metric sink, a clock,
-an Auto Scaling lifecycle recorder."""
+"""Test doubles for what Lambda hands the handler: a context and a metric sink. (A settable
+clock and an Auto Scaling recorder are ``lifeboat_local.replay``'s ``SimulatedClock`` and
+``RecordedLifecycle``, which replay itself uses.)"""
 
 from __future__ import annotations
 
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import NamedTuple
 
-from lifeboat.events.notice import LifecycleHook
 from tests.support.events import ACCOUNT, REGION
-
-
-@dataclass(frozen=True)
-class AwsCredentials:
-    """What the ``aws`` fixture puts in the environment (moto accepts any)."""
-
-    access_key_id: str = "testing"
-    secret_access_key: str = "testing"
-    session_token: str = "testing"
 
 
 @dataclass
@@ -70,26 +60,3 @@ class RecordingMetrics:
     def outcomes(self) -> Counter[str]:
         """The ``Outcomes`` metric, counted by its ``outcome`` dimension."""
         return Counter(m.dimensions["outcome"] for m in self.emitted if m.name == "Outcomes")
-
-
-@dataclass
-class Clock:
-    """The injectable clock, set by the test: ``clock.now = ...``."""
-
-    now: datetime
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
-@dataclass
-class RecordingLifecycle:
-    """Stands in for ``AutoScalingLifecycle``: keeps (call, instance id) per call."""
-
-    calls: list[tuple[str, str]] = field(default_factory=list)
-
-    def complete(self, hook: LifecycleHook, result: str = "CONTINUE") -> None:
-        self.calls.append(("complete", hook.instance_id))
-
-    def heartbeat(self, hook: LifecycleHook) -> None:
-        self.calls.append(("heartbeat", hook.instance_id))

@@ -27,6 +27,7 @@ from lifeboat.scheduler import SchedulerWakeups, schedule_name
 from lifeboat.service import BATCH_WORKERS, build_service
 from lifeboat.settings import SettingsError
 from lifeboat.wakeup import Task, Wakeup, decode
+from tests.support.aws import create_idempotency_table
 from tests.support.paths import EVENTS
 
 REGION = "us-east-1"
@@ -149,12 +150,7 @@ def test_a_due_time_in_another_offset_is_scheduled_at_the_same_instant_in_utc(
 @pytest.fixture
 def ledger(aws: None) -> tuple[PowertoolsLedger, Any]:
     dynamodb = boto3.client("dynamodb")
-    dynamodb.create_table(
-        TableName="idempotency",
-        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    create_idempotency_table(dynamodb, "idempotency")
     return PowertoolsLedger("idempotency", boto3_client=dynamodb), dynamodb
 
 

@@ -17,7 +17,7 @@ from lifeboat.eks_auth import (
     EksAuthError,
     generate_token,
 )
-from tests.support.fakes import AwsCredentials
+from tests.support.aws import AwsCredentials, create_eks_cluster
 
 REGION = "eu-west-1"
 CLUSTER = "prod-eu"
@@ -50,11 +50,7 @@ def aws_credentials() -> AwsCredentials:
 @pytest.fixture
 def aws(aws: boto3.Session) -> boto3.Session:
     """The shared moto fixture, in REGION with the credentials above, and an EKS cluster."""
-    aws.client("eks").create_cluster(
-        name=CLUSTER,
-        roleArn="arn:aws:iam::123456789012:role/eks",
-        resourcesVpcConfig={"subnetIds": ["subnet-1"]},
-    )
+    create_eks_cluster(aws, CLUSTER)
     _set_cluster_ca(CLUSTER, FAKE_PEM)
     return aws
 

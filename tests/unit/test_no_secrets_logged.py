@@ -36,8 +36,8 @@ from lifeboat.pipeline import Pipeline
 from lifeboat.service import Service
 from lifeboat.settings import Settings
 from tests.support import kube
+from tests.support.aws import AwsCredentials, create_eks_cluster
 from tests.support.events import sample
-from tests.support.fakes import AwsCredentials
 from tests.support.fakes import LambdaContext as _Context
 from tests.support.paths import ROOT
 
@@ -67,11 +67,7 @@ def aws_credentials() -> AwsCredentials:
 @pytest.fixture
 def aws(aws: boto3.Session) -> boto3.Session:
     """The shared moto fixture, with the credentials above and an EKS cluster."""
-    aws.client("eks").create_cluster(
-        name="prod",
-        roleArn="arn:aws:iam::123456789012:role/eks",
-        resourcesVpcConfig={"subnetIds": ["subnet-1"]},
-    )
+    create_eks_cluster(aws, "prod")
     return aws
 
 
