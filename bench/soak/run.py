@@ -8,18 +8,18 @@ import random
 import time
 from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from bench.cluster import CLUSTER, REGION
 from bench.events import ACCOUNT
-from bench.harness import AwsCallCounter, CountingLifecycle
 from kubemu import Emulator
 from lifeboat import nodes
 from lifeboat.kube import KubeApi, RetryPolicy
 from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.settings import Settings
 from lifeboat.wakeup import MemoryWakeups, encode
+from lifeboat_local.replay import RecordedLifecycle, SimulatedClock
 
 from .audit import (
     ServerLog,
@@ -98,23 +98,13 @@ def unlucky(result: SoakResult) -> list[Sent]:
     return [m for m in result.sent if m.dead_lettered and m.label != "poison"]
 
 
-class Clock:
-    """The simulated clock the pipeline is given; the soak moves it to each wake-up."""
-
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
 def run_soak(config: SoakConfig) -> SoakResult:
     started = time.monotonic()
     rng = random.Random(config.seed)
     world = build_world(config, rng)
     factory = EventFactory(rng, world)
     sent = generate(config, rng, factory)
-    clock = Clock(START)
+    clock = SimulatedClock(START)
     wakeups = MemoryWakeups()
     directory = ThrottledDirectory(
         world.directory(), config.aws_fault_rate, random.Random(rng.random())
@@ -147,7 +137,7 @@ def run_soak(config: SoakConfig) -> SoakResult:
             directory=directory,
             settings=Settings(clusters=(CLUSTER,), account_id=ACCOUNT, region=REGION),
             clock=clock,
-            lifecycle=CountingLifecycle(AwsCallCounter()),
+            lifecycle=RecordedLifecycle(),
             wakeups=wakeups,
             ledger=ledger.ledger,
             holder="soak",

@@ -33,8 +33,7 @@ from lifeboat.report import Outcome
 from lifeboat.settings import Settings
 from lifeboat.wakeup import MemoryWakeups, Task, encode
 from lifeboat_local.directory import directory_from_objects
-from tests.support.fakes import Clock as SimulatedClock
-from tests.support.fakes import RecordingLifecycle as RecordedLifecycle
+from lifeboat_local.replay import RecordedLifecycle, SimulatedClock
 from tests.support.paths import EVENTS, ROOT
 
 START = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
