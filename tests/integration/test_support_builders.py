@@ -28,6 +28,13 @@ def _sample(kind: str, name: str) -> dict[str, Any]:
     )
 
 
+# Where a live cluster and the hand-written sample differ, the builders follow Karpenter:
+# the node class label is set on every claim at creation (nodeclaimtemplate.go), and the
+# registered/initialized labels are the Node's (registration.go, initialization.go).
+LIFECYCLE_LABELS = {"karpenter.sh/registered", "karpenter.sh/initialized"}
+NODE_CLASS_LABEL = {"karpenter.k8s.aws/ec2nodeclass": "default"}
+
+
 @pytest.mark.parametrize(
     ("built", "kind", "name"),
     [
@@ -38,9 +45,12 @@ def _sample(kind: str, name: str) -> dict[str, Any]:
 def test_the_defaults_are_the_sample_clusters_first_karpenter_node(
     built: dict[str, Any], kind: str, name: str
 ) -> None:
-    """events/cluster.yaml was written from a live cluster's ``kubectl get -o yaml``."""
+    """events/cluster.yaml: the shape of a ``kubectl get -o yaml`` of a live cluster."""
     sample = _sample(kind, name)
-    assert built["metadata"]["labels"] == sample["metadata"]["labels"]
+    expected = dict(sample["metadata"]["labels"]) | NODE_CLASS_LABEL
+    if kind == "NodeClaim":
+        expected = {k: v for k, v in expected.items() if k not in LIFECYCLE_LABELS}
+    assert built["metadata"]["labels"] == expected
     assert built["metadata"]["ownerReferences"] == sample["metadata"]["ownerReferences"]
     assert built["metadata"].get("annotations") == sample["metadata"].get("annotations")
     if kind == "NodeClaim":
@@ -61,9 +71,12 @@ def test_a_nodeclaim_and_its_node_are_linked_as_karpenter_links_them() -> None:
     assert node["spec"]["providerID"] == "aws:///us-east-1b/i-0123456789abcdef0"
     assert nodes.nodeclaim_owner(node) == ("batch-x2k9d", claim["metadata"]["uid"])
     assert nodes.name_of(node) == claim["status"]["nodeName"]
-    # The Node carries the claim's labels (registration.go syncs them) and both the
-    # termination finalizer.
+    # The Node carries the claim's labels and annotations (registration.go syncs them) and
+    # its own lifecycle labels; both hold the termination finalizer.
     assert nodes.labels_of(claim).items() <= nodes.labels_of(node).items()
+    assert nodes.annotations_of(claim) == nodes.annotations_of(node)
+    assert nodes.labels_of(node).keys() >= LIFECYCLE_LABELS
+    assert not LIFECYCLE_LABELS & nodes.labels_of(claim).keys()
     assert node["metadata"]["finalizers"] == claim["metadata"]["finalizers"]
     assert claim["metadata"]["finalizers"] == ["karpenter.sh/termination"]
     info = directory_from_objects([claim, node]).describe(["i-0123456789abcdef0"])

@@ -20,12 +20,15 @@ and which Karpenter code puts it there (kubernetes-sigs/karpenter, ``pkg/control
 nodeclaim/lifecycle``, ``pkg/apis/v1``):
 
 - NodeClaim: the ``karpenter.sh/termination`` finalizer (``controller.go``, added before
-  launch); the NodePool template's labels plus ``karpenter.sh/nodepool``; the NodePool's
+  launch); the NodePool template's labels plus ``karpenter.sh/nodepool`` and
+  ``karpenter.k8s.aws/ec2nodeclass`` (at creation) and the instance's labels (at launch;
+  not the lifecycle labels, which are the Node's); the NodePool's
   ``karpenter.sh/nodepool-hash`` and ``karpenter.sh/nodepool-hash-version`` (``v3``)
   annotations; an ownerReference to the NodePool (``blockOwnerDeletion``);
   ``status.providerID`` (``launch.go``), ``status.nodeName`` (``registration.go``) and the
   conditions ``Launched``, ``Registered``, ``Initialized`` and ``Ready``.
-- Node: the labels ``karpenter.sh/registered`` (``registration.go``) and
+- Node: its claim's labels and annotations, copied by registration (``registration.go``),
+  the labels ``karpenter.sh/registered`` (``registration.go``) and
   ``karpenter.sh/initialized`` (``initialization.go``), the ``karpenter.sh/termination``
   finalizer and an ownerReference to its NodeClaim (``registration.go``,
   ``UpdateNodeOwnerReferences``); the well-known labels the kubelet and the AWS cloud

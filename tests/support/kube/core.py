@@ -9,6 +9,7 @@ from typing import Any
 
 from .meta import (
     CREATED,
+    INITIALIZED_LABEL,
     KARPENTER_API,
     NODE,
     NODE_UID,
@@ -17,6 +18,7 @@ from .meta import (
     NODEGROUP_CAPACITY_LABEL,
     NODEGROUP_LABEL,
     NODEPOOL,
+    REGISTERED_LABEL,
     TERMINATION_FINALIZER,
     InstanceOptions,
     Obj,
@@ -41,6 +43,7 @@ class NodeOptions(InstanceOptions):
     # The owning NodeClaim (ownerReference); None: none.
     nodeclaim: str | None = NODECLAIM
     nodeclaim_uid: str | None = NODECLAIM_UID
+    node_class: str = "default"
     registered: bool = True
     initialized: bool = True
     # For a node without a NodePool: its managed node group.
@@ -66,7 +69,11 @@ class NodeOptions(InstanceOptions):
 def node(options: NodeOptions | None = None, /, **changes: Any) -> Obj:
     o = replace(options or NodeOptions(), **changes)
     if o.nodepool is not None:
-        labels = karpenter_labels(o, o.nodepool, o.registered, o.initialized)
+        labels = karpenter_labels(o, o.nodepool, o.node_class)
+        if o.registered:
+            labels[REGISTERED_LABEL] = "true"
+        if o.initialized:
+            labels[INITIALIZED_LABEL] = "true"
     else:
         labels = instance_labels(o)
         labels[NODEGROUP_LABEL] = o.nodegroup

@@ -120,12 +120,15 @@ class NodeClaimOptions(InstanceOptions):
     deleting: str | None = None
     created: str = "2026-11-20T07:58:40Z"
     capacity: Mapping[str, str] = field(default_factory=lambda: {"cpu": "2", "memory": "8Gi"})
+    allocatable: Mapping[str, str] = field(
+        default_factory=lambda: {"cpu": "1930m", "memory": "7220Mi", "pods": "29"}
+    )
     overrides: Mapping[str, Any] = field(default_factory=dict)
 
 
 def nodeclaim(options: NodeClaimOptions | None = None, /, **changes: Any) -> Obj:
     o = replace(options or NodeClaimOptions(), **changes)
-    labels = karpenter_labels(o, o.nodepool, o.registered, o.initialized)
+    labels = karpenter_labels(o, o.nodepool, o.node_class)
     labels.update(o.labels)
     annotations = hash_annotations(o.hash, o.annotations)
     meta = metadata(o.name, o.uid, o.created, labels, annotations, o.finalizers, o.deleting)
@@ -140,6 +143,7 @@ def nodeclaim(options: NodeClaimOptions | None = None, /, **changes: Any) -> Obj
         status["providerID"] = provider_id(o.zone, o.instance_id)
         status["imageID"] = "ami-0c1d2e3f4a5b6c7d8"
         status["capacity"] = dict(o.capacity)
+        status["allocatable"] = dict(o.allocatable)
     if o.registered and o.node_name is not None:
         status["nodeName"] = o.node_name
     at = o.created
@@ -156,9 +160,9 @@ def nodeclaim(options: NodeClaimOptions | None = None, /, **changes: Any) -> Obj
 
 
 def nodeclaim_and_node(claim: NodeClaimOptions | None = None, /, **changes: Any) -> tuple[Obj, Obj]:
-    """A NodeClaim and the Node registered for it, linked as Karpenter links them (the
-    Node's providerID, name, pool and ownerReference from the claim); Karpenter's
-    ``test.NodeClaimAndNode``."""
+    """A NodeClaim and the Node registered for it, linked as Karpenter's registration links
+    them (the Node's providerID and name, the claim's labels and annotations copied onto it,
+    an ownerReference to the claim); Karpenter's ``test.NodeClaimAndNode``."""
     o = replace(claim or NodeClaimOptions(), **changes)
     built = nodeclaim(o)
     linked = node(
@@ -169,11 +173,13 @@ def nodeclaim_and_node(claim: NodeClaimOptions | None = None, /, **changes: Any)
         instance_type=o.instance_type,
         capacity_type=o.capacity_type,
         nodepool=o.nodepool,
+        node_class=o.node_class,
         nodeclaim=o.name,
         nodeclaim_uid=o.uid,
         registered=o.registered,
         initialized=o.initialized,
         ready=o.ready,
         labels=o.labels,
+        annotations=built["metadata"].get("annotations", {}),
     )
     return built, linked

@@ -13,6 +13,8 @@ Obj = dict[str, Any]
 KARPENTER_API = "karpenter.sh/v1"
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
 CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
+NODE_CLASS_LABEL = "karpenter.k8s.aws/ec2nodeclass"
+# On the Node only: set by registration.go and initialization.go.
 REGISTERED_LABEL = "karpenter.sh/registered"
 INITIALIZED_LABEL = "karpenter.sh/initialized"
 HASH_ANNOTATION = "karpenter.sh/nodepool-hash"
@@ -90,6 +92,7 @@ def condition(kind: str, status: bool, at: str) -> Obj:
         "lastTransitionTime": at,
         "reason": kind if status else f"Not{kind}",
         "message": "",
+        "observedGeneration": 1,
     }
 
 
@@ -174,14 +177,11 @@ def instance_labels(o: InstanceOptions) -> dict[str, str]:
     }
 
 
-def karpenter_labels(
-    o: InstanceOptions, nodepool: str, registered: bool, initialized: bool
-) -> dict[str, str]:
+def karpenter_labels(o: InstanceOptions, nodepool: str, node_class: str) -> dict[str, str]:
+    """A launched NodeClaim's labels: the pool and node class (at creation), the instance's
+    (at launch). Registration copies them all onto the Node."""
     labels = instance_labels(o)
     labels[NODEPOOL_LABEL] = nodepool
+    labels[NODE_CLASS_LABEL] = node_class
     labels[CAPACITY_TYPE_LABEL] = o.capacity_type
-    if registered:
-        labels[REGISTERED_LABEL] = "true"
-    if initialized:
-        labels[INITIALIZED_LABEL] = "true"
     return labels
