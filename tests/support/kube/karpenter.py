@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from .core import node
@@ -165,13 +165,11 @@ def nodeclaim_and_node(claim: NodeClaimOptions | None = None, /, **changes: Any)
     an ownerReference to the claim); Karpenter's ``test.NodeClaimAndNode``."""
     o = replace(claim or NodeClaimOptions(), **changes)
     built = nodeclaim(o)
+    instance = {f.name: getattr(o, f.name) for f in fields(InstanceOptions)}
     linked = node(
         name=o.node_name or NODE,
         uid=None,
-        instance_id=o.instance_id,
-        zone=o.zone,
-        instance_type=o.instance_type,
-        capacity_type=o.capacity_type,
+        **instance,
         nodepool=o.nodepool,
         node_class=o.node_class,
         nodeclaim=o.name,
