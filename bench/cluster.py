@@ -10,7 +10,7 @@ answers for EC2.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,23 +88,33 @@ class Cluster:
         return sum(1 for o in self.objects if o["kind"] == kind)
 
 
+@dataclass(frozen=True)
+class Pool:
+    """A NodePool to generate: its name, disruption budgets and annotations."""
+
+    name: str
+    budgets: tuple[Mapping[str, Any], ...] = ({"nodes": "20%"},)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+
 def pool_names(pools: int) -> list[str]:
     return [f"pool-{i:02d}" for i in range(pools)]
 
 
-def _layout(nodes: int, pools: int, asg_nodes: int) -> Iterator[tuple[str | None, int]]:
+def _layout(nodes: int, names: Sequence[str], asg_nodes: int) -> Iterator[tuple[str | None, int]]:
     """(nodepool or None for the node group, index) for every machine, pools round-robin."""
-    names = pool_names(pools)
     for i in range(nodes - asg_nodes):
-        yield names[i % pools], i
+        yield names[i % len(names)], i
     for i in range(asg_nodes):
         yield None, nodes - asg_nodes + i
 
 
-def static_machines(nodes: int, pools: int, asg_nodes: int, seed: int = 7) -> list[Machine]:
+def static_machines(
+    nodes: int, names: Sequence[str], asg_nodes: int, seed: int = 7
+) -> list[Machine]:
     rng = random.Random(seed)
     machines = []
-    for pool, i in _layout(nodes, pools, asg_nodes):
+    for pool, i in _layout(nodes, names, asg_nodes):
         zone = ZONES[i % len(ZONES)]
         node_name = f"ip-10-{(i >> 16) & 255}-{(i >> 8) & 255}-{i & 255}.ec2.internal"
         machines.append(
@@ -121,11 +131,11 @@ def static_machines(nodes: int, pools: int, asg_nodes: int, seed: int = 7) -> li
     return machines
 
 
-def moto_machines(ec2: Any, nodes: int, pools: int, asg_nodes: int) -> list[Machine]:
+def moto_machines(ec2: Any, nodes: int, names: Sequence[str], asg_nodes: int) -> list[Machine]:
     """Launch the instances in moto (one RunInstances per NodePool and zone), tag each with
     its NodeClaim, and read back what moto made of them."""
     groups: dict[tuple[str | None, str, str], list[int]] = {}
-    for pool, i in _layout(nodes, pools, asg_nodes):
+    for pool, i in _layout(nodes, names, asg_nodes):
         key = (pool, ZONES[i % len(ZONES)], INSTANCE_TYPES[i % len(INSTANCE_TYPES)])
         groups.setdefault(key, []).append(i)
     machines: dict[int, Machine] = {}
@@ -179,11 +189,19 @@ def _uid(kind: int, index: int) -> str:
     return f"00000000-0000-4000-8{kind:03x}-{index:012x}"
 
 
-def nodepool(name: str, index: int) -> Obj:
+def nodepool(
+    name: str,
+    index: int,
+    budgets: Sequence[Mapping[str, Any]] = ({"nodes": "20%"},),
+    annotations: Mapping[str, str] | None = None,
+) -> Obj:
+    metadata: Obj = {"name": name, "uid": _uid(1, index)}
+    if annotations:
+        metadata["annotations"] = dict(annotations)
     return {
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodePool",
-        "metadata": {"name": name, "uid": _uid(1, index)},
+        "metadata": metadata,
         "spec": {
             "template": {
                 "metadata": {"labels": {"team": f"team-{index % 5}"}},
@@ -196,7 +214,7 @@ def nodepool(name: str, index: int) -> Obj:
             },
             "disruption": {
                 "consolidationPolicy": "WhenEmptyOrUnderutilized",
-                "budgets": [{"nodes": "20%"}],
+                "budgets": [dict(budget) for budget in budgets],
             },
         },
     }
@@ -327,22 +345,27 @@ def pod_objects(machine: Machine, index: int, per_node: int) -> list[Obj]:
 def build_cluster(
     nodes: int,
     *,
-    pools: int = 20,
+    pools: int | Sequence[Pool] = 20,
     pods_per_node: int = 3,
     asg_nodes: int = 10,
     ec2: Any = None,
+    seed: int = 7,
 ) -> Cluster:
     """``nodes`` machines in total: ``asg_nodes`` in a managed node group, the rest spread
-    round-robin over ``pools`` NodePools. ``ec2``: a (moto) EC2 client to launch them in."""
-    asg_nodes = min(asg_nodes, max(0, nodes - pools))
+    round-robin over the NodePools (``pools`` of them with a 20 % budget, or those given).
+    ``ec2``: a (moto) EC2 client to launch them in; ``seed``: of the made-up instance ids."""
+    specs = [Pool(name) for name in pool_names(pools)] if isinstance(pools, int) else list(pools)
+    names = [spec.name for spec in specs]
+    asg_nodes = min(asg_nodes, max(0, nodes - len(names)))
     if ec2 is not None:
-        machines = moto_machines(ec2, nodes, pools, asg_nodes)
+        machines = moto_machines(ec2, nodes, names, asg_nodes)
         source = "moto"
     else:
-        machines = static_machines(nodes, pools, asg_nodes)
+        machines = static_machines(nodes, names, asg_nodes, seed)
         source = "static"
-    names = pool_names(pools)
-    objects: list[Obj] = [nodepool(name, i) for i, name in enumerate(names)]
+    objects: list[Obj] = [
+        nodepool(spec.name, i, spec.budgets, spec.annotations) for i, spec in enumerate(specs)
+    ]
     pool_uids = {o["metadata"]["name"]: o["metadata"]["uid"] for o in objects}
     for index, machine in enumerate(machines):
         objects += node_objects(machine, index, pool_uids)

@@ -134,15 +134,19 @@ BUILDERS: dict[str, Callable[[Machine], dict[str, Any]]] = {
 }
 
 
-def sqs_record(body: dict[str, Any]) -> dict[str, Any]:
-    text = json.dumps(body)
+def sqs_record(
+    body: dict[str, Any] | str, message_id: str | None = None, receive_count: int = 1
+) -> dict[str, Any]:
+    """One record of the SQS batch event Lambda receives; ``body`` as sent (JSON text, or
+    an object to serialise), a fresh message id unless one is given."""
+    text = body if isinstance(body, str) else json.dumps(body)
     now_ms = str(int(datetime.now(UTC).timestamp() * 1000))
     return {
-        "messageId": str(uuid.uuid4()),
+        "messageId": message_id or str(uuid.uuid4()),
         "receiptHandle": uuid.uuid4().hex,
         "body": text,
         "attributes": {
-            "ApproximateReceiveCount": "1",
+            "ApproximateReceiveCount": str(receive_count),
             "SentTimestamp": now_ms,
             "SenderId": "AIDAIENQZJOLO23YVJ4VO",
             "ApproximateFirstReceiveTimestamp": now_ms,

@@ -60,6 +60,8 @@ class RequestStats:
     log: list[LogEntry] = field(default_factory=list)
     seen_permissions: set[tuple[str, str, str]] = field(default_factory=set)
     times: list[LogTimes] = field(default_factory=list)
+    # Every answer by status code ("404", "429", ...), "dropped" for a request left hanging.
+    answers: Counter[str] = field(default_factory=Counter)
     # Bumped by reset(), so a request that straddles a reset does not stamp a newer entry.
     generation: int = 0
 
@@ -83,6 +85,7 @@ class RequestStats:
         self.by_resource.clear()
         self.log.clear()
         self.times.clear()
+        self.answers.clear()
         self.seen_permissions.clear()
         self.generation += 1
 
@@ -102,6 +105,14 @@ class Backend:
         return self._stats_lock
 
     def handle(
+        self, method: str, path: str, query: dict[str, str], content_type: str, raw: bytes
+    ) -> Response | Drop:
+        answer = self._answer(method, path, query, content_type, raw)
+        with self._stats_lock:
+            self.stats.answers["dropped" if isinstance(answer, Drop) else str(answer.code)] += 1
+        return answer
+
+    def _answer(
         self, method: str, path: str, query: dict[str, str], content_type: str, raw: bytes
     ) -> Response | Drop:
         if path.rstrip("/") == "/version":

@@ -147,6 +147,14 @@ class Emulator:
             return list(zip(self._backend.stats.log, self._backend.stats.times, strict=True))
 
     @property
+    def answers(self) -> Counter[str]:
+        """How many answers of each status code the server gave ("200", "429", ...), and
+        how many requests it dropped ("dropped"): injected faults included, so a test can
+        tell that its faults were met."""
+        with self._backend.stats_lock:
+            return Counter(self._backend.stats.answers)
+
+    @property
     def seen_permissions(self) -> set[tuple[str, str, str]]:
         return self._backend.stats.seen_permissions
 

@@ -3,17 +3,10 @@ sanity (counts, every event acted on), never its timings."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bench.events import KINDS  # noqa: E402
-from bench.runner import Options, run  # noqa: E402
+from bench.events import KINDS
+from bench.runner import Options, run
 
 
 @pytest.fixture(scope="module")

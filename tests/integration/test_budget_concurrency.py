@@ -19,7 +19,6 @@ read (a real API server is linearizable for a single object through etcd as well
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import threading
@@ -28,7 +27,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -43,8 +41,9 @@ from lifeboat.settings import Settings
 from lifeboat.target import Target
 from lifeboat.wakeup import MemoryWakeups
 from lifeboat_local.directory import directory_from_objects
-
-EVENTS = Path(__file__).resolve().parents[2] / "events"
+from tests.support import kube
+from tests.support.events import aws_event
+from tests.support.paths import SAMPLE_CLUSTER
 
 POOL = "burst"
 BUDGET = 3
@@ -62,88 +61,35 @@ def _instance(i: int) -> str:
 
 def _cluster(budget: str) -> list[dict[str, Any]]:
     objects: list[dict[str, Any]] = [
-        {
-            "apiVersion": "karpenter.sh/v1",
-            "kind": "NodePool",
-            "metadata": {"name": POOL},
-            "spec": {
-                "template": {
-                    "spec": {
-                        "nodeClassRef": {
-                            "group": "karpenter.k8s.aws",
-                            "kind": "EC2NodeClass",
-                            "name": "default",
-                        },
-                        "requirements": [
-                            {
-                                "key": "karpenter.sh/capacity-type",
-                                "operator": "In",
-                                "values": ["spot"],
-                            }
-                        ],
-                    }
-                },
-                "disruption": {"budgets": [{"nodes": budget}]},
-            },
-        }
+        kube.nodepool(
+            name=POOL,
+            uid=None,
+            requirements=[
+                {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}
+            ],
+            budgets=[{"nodes": budget}],
+        )
     ]
     for i in range(NODES):
-        claim, node, provider = (
-            f"{POOL}-{i:03d}",
-            f"ip-10-9-0-{i}.ec2.internal",
-            (f"aws:///us-east-1a/{_instance(i)}"),
-        )
-        labels = {nodes.NODEPOOL_LABEL: POOL, nodes.ZONE_LABEL: "us-east-1a"}
-        objects.append(
-            {
-                "apiVersion": "karpenter.sh/v1",
-                "kind": "NodeClaim",
-                "metadata": {"name": claim, "uid": f"uid-{claim}", "labels": labels},
-                "spec": {
-                    "nodeClassRef": {
-                        "group": "karpenter.k8s.aws",
-                        "kind": "EC2NodeClass",
-                        "name": "default",
-                    }
-                },
-                "status": {"providerID": provider, "nodeName": node},
-            }
-        )
-        objects.append(
-            {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {
-                    "name": node,
-                    "labels": labels,
-                    "ownerReferences": [
-                        {
-                            "apiVersion": "karpenter.sh/v1",
-                            "kind": "NodeClaim",
-                            "name": claim,
-                            "uid": f"uid-{claim}",
-                        }
-                    ],
-                },
-                "spec": {"providerID": provider},
-                "status": {"conditions": [{"type": "Ready", "status": "True"}]},
-            }
+        claim = f"{POOL}-{i:03d}"
+        objects += kube.nodeclaim_and_node(
+            name=claim,
+            uid=f"uid-{claim}",
+            nodepool=POOL,
+            nodepool_uid=None,
+            instance_id=_instance(i),
+            node_name=f"ip-10-9-0-{i}.ec2.internal",
         )
     return objects
 
 
 def _rebalance(i: int) -> dict[str, Any]:
-    return {
-        "version": "0",
-        "id": f"burst-rebalance-{i:04d}",
-        "detail-type": "EC2 Instance Rebalance Recommendation",
-        "source": "aws.ec2",
-        "account": "123456789012",
-        "time": "2026-12-01T17:59:00Z",
-        "region": "us-east-1",
-        "resources": [f"arn:aws:ec2:us-east-1a:instance/{_instance(i)}"],
-        "detail": {"instance-id": _instance(i)},
-    }
+    return aws_event(
+        "rebalance-recommendation",
+        instance=_instance(i),
+        event_id=f"burst-rebalance-{i:04d}",
+        time="2026-12-01T17:59:00Z",
+    )
 
 
 def _disrupting(node: dict[str, Any]) -> bool:
@@ -296,14 +242,11 @@ def test_without_the_lease_the_budget_is_exceeded(monkeypatch: pytest.MonkeyPatc
 def test_threads_of_one_invocation_queue_in_process_not_on_the_api_server() -> None:
     """The messages of one batch share a client: they wait for each other in the process,
     so each voluntary notice costs one lease read, never a polling loop."""
-    objects = load_cluster_file(EVENTS / "cluster.yaml")
-    sample = json.loads((EVENTS / "rebalance-recommendation.json").read_text())
+    objects = load_cluster_file(SAMPLE_CLUSTER)
     instances = ["i-0a1b2c3d4e5f6000" + n for n in "28913"]  # five nodes of pool general
     bodies = []
     for number, instance in enumerate(instances):
-        event = copy.deepcopy(sample)
-        event["id"] = f"burst-{number}"
-        event["detail"]["instance-id"] = instance
+        event = aws_event("rebalance-recommendation", instance=instance, event_id=f"burst-{number}")
         bodies.append(json.dumps(event))
     with Emulator(objects, latency=0.005) as emu:
         pipeline = Pipeline(

@@ -28,9 +28,10 @@ from lifeboat import nodes
 from lifeboat_local.cli import main
 from lifeboat_local.common import parse_instant
 from lifeboat_local.karpenter_sim import TERMINATE_TIME
+from tests.support.events import aws_event
+from tests.support.paths import EVENTS, SAMPLE_CLUSTER
 
-EVENTS = Path(__file__).resolve().parents[2] / "events"
-CLUSTER = EVENTS / "cluster.yaml"
+CLUSTER = SAMPLE_CLUSTER
 
 IN_WINDOW = "2026-12-01T14:05:00Z"  # Tuesday, inside general's 09:00-17:00 zero budget
 EVENING = "2026-12-01T18:00:00Z"  # Tuesday, after the window: general allows 20 % (2)
@@ -41,11 +42,6 @@ Lines = list[dict[str, Any]]
 # -- helpers ----------------------------------------------------------------------------------
 
 
-def _sample(name: str) -> dict[str, Any]:
-    document: dict[str, Any] = json.loads((EVENTS / name).read_text())
-    return document
-
-
 def _write(tmp_path: Path, name: str, event: dict[str, Any]) -> Path:
     path = tmp_path / name
     path.write_text(json.dumps(event))
@@ -53,20 +49,16 @@ def _write(tmp_path: Path, name: str, event: dict[str, Any]) -> Path:
 
 
 def _rebalance(tmp_path: Path, instance: str, time: str = "2026-12-01T14:01:30Z") -> Path:
-    event = _sample("rebalance-recommendation.json")
-    event["id"] = f"rebalance-{instance}"
-    event["time"] = time
-    event["resources"] = [f"arn:aws:ec2:us-east-1a:instance/{instance}"]
-    event["detail"]["instance-id"] = instance
+    event = aws_event(
+        "rebalance-recommendation", instance=instance, event_id=f"rebalance-{instance}", time=time
+    )
     return _write(tmp_path, f"rebalance-{instance}.json", event)
 
 
 def _spot(tmp_path: Path, instance: str, time: str) -> Path:
-    event = _sample("spot-interruption.json")
-    event["id"] = f"spot-{instance}"
-    event["time"] = time
-    event["resources"] = [f"arn:aws:ec2:us-east-1a:instance/{instance}"]
-    event["detail"]["instance-id"] = instance
+    event = aws_event(
+        "spot-interruption", instance=instance, event_id=f"spot-{instance}", time=time
+    )
     return _write(tmp_path, f"spot-{instance}.json", event)
 
 

@@ -14,18 +14,15 @@ without finalizers is gone at once (there is no Karpenter here to drain it first
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
 from botocore.stub import Stubber
 from cfnlint.decode import decode_str  # type: ignore[import-untyped]
-from moto import mock_aws
 
 from kubemu import Emulator, load_cluster_file
 from lifeboat import nodes
@@ -39,9 +36,11 @@ from lifeboat.scheduler import SchedulerWakeups
 from lifeboat.settings import Settings
 from lifeboat.wakeup import Task, Wakeup, decode
 from lifeboat_local.directory import directory_from_objects
+from tests.support.aws import create_idempotency_table
+from tests.support.fakes import LambdaContext as FakeContext
+from tests.support.fakes import RecordingMetrics as Metrics
+from tests.support.paths import EVENTS, ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
-EVENTS = ROOT / "events"
 SAMPLES = sorted(EVENTS.glob("*.json"))
 REGION = "us-east-1"
 # The demo's clock: a Tuesday afternoon, inside NodePool general's weekday freeze.
@@ -52,21 +51,6 @@ WRITES = ("create", "update", "patch", "delete")
 # after the three involuntary notices of its pool; either way it waits (for the freeze's
 # end, or for capacity), never gives up: a pool's disrupting nodes go away within minutes.
 # test_a_rebalance_behind_involuntary_notices_waits_instead_of_giving_up fixes the order.
-
-
-@pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SECURITY_TOKEN": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-        "AWS_DEFAULT_REGION": REGION,
-        "AWS_REGION": REGION,
-    }.items():
-        monkeypatch.setenv(name, value)
-    with mock_aws():
-        yield
 
 
 # --- EventBridge -> SQS, as template.yaml defines it ------------------------------------------
@@ -161,29 +145,6 @@ def route_samples() -> Routed:
 
 
 @dataclass
-class Metrics:
-    emitted: list[tuple[str, float, dict[str, str]]] = field(default_factory=list)
-
-    def emit(self, name: str, value: float, unit: str, dimensions: dict[str, str]) -> None:
-        self.emitted.append((name, value, dimensions))
-
-    def outcomes(self) -> Counter[str]:
-        return Counter(d["outcome"] for n, _, d in self.emitted if n == "Outcomes")
-
-
-class FakeContext:
-    """What Powertools reads of a LambdaContext."""
-
-    function_name = "lifeboat-InterruptionFunction"
-    memory_limit_in_mb = 512
-    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:lifeboat"
-    aws_request_id = "8f5e2c1a-0000-4000-8000-000000000001"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 55_000
-
-
-@dataclass
 class World:
     emulator: Emulator
     pipeline: Pipeline
@@ -205,12 +166,7 @@ ASG_COMPLETE = {
 def world(aws: None) -> Iterator[World]:
     objects = load_cluster_file(EVENTS / "cluster.yaml")
     dynamodb = boto3.client("dynamodb")
-    dynamodb.create_table(
-        TableName="idempotency",
-        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    create_idempotency_table(dynamodb, "idempotency")
     scheduler = boto3.client("scheduler")
     scheduler.create_schedule_group(Name=GROUP)
     autoscaling = boto3.client("autoscaling")

@@ -15,10 +15,10 @@ from lifeboat.selectors import selector_matches
 from lifeboat_local.cli import build_parser
 from lifeboat_local.explain import run
 from lifeboat_local.replay import run as replay
+from tests.support.events import aws_event
+from tests.support.paths import EVENTS, SAMPLE_CLUSTER
 
-ROOT = Path(__file__).resolve().parents[2]
-CLUSTER = ROOT / "events" / "cluster.yaml"
-EVENTS = ROOT / "events"
+CLUSTER = SAMPLE_CLUSTER
 WRITE_VERBS = ("create", "update", "patch", "delete")
 TUESDAY = "2026-12-01T14:05:00Z"
 SATURDAY = "2026-12-05T12:00:00Z"
@@ -50,11 +50,9 @@ def explain_json(*argv: str) -> tuple[int, list[dict[str, Any]]]:
 
 
 def rebalance_event(tmp_path: Path, instance: str, time: str = "2026-12-01T14:01:30Z") -> Path:
-    event = json.loads((EVENTS / "rebalance-recommendation.json").read_text())
-    event["id"] = f"explain-{instance}"
-    event["time"] = time
-    event["resources"] = [f"arn:aws:ec2:us-east-1a:instance/{instance}"]
-    event["detail"]["instance-id"] = instance
+    event = aws_event(
+        "rebalance-recommendation", instance=instance, event_id=f"explain-{instance}", time=time
+    )
     path = tmp_path / f"rebalance-{instance}.json"
     path.write_text(json.dumps(event))
     return path

@@ -10,21 +10,18 @@ fails the whole batch (every record retried), a throttled ledger fails the recor
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 from botocore.exceptions import ClientError
-from moto import mock_aws
 
 from kubemu import Emulator
 from kubemu.dispatch import Drop
@@ -35,63 +32,32 @@ from lifeboat.kube import KubeApi, KubeError, RetryPolicy
 from lifeboat.ledger import MemoryLedger
 from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.settings import Settings
+from tests.support import kube
+from tests.support.aws import create_idempotency_table
+from tests.support.events import sample
+from tests.support.events import sqs_batch as _batch
+from tests.support.fakes import LambdaContext as _Context
 
 NOW = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
 INSTANCE = "i-0a1b2c3d4e5f60001"
 NODE = "ip-10-0-1-11.ec2.internal"
 CLAIM = "general-7xkqz"
 CLAIM_UID = "0b7e6a1c-5d2f-4c3a-9e1b-000000000101"
-SPOT = json.loads((Path(__file__).parents[2] / "events" / "spot-interruption.json").read_text())
+SPOT = sample("spot-interruption")
 
 
 def _objects() -> list[dict[str, Any]]:
-    pool = {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodePool",
-        "metadata": {"name": "general", "uid": "pool-uid"},
-        "spec": {
-            "template": {
-                "spec": {
-                    "nodeClassRef": {
-                        "group": "karpenter.k8s.aws",
-                        "kind": "EC2NodeClass",
-                        "name": "default",
-                    },
-                    "requirements": [],
-                }
-            },
-            "disruption": {"budgets": [{"nodes": "10%"}]},
-        },
-    }
-    claim = {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodeClaim",
-        "metadata": {
-            "name": CLAIM,
-            "uid": CLAIM_UID,
-            "labels": {nodes.NODEPOOL_LABEL: "general"},
-        },
-        "spec": {},
-        "status": {"providerID": f"aws:///us-east-1a/{INSTANCE}", "nodeName": NODE},
-    }
-    node = {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": NODE,
-            "labels": {nodes.NODEPOOL_LABEL: "general"},
-            "ownerReferences": [
-                {
-                    "apiVersion": "karpenter.sh/v1",
-                    "kind": "NodeClaim",
-                    "name": CLAIM,
-                    "uid": CLAIM_UID,
-                }
-            ],
-        },
-        "spec": {"providerID": f"aws:///us-east-1a/{INSTANCE}"},
-        "status": {"conditions": [{"type": "Ready", "status": "True"}]},
-    }
+    pool = kube.nodepool(uid="pool-uid", requirements=[], budgets=[{"nodes": "10%"}])
+    # No finalizer on the claim: nothing here plays Karpenter's termination controller, and
+    # the tests see the deletion land.
+    claim, node = kube.nodeclaim_and_node(
+        name=CLAIM,
+        uid=CLAIM_UID,
+        instance_id=INSTANCE,
+        node_name=NODE,
+        nodepool_uid="pool-uid",
+        finalizers=(),
+    )
     return [pool, claim, node]
 
 
@@ -118,23 +84,6 @@ def _pipeline(kube: KubeApi, directory: Any = None, ledger: Any = None) -> Pipel
         clock=lambda: NOW,
         ledger=ledger if ledger is not None else MemoryLedger(),
     )
-
-
-def _batch(*bodies: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "Records": [
-            {
-                "messageId": f"m-{index}",
-                "receiptHandle": f"r-{index}",
-                "body": json.dumps(body),
-                "attributes": {"ApproximateReceiveCount": "1"},
-                "eventSource": "aws:sqs",
-                "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:lifeboat",
-                "awsRegion": "us-east-1",
-            }
-            for index, body in enumerate(bodies)
-        ]
-    }
 
 
 def _failed(event: dict[str, Any], pipeline: Pipeline) -> set[str]:
@@ -369,12 +318,6 @@ def test_a_concurrent_taint_change_is_kept(emu: Emulator) -> None:
 # -- AWS --------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def aws() -> Iterator[None]:
-    with mock_aws():
-        yield
-
-
 def _throttle(client: Any, operation: str, code: str, times: int = 1000) -> list[str]:
     seen: list[str] = []
 
@@ -416,12 +359,7 @@ def _dynamodb_ledger() -> tuple[Any, Any]:
     from lifeboat.idempotency import PowertoolsLedger
 
     ddb = boto3.client("dynamodb", region_name="us-east-1")
-    ddb.create_table(
-        TableName="ledger",
-        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    create_idempotency_table(ddb, "ledger")
     return ddb, PowertoolsLedger("ledger", boto3_client=ddb)
 
 
@@ -457,16 +395,6 @@ def test_a_ledger_throttled_before_acting_fails_the_record_untouched(
     assert _calls(emu, "patch", "nodes") == 0
     assert _failed(_batch(SPOT), pipeline) == set()
     assert len(_replacements(emu)) == 1
-
-
-class _Context:
-    def __init__(self, remaining_ms: int) -> None:
-        self._remaining = remaining_ms
-        self.function_name = "lifeboat"
-        self.aws_request_id = "test"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return self._remaining
 
 
 def test_memory_ledger_does_not_call_a_running_handling_done() -> None:

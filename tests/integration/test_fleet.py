@@ -8,19 +8,14 @@ Kubernetes client to one emulator per cluster.
 from __future__ import annotations
 
 import copy
-import itertools
 import json
 from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
 from botocore.stub import Stubber
-from moto import mock_aws
 
 from kubemu import Emulator, load_cluster_file
 from lifeboat import nodes
@@ -34,41 +29,12 @@ from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.settings import Settings
 from lifeboat.wakeup import MemoryWakeups, encode
 from lifeboat_local.directory import directory_from_objects
+from tests.support.events import aws_event, sqs_batch
+from tests.support.fakes import RecordingMetrics
+from tests.support.paths import EVENTS
 
-EVENTS = Path(__file__).resolve().parents[2] / "events"
 NOW = datetime(2026, 12, 1, 18, 0, tzinfo=UTC)  # outside general's weekday freeze
 REGION = "us-east-1"
-
-
-@dataclass
-class Metrics:
-    emitted: list[tuple[str, dict[str, str]]] = field(default_factory=list)
-
-    def emit(self, name: str, value: float, unit: str, dimensions: dict[str, str]) -> None:
-        self.emitted.append((name, dimensions))
-
-    def count(self, name: str) -> int:
-        return sum(1 for n, _ in self.emitted if n == name)
-
-
-_ids = itertools.count()
-
-
-def sample(name: str, **detail: Any) -> dict[str, Any]:
-    """A sample event with its detail changed and an id of its own."""
-    event: dict[str, Any] = json.loads((EVENTS / f"{name}.json").read_text())
-    event["detail"].update(detail)
-    event["id"] = f"{event['id'][:-4]}{next(_ids):04d}"
-    return event
-
-
-def sqs_batch(*events: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "Records": [
-            {"messageId": f"m-{i}", "receiptHandle": f"r-{i}", "body": json.dumps(e)}
-            for i, e in enumerate(events)
-        ]
-    }
 
 
 def writes(emulator: Emulator) -> int:
@@ -113,11 +79,8 @@ def cluster_objects(instance_ids: list[str], suffix: str) -> list[dict[str, Any]
 
 
 @pytest.fixture
-def ec2() -> Iterator[Any]:
-    with mock_aws():
-        yield boto3.client(
-            "ec2", region_name=REGION, aws_access_key_id="x", aws_secret_access_key="x"
-        )
+def ec2(aws: boto3.Session) -> Any:
+    return aws.client("ec2")
 
 
 def launch(ec2: Any, tags: dict[str, str]) -> str:
@@ -166,13 +129,13 @@ def test_one_handler_serves_two_clusters_and_counts_the_unmanaged(ec2: Any) -> N
             ledger=MemoryLedger(),
         )
         spot = "spot-interruption"
-        metrics = Metrics()
+        metrics = RecordingMetrics()
         response = handle_batch(
             sqs_batch(
-                sample(spot, **{"instance-id": prod[0]}),
-                sample(spot, **{"instance-id": stage[0]}),
-                sample(spot, **{"instance-id": foreign}),
-                sample(spot, **{"instance-id": loose}),
+                aws_event(spot, instance=prod[0], event_id="fleet-prod"),
+                aws_event(spot, instance=stage[0], event_id="fleet-stage"),
+                aws_event(spot, instance=foreign, event_id="fleet-foreign"),
+                aws_event(spot, instance=loose, event_id="fleet-loose"),
             ),
             None,
             pipeline,
@@ -190,7 +153,7 @@ def test_one_handler_serves_two_clusters_and_counts_the_unmanaged(ec2: Any) -> N
         assert set(router.asked) == {"prod", "stage"}
         # The other cluster's instance and the untagged one: ignored, counted, not lost.
         assert metrics.count("UnmanagedInstances") == 2
-        outcomes = Counter(d["outcome"] for n, d in metrics.emitted if n == "Outcomes")
+        outcomes = metrics.outcomes()
         assert outcomes == {"acted": 2, "ignored": 2}
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,7 +26,6 @@ import yaml
 from kubemu import Emulator, load_cluster_file
 from kubemu.rbac import Request, rule_allows
 from lifeboat import nodes
-from lifeboat.events.notice import LifecycleHook
 from lifeboat.kube import KubeApi, RetryPolicy
 from lifeboat.ledger import MemoryLedger
 from lifeboat.pipeline import OneCluster, Pipeline
@@ -35,9 +33,9 @@ from lifeboat.report import Outcome
 from lifeboat.settings import Settings
 from lifeboat.wakeup import MemoryWakeups, Task, encode
 from lifeboat_local.directory import directory_from_objects
+from lifeboat_local.replay import RecordedLifecycle, SimulatedClock
+from tests.support.paths import EVENTS, ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
-EVENTS = ROOT / "events"
 START = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
 # Following wake-ups must end well before this many rounds (each round is one batch).
 MAX_ROUNDS = 60
@@ -47,24 +45,6 @@ Permission = tuple[str, str, str]  # (group, resource, verb), as seen_permission
 # Granted in rbac.yaml but used by no code path (see the minimality test). Reported to the
 # lead rather than removed here; empty this set when rbac.yaml drops them or code uses them.
 GRANTED_BUT_UNUSED: set[Permission] = set()
-
-
-@dataclass
-class SimulatedClock:
-    now: datetime
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
-class RecordedLifecycle:
-    """Auto Scaling is not under test here (no cluster permission involved)."""
-
-    def complete(self, hook: LifecycleHook, result: str = "CONTINUE") -> None:
-        pass
-
-    def heartbeat(self, hook: LifecycleHook) -> None:
-        pass
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,10 @@ import pytest
 import yaml
 
 from lifeboat_local.cli import main
+from tests.support.events import sample
+from tests.support.paths import EVENTS, ROOT, SAMPLE_CLUSTER
 
-ROOT = Path(__file__).resolve().parents[2]
-EVENTS = ROOT / "events"
-CLUSTER = EVENTS / "cluster.yaml"
+CLUSTER = SAMPLE_CLUSTER
 AT = "2026-12-01T14:05:00Z"
 EVENTBRIDGE_SAMPLES = sorted(EVENTS.glob("*.json"))
 SQS_SAMPLES = sorted((EVENTS / "sqs").glob("*.json"))
@@ -108,11 +108,6 @@ def write_event(tmp_path: Path, name: str, event: dict[str, Any]) -> Path:
     path = tmp_path / name
     path.write_text(json.dumps(event))
     return path
-
-
-def sample(name: str) -> dict[str, Any]:
-    event: dict[str, Any] = json.loads((EVENTS / name).read_text())
-    return event
 
 
 def without_generated_names(records: list[dict[str, Any]]) -> list[dict[str, Any]]:

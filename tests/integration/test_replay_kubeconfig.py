@@ -16,10 +16,10 @@ from kubeconfigs import write_kubeconfig
 from kubemu import Emulator, load_cluster_file
 from lifeboat_local.cli import build_parser, main
 from lifeboat_local.replay import run as replay
+from tests.support.paths import EVENTS, SAMPLE_CLUSTER
 
-ROOT = Path(__file__).resolve().parents[2]
-CLUSTER = ROOT / "events" / "cluster.yaml"
-SPOT = ROOT / "events" / "spot-interruption.json"
+CLUSTER = SAMPLE_CLUSTER
+SPOT = EVENTS / "spot-interruption.json"
 WRITE_VERBS = ("create", "update", "patch", "delete")
 AT = "2026-12-01T14:05:00Z"
 NODE = "ip-10-0-1-11.ec2.internal"
@@ -86,7 +86,7 @@ def test_apply_changes_the_node(live: Emulator, kubeconfig: Path) -> None:
 
 
 def test_voluntary_dry_run_takes_no_lease(live: Emulator, kubeconfig: Path) -> None:
-    event = ROOT / "events" / "rebalance-recommendation.json"
+    event = EVENTS / "rebalance-recommendation.json"
     live.reset_counts()
     status, [report] = run_replay(str(event), "--kubeconfig", str(kubeconfig), "--at", AT)
     assert status == 0
@@ -96,7 +96,7 @@ def test_voluntary_dry_run_takes_no_lease(live: Emulator, kubeconfig: Path) -> N
 
 
 def test_follow_in_a_dry_run_schedules_nothing(live: Emulator, kubeconfig: Path) -> None:
-    event = ROOT / "events" / "rebalance-recommendation.json"
+    event = EVENTS / "rebalance-recommendation.json"
     status, reports = run_replay(
         str(event), "--kubeconfig", str(kubeconfig), "--at", AT, "--follow"
     )

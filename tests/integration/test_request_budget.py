@@ -13,7 +13,6 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,8 +26,8 @@ from lifeboat.settings import Settings
 from lifeboat.wakeup import MemoryWakeups
 from lifeboat_local.directory import directory_from_objects
 from lifeboat_local.replay import RecordedLifecycle
+from tests.support.paths import EVENTS
 
-EVENTS = Path(__file__).resolve().parents[2] / "events"
 AT = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
 # Issue 13.4: at most 5 including the Event (the floor without it is 4).
 SPOT_BUDGET = 5

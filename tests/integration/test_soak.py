@@ -1,14 +1,14 @@
 """Issue "Nothing lost, nothing broken": 2,000 mixed events with duplicates and faults through
 ``handle_batch`` and a simulated SQS queue; every message accounted for, no action repeated.
 
-The harness (``soak_harness``) is shared with ``python -m bench.soak --events 10000``. Each
-soak is one test on purpose: under ``pytest -n auto`` a module-scoped fixture would run once
-per worker that receives one of its tests.
+The soak itself is ``bench.soak`` (``python -m bench.soak --events 10000`` runs it larger).
+Each soak is one test on purpose: under ``pytest -n auto`` a module-scoped fixture would run
+once per worker that receives one of its tests.
 """
 
 from __future__ import annotations
 
-from soak_harness import SoakConfig, SoakResult, run_soak, unlucky
+from bench.soak import SoakConfig, SoakResult, run_soak, unlucky
 
 
 def _check_accounting(soak: SoakResult) -> None:
@@ -58,3 +58,17 @@ def test_soak_with_the_powertools_ledger_on_moto_dynamodb() -> None:
     soak = run_soak(SoakConfig(events=250, nodes=80, ledger="dynamodb", poison_nodes=1, seed=7))
     _check_accounting(soak)
     assert sum(soak.ledger_throttled.values()) > 0
+
+
+def test_soak_one_replacement_per_old_nodeclaim() -> None:
+    """One old NodeClaim gets at most one replacement, across notices, deliveries, batches
+    and concurrent handling: counted per old claim (the ``lifeboat.dev/replaces`` label of
+    every NodeClaim the API server accepted), not per event. A soak weighted towards what
+    provokes a second one: many pairs of different notices for one instance (Spot + state
+    change, Spot + capacity reservation, Spot + rebalance, rebalance + scheduled change),
+    mostly in one batch, and wake-ups delivered twice."""
+    soak = run_soak(SoakConfig(events=600, nodes=300, pair_rate=0.5, wakeup_duplicate_rate=0.5))
+    assert sum(1 for m in soak.sent if m.paired_with) == 300
+    assert any(m.duplicate_of for m in soak.wakeups)
+    assert soak.server.created_claims
+    assert soak.replacement_violations == []

@@ -15,8 +15,9 @@ from kubeconfigs import write_kubeconfig
 from kubemu import Emulator, load_cluster_file
 from lifeboat_local.cli import build_parser, main
 from lifeboat_local.windows import FROZEN_MARK, run
+from tests.support.paths import SAMPLE_CLUSTER
 
-CLUSTER = Path(__file__).resolve().parents[2] / "events" / "cluster.yaml"
+CLUSTER = SAMPLE_CLUSTER
 SVG = "{http://www.w3.org/2000/svg}"
 WRITE_VERBS = ("create", "update", "patch", "delete")
 TUESDAY = "2026-12-01T14:05:00Z"  # inside general's weekday freeze (09:00-17:00 UTC)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
-from pathlib import Path
 from typing import Any
 
 import boto3
@@ -17,7 +16,6 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 )
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
-from moto import mock_aws
 
 from lifeboat.events import parse_message
 from lifeboat.events.notice import LifecycleHook, Notice
@@ -29,9 +27,9 @@ from lifeboat.scheduler import SchedulerWakeups, schedule_name
 from lifeboat.service import BATCH_WORKERS, build_service
 from lifeboat.settings import SettingsError
 from lifeboat.wakeup import Task, Wakeup, decode
+from tests.support.aws import create_idempotency_table
+from tests.support.paths import EVENTS
 
-ROOT = Path(__file__).resolve().parents[2]
-EVENTS = ROOT / "events"
 REGION = "us-east-1"
 NOW = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
 GROUP = "lifeboat-schedules"
@@ -42,23 +40,6 @@ pytestmark = pytest.mark.filterwarnings(
     # Outside a Lambda, Powertools cannot tell how long an in-progress record may live.
     "ignore:Couldn't determine the remaining time left:UserWarning"
 )
-
-
-@pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-        "AWS_DEFAULT_REGION": REGION,
-        "AWS_REGION": REGION,
-        # Nothing of the developer's own AWS configuration leaks in.
-        "AWS_CONFIG_FILE": str(tmp_path / "no-config"),
-        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-credentials"),
-    }.items():
-        monkeypatch.setenv(name, value)
-    with mock_aws():
-        yield
 
 
 def notice(sample: str = "rebalance-recommendation.json") -> Notice:
@@ -176,12 +157,7 @@ def test_a_due_time_in_another_offset_is_scheduled_at_the_same_instant_in_utc(
 @pytest.fixture
 def ledger(aws: None) -> tuple[PowertoolsLedger, Any]:
     dynamodb = boto3.client("dynamodb")
-    dynamodb.create_table(
-        TableName="idempotency",
-        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    create_idempotency_table(dynamodb, "idempotency")
     return PowertoolsLedger("idempotency", boto3_client=dynamodb), dynamodb
 
 

@@ -31,6 +31,7 @@ from lifeboat.budgets import (
     window_timeline,
 )
 from lifeboat.cron import CronError, CronSchedule, parse_cron
+from tests.support import kube
 
 # 2024-01-07 is a Sunday; 2024-01-08 a Monday.
 SUNDAY = datetime(2024, 1, 7, tzinfo=UTC)
@@ -40,12 +41,7 @@ FREEZE = {"nodes": "0", "schedule": "0 9 * * mon-fri", "duration": "8h"}
 
 def pool(*budgets: Mapping[str, Any]) -> dict[str, Any]:
     """A karpenter.sh/v1 NodePool dict with the given budgets."""
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodePool",
-        "metadata": {"name": "default"},
-        "spec": {"disruption": {"budgets": list(budgets)}},
-    }
+    return kube.nodepool(name="default", budgets=list(budgets))
 
 
 def one(**fields: Any) -> Budget:

@@ -9,10 +9,12 @@ from typing import Any
 import pytest
 
 from lifeboat.decide import RECHECK_INTERVAL, Step, decide
-from lifeboat.events.notice import Kind, LifecycleHook, Notice
+from lifeboat.events.notice import Kind, Notice
 from lifeboat.report import Outcome
 from lifeboat.settings import Settings
 from lifeboat.target import ClaimRef, PoolCounts, Target
+from tests.support import kube
+from tests.support.events import notice, stamp
 
 # 2026-12-01 is a Tuesday: 14:05 UTC is inside a Mon-Fri 09:00-17:00 freeze window.
 TUESDAY_AFTERNOON = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
@@ -34,31 +36,6 @@ INVOLUNTARY = (
 FREEZE = {"nodes": "0", "schedule": "0 9 * * mon-fri", "duration": "8h"}
 
 
-def hook() -> LifecycleHook:
-    return LifecycleHook("eks-system-1", "lifeboat-drain", "token-1", INSTANCE)
-
-
-def notice(
-    kind: Kind,
-    *,
-    at: datetime = TUESDAY_AFTERNOON - timedelta(minutes=3),
-    deadline: datetime | None = None,
-    lifecycle: LifecycleHook | None = None,
-    ignore_reason: str | None = None,
-) -> Notice:
-    if lifecycle is None and kind is Kind.ASG_TERMINATION:
-        lifecycle = hook()
-    return Notice(
-        kind=kind,
-        event_id="evt-1",
-        event_time=at,
-        instance_id=INSTANCE,
-        deadline=deadline,
-        lifecycle=lifecycle,
-        ignore_reason=ignore_reason,
-    )
-
-
 def weekend_rebalance() -> Notice:
     return notice(Kind.REBALANCE_RECOMMENDATION, at=SATURDAY - timedelta(minutes=2))
 
@@ -70,40 +47,23 @@ def node(
     annotations: Mapping[str, str] | None = None,
     ready: bool = True,
 ) -> dict[str, Any]:
-    meta: dict[str, Any] = {
-        "name": NODE,
-        "labels": {"karpenter.sh/nodepool": "general"} if claim else {},
-        "annotations": dict(annotations or {}),
-    }
-    if claim:
-        meta["ownerReferences"] = [
-            {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "name": claim, "uid": "u1"}
-        ]
-    spec: dict[str, Any] = {"providerID": f"aws:///us-east-1a/{INSTANCE}"}
-    if taints:
-        spec["taints"] = [dict(t) for t in taints]
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": meta,
-        "spec": spec,
-        "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
-    }
+    return kube.node(
+        name=NODE,
+        instance_id=INSTANCE,
+        nodepool="general" if claim else None,
+        nodeclaim=claim,
+        nodeclaim_uid="u1",
+        taints=taints,
+        annotations=annotations or {},
+        ready=ready,
+    )
 
 
 def nodepool(
     budgets: Sequence[Mapping[str, Any]] | None = None,
     annotations: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    spec: dict[str, Any] = {"template": {"spec": {}}}
-    if budgets is not None:
-        spec["disruption"] = {"budgets": [dict(b) for b in budgets]}
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodePool",
-        "metadata": {"name": "general", "uid": "pool-uid", "annotations": dict(annotations or {})},
-        "spec": spec,
-    }
+    return kube.nodepool(uid="pool-uid", budgets=budgets, annotations=annotations or {})
 
 
 def pod(
@@ -114,17 +74,15 @@ def pod(
     created: datetime | None = None,
     deleting: bool = False,
 ) -> dict[str, Any]:
-    meta: dict[str, Any] = {
-        "name": name,
-        "namespace": "shop",
-        "annotations": dict(annotations or {}),
-        "creationTimestamp": (created or datetime(2026, 11, 1, tzinfo=UTC)).strftime(
-            "%Y-%m-%dT%H:%M:%SZ"
-        ),
-    }
-    if deleting:
-        meta["deletionTimestamp"] = "2026-12-01T14:00:00Z"
-    return {"metadata": meta, "spec": {"nodeName": NODE}, "status": {"phase": phase}}
+    return kube.pod(
+        name=name,
+        namespace="shop",
+        node_name=NODE,
+        annotations=annotations or {},
+        phase=phase,
+        created=stamp(created or datetime(2026, 11, 1, tzinfo=UTC)),
+        deleting="2026-12-01T14:00:00Z" if deleting else None,
+    )
 
 
 def target(

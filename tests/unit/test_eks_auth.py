@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import base64
 import logging
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import boto3
 import pytest
-from moto import mock_aws
 
 from lifeboat.eks_auth import (
     CLUSTER_ID_HEADER,
@@ -19,6 +17,7 @@ from lifeboat.eks_auth import (
     EksAuthError,
     generate_token,
 )
+from tests.support.aws import AwsCredentials, create_eks_cluster
 
 REGION = "eu-west-1"
 CLUSTER = "prod-eu"
@@ -39,21 +38,21 @@ class FakeClock:
 
 
 @pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[boto3.Session]:
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDTESTLIFEBOAT")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret-test-lifeboat")
-    monkeypatch.setenv("AWS_SESSION_TOKEN", "SESSIONTOKENLIFEBOATXYZ")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
-    with mock_aws():
-        session = boto3.Session(region_name=REGION)
-        eks = session.client("eks")
-        eks.create_cluster(
-            name=CLUSTER,
-            roleArn="arn:aws:iam::123456789012:role/eks",
-            resourcesVpcConfig={"subnetIds": ["subnet-1"]},
-        )
-        _set_cluster_ca(CLUSTER, FAKE_PEM)
-        yield session
+def aws_region() -> str:
+    return REGION
+
+
+@pytest.fixture
+def aws_credentials() -> AwsCredentials:
+    return AwsCredentials("AKIDTESTLIFEBOAT", "secret-test-lifeboat", "SESSIONTOKENLIFEBOATXYZ")
+
+
+@pytest.fixture
+def aws(aws: boto3.Session) -> boto3.Session:
+    """The shared moto fixture, in REGION with the credentials above, and an EKS cluster."""
+    create_eks_cluster(aws, CLUSTER)
+    _set_cluster_ca(CLUSTER, FAKE_PEM)
+    return aws
 
 
 def _set_cluster_ca(name: str, pem: str) -> None:

@@ -5,22 +5,16 @@ from __future__ import annotations
 import copy
 import json
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from lifeboat.events import Kind, LifecycleHook, Notice, parse_message
 from lifeboat.events.registry import lookup, supported
+from tests.support.events import sample
 
-EVENTS = Path(__file__).resolve().parents[2] / "events"
 RECEIVED = datetime(2026, 12, 1, 15, 0, tzinfo=UTC)
 TOPIC = "arn:aws:sns:eu-west-1:123456789012:lifeboat-hooks"
-
-
-def sample(name: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((EVENTS / name).read_text(encoding="utf-8"))
-    return data
 
 
 def parse(body: object) -> list[Notice]:

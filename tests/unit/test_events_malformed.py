@@ -6,22 +6,16 @@ import copy
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from lifeboat.events import MAX_REASON, MalformedMessage, parse_message
+from tests.support.events import sample
 
-EVENTS = Path(__file__).resolve().parents[2] / "events"
 RECEIVED = datetime(2026, 12, 1, 15, 0, tzinfo=UTC)
 
 Edit = Callable[[dict[str, Any]], object]
-
-
-def sample(name: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((EVENTS / name).read_text(encoding="utf-8"))
-    return data
 
 
 def rejected(body: object) -> MalformedMessage:

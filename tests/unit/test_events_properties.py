@@ -5,15 +5,14 @@ from __future__ import annotations
 import copy
 import json
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lifeboat.events import MAX_REASON, UNEXPECTED, MalformedMessage, Notice, parse_message
+from tests.support.paths import EVENTS
 
-EVENTS = Path(__file__).resolve().parents[2] / "events"
 RECEIVED = datetime(2026, 12, 1, 15, 0, tzinfo=UTC)
 SAMPLES: list[Any] = [
     json.loads(path.read_text(encoding="utf-8"))

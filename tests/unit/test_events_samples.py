@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from lifeboat.events import Kind, parse_message
+from tests.support.paths import EVENTS
 
-EVENTS = Path(__file__).resolve().parents[2] / "events"
 RECEIVED = datetime(2026, 12, 1, 15, 0, tzinfo=UTC)
 
 EXPECTED: dict[str, tuple[Kind, list[str]]] = {

@@ -9,7 +9,6 @@ import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -27,9 +26,11 @@ from lifeboat.report import Outcome, Report
 from lifeboat.service import Service
 from lifeboat.settings import Settings, load_settings
 from lifeboat_local.directory import directory_from_objects
+from tests.support.events import sqs_record
+from tests.support.fakes import LambdaContext as FakeLambdaContext
+from tests.support.fakes import RecordingMetrics as Metrics
+from tests.support.paths import EVENTS, ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
-EVENTS = ROOT / "events"
 NOW = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
 EVENT_TIME = NOW - timedelta(seconds=3)
 
@@ -50,31 +51,6 @@ class FakePipeline:
         return [self.results[body] for body in bodies]
 
 
-@dataclass
-class Metrics:
-    emitted: list[tuple[str, float, str, dict[str, str]]] = field(default_factory=list)
-
-    def emit(self, name: str, value: float, unit: str, dimensions: dict[str, str]) -> None:
-        self.emitted.append((name, value, unit, dimensions))
-
-    def named(self, name: str) -> list[tuple[float, str, dict[str, str]]]:
-        return [(v, u, d) for n, v, u, d in self.emitted if n == name]
-
-
-def record(message_id: str, body: str) -> dict[str, Any]:
-    return {
-        "messageId": message_id,
-        "receiptHandle": f"handle-{message_id}",
-        "body": body,
-        "attributes": {"ApproximateReceiveCount": "1", "SentTimestamp": "1796133720412"},
-        "messageAttributes": {},
-        "md5OfBody": "0" * 32,
-        "eventSource": "aws:sqs",
-        "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:lifeboat-queue",
-        "awsRegion": "us-east-1",
-    }
-
-
 def report(outcome: Outcome, kind: str = "spot-interruption", **fields: Any) -> Report:
     fields.setdefault("event_time", EVENT_TIME)
     return Report("ev-1", kind, outcome, f"because {outcome}", instance_id="i-1", **fields)
@@ -90,7 +66,7 @@ REJECTED = Report.rejected("detail.instance-id: field required", "ev-bad")
 
 
 def pipeline_for(**bodies: MessageResult) -> tuple[FakePipeline, dict[str, Any]]:
-    event = {"Records": [record(f"m-{body}", body) for body in bodies]}
+    event = {"Records": [sqs_record(body, f"m-{body}") for body in bodies]}
     return FakePipeline(dict(bodies)), event
 
 
@@ -243,21 +219,6 @@ def template_environment() -> dict[str, str]:
     return env
 
 
-class FakeLambdaContext:
-    function_name = "lifeboat-InterruptionFunction-1"
-    function_version = "$LATEST"
-    memory_limit_in_mb = 512
-    invoked_function_arn = (
-        "arn:aws:lambda:us-east-1:123456789012:function:lifeboat-InterruptionFunction-1"
-    )
-    aws_request_id = "0f5e2c1a-1111-4000-8000-000000000001"
-    log_group_name = "/aws/lambda/lifeboat"
-    log_stream_name = "2026/12/01/[$LATEST]0123"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 58_000
-
-
 @pytest.fixture
 def lambda_env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     env = template_environment()
@@ -383,13 +344,9 @@ def test_wakeups_are_counted_apart_from_notices_and_add_no_reaction_latency() ->
         event_time=sent,
         wakeup="finish-replacement",
     )
-    seen: list[tuple[str, dict[str, str]]] = []
-
-    class Sink:
-        def emit(self, name: str, value: float, unit: str, dimensions: dict[str, str]) -> None:
-            seen.append((name, dimensions))
-
-    report_metrics([notice, follow_up], Sink(), sent + timedelta(hours=3))
+    sink = Metrics()
+    report_metrics([notice, follow_up], sink, sent + timedelta(hours=3))
+    seen = [(metric.name, metric.dimensions) for metric in sink.emitted]
     names = [name for name, _ in seen]
     assert names.count("NoticesReceived") == 1
     assert ("WakeupsHandled", {"task": "finish-replacement"}) in seen

@@ -15,7 +15,6 @@ from __future__ import annotations
 import copy
 import json
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,10 +27,10 @@ from lifeboat.ledger import MemoryLedger
 from lifeboat.pipeline import MessageResult, OneCluster, Pipeline
 from lifeboat.report import Outcome
 from lifeboat.settings import Settings
+from tests.support.paths import EVENTS
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
-EVENTS = Path(__file__).resolve().parents[2] / "events"
 SAMPLES = [json.loads(path.read_text()) for path in sorted(EVENTS.glob("*.json"))]
 RAW = [json.loads(path.read_text()) for path in sorted((EVENTS / "raw").glob("*.json"))]
 ENVELOPE_KEYS = ("id", "source", "detail-type", "detail", "time")

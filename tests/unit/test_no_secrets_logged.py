@@ -18,7 +18,6 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,10 +25,9 @@ from typing import Any
 import boto3
 import pytest
 from kubernetes import client as k8s
-from moto import mock_aws
 
 import lifeboat.service
-from kubemu import Emulator, builders
+from kubemu import Emulator
 from lifeboat.eks_auth import EksAuth
 from lifeboat.instances import InstanceInfo, StaticInstanceDirectory
 from lifeboat.kube import KubeApi, RetryPolicy
@@ -37,11 +35,15 @@ from lifeboat.ledger import MemoryLedger
 from lifeboat.pipeline import Pipeline
 from lifeboat.service import Service
 from lifeboat.settings import Settings
+from tests.support import kube
+from tests.support.aws import AwsCredentials, create_eks_cluster
+from tests.support.events import sample
+from tests.support.fakes import LambdaContext as _Context
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 REGION = "us-east-1"
 NOW = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
-SPOT = json.loads((ROOT / "events" / "spot-interruption.json").read_text())
+SPOT = sample("spot-interruption")
 EKS_INSTANCE, STATIC_INSTANCE = "i-0a1b2c3d4e5f60001", "i-0a1b2c3d4e5f60002"
 
 
@@ -53,34 +55,20 @@ class _Clusters:
         return self._apis[cluster or ""]
 
 
-class _Context:
-    function_name = "lifeboat-interruption"
-    memory_limit_in_mb = 512
-    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:lifeboat"
-    aws_request_id = "req-1"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 60_000
-
-
 def _node(name: str, instance: str) -> dict[str, Any]:
-    return builders.node(name, providerID=f"aws:///us-east-1a/{instance}")
+    return kube.node(kube.NODE_GROUP_NODE, name=name, instance_id=instance, zone="us-east-1a")
 
 
 @pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[boto3.Session]:
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDNOSECRETSTEST")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret-no-secrets-test")
-    monkeypatch.setenv("AWS_SESSION_TOKEN", "SESSIONNOSECRETSTEST")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
-    with mock_aws():
-        session = boto3.Session(region_name=REGION)
-        session.client("eks").create_cluster(
-            name="prod",
-            roleArn="arn:aws:iam::123456789012:role/eks",
-            resourcesVpcConfig={"subnetIds": ["subnet-1"]},
-        )
-        yield session
+def aws_credentials() -> AwsCredentials:
+    return AwsCredentials("AKIDNOSECRETSTEST", "secret-no-secrets-test", "SESSIONNOSECRETSTEST")
+
+
+@pytest.fixture
+def aws(aws: boto3.Session) -> boto3.Session:
+    """The shared moto fixture, with the credentials above and an EKS cluster."""
+    create_eks_cluster(aws, "prod")
+    return aws
 
 
 def _load_app(monkeypatch: pytest.MonkeyPatch, service: Service) -> Any:

@@ -9,62 +9,24 @@ from typing import Any
 import pytest
 
 from lifeboat.replacement import replacement_name, replacement_nodeclaim
+from tests.support import kube
 
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 
 
 def nodepool(requirements: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodePool",
-        "metadata": {
-            "name": "general",
-            "uid": "pool-uid-1",
-            "annotations": {
-                "karpenter.sh/nodepool-hash": "6821555240594823858",
-                "karpenter.sh/nodepool-hash-version": "v3",
-                "unrelated.example.com/note": "not copied",
-            },
-        },
-        "spec": {
-            "template": {
-                "metadata": {
-                    "labels": {"team": "platform"},
-                    "annotations": {"example.com/owner": "platform"},
-                },
-                "spec": {
-                    "nodeClassRef": {
-                        "group": "karpenter.k8s.aws",
-                        "kind": "EC2NodeClass",
-                        "name": "default",
-                    },
-                    "requirements": [
-                        dict(r)
-                        for r in (
-                            requirements
-                            if requirements is not None
-                            else [
-                                {
-                                    "key": "karpenter.sh/capacity-type",
-                                    "operator": "In",
-                                    "values": ["spot", "on-demand"],
-                                },
-                                {
-                                    "key": "karpenter.k8s.aws/instance-category",
-                                    "operator": "In",
-                                    "values": ["c", "m", "r"],
-                                },
-                            ]
-                        )
-                    ],
-                    "taints": [{"key": "workload", "value": "web", "effect": "NoSchedule"}],
-                    "startupTaints": [{"key": "cilium.io/agent-not-ready", "effect": "NoExecute"}],
-                    "expireAfter": "720h",
-                    "terminationGracePeriod": "48h",
-                },
-            }
-        },
-    }
+    return kube.nodepool(
+        uid="pool-uid-1",
+        annotations={"unrelated.example.com/note": "not copied"},
+        template_labels={"team": "platform"},
+        template_annotations={"example.com/owner": "platform"},
+        # capacity-type spot or on-demand, instance-category c, m or r
+        requirements=kube.REQUIREMENTS[:2] if requirements is None else requirements,
+        taints=[{"key": "workload", "value": "web", "effect": "NoSchedule"}],
+        startup_taints=[{"key": "cilium.io/agent-not-ready", "effect": "NoExecute"}],
+        expire_after="720h",
+        termination_grace_period="48h",
+    )
 
 
 def node(
@@ -72,24 +34,11 @@ def node(
     instance_type: str = "m5.large",
     allocatable: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": "ip-10-0-1-11.ec2.internal",
-            "labels": {
-                "karpenter.sh/capacity-type": capacity_type,
-                INSTANCE_TYPE: instance_type,
-                "karpenter.sh/nodepool": "general",
-            },
-        },
-        "spec": {"providerID": "aws:///us-east-1a/i-0a1b2c3d4e5f60001"},
-        "status": {
-            "allocatable": dict(
-                allocatable if allocatable is not None else {"cpu": "1930m", "memory": "7220Mi"}
-            )
-        },
-    }
+    return kube.node(
+        capacity_type=capacity_type,
+        instance_type=instance_type,
+        allocatable={"cpu": "1930m", "memory": "7220Mi"} if allocatable is None else allocatable,
+    )
 
 
 def build(pool: Mapping[str, Any] | None = None, the_node: Mapping[str, Any] | None = None) -> Any:

@@ -13,7 +13,6 @@ import json
 import re
 from collections.abc import Iterator
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,9 +20,9 @@ import yaml
 from cfnlint.api import lint_file  # type: ignore[import-untyped]  # cfn-lint is untyped
 from cfnlint.decode import decode_str  # type: ignore[import-untyped]
 
-ROOT = Path(__file__).resolve().parents[2]
-TEMPLATE = ROOT / "template.yaml"
-EVENTS = ROOT / "events"
+from tests.support.events import sample as _sample
+from tests.support.paths import ROOT, TEMPLATE
+
 SETTINGS = ROOT / "layers" / "lifeboat" / "lifeboat" / "settings.py"
 
 # Rule logical id -> sample event of its kind.
@@ -334,14 +333,6 @@ def _matches(pattern: dict[str, Any], event: dict[str, Any]) -> bool:
             if not any(value in expected for value in values):
                 return False
     return True
-
-
-def _sample(name: str) -> dict[str, Any]:
-    path = EVENTS / name
-    if not path.exists():
-        pytest.skip(f"sample event {path.name} not written yet")
-    event: dict[str, Any] = json.loads(path.read_text())
-    return event
 
 
 def _pattern(rule: str) -> dict[str, Any]:

@@ -61,7 +61,13 @@ def handle_batch(
         result: MessageResult = by_message[record.message_id]
         for report in result.reports:
             level = logging.WARNING if report.outcome is Outcome.REJECTED else logging.INFO
-            logger.log(level, "decision", extra={"decision": log_fields(report)})
+            # The message id ties each decision to its SQS message (the correlation id is
+            # only the batch's first), for an operator and for the soak's audit alike.
+            logger.log(
+                level,
+                "decision",
+                extra={"decision": log_fields(report), "message_id": record.message_id},
+            )
         if metrics is not None:
             report_metrics(result.reports, metrics, now)
         if result.error is not None:

@@ -1,0 +1,71 @@
+"""Fixtures shared by every test: the Kubernetes emulator, moto, a Lambda context, a metric
+sink. The builders and doubles behind them are in ``tests.support``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from kubemu import Emulator
+from tests.support.aws import AwsCredentials
+from tests.support.events import REGION
+from tests.support.fakes import LambdaContext, RecordingMetrics
+
+
+@pytest.fixture
+def emulator() -> Iterator[Emulator]:
+    """An empty Kubernetes API emulator, started on 127.0.0.1 and stopped after the test."""
+    with Emulator() as emu:
+        yield emu
+
+
+@pytest.fixture
+def aws_region() -> str:
+    """The region of the ``aws`` fixture; a module overrides it by defining its own."""
+    return REGION
+
+
+@pytest.fixture
+def aws_credentials() -> AwsCredentials:
+    """The credentials of the ``aws`` fixture; a module overrides it to recognise them."""
+    return AwsCredentials()
+
+
+@pytest.fixture
+def aws(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    aws_region: str,
+    aws_credentials: AwsCredentials,
+) -> Iterator[boto3.Session]:
+    """Every AWS service in-process on moto (``mock_aws``), with dummy credentials in the
+    environment and none of the developer's own configuration read; yields a session in
+    ``aws_region``. Nothing leaves the process."""
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": aws_credentials.access_key_id,
+        "AWS_SECRET_ACCESS_KEY": aws_credentials.secret_access_key,
+        "AWS_SECURITY_TOKEN": aws_credentials.session_token,
+        "AWS_SESSION_TOKEN": aws_credentials.session_token,
+        "AWS_DEFAULT_REGION": aws_region,
+        "AWS_REGION": aws_region,
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "AWS_CONFIG_FILE": str(tmp_path / "no-aws-config"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-aws-credentials"),
+    }.items():
+        monkeypatch.setenv(name, value)
+    with mock_aws():
+        yield boto3.Session(region_name=aws_region)
+
+
+@pytest.fixture
+def lambda_context() -> LambdaContext:
+    return LambdaContext()
+
+
+@pytest.fixture
+def metrics() -> RecordingMetrics:
+    return RecordingMetrics()
