@@ -124,7 +124,7 @@ class Pipeline:
                 return decode(message)
             return parse_message(message, received_at=self.clock())
         except MalformedMessage as error:
-            return MessageResult([Report.rejected(error.reason, error.event_id)])
+            return MessageResult([Report.rejected(error.reason, error.event_id, error.kind)])
 
     def _one(self, batch: _Batch, item: Parsed) -> MessageResult:
         if isinstance(item, MessageResult):
