@@ -6,19 +6,25 @@ from typing import Any, TextIO
 
 from lifeboat import nodes
 from lifeboat.budgets import LIFEBOAT_REASON
+from lifeboat_local.timeline import action_text
 
 
 def render_text(entry: dict[str, Any], out: TextIO) -> None:
     lines: list[str] = []
     add = lines.append
-    if entry.get("kind") == "unsupported" and entry.get("rejected"):
-        add(f"Message in {entry.get('file')}: REJECTED -- {entry['decision']['reason']}")
+    decision = entry["decision"]
+    if "voluntary" not in entry:  # rejected, or a message that is no AWS notice
+        add(
+            f"Message in {entry.get('where')} ({entry.get('kind')}): "
+            f"{decision['outcome'].upper()} -- {decision['reason']}"
+        )
         out.write("\n".join(lines) + "\n\n")
         return
     add(
         f"Event {entry['event_id']} ({entry['kind']}), instance {entry['instance_id'] or '-'}, "
         f"judged at {entry['at']}"
     )
+    add(f"  message:     {entry.get('where')}")
     voluntary = "voluntary" if entry["voluntary"] else "involuntary (never waits for budgets)"
     detail = f" [{entry['detail']}]" if entry.get("detail") else ""
     add(f"  notice:      {entry['kind']}{detail}, {voluntary}, sent {entry['event_time']}")
@@ -55,15 +61,16 @@ def render_text(entry: dict[str, Any], out: TextIO) -> None:
         _render_pods(entry, add)
     elif entry["decision"]["by"] == "decide":
         add("  node:        none found for this instance")
-    decision = entry["decision"]
     until = f" until {decision['deferred_until']}" if decision["deferred_until"] else ""
     forced = " (FORCED past budgets/do-not-disrupt)" if decision["forced"] else ""
     add(f"  decision:    {decision['outcome'].upper()}{until}{forced} -- {decision['reason']}")
     if decision["steps"]:
         add(f"  steps:       {', '.join(decision['steps'])}")
+    if decision.get("actions"):
+        add(f"  would do:    {', '.join(action_text(a) for a in decision['actions'])}")
     if decision["recheck_at"]:
         add(f"  recheck at:  {decision['recheck_at']}")
-    add("  (nothing was changed in the cluster)")
+    add("  (judged on a copy of the cluster, after the notices before it: nothing was changed)")
     out.write("\n".join(lines) + "\n\n")
 
 

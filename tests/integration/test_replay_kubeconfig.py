@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
+from kubeconfigs import write_kubeconfig
 
 from kubemu import Emulator, load_cluster_file
 from lifeboat_local.cli import build_parser, main
@@ -33,20 +34,7 @@ def live() -> Iterator[Emulator]:
 @pytest.fixture
 def kubeconfig(tmp_path: Path, live: Emulator) -> Path:
     """A kubeconfig for the emulator's URL, without credentials (the emulator needs none)."""
-    path = tmp_path / "kubeconfig"
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "emu", "cluster": {"server": live.url}}],
-                "users": [{"name": "anonymous", "user": {}}],
-                "contexts": [{"name": "emu", "context": {"cluster": "emu", "user": "anonymous"}}],
-                "current-context": "emu",
-            }
-        )
-    )
-    return path
+    return write_kubeconfig(tmp_path / "kubeconfig", live.url)
 
 
 def run_replay(*argv: str) -> tuple[int, list[dict[str, Any]]]:

@@ -1,0 +1,24 @@
+"""A kubeconfig for the emulator, as the tests that read a "live" cluster through one need."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+
+def write_kubeconfig(path: Path, server: str) -> Path:
+    """A kubeconfig for ``server`` without credentials (the emulator needs none)."""
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "emu", "cluster": {"server": server}}],
+                "users": [{"name": "anonymous", "user": {}}],
+                "contexts": [{"name": "emu", "context": {"cluster": "emu", "user": "anonymous"}}],
+                "current-context": "emu",
+            }
+        )
+    )
+    return path
