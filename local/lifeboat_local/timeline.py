@@ -3,7 +3,8 @@ per step of the simulated Karpenter), in aligned columns.
 
 Without ``--follow`` every row is one line (``make demo``: one line per decision). With it,
 every row starts with its instant, and a row too long for the width (160 columns unless
-``--wide``) keeps its columns on the first line and wraps its actions and reason beneath.
+``--wide``) keeps its columns on the first line, its actions and its reason each wrapped on
+lines of their own beneath.
 Rows are collected and printed at the end, so columns fit their widest cell.
 """
 
@@ -108,11 +109,8 @@ class Timeline:
         if not self.timed or self.width is None or len(line) <= self.width:
             yield line
             return
-        if row.doing and len(columns) + 2 + len(row.doing) <= self.width:
-            yield f"{columns}  {row.doing}"
-        else:
-            yield columns.rstrip()
-            yield from _wrap(row.doing, self.width, INDENT)
+        yield columns.rstrip()
+        yield from _wrap(row.doing, self.width, INDENT)
         if row.reason:
             yield from _wrap(f"-- {row.reason}", self.width, INDENT, hang=3)
 

@@ -77,7 +77,9 @@ def test_every_row_names_its_node_and_pool_follow_ups_too(make_follow: list[str]
     """Follow-up work (a replacement awaited, then the old claim deleted) is reported without
     a node by the pipeline; the timeline names the node and pool its notice was about."""
     text = "\n".join(make_follow)
-    awaited = re.findall(r"^(\S+)  deferred .*\n    -- waiting for replacement", text, re.M)
+    awaited = re.findall(
+        r"^(\S+)  deferred .*\n    until \S+\n    -- waiting for replacement", text, re.M
+    )
     assert awaited
     follow_ups = [
         cells
