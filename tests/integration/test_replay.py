@@ -513,3 +513,19 @@ def test_an_unwritable_state_out_is_a_usage_error_before_any_work(
     [error] = [line for line in run.err.splitlines() if "error:" in line]
     assert f"--state-out {target}" in error
     assert "no-cluster.yaml" not in run.err
+
+
+def test_a_state_out_that_fails_to_write_is_one_line_after_the_decisions(
+    lifeboat: Callable[..., Run],
+) -> None:
+    """/dev/full passes every check (it exists and is writable) and fails on write: ENOSPC,
+    as a full disk would. The decisions are printed; the failure is one line; exit 1."""
+    full = Path("/dev/full")
+    if not full.exists():
+        pytest.skip("no /dev/full here")
+    run = lifeboat(*replay_args(EVENTS / "spot-interruption.json", state_out=full))
+    assert run.code == 1
+    assert [r["outcome"] for r in run.records] == ["acted"]
+    assert run.err.splitlines() == [
+        "lifeboat: error: --state-out /dev/full: No space left on device"
+    ]
