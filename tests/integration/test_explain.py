@@ -310,3 +310,17 @@ def test_pdb_selector_matching(
     selector: dict[str, Any] | None, labels: dict[str, str], expected: bool
 ) -> None:
     assert selector_matches(selector, labels) is expected
+
+
+def test_an_unknown_instance_within_the_grace_period_goes_back_to_the_queue(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With LIFEBOAT_UNKNOWN_INSTANCE_GRACE_SECONDS the Lambda returns such a message to the
+    queue (routing.NotYetKnown); explain says so, as replay does, and exits 1."""
+    monkeypatch.setenv("LIFEBOAT_UNKNOWN_INSTANCE_GRACE_SECONDS", "3600")
+    event = rebalance_event(tmp_path, "i-0fffffffffffffff0", "2026-12-01T14:01:30Z")
+    status, [entry] = explain_json(str(event), "--cluster", str(CLUSTER), "--at", TUESDAY)
+    assert status == 1
+    assert entry["decision"]["outcome"] == "retried"
+    assert "i-0fffffffffffffff0 is unknown" in entry["decision"]["reason"]
+    assert entry["decision"]["reason"].endswith("the message would go back to the queue")
