@@ -34,8 +34,8 @@ Simplifications, on purpose:
 - The status subresource replaces `status` only; metadata changes sent to it are ignored.
 """
 
-from .clusterfile import dump_cluster_file, load_cluster_file
+from .clusterfile import cluster_objects, dump_cluster_file, load_cluster_file
 from .emulator import Emulator
 from .errors import ApiError
 
-__all__ = ["ApiError", "Emulator", "dump_cluster_file", "load_cluster_file"]
+__all__ = ["ApiError", "Emulator", "cluster_objects", "dump_cluster_file", "load_cluster_file"]

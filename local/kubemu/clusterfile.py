@@ -122,3 +122,10 @@ def dump_cluster_file(objects: Iterable[Obj] | Mapping[str, Any], path: str | Pa
     """Writes a `kind: List` in a stable order: by kind, then namespace and name."""
     items = objects.get("items") or [] if isinstance(objects, Mapping) else list(objects)
     Path(path).write_text(yaml.safe_dump(as_list(items), sort_keys=False))
+
+
+def cluster_objects(documents: Iterable[Any], path: str | Path) -> list[Obj]:
+    """The objects of cluster file documents already parsed (by a caller that filters or
+    reports on them first); validated like ``load_cluster_file``'s."""
+    path = Path(path)
+    return [_validate(_as_json(obj), index, path) for index, obj in _flatten(documents, path)]

@@ -2,17 +2,21 @@
 
 A dispatch table and nothing else: each subcommand is a module with ``add_parser(commands)``,
 ``run(args) -> int`` and, optionally, ``check_args(args)`` for flags that do not go together
-(raising ``UsageError``); what they share lives in ``lifeboat_local.common``.
+and outputs that cannot be written (raising ``UsageError`` before any work); what they share
+lives in ``lifeboat_local.common``.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
+from importlib.metadata import PackageNotFoundError, version
 from types import ModuleType
 from typing import NoReturn
 
+from lifeboat.kube import KubeError
 from lifeboat_local import explain, replay, windows
 from lifeboat_local.audit import command as audit
 from lifeboat_local.common import EXIT_USAGE, UsageError
@@ -25,6 +29,13 @@ COMMANDS: dict[str, ModuleType] = {
     "audit": audit,
 }
 
+# What a shell reports for a command ended by SIGPIPE (its reader went away) or by Ctrl-C.
+EXIT_BROKEN_PIPE, EXIT_INTERRUPTED = 141, 130
+
+EPILOG = """\
+exit status: 0 done; 2 some message was rejected (the others were still handled);
+1 usage error or unreadable input. Run `lifeboat COMMAND --help` for examples."""
+
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
@@ -33,8 +44,21 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
+def _version() -> str:
+    try:
+        return version("eks-lifeboat")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="lifeboat", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = _Parser(
+        prog="lifeboat",
+        description=__doc__.splitlines()[0] if __doc__ else None,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"lifeboat {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for module in COMMANDS.values():
         module.add_parser(commands)
@@ -56,7 +80,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run(args)
     except UsageError as error:
         print(f"lifeboat: error: {error}", file=sys.stderr)
-        return EXIT_USAGE
+    except BrokenPipeError:
+        # The reader went away (`lifeboat replay ... | head`): stop quietly, as `cat` would.
+        _detach_stdout()
+        return EXIT_BROKEN_PIPE
+    except KubeError as error:  # a live cluster refused or did not answer
+        print(f"lifeboat: error: Kubernetes API: {error}", file=sys.stderr)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except Exception as error:  # a bug: one line, not a traceback, and a way to report it
+        print(
+            f"lifeboat: internal error: {type(error).__name__}: {error} (please report it, "
+            "with the command line that caused it)",
+            file=sys.stderr,
+        )
+    return EXIT_USAGE
+
+
+def _detach_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a file (a test's capture)
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

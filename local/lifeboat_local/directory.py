@@ -20,8 +20,13 @@ from lifeboat.instances import (
 
 
 def directory_from_objects(
-    objects: Iterable[Mapping[str, Any]], cluster: str | None = None
+    objects: Iterable[Mapping[str, Any]],
+    cluster: str | None = None,
+    tags: Mapping[str, str] | None = None,
 ) -> StaticInstanceDirectory:
+    """Every instance the objects name, as EC2 would describe it: in ``cluster`` (EC2's
+    cluster tags, which a cluster file does not carry) and with ``tags``."""
+    tags = dict(tags or {})
     infos: dict[str, InstanceInfo] = {}
     claims_by_instance: dict[str, Mapping[str, Any]] = {}
     for obj in objects:
@@ -50,6 +55,7 @@ def directory_from_objects(
             auto_scaling_group=None,
             zone=node_labels.get(nodes.ZONE_LABEL) or zone_from_provider_id(provider),
             instance_type=node_labels.get(nodes.INSTANCE_TYPE_LABEL),
+            tags=tags,
         )
     for instance, claim in claims_by_instance.items():
         if instance not in infos:
@@ -59,5 +65,6 @@ def directory_from_objects(
                 nodeclaim=nodes.name_of(claim),
                 nodepool=nodes.labels_of(claim).get(nodes.NODEPOOL_LABEL),
                 cluster=cluster,
+                tags=tags,
             )
     return StaticInstanceDirectory(infos.values())

@@ -1,11 +1,14 @@
-"""``lifeboat explain``: why Lifeboat would decide what it decides about an event, read only.
+"""``lifeboat explain``: why Lifeboat decides what it decides about each (event, instance).
 
-For each (event, instance): the parsed notice, the node, NodeClaim and NodePool found, every
-budget and whether it is active, the pool's disrupting nodes, do-not-disrupt marks, the
-PodDisruptionBudgets that cover the node's pods, the deadline and lead, and the decision of
-the real ``decide()``. Nothing in the cluster is changed: only GET and LIST requests are made.
-So each notice is judged against the cluster as it is: unlike ``replay``, a later notice does
-not see the budget slot an earlier one would have taken.
+Each notice is judged by the Lambda's own pipeline, in its batch, on a disposable copy of the
+cluster (the cluster file on the emulator, or a copy of a live cluster's Nodes, Pods, PDBs,
+NodePools and NodeClaims): files in order, each one batch, exactly as ``replay`` runs them,
+so a notice sees the budget slot an earlier notice of the same batch took. Nothing in the
+cluster given is changed. For each (event, instance) it shows the facts the decision was
+made on, read at that moment: the notice and its deadline, the node, NodeClaim and NodePool,
+every budget and whether it is active, the pool's disrupting nodes, do-not-disrupt marks,
+the PodDisruptionBudgets that cover the node's pods; then the decision and what carrying it
+out did to the copy.
 """
 
 from __future__ import annotations
@@ -13,462 +16,227 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from lifeboat import nodes
-from lifeboat.budgets import (
-    LIFEBOAT_REASON,
-    BudgetError,
-    allowed_disruptions,
-    applies_to,
-    budget_limit,
-    format_go_duration,
-    is_active,
-    parse_budgets,
-    window_timeline,
-)
-from lifeboat.decide import VOLUNTARY_PATIENCE, Decision, decide
+from lifeboat.decide import Decision
 from lifeboat.events import parse_message
 from lifeboat.events.notice import MalformedMessage, Notice
 from lifeboat.instances import InstanceDirectory
-from lifeboat.instants import format_instant
 from lifeboat.kube import KubeApi
-from lifeboat.objects import Obj
-from lifeboat.report import Outcome
+from lifeboat.pipeline import MessageResult
+from lifeboat.report import Outcome, Report
 from lifeboat.resolve import Resolver
-from lifeboat.routing import NotYetKnown, triage
-from lifeboat.selectors import selector_matches
-from lifeboat.settings import Settings
 from lifeboat.target import Target
+from lifeboat.wakeup import MemoryWakeups
 from lifeboat_local.common import (
     EXIT_OK,
     EXIT_REJECTED,
+    EXIT_USAGE,
+    ToolSettings,
     add_at_flag,
     add_cluster_flags,
+    add_command,
+    add_settings_flags,
     read_event_file,
+    tool_settings,
 )
 from lifeboat_local.directory import directory_from_objects
-from lifeboat_local.source import live_directory, open_cluster
-
-# How far ahead a budget's window end or next opening is looked for.
-HORIZON = timedelta(days=31)
-
-
-def fmt(moment: datetime | None) -> str | None:
-    return format_instant(moment) if moment else None
-
-
-# ---------------------------------------------------------------------------------------------
-# Facts
-
-
-def pdbs_for(kube: KubeApi, pods: Sequence[Obj]) -> list[dict[str, Any]]:
-    """The PDBs selecting any of ``pods``: one list per namespace of the pods."""
-    found = []
-    for namespace in sorted({p["metadata"].get("namespace", "default") for p in pods}):
-        local = [p for p in pods if p["metadata"].get("namespace", "default") == namespace]
-        for pdb in kube.list_pdbs(namespace):
-            spec, status = pdb.get("spec") or {}, pdb.get("status") or {}
-            selected = [
-                nodes.name_of(p)
-                for p in local
-                if selector_matches(spec.get("selector"), nodes.labels_of(p))
-            ]
-            if not selected:
-                continue
-            found.append(
-                {
-                    "namespace": namespace,
-                    "name": nodes.name_of(pdb),
-                    "minAvailable": spec.get("minAvailable"),
-                    "maxUnavailable": spec.get("maxUnavailable"),
-                    "disruptionsAllowed": status.get("disruptionsAllowed"),
-                    "currentHealthy": status.get("currentHealthy"),
-                    "desiredHealthy": status.get("desiredHealthy"),
-                    "expectedPods": status.get("expectedPods"),
-                    "pods_on_node": selected,
-                }
-            )
-    return found
-
-
-def budget_facts(
-    nodepool: Obj, node_count: int, at: datetime
-) -> tuple[list[dict[str, Any]], str | None]:
-    """Each budget: values, active now, its limit, and its window's end or next opening."""
-    try:
-        budgets = parse_budgets(nodepool)
-        timeline = window_timeline(nodepool, node_count, at, at + HORIZON)
-    except BudgetError as error:
-        return [], str(error)
-    facts = []
-    for budget in budgets:
-        applies = applies_to(budget, LIFEBOAT_REASON)
-        active = is_active(budget, at)
-        fact: dict[str, Any] = {
-            "index": budget.index,
-            "nodes": budget.nodes,
-            "schedule": budget.schedule,
-            "duration": _duration(budget.duration),
-            "reasons": None if budget.reasons is None else list(budget.reasons),
-            "applies": applies,
-            "active": active,
-            "limit": budget_limit(budget, node_count),
-            "window_ends": None,
-            "next_window": None,
-        }
-        if budget.scheduled and applies:
-            if active:
-                ends = next(
-                    (s.start for s in timeline if budget.index not in s.active_budget_indexes), None
-                )
-                fact["window_ends"] = fmt(ends)
-            else:
-                opens = next(
-                    (s.start for s in timeline if budget.index in s.active_budget_indexes), None
-                )
-                fact["next_window"] = fmt(opens)
-        facts.append(fact)
-    return facts, None
-
-
-def _duration(value: timedelta | None) -> str | None:
-    return None if value is None else format_go_duration(value)
-
-
-def do_not_disrupt(node: Obj, pods: Sequence[Obj], at: datetime) -> dict[str, Any]:
-    marks: list[dict[str, Any]] = []
-    on_node = nodes.annotations_of(node).get(nodes.DO_NOT_DISRUPT)
-    if on_node is not None:
-        marks.append({"object": f"node {nodes.name_of(node)}", "value": on_node})
-    for pod in pods:
-        value = nodes.annotations_of(pod).get(nodes.DO_NOT_DISRUPT)
-        if value is not None:
-            who = f"pod {pod['metadata'].get('namespace', 'default')}/{nodes.name_of(pod)}"
-            marks.append({"object": who, "value": value, "active_pod": nodes.is_active_pod(pod)})
-    blocker = nodes.do_not_disrupt_blocker(node, pods, at)
-    return {
-        "marks": marks,
-        "blocking": None if blocker is None else blocker[0],
-        "blocking_until": None if blocker is None else fmt(blocker[1]),
-    }
-
+from lifeboat_local.explain_facts import fmt, notice_facts, target_facts
+from lifeboat_local.explain_text import render_text
+from lifeboat_local.harness import SimulatedClock, local_pipeline
+from lifeboat_local.source import open_cluster, serve, snapshot
 
 # ---------------------------------------------------------------------------------------------
 # One (event, instance)
 
 
-def explain_notice(
-    notice: Notice,
-    resolver: Resolver,
-    directory: InstanceDirectory,
-    settings: Settings,
-    at: datetime,
-) -> dict[str, Any]:
-    entry: dict[str, Any] = {
-        "event_id": notice.event_id,
-        "kind": str(notice.kind),
-        "instance_id": notice.instance_id,
-        "voluntary": not notice.involuntary,
-        "detail": notice.detail or None,
-        "event_time": fmt(notice.event_time),
-        "deadline": fmt(notice.deadline),
-        "lifecycle_hook": notice.lifecycle.hook_name if notice.lifecycle else None,
-        "at": fmt(at),
-    }
-    entry["timing"] = _timing(notice, settings, at)
-    info = (
-        directory.describe([notice.instance_id]).get(notice.instance_id)
-        if notice.instance_id
-        else None
-    )
-    try:
-        checked = triage(notice, info, settings, at)
-    except NotYetKnown as error:
-        return _decided(entry, None, f"{error} (the message would go back to the queue)")
-    if checked.outcome is not None or info is None or notice.instance_id is None:
-        return _decided(entry, None, checked.reason, checked.outcome or Outcome.IGNORED)
-    target = resolver.resolve(notice.instance_id, info)
-    full = resolver.with_budget_state(target)
-    entry.update(_target_facts(resolver.kube, full, at))
-    # decide() sees what the pipeline gives it: budget state only for voluntary notices.
-    judged = target if target.node is None or notice.involuntary else full
-    return _decided(entry, decide(notice, judged, settings, at), None)
+class Observer:
+    """The pipeline's ``on_decision``: reads the facts of each decision at the moment it is
+    made (after earlier notices of the batch acted on the copy), read only."""
 
+    def __init__(self, kube: KubeApi, at: datetime) -> None:
+        self.kube = kube
+        self.at = at
+        self.seen: dict[str, dict[str, Any]] = {}
 
-def _timing(notice: Notice, settings: Settings, at: datetime) -> dict[str, Any]:
-    timing: dict[str, Any] = {"deadline": fmt(notice.deadline), "lead": None}
-    if notice.deadline is not None:
-        timing["time_left"] = _human(notice.deadline - at)
-        if not notice.involuntary:
-            timing["lead"] = _human(settings.scheduled_change_lead)
-            timing["act_regardless_from"] = fmt(notice.deadline - settings.scheduled_change_lead)
-    elif not notice.involuntary:
-        timing["patience"] = _human(VOLUNTARY_PATIENCE)
-        timing["gives_up_at"] = fmt(notice.event_time + VOLUNTARY_PATIENCE)
-    return timing
-
-
-def _target_facts(kube: KubeApi, target: Target, at: datetime) -> dict[str, Any]:
-    facts: dict[str, Any] = {"node": None}
-    node = target.node
-    if node is None:
-        return facts
-    pods = list(target.pods or ())
-    facts["node"] = {
-        "name": nodes.name_of(node),
-        "ready": nodes.is_ready(node),
-        "unschedulable": bool(node.get("spec", {}).get("unschedulable")),
-        "disrupting": nodes.is_disrupting(node),
-        "taints": [f"{t.get('key')}:{t.get('effect')}" for t in nodes.taints(node)],
-    }
-    facts["nodeclaim"] = target.claim.name if target.claim else None
-    facts["nodepool"] = target.nodepool_name if target.nodepool is not None else None
-    if target.nodepool_name and target.nodepool is None and target.claim:
-        facts["nodepool_missing"] = target.nodepool_name
-    facts["pods"] = [
-        f"{p['metadata'].get('namespace', 'default')}/{nodes.name_of(p)}" for p in pods
-    ]
-    facts["do_not_disrupt"] = do_not_disrupt(node, pods, at)
-    facts["pdbs"] = pdbs_for(kube, [p for p in pods if nodes.is_active_pod(p)])
-    nodepool, counts = target.nodepool, target.counts
-    if nodepool is not None and counts is not None:
-        budgets, error = budget_facts(nodepool, counts.node_count, at)
-        allowance = allowed_disruptions(nodepool, counts.node_count, counts.disrupting, at)
-        facts["pool"] = {
-            "name": nodes.name_of(nodepool),
-            "nodes": counts.node_count,
-            "disrupting": counts.disrupting,
-            "disrupting_nodes": [{"node": n, "why": w} for n, w in counts.disrupting_nodes],
-            "opted_out": nodes.annotations_of(nodepool).get(nodes.OPT_OUT_ANNOTATION),
-            "budgets": budgets,
-            "budget_error": error,
-            "limit": allowance.limit,
-            "allowed": allowance.allowed,
-            "binding_budget": allowance.binding_budget,
-            "allowance": allowance.reason,
+    def __call__(self, notice: Notice, target: Target, decision: Decision) -> None:
+        facts: dict[str, Any] = {"node": None}
+        if target.node is not None:
+            # decide() saw the pool's counts only for voluntary notices; show them anyway.
+            full = (
+                target
+                if target.counts is not None
+                else Resolver(self.kube).with_budget_state(target)
+            )
+            facts = target_facts(self.kube, full, self.at)
+        facts["decision"] = {
+            "outcome": str(decision.outcome),
+            "reason": decision.reason,
+            "steps": [str(s) for s in decision.steps],
+            "deferred_until": fmt(decision.deferred_until),
+            "recheck_at": fmt(decision.recheck_at),
+            "forced": decision.forced,
+            "by": "decide",
         }
-    return facts
+        self.seen[notice.dedup_key] = facts
 
-
-def _decided(
-    entry: dict[str, Any],
-    decision: Decision | None,
-    ignored: str | None,
-    outcome: Outcome = Outcome.IGNORED,
-) -> dict[str, Any]:
-    if decision is None:
-        entry["decision"] = {
-            "outcome": str(outcome),
-            "reason": ignored,
-            "steps": [],
-            "deferred_until": None,
-            "recheck_at": None,
-            "forced": False,
-            "by": "routing",
-        }
+    def entry(self, notice: Notice, report: Report, base: dict[str, Any]) -> dict[str, Any]:
+        """The entry of ``notice``: its facts, those seen at its decision, and its report
+        (what the pipeline did: the reason as reported, the actions taken on the copy)."""
+        entry = {**base, **self.seen.pop(notice.dedup_key, {"node": None})}
+        decision = entry.setdefault("decision", _routed(report))
+        decision.update(outcome=str(report.outcome), reason=report.reason)
+        decision["actions"] = [dict(a) for a in report.actions]
         return entry
-    entry["decision"] = {
-        "outcome": str(decision.outcome),
-        "reason": decision.reason,
-        "steps": [str(s) for s in decision.steps],
-        "deferred_until": fmt(decision.deferred_until),
-        "recheck_at": fmt(decision.recheck_at),
-        "forced": decision.forced,
-        "by": "decide",
+
+
+def _routed(report: Report) -> dict[str, Any]:
+    """A decision taken before decide(): by triage (unknown instance, unmanaged, foreign),
+    the parser (a no-op message) or the ledger (a duplicate delivery)."""
+    return {
+        "outcome": str(report.outcome),
+        "reason": report.reason,
+        "steps": [],
+        "deferred_until": fmt(report.deferred_until),
+        "recheck_at": None,
+        "forced": False,
+        "by": "routing",
     }
-    return entry
-
-
-def _human(delta: timedelta) -> str:
-    seconds = int(delta.total_seconds())
-    sign, seconds = ("-" if seconds < 0 else ""), abs(seconds)
-    days, rest = divmod(seconds, 86_400)
-    hours, rest = divmod(rest, 3_600)
-    minutes = rest // 60
-    parts = [f"{days}d" if days else "", f"{hours}h" if hours else ""]
-    parts.append(f"{minutes}m" if minutes or not (days or hours) else "")
-    return sign + "".join(parts)
-
-
-# ---------------------------------------------------------------------------------------------
-# Text
-
-
-def render_text(entry: dict[str, Any], out: TextIO) -> None:
-    lines: list[str] = []
-    add = lines.append
-    if entry.get("kind") == "unsupported" and entry.get("rejected"):
-        add(f"Message in {entry.get('file')}: REJECTED -- {entry['decision']['reason']}")
-        out.write("\n".join(lines) + "\n\n")
-        return
-    add(
-        f"Event {entry['event_id']} ({entry['kind']}), instance {entry['instance_id'] or '-'}, "
-        f"judged at {entry['at']}"
-    )
-    voluntary = "voluntary" if entry["voluntary"] else "involuntary (never waits for budgets)"
-    detail = f" [{entry['detail']}]" if entry.get("detail") else ""
-    add(f"  notice:      {entry['kind']}{detail}, {voluntary}, sent {entry['event_time']}")
-    timing = entry["timing"]
-    if timing.get("deadline"):
-        left = str(timing["time_left"])
-        when = f"passed {left[1:]} ago" if left.startswith("-") else f"in {left}"
-        text = f"{timing['deadline']} ({when})"
-        if timing.get("lead"):
-            text += f"; lead {timing['lead']}: acts regardless from {timing['act_regardless_from']}"
-        add(f"  deadline:    {text}")
-    elif timing.get("gives_up_at"):
-        add(
-            f"  deadline:    none; waits at most {timing['patience']} for its pool, "
-            f"gives up at {timing['gives_up_at']}"
-        )
-    else:
-        add("  deadline:    none")
-    if entry.get("lifecycle_hook"):
-        add(f"  lifecycle:   hook {entry['lifecycle_hook']}")
-    node = entry.get("node")
-    if node is not None:
-        state = ["Ready" if node["ready"] else "NOT Ready"]
-        state.append("cordoned" if node["unschedulable"] else "schedulable")
-        state.append("disrupting" if node["disrupting"] else "not disrupting")
-        add(f"  node:        {node['name']} ({', '.join(state)})")
-        if node["taints"]:
-            add(f"  taints:      {', '.join(node['taints'])}")
-        claim = entry.get("nodeclaim") or "none (not Karpenter-managed: drained by Lifeboat)"
-        add(f"  NodeClaim:   {claim}")
-        if entry.get("nodepool_missing"):
-            add(f"  NodePool:    {entry['nodepool_missing']} (NOT FOUND)")
-        _render_pool(entry.get("pool"), add)
-        _render_pods(entry, add)
-    elif entry["decision"]["by"] == "decide":
-        add("  node:        none found for this instance")
-    decision = entry["decision"]
-    until = f" until {decision['deferred_until']}" if decision["deferred_until"] else ""
-    forced = " (FORCED past budgets/do-not-disrupt)" if decision["forced"] else ""
-    add(f"  decision:    {decision['outcome'].upper()}{until}{forced} -- {decision['reason']}")
-    if decision["steps"]:
-        add(f"  steps:       {', '.join(decision['steps'])}")
-    if decision["recheck_at"]:
-        add(f"  recheck at:  {decision['recheck_at']}")
-    add("  (nothing was changed in the cluster)")
-    out.write("\n".join(lines) + "\n\n")
-
-
-def _render_pool(pool: dict[str, Any] | None, add: Any) -> None:
-    if pool is None:
-        return
-    add(f"  NodePool:    {pool['name']}: {pool['nodes']} node(s), {pool['disrupting']} disrupting")
-    for item in pool["disrupting_nodes"]:
-        add(f"                 disrupting: {item['node']} ({item['why']})")
-    if pool["opted_out"]:
-        add(f"                 opted out: {nodes.OPT_OUT_ANNOTATION}={pool['opted_out']}")
-    if pool["budget_error"]:
-        add(f"  budgets:     INVALID, pool blocked: {pool['budget_error']}")
-    else:
-        add(f"  budgets:     (for reason {LIFEBOAT_REASON})")
-    for budget in pool["budgets"]:
-        when = "always"
-        if budget["schedule"] is not None:
-            when = f'schedule "{budget["schedule"]}" for {budget["duration"]}'
-        state = "ACTIVE" if budget["active"] else "inactive"
-        if not budget["applies"]:
-            state = f"does not apply to {LIFEBOAT_REASON} (reasons {budget['reasons']})"
-        elif budget["window_ends"]:
-            state += f", window ends {budget['window_ends']}"
-        elif budget["next_window"]:
-            state += f", next window opens {budget['next_window']}"
-        add(
-            f'    budget[{budget["index"]}] nodes "{budget["nodes"]}", {when}: {state}; '
-            f"limit {budget['limit']}"
-        )
-    allowed = "no limit" if pool["allowed"] is None else pool["allowed"]
-    add(f"  allowed now: {allowed} -- {pool['allowance']}")
-
-
-def _render_pods(entry: dict[str, Any], add: Any) -> None:
-    pods = entry.get("pods") or []
-    add(f"  pods:        {len(pods)}: {', '.join(pods) if pods else '-'}")
-    dnd = entry.get("do_not_disrupt") or {}
-    if dnd.get("marks"):
-        for mark in dnd["marks"]:
-            add(f"  do-not-disrupt: {mark['object']} has {nodes.DO_NOT_DISRUPT}={mark['value']}")
-    else:
-        add("  do-not-disrupt: none")
-    if dnd.get("blocking"):
-        until = dnd["blocking_until"] or "indefinitely"
-        add(f"                 blocks voluntary disruption ({until}): {dnd['blocking']}")
-    pdbs = entry.get("pdbs") or []
-    if not pdbs:
-        add("  PDBs:        none select this node's pods")
-    for pdb in pdbs:
-        rule = (
-            f"maxUnavailable {pdb['maxUnavailable']}"
-            if pdb["maxUnavailable"] is not None
-            else f"minAvailable {pdb['minAvailable']}"
-        )
-        add(
-            f"  PDB:         {pdb['namespace']}/{pdb['name']} {rule}: disruptionsAllowed "
-            f"{pdb['disruptionsAllowed']} (healthy {pdb['currentHealthy']}, desired "
-            f"{pdb['desiredHealthy']}, expected {pdb['expectedPods']}); on this node: "
-            f"{', '.join(pdb['pods_on_node'])}"
-        )
 
 
 # ---------------------------------------------------------------------------------------------
 # Command
 
+EXAMPLES = """
+lifeboat explain events/rebalance-recommendation.json --cluster events/cluster.yaml \\
+    --at 2026-12-01T14:05:00Z
+lifeboat explain events/scheduled-change.json --cluster events/cluster.yaml --json
+lifeboat explain events/*.json --cluster cluster.yaml --config-env production
+lifeboat explain event.json --kubeconfig ~/.kube/config --context prod   # reads, changes nothing
+"""
+
+
+DESCRIPTION = (
+    "Explain the decision about each (event, instance): the facts it was made on (notice, "
+    "deadline, node, NodePool, budgets, disrupting nodes, do-not-disrupt, PDBs) and what "
+    "carrying it out would do. The Lambda's own pipeline judges every notice in its batch, as "
+    "replay does, on a disposable copy of the cluster: nothing in the cluster is changed."
+)
+
 
 def add_parser(commands: Any) -> None:
-    parser = commands.add_parser(
+    parser = add_command(
+        commands,
         "explain",
-        help="explain the decision about each (event, instance), changing nothing",
-        description=__doc__.splitlines()[0] if __doc__ else None,
+        summary="explain the decision about each (event, instance), changing nothing",
+        description=DESCRIPTION,
+        examples=EXAMPLES,
     )
     parser.add_argument("events", nargs="+", type=Path, metavar="EVENT_FILE")
     add_cluster_flags(
         parser,
-        kubeconfig_help="a live cluster, read only; instances found by listing its Nodes once",
+        kubeconfig_help="a live cluster, read only: its Nodes, Pods, PDBs, NodePools and "
+        "NodeClaims are listed once and copied onto the local emulator, where the pipeline runs",
     )
     add_at_flag(parser, "the clock to judge at (now)")
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
+    add_settings_flags(parser)
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
-    bodies = [(path, body) for path in args.events for body in read_event_file(path)]
-    at = args.at or datetime.now(UTC)
-    settings = Settings()
-    rejected = False
-    with open_cluster(args.cluster, args.kubeconfig, args.context) as source:
-        directory: InstanceDirectory = (
-            directory_from_objects(source.objects)
-            if source.objects is not None
-            else live_directory(source.kube)
+    files = [read_event_file(path) for path in args.events]
+    clock = SimulatedClock(args.at or datetime.now(UTC))
+    tool = tool_settings(args)
+    rejected = failed = False
+    with disposable_copy(args, tool) as (kube, directory):
+        tool.announce()
+        observer = Observer(kube, clock.now)
+        pipeline = local_pipeline(
+            kube, directory, tool.settings, clock, MemoryWakeups(), on_decision=observer
         )
-        resolver = Resolver(source.kube)
-        for path, body in bodies:
-            try:
-                notices = parse_message(body, received_at=at)
-            except MalformedMessage as error:
-                rejected = True
-                _emit(_rejected(path, error), args.json, out)
-                continue
-            for notice in notices:
-                _emit(explain_notice(notice, resolver, directory, settings, at), args.json, out)
+        for file in files:
+            for index, result in enumerate(pipeline.process(file.bodies)):
+                origin = {**file.origin(index), "where": file.where(index)}
+                entries = _entries(file.bodies[index], result, observer, tool, clock.now)
+                for entry in entries:
+                    rejected |= entry["decision"]["outcome"] == str(Outcome.REJECTED)
+                    failed |= entry["decision"]["outcome"] == RETRIED
+                    _emit({**origin, **entry}, args.json, out)
+    if failed:
+        return EXIT_USAGE
     return EXIT_REJECTED if rejected else EXIT_OK
 
 
-def _rejected(path: Path, error: MalformedMessage) -> dict[str, Any]:
+# An exception: the Lambda would return the message to the queue (not a contract outcome).
+RETRIED = "retried"
+
+
+def _entries(
+    body: str, result: MessageResult, observer: Observer, tool: ToolSettings, at: datetime
+) -> list[dict[str, Any]]:
+    """One entry per notice of the message (one for a message rejected whole)."""
+    try:
+        notices = parse_message(body, received_at=at)
+    except MalformedMessage:
+        notices = []
+    if result.error is not None:
+        why = f"{result.error}; the message would go back to the queue"
+        return [
+            {**notice_facts(n, tool.settings, at), "node": None, "decision": _failed(why)}
+            for n in notices
+        ] or [{"event_id": None, "kind": "unsupported", "decision": _failed(why)}]
+    if len(notices) != len(result.reports):  # a wake-up message, or the parse was rejected
+        return [
+            {
+                "event_id": r.event_id,
+                "kind": r.kind,
+                "instance_id": r.instance_id,
+                "rejected": r.outcome is Outcome.REJECTED,
+                "decision": _routed(r),
+            }
+            for r in result.reports
+        ]
+    return [
+        observer.entry(notice, report, notice_facts(notice, tool.settings, at))
+        for notice, report in zip(notices, result.reports, strict=True)
+    ]
+
+
+def _failed(why: str) -> dict[str, Any]:
     return {
-        "file": str(path),
-        "event_id": error.event_id,
-        "kind": "unsupported",
-        "rejected": True,
-        "decision": {"outcome": "rejected", "reason": error.reason},
+        "outcome": RETRIED,
+        "reason": why,
+        "steps": [],
+        "deferred_until": None,
+        "recheck_at": None,
+        "forced": False,
+        "by": "pipeline",
+        "actions": [],
     }
+
+
+@contextmanager
+def disposable_copy(
+    args: argparse.Namespace, tool: ToolSettings
+) -> Iterator[tuple[KubeApi, InstanceDirectory]]:
+    """A copy of the cluster to judge on, on the local emulator: the cluster file, or what
+    a live cluster holds (read through the kubeconfig, never written)."""
+    if args.kubeconfig is None:
+        with open_cluster(args.cluster, None, args.context) as source:
+            directory = directory_from_objects(
+                source.objects or (), tool.eks_cluster, tool.assumed_tags
+            )
+            yield source.kube, directory
+        return
+    with open_cluster(None, args.kubeconfig, args.context) as live:
+        objects = snapshot(live.kube)
+    with serve(objects) as (_, kube):
+        yield kube, directory_from_objects(objects, tool.eks_cluster, tool.assumed_tags)
 
 
 def _emit(entry: dict[str, Any], as_json: bool, out: TextIO) -> None:

@@ -7,64 +7,65 @@ import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 from kubemu import Emulator, dump_cluster_file
-from lifeboat.events.notice import LifecycleHook
 from lifeboat.instances import InstanceDirectory
 from lifeboat.instants import format_instant
 from lifeboat.kube import KubeApi
-from lifeboat.ledger import MemoryLedger
-from lifeboat.pipeline import OneCluster, Pipeline
-from lifeboat.report import Outcome, Report
-from lifeboat.settings import Settings
+from lifeboat.pipeline import MessageResult
+from lifeboat.report import Outcome
 from lifeboat.wakeup import MemoryWakeups, encode
 from lifeboat_local.common import (
     EXIT_OK,
     EXIT_REJECTED,
     EXIT_USAGE,
+    ToolSettings,
     UsageError,
     add_at_flag,
     add_cluster_flags,
+    add_command,
+    add_settings_flags,
+    check_output_file,
     read_event_file,
+    tool_settings,
+    write_output,
 )
 from lifeboat_local.directory import directory_from_objects
-from lifeboat_local.karpenter_sim import KarpenterSimulation
+from lifeboat_local.harness import RecordedLifecycle, SimulatedClock, local_pipeline
+from lifeboat_local.karpenter_sim import KarpenterSimulation, SimStep
 from lifeboat_local.source import live_directory, open_cluster
+from lifeboat_local.timeline import WIDTH, Timeline
+
+__all__ = ["RecordedLifecycle", "SimulatedClock", "add_parser", "check_args", "run"]
 
 # --follow stops after this many wake-up batches, so a loop in the policy cannot hang it.
 MAX_FOLLOW_STEPS = 10_000
 
-
-@dataclass
-class SimulatedClock:
-    """The replay's "now": fixed unless ``--follow`` moves it to the next wake-up."""
-
-    now: datetime
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
-@dataclass
-class RecordedLifecycle:
-    """Stands in for Auto Scaling: remembers what would have been sent."""
-
-    calls: list[tuple[str, str, str]] = field(default_factory=list)
-
-    def complete(self, hook: LifecycleHook, result: str = "CONTINUE") -> None:
-        self.calls.append(("complete", hook.instance_id, result))
-
-    def heartbeat(self, hook: LifecycleHook) -> None:
-        self.calls.append(("heartbeat", hook.instance_id, ""))
+EXAMPLES = """
+lifeboat replay events/*.json --cluster events/cluster.yaml --at 2026-12-01T14:05:00Z
+lifeboat replay events/scheduled-change.json --cluster events/cluster.yaml --follow
+lifeboat replay events/sqs/spot-interruption.json --cluster cluster.yaml --json
+lifeboat replay events/*.json --cluster cluster.yaml --config-env production
+LIFEBOAT_KIND_ACTIONS=rebalance-recommendation=cordon lifeboat replay ev.json --cluster c.yaml
+lifeboat replay ev.json --kubeconfig ~/.kube/config                   # dry run, live cluster
+lifeboat replay ev.json --kubeconfig ~/.kube/config --apply           # acts on it
+"""
 
 
 def add_parser(commands: Any) -> None:
-    parser = commands.add_parser(
-        "replay", help="replay events against a cluster file on the local emulator"
+    """Every flag of ``replay``, in this one place."""
+    parser = add_command(
+        commands,
+        "replay",
+        summary="replay events against a cluster file on the local emulator",
+        description="Replay AWS events (EventBridge events, SQS batch events, raw lifecycle "
+        "hook messages) through the Lambda's own pipeline against a cluster: files in order, "
+        "each one batch, against one cluster state. One line per decision (--json: one "
+        "object). Exit status 0, or 2 when any message was rejected, 1 for a usage error.",
+        examples=EXAMPLES,
     )
     parser.add_argument("events", nargs="+", type=Path, metavar="EVENT_FILE")
     add_cluster_flags(
@@ -80,22 +81,39 @@ def add_parser(commands: Any) -> None:
         "Auto Scaling lifecycle actions are only reported (no AWS access)",
     )
     add_at_flag(parser, "the clock for windows, budgets and deadlines (default: now)")
-    parser.add_argument("--json", action="store_true", help="one JSON object per line")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON object per line, per (event, instance); adds file and record (the "
+        "index in an SQS batch) to the documented fields",
+    )
     parser.add_argument(
         "--state-out", type=Path, metavar="FILE", help="write the cluster after the replay, as YAML"
     )
     parser.add_argument(
         "--follow",
         action="store_true",
-        help="advance the clock through all deferred work until none is left",
+        help="advance the clock through all deferred work until none is left, with a small "
+        "Karpenter simulation launching replacements and removing nodes; prints a timeline",
     )
+    parser.add_argument(
+        "--wide",
+        action="store_true",
+        help=f"with --follow: one line per row, however long (default: wrap at {WIDTH})",
+    )
+    add_settings_flags(parser)
 
 
 def check_args(args: argparse.Namespace) -> None:
-    """Combinations argparse cannot express: a usage error (exit 1)."""
+    """Combinations argparse cannot express, and outputs that cannot be written: a usage
+    error (exit 1) before any work."""
+    if args.wide and not args.follow:
+        raise UsageError("replay: --wide goes with --follow (without it, lines are not wrapped)")
     if args.kubeconfig is None:
         if args.apply:
             raise UsageError("replay: --apply is only for --kubeconfig")
+        if args.state_out is not None:
+            check_output_file("--state-out", args.state_out)
         return
     if args.state_out is not None:
         raise UsageError("replay: --state-out is only for --cluster (a live cluster is not dumped)")
@@ -111,32 +129,55 @@ def check_args(args: argparse.Namespace) -> None:
         )
 
 
+class _Output:
+    """Streams ``--json`` lines; collects the timeline's rows and lays them out at the end."""
+
+    def __init__(self, args: argparse.Namespace, out: TextIO) -> None:
+        self.json, self.follow, self.out = args.json, args.follow, out
+        self.timeline = Timeline(timed=args.follow, width=None if args.wide else WIDTH)
+        self.rejected = self.failed = False
+
+    def result(
+        self, result: MessageResult, at: datetime, origin: dict[str, Any] | None, where: str = ""
+    ) -> None:
+        for report in result.reports:
+            self.rejected |= report.outcome is Outcome.REJECTED
+            if self.json:
+                line = report.to_json()
+                line.update(origin or {"at": format_instant(at)})
+                self.out.write(json.dumps(line) + "\n")
+            else:
+                self.timeline.report(report, at, where)
+        if result.error is not None:
+            self.failed = True
+            print(f"lifeboat: error: {where or 'wake-up'}: {result.error}", file=sys.stderr)
+
+    def step(self, step: SimStep) -> None:
+        if not self.json:  # --json stays one object per (event, instance)
+            self.timeline.step(step)
+
+    def finish(self) -> int:
+        for line in self.timeline.lines():
+            self.out.write(line + "\n")
+        self.out.flush()
+        if self.failed:
+            return EXIT_USAGE
+        return EXIT_REJECTED if self.rejected else EXIT_OK
+
+
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """``lifeboat replay``."""
     # sys.stdout as it is when called (a default bound at import misses redirections).
-    out = out or sys.stdout
-    bodies_per_file = [read_event_file(path) for path in args.events]
+    output = _Output(args, out or sys.stdout)
+    files = [read_event_file(path) for path in args.events]
     clock = SimulatedClock(args.at or datetime.now(UTC))
     wakeups = MemoryWakeups()
-    any_rejected = failed = False
-    with replay_target(args) as (emulator, kube, directory, settings):
-        pipeline = Pipeline(
-            clusters=OneCluster(kube),
-            directory=directory,
-            settings=settings,
-            clock=clock,
-            lifecycle=RecordedLifecycle(),
-            wakeups=wakeups,
-            ledger=MemoryLedger(),
-        )
-        for bodies in bodies_per_file:
-            for result in pipeline.process(bodies):
-                for report in result.reports:
-                    any_rejected |= report.outcome is Outcome.REJECTED
-                    _print(report, args.json, out)
-                if result.error is not None:
-                    failed = True
-                    print(f"lifeboat: error: {result.error}", file=sys.stderr)
+    with replay_target(args) as (emulator, kube, directory, tool):
+        tool.announce()
+        pipeline = local_pipeline(kube, directory, tool.settings, clock, wakeups)
+        for file in files:
+            for index, result in enumerate(pipeline.process(file.bodies)):
+                output.result(result, clock.now, file.origin(index), file.where(index))
         # No Karpenter to simulate on a live cluster (--kubeconfig): the real one runs there.
         karpenter = KarpenterSimulation(emulator, clock.now) if emulator is not None else None
         for _ in range(MAX_FOLLOW_STEPS if args.follow else 0):
@@ -144,56 +185,16 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             if due is None:
                 break
             clock.now = max(clock.now, due)
-            if karpenter is not None:
-                karpenter.advance(clock.now)
+            for step in karpenter.advance(clock.now) if karpenter is not None else ():
+                output.step(step)
             batch = [encode(w) for w in wakeups.pop_due(clock.now)]
             for result in pipeline.process(batch):
-                for report in result.reports:
-                    _print(report, args.json, out, at=clock.now)
-                if result.error is not None:
-                    failed = True
-                    print(f"lifeboat: error: {result.error}", file=sys.stderr)
+                output.result(result, clock.now, None)
+        status = output.finish()
         if args.state_out and emulator is not None:
-            try:
-                dump_cluster_file(emulator.dump(), args.state_out)
-            except OSError as error:
-                why = error.strerror or error
-                raise UsageError(f"--state-out {args.state_out}: {why}") from None
-    if failed:
-        return EXIT_USAGE
-    return EXIT_REJECTED if any_rejected else EXIT_OK
-
-
-def _print(report: Report, as_json: bool, out: TextIO, at: datetime | None = None) -> None:
-    if as_json:
-        line = report.to_json()
-        if at is not None:
-            line["at"] = format_instant(at)
-        out.write(json.dumps(line) + "\n")
-        return
-    out.write(format_report(report, at) + "\n")
-
-
-def format_report(report: Report, at: datetime | None = None) -> str:
-    """One readable line: when (with --follow), outcome, kind, instance, node, actions, why."""
-    parts = []
-    if at is not None:
-        parts.append(format_instant(at))
-    parts.append(f"{report.outcome!s:<8}")
-    parts.append(f"{report.kind:<24}")
-    parts.append(report.instance_id or "-")
-    if report.node:
-        parts.append(f"{report.node}" + (f" ({report.nodepool})" if report.nodepool else ""))
-    if report.actions:
-        parts.append("[" + ", ".join(_action_text(a) for a in report.actions) + "]")
-    if report.deferred_until:
-        parts.append(f"until {format_instant(report.deferred_until)}")
-    return "  ".join(parts) + f"  -- {report.reason}"
-
-
-def _action_text(action: dict[str, object]) -> str:
-    detail = action.get("name") or action.get("key") or action.get("pod") or ""
-    return f"{action['type']} {detail}".strip()
+            state = emulator.dump()
+            write_output("--state-out", args.state_out, lambda path: dump_cluster_file(state, path))
+    return status
 
 
 # ---------------------------------------------------------------------------------------------
@@ -203,18 +204,21 @@ def _action_text(action: dict[str, object]) -> str:
 @contextmanager
 def replay_target(
     args: argparse.Namespace,
-) -> Iterator[tuple[Emulator | None, KubeApi, InstanceDirectory, Settings]]:
+) -> Iterator[tuple[Emulator | None, KubeApi, InstanceDirectory, ToolSettings]]:
     """(emulator, kube client, instance directory, settings) for the replay.
 
     ``--cluster``: the cluster file on the emulator; instances from the file; acting for real
-    on the emulated cluster. ``--kubeconfig``: a live cluster (emulator None); instances from
-    one list of its Nodes and NodeClaims (no EC2 access assumed); a dry run unless ``--apply``.
+    on the emulated cluster (unless the settings say dry run). ``--kubeconfig``: a live
+    cluster (emulator None); instances from one list of its Nodes and NodeClaims (no EC2
+    access assumed); a dry run unless ``--apply``.
     """
     kubeconfig = getattr(args, "kubeconfig", None)
+    live = kubeconfig is not None
+    tool = tool_settings(args, dry_run=not getattr(args, "apply", False) if live else None)
     with open_cluster(args.cluster, kubeconfig, getattr(args, "context", None)) as source:
         if source.emulator is None:
-            settings = Settings(dry_run=not getattr(args, "apply", False))
-            yield None, source.kube, live_directory(source.kube), settings
+            directory = live_directory(source.kube, tool.eks_cluster, tool.assumed_tags)
         else:
-            directory = directory_from_objects(source.objects or ())
-            yield source.emulator, source.kube, directory, Settings()
+            objects = source.objects or ()
+            directory = directory_from_objects(objects, tool.eks_cluster, tool.assumed_tags)
+        yield source.emulator, source.kube, directory, tool

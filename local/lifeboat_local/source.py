@@ -1,25 +1,136 @@
 """Where the operator tools read a cluster from: a cluster file (served by the local emulator)
 or a live cluster through a kubeconfig. Either way, the tools talk to it through ``KubeApi``.
+
+A cluster file is usually what ``kubectl get ... -o yaml`` printed, so it may hold kinds the
+emulator does not serve (Services, ConfigMaps, EC2NodeClasses): those are skipped and counted,
+never fatal. What cannot be a cluster file (nothing at all, a kubeconfig, Karpenter's older
+API, broken YAML) is a usage error that says what to do instead. The emulator is asked which
+kinds it serves, so a kind it learns to serve is read from then on.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kubemu import Emulator, load_cluster_file
+import yaml
+
+from kubemu import Emulator, cluster_objects
+from kubemu.resources import resource_for_object
 from lifeboat.eks_auth import api_client_from_kubeconfig
 from lifeboat.instances import StaticInstanceDirectory
 from lifeboat.kube import KubeApi, KubeError, RetryPolicy
 from lifeboat.objects import MutableObj
-from lifeboat_local.common import UsageError
+from lifeboat_local.common import UsageError, note, read_text
 from lifeboat_local.directory import directory_from_objects
 
 # The emulator answers at once; a short retry keeps a tool snappy if it ever does not.
 EMULATOR_RETRY = RetryPolicy(attempts=2, base_delay=0.01)
+
+DUMP_HINT = (
+    "write one with: kubectl get nodes,pods,pdb,nodepools,nodeclaims -A -o yaml > cluster.yaml"
+)
+KARPENTER_GROUP = "karpenter.sh"
+KARPENTER_API = "karpenter.sh/v1"
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: 10x faster
+
+
+@dataclass(frozen=True)
+class ClusterFile:
+    """The objects of a cluster file the emulator serves, and what was skipped, by kind."""
+
+    path: Path
+    objects: list[MutableObj]
+    skipped: Counter[str] = field(default_factory=Counter)
+
+    def skipped_text(self) -> str | None:
+        if not self.skipped:
+            return None
+        kinds = ", ".join(f"{count} {kind}" for kind, count in sorted(self.skipped.items()))
+        total = sum(self.skipped.values())
+        return f"--cluster {self.path}: skipped {total} object(s) Lifeboat does not read: {kinds}"
+
+
+def read_cluster_file(path: Path) -> ClusterFile:
+    """The cluster file's objects; a :class:`UsageError` (exit 1) naming the file, and the line
+    or the document, when it cannot be one."""
+    where = f"--cluster {path}"
+    text = read_text(path, where)
+    try:
+        documents = list(yaml.load_all(text, Loader=_Loader))
+    except yaml.YAMLError as error:
+        raise UsageError(f"{where}: not valid YAML{_yaml_position(error)}") from None
+    if all(document is None for document in documents):
+        raise UsageError(f"{where}: the file holds no Kubernetes objects; {DUMP_HINT}")
+    skipped: Counter[str] = Counter()
+    kept: list[Any] = []
+    for index, document in enumerate(documents):
+        if _is_kubeconfig(document):
+            raise UsageError(
+                f"{where} is a kubeconfig, not a cluster file: to read the cluster it points "
+                f"to, pass --kubeconfig {path}; to replay on a copy of it, {DUMP_HINT}"
+            )
+        if _is_list(document):
+            items = [item for item in document["items"] if _served(item, index, where, skipped)]
+            kept.append({**document, "items": items})
+        elif _served(document, index, where, skipped):
+            kept.append(document)
+    try:
+        objects = cluster_objects(kept, path)
+    except ValueError as error:
+        raise UsageError(f"--cluster {error}") from None
+    return ClusterFile(path, objects, skipped)
+
+
+def _yaml_position(error: yaml.YAMLError) -> str:
+    mark = getattr(error, "problem_mark", None)
+    problem = getattr(error, "problem", None) or ""
+    if mark is None:
+        return f": {error}"
+    return f" at line {mark.line + 1}, column {mark.column + 1}: {problem}".rstrip(": ")
+
+
+def _is_kubeconfig(document: Any) -> bool:
+    if not isinstance(document, dict):
+        return False
+    return document.get("kind") == "Config" or {"clusters", "contexts"} <= document.keys()
+
+
+def _is_list(document: Any) -> bool:
+    """``kind: List`` as kubectl prints it, or a typed list (``NodeList``) as the API does."""
+    return (
+        isinstance(document, dict)
+        and str(document.get("kind", "")).endswith("List")
+        and isinstance(document.get("items"), list)
+    )
+
+
+def _served(obj: Any, index: int, where: str, skipped: Counter[str]) -> bool:
+    """Whether to load ``obj``: yes if the emulator serves its kind (or if it is too broken
+    to tell: the loader then says what is missing); else it is counted as skipped."""
+    if not isinstance(obj, dict) or not obj.get("apiVersion") or not obj.get("kind"):
+        return True
+    api_version, kind = str(obj["apiVersion"]), str(obj["kind"])
+    if resource_for_object(api_version, kind) is not None:
+        return True
+    if api_version.startswith(f"{KARPENTER_GROUP}/") and api_version != KARPENTER_API:
+        name = (obj.get("metadata") or {}).get("name", "?")
+        raise UsageError(
+            f"{where}: document {index}: {kind} {name} is {api_version}; Lifeboat needs "
+            f"Karpenter >= 1.0, whose API is {KARPENTER_API} (upgrade Karpenter, then dump the "
+            "cluster again)"
+        )
+    skipped[kind if api_version == "v1" else f"{kind} ({api_version})"] += 1
+    return False
+
+
+# ---------------------------------------------------------------------------------------------
+# Opening a cluster
 
 
 @dataclass(frozen=True)
@@ -33,11 +144,36 @@ class ClusterSource:
 
 
 def load_objects(path: Path) -> list[MutableObj]:
-    """The objects of a cluster file; a usage error (exit 1) when it cannot be read."""
+    """The objects of a cluster file; says on stderr what was skipped."""
+    cluster = read_cluster_file(path)
+    skipped = cluster.skipped_text()
+    if skipped:
+        note(skipped)
+    return cluster.objects
+
+
+def live_client(kubeconfig: Path, context: str | None) -> KubeApi:
+    """A client for the cluster a kubeconfig points to; a usage error when it cannot be."""
+    where = f"--kubeconfig {kubeconfig}"
+    if not kubeconfig.is_file():
+        why = "is a folder" if kubeconfig.is_dir() else "no such file"
+        raise UsageError(f"{where}: {why}")
     try:
-        return load_cluster_file(path)
-    except (OSError, ValueError) as error:
-        raise UsageError(f"--cluster {path}: {error}") from None
+        api_client = api_client_from_kubeconfig(str(kubeconfig), context)
+    except Exception as error:  # the kubernetes client raises several unrelated types
+        hint = ""
+        if _looks_like_cluster_file(kubeconfig):
+            hint = f" (this looks like a cluster file: pass it as --cluster {kubeconfig})"
+        raise UsageError(f"{where}: {error}{hint}") from None
+    return KubeApi(api_client)
+
+
+def _looks_like_cluster_file(path: Path) -> bool:
+    try:
+        document = next(yaml.load_all(path.read_text(encoding="utf-8"), Loader=_Loader), None)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return False
+    return _is_list(document) or (isinstance(document, dict) and "apiVersion" in document)
 
 
 @contextmanager
@@ -46,38 +182,83 @@ def open_cluster(
 ) -> Iterator[ClusterSource]:
     """Serve ``cluster`` on the emulator for the block, or connect with ``kubeconfig``."""
     if kubeconfig is not None:
-        try:
-            api_client = api_client_from_kubeconfig(str(kubeconfig), context)
-        except Exception as error:  # the kubernetes client raises several unrelated types
-            raise UsageError(f"--kubeconfig {kubeconfig}: {error}") from None
-        yield ClusterSource(KubeApi(api_client), description=f"kubeconfig {kubeconfig}")
+        yield ClusterSource(
+            live_client(kubeconfig, context), description=f"kubeconfig {kubeconfig}"
+        )
         return
     if cluster is None:
         raise UsageError("one of --cluster or --kubeconfig is required")
     if context is not None:
         raise UsageError("--context goes with --kubeconfig, not with --cluster")
     objects = load_objects(cluster)
+    with serve(objects) as (emulator, kube):
+        yield ClusterSource(kube, emulator, tuple(objects), description=f"cluster file {cluster}")
+
+
+@contextmanager
+def serve(objects: list[MutableObj]) -> Iterator[tuple[Emulator, KubeApi]]:
+    """``objects`` on a fresh emulator, and a client for it, for the block."""
     with Emulator(objects) as emulator:
-        yield ClusterSource(
-            KubeApi(emulator.api_client(), EMULATOR_RETRY),
-            emulator,
-            tuple(objects),
-            description=f"cluster file {cluster}",
-        )
+        yield emulator, KubeApi(emulator.api_client(), EMULATOR_RETRY)
 
 
-def live_directory(kube: KubeApi, cluster: str | None = None) -> StaticInstanceDirectory:
+def live_directory(
+    kube: KubeApi, cluster: str | None = None, tags: Mapping[str, str] | None = None
+) -> StaticInstanceDirectory:
     """What EC2 would say about the cluster's instances, from one list of its Nodes (and one of
     its NodeClaims, when Karpenter is installed). Fine for an operator tool run by hand; the
     Lambda asks EC2 instead and never lists the cluster."""
     objects: list[MutableObj] = [
         {**node, "apiVersion": "v1", "kind": "Node"} for node in kube.list_nodes("")
     ]
+    objects += [{**c, "apiVersion": KARPENTER_API, "kind": "NodeClaim"} for c in _claims(kube)]
+    return directory_from_objects(objects, cluster, tags)
+
+
+def _claims(kube: KubeApi) -> list[MutableObj]:
     try:
-        claims = kube.list_nodeclaims("")
+        return kube.list_nodeclaims("")
     except KubeError as error:
         if error.status != 404:  # 404: no Karpenter CRDs in this cluster
             raise
-        claims = []
-    objects += [{**claim, "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim"} for claim in claims]
-    return directory_from_objects(objects, cluster)
+        return []
+
+
+# What a copy of a live cluster needs for the pipeline to run on it as on the original.
+_SNAPSHOT = (
+    ("/api/v1/nodes", "v1", "Node"),
+    ("/api/v1/pods", "v1", "Pod"),
+    ("/apis/policy/v1/poddisruptionbudgets", "policy/v1", "PodDisruptionBudget"),
+    (f"/apis/{KARPENTER_API}/nodepools", KARPENTER_API, "NodePool"),
+    (f"/apis/{KARPENTER_API}/nodeclaims", KARPENTER_API, "NodeClaim"),
+)
+
+
+def snapshot(kube: KubeApi) -> list[MutableObj]:
+    """A copy of what Lifeboat reads in a live cluster: Nodes, Pods, PDBs, NodePools and
+    NodeClaims, one paged list each (a read-only operator tool may list; the Lambda never
+    does). Karpenter's kinds are absent where Karpenter is not installed."""
+    objects: list[MutableObj] = []
+    for path, api_version, kind in _SNAPSHOT:
+        try:
+            items = _list_all(kube, path)
+        except KubeError as error:
+            if error.status == 404 and api_version == KARPENTER_API:
+                continue
+            raise
+        for item in items:
+            metadata = {k: v for k, v in item.get("metadata", {}).items() if k != "managedFields"}
+            objects.append({**item, "apiVersion": api_version, "kind": kind, "metadata": metadata})
+    return objects
+
+
+def _list_all(kube: KubeApi, path: str) -> list[MutableObj]:
+    items: list[MutableObj] = []
+    token = ""
+    while True:
+        query = [("limit", "500"), *([("continue", token)] if token else [])]
+        page = kube.request("GET", path, query=query)
+        items += page.get("items") or []
+        token = (page.get("metadata") or {}).get("continue") or ""
+        if not token:
+            return items

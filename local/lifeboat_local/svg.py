@@ -7,27 +7,54 @@ SVG is written by hand (no dependency). PNG needs matplotlib, the optional extra
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
+from lifeboat import nodes
+from lifeboat.budgets import Segment
 from lifeboat.instants import format_instant
 from lifeboat_local.common import UsageError
-from lifeboat_local.windows import DAY, HOUR, PoolWindows, Windows, limit_text
+from lifeboat_local.windows import (
+    DAY,
+    HOUR,
+    PoolWindows,
+    Windows,
+    allowed_text,
+    limit_text,
+)
 
 FROZEN = "#d62728"  # red: no voluntary disruption
-LIMITED = "#f0a30a"  # amber: a limited number of nodes
+# Oranges, darker for tighter limits: 1, 2, 3, 4-9, 10 or more nodes.
+LIMITED = ("#a63603", "#e6550d", "#fd8d3c", "#fdae6b", "#fdd0a2")
 UNLIMITED = "#2ca02c"  # green: no limit
+OUTSIDE = "#e0e0e0"  # grey: hours outside the horizon (before now, after the days asked)
+OPTED_OUT = "#9e9e9e"  # darker grey, hatched: the pool is left alone
 GRID = "#cccccc"
 
 LEFT, RIGHT, TOP, ROW, BAR, AXIS, LEGEND = 170, 20, 56, 34, 22, 34, 40
 
 
 def colour(limit: int | None) -> str:
+    """One shade per limit band, so a 1-node window does not look like a 10-node one."""
     if limit is None:
         return UNLIMITED
-    return FROZEN if limit == 0 else LIMITED
+    if limit == 0:
+        return FROZEN
+    return LIMITED[min(limit, 4) - 1] if limit < 10 else LIMITED[-1]
+
+
+def band(limit: int | None) -> str:
+    """What a shade stands for, in the legend."""
+    if limit is None:
+        return "no limit"
+    if limit == 0:
+        return "frozen (0 nodes) or blocked"
+    if limit < 4:
+        return f"{limit} node{'s' if limit > 1 else ''}"
+    return "4-9 nodes" if limit < 10 else "10+ nodes"
 
 
 def title(windows: Windows) -> str:
@@ -63,6 +90,7 @@ def render_svg(windows: Windows) -> str:
     parts.append(_grid(windows, x, axis_y, per_hour))
     for row, pool in enumerate(windows.pools):
         parts.append(_row(pool, windows, x, TOP + row * ROW, plot_width))
+    parts.append(_outside(windows, x, axis_y))
     if not windows.pools:
         parts.append(f'<text x="{LEFT + 6}" y="{TOP + 20}">No NodePools</text>')
     now_x = x(windows.at)
@@ -71,7 +99,7 @@ def render_svg(windows: Windows) -> str:
         'stroke="black" stroke-width="1.5" stroke-dasharray="4 2"/>'
         f'<text x="{now_x + 3:.1f}" y="{TOP - 8}" font-size="11">now</text>'
     )
-    parts.append(_legend(axis_y + AXIS + 10))
+    parts.append(_legend(windows, axis_y + AXIS + 10))
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
 
@@ -108,54 +136,91 @@ def _grid(windows: Windows, x: Any, axis_y: int, per_hour: float) -> str:
     return "\n".join(lines)
 
 
-def _row(pool: PoolWindows, windows: Windows, x: Any, top: int, plot_width: float) -> str:
-    bar_top = top + (ROW - BAR) / 2
-    label = f"{pool.name} ({pool.node_count} nodes)"
-    out = [
-        f'<g class="pool" data-pool={quoteattr(pool.name)}>',
-        f'<text x="{LEFT - 8}" y="{bar_top + BAR / 2 + 4:.1f}" text-anchor="end">'
-        f"{escape(label)}</text>",
-    ]
-    if pool.blocked:
-        out.append(
-            f'<rect class="segment blocked" x="{LEFT}" y="{bar_top:.1f}" '
-            f'width="{plot_width:.1f}" height="{BAR}" fill="{FROZEN}" fill-opacity="0.6">'
-            f"<title>{escape(f'{pool.name}: blocked by invalid budgets: {pool.error}')}</title>"
-            "</rect>",
-        )
-        out.append(
-            f'<text x="{LEFT + 6}" y="{bar_top + BAR / 2 + 4:.1f}" fill="white">'
-            f"{escape(f'invalid budgets: {pool.error}'[:140])}</text>"
-        )
-    for segment in pool.segments:
-        left, right = x(segment.start), x(segment.end)
-        budgets = ",".join(str(i) for i in segment.active_budget_indexes) or "none"
-        tip = (
-            f"{pool.name}: limit {limit_text(segment.limit)} from {format_instant(segment.start)} "
-            f"to {format_instant(segment.end)} (active budgets: {budgets})"
-        )
-        out.append(
-            f'<rect class="segment" x="{left:.1f}" y="{bar_top:.1f}" '
-            f'width="{max(0.5, right - left):.1f}" height="{BAR}" '
-            f'fill="{colour(segment.limit)}" data-limit="{limit_text(segment.limit)}">'
-            f"<title>{escape(tip)}</title></rect>"
-        )
-        if right - left >= 18:
-            text = "∞" if segment.limit is None else str(segment.limit)
+def _outside(windows: Windows, x: Any, axis_y: int) -> str:
+    """Grey over the hours of the chart outside the horizon: before now, after the days."""
+    out = ['<g class="outside">']
+    for start, end in ((windows.chart_start, windows.at), (windows.end, windows.chart_end)):
+        if end > start:
+            tip = f"outside the horizon: {format_instant(start)} to {format_instant(end)}"
             out.append(
-                f'<text x="{(left + right) / 2:.1f}" y="{bar_top + BAR / 2 + 4:.1f}" '
-                f'text-anchor="middle" font-size="11" fill="white">{text}</text>'
+                f'<rect class="outside" x="{x(start):.1f}" y="{TOP}" '
+                f'width="{x(end) - x(start):.1f}" height="{axis_y - TOP}" fill="{OUTSIDE}">'
+                f"<title>{escape(tip)}</title></rect>"
             )
     out.append("</g>")
     return "\n".join(out)
 
 
-def _legend(top: int) -> str:
-    items = [
-        (FROZEN, "frozen (0 nodes) or blocked"),
-        (LIMITED, "limited (n nodes)"),
-        (UNLIMITED, "no limit"),
+def _row(pool: PoolWindows, windows: Windows, x: Any, top: int, plot_width: float) -> str:
+    bar_top = top + (ROW - BAR) / 2
+    text_y = bar_top + BAR / 2 + 4
+    label = f"{pool.name} ({pool.node_count} nodes)"
+    out = [
+        f'<g class="pool" data-pool={quoteattr(pool.name)}>',
+        f'<text x="{LEFT - 8}" y="{text_y:.1f}" text-anchor="end">{escape(label)}</text>',
     ]
+    left, width = x(windows.at), x(windows.end) - x(windows.at)
+    if pool.opted_out or pool.blocked:
+        what = (
+            f"opted out ({nodes.OPT_OUT_ANNOTATION}): left alone by Lifeboat"
+            if pool.opted_out
+            else f"blocked by invalid budgets: {pool.error}"
+        )
+        css, fill = ("opted-out", OPTED_OUT) if pool.opted_out else ("blocked", FROZEN)
+        out.append(
+            f'<rect class="segment {css}" x="{left:.1f}" y="{bar_top:.1f}" '
+            f'width="{width:.1f}" height="{BAR}" fill="{fill}" fill-opacity="0.6">'
+            f"<title>{escape(f'{pool.name}: {what}')}</title></rect>"
+        )
+        out.append(
+            f'<text x="{left + 6:.1f}" y="{text_y:.1f}" fill="white">{escape(what[:140])}</text>'
+        )
+        out.append("</g>")
+        return "\n".join(out)
+    for segment in pool.segments:
+        out.append(_segment(pool, segment, x(segment.start), x(segment.end), bar_top))
+    out.append("</g>")
+    return "\n".join(out)
+
+
+def _segment(pool: PoolWindows, segment: Segment, left: float, right: float, top: float) -> str:
+    """One stretch of constant limit: its shade, and the limit and what it allows now."""
+    limit = limit_text(segment.limit)
+    allowed = allowed_text(segment.limit, pool.disrupting)
+    budgets = ",".join(str(i) for i in segment.active_budget_indexes) or "none"
+    tip = (
+        f"{pool.name}: limit {limit}, allowed {allowed} ({pool.disrupting} disrupting now) "
+        f"from {format_instant(segment.start)} to {format_instant(segment.end)} "
+        f"(active budgets: {budgets})"
+    )
+    fill = colour(segment.limit)
+    ink = "white" if fill in (FROZEN, UNLIMITED, *LIMITED[:2]) else "black"
+    parts = [
+        f'<rect class="segment" x="{left:.1f}" y="{top:.1f}" '
+        f'width="{max(0.5, right - left):.1f}" height="{BAR}" fill="{fill}" '
+        f'data-limit="{limit}" data-allowed="{allowed}"><title>{escape(tip)}</title></rect>'
+    ]
+    symbol = "∞" if segment.limit is None else str(segment.limit)
+    text = f"limit {symbol}, allowed {'∞' if segment.limit is None else allowed}"
+    if right - left < 7 * len(text):
+        text = symbol if segment.limit is None else f"{symbol}/{allowed}"
+    if right - left >= 7 * len(text) + 4:
+        parts.append(
+            f'<text x="{(left + right) / 2:.1f}" y="{top + BAR / 2 + 4:.1f}" '
+            f'text-anchor="middle" font-size="11" fill="{ink}">{escape(text)}</text>'
+        )
+    return "\n".join(parts)
+
+
+def _legend(windows: Windows, top: int) -> str:
+    limits = sorted(
+        {s.limit for p in windows.pools for s in p.segments},
+        key=lambda limit: (limit is None, limit or 0),
+    )
+    shades = {colour(limit): band(limit) for limit in [0, *limits]}
+    items = [*shades.items(), (OUTSIDE, "outside the horizon")]
+    if any(pool.opted_out for pool in windows.pools):
+        items.append((OPTED_OUT, "opted out"))
     out = ['<g class="legend">']
     left = LEFT
     for fill, text in items:
@@ -164,7 +229,10 @@ def _legend(top: int) -> str:
             f'<text x="{left + 20}" y="{top + 11}">{escape(text)}</text>'
         )
         left += 40 + 7 * len(text)
-    out.append(f'<text x="{left}" y="{top + 11}" fill="#555555">times in UTC</text>')
+    out.append(
+        f'<text x="{left}" y="{top + 11}" fill="#555555">labels: limit/allowed now; '
+        "times in UTC</text>"
+    )
     out.append("</g>")
     return "\n".join(out)
 
@@ -173,16 +241,25 @@ def _legend(top: int) -> str:
 # PNG through matplotlib (optional)
 
 
+PNG_NEEDS = (
+    "--plot: PNG output needs matplotlib, which is not installed; write an .svg instead (no "
+    "dependency), or install the extra: pip install 'eks-lifeboat[plot]'"
+)
+
+
+def require_matplotlib() -> None:
+    """A usage error now, before any work, if a PNG could not be drawn."""
+    if importlib.util.find_spec("matplotlib") is None:
+        raise UsageError(PNG_NEEDS)
+
+
 def _matplotlib() -> tuple[Any, Any]:
     try:
         matplotlib = importlib.import_module("matplotlib")
         matplotlib.use("Agg")
         return matplotlib, importlib.import_module("matplotlib.pyplot")
     except ImportError:
-        raise UsageError(
-            "--plot: PNG output needs matplotlib, which is not installed; write an .svg "
-            "instead (no dependency), or install the extra: pip install 'eks-lifeboat[plot]'"
-        ) from None
+        raise UsageError(PNG_NEEDS) from None
 
 
 def write_png(windows: Windows, path: Path) -> None:
@@ -191,9 +268,15 @@ def write_png(windows: Windows, path: Path) -> None:
     rows = max(1, len(windows.pools))
     figure, axes = plt.subplots(figsize=(max(8.0, span_hours / 12), 1.2 + 0.5 * rows))
     try:
+
+        def hours(moment: datetime) -> float:
+            return (moment - windows.chart_start) / HOUR
+
+        horizon = [(hours(windows.at), hours(windows.end) - hours(windows.at))]
         for row, pool in enumerate(windows.pools):
-            if pool.blocked:
-                axes.broken_barh([(0, span_hours)], (row - 0.35, 0.7), facecolors=FROZEN)
+            if pool.blocked or pool.opted_out:
+                fill = OPTED_OUT if pool.opted_out else FROZEN
+                axes.broken_barh(horizon, (row - 0.35, 0.7), facecolors=fill)
                 continue
             bars = [
                 (
@@ -215,10 +298,13 @@ def write_png(windows: Windows, path: Path) -> None:
             [_tick_label(windows.chart_start + timedelta(hours=h)) for h in ticks], fontsize=7
         )
         axes.set_xlim(0, span_hours)
-        axes.axvline((windows.at - windows.chart_start) / HOUR, color="black", linestyle="--")
+        axes.axvspan(0, hours(windows.at), color=OUTSIDE)
+        axes.axvspan(hours(windows.end), span_hours, color=OUTSIDE)
+        axes.axvline(hours(windows.at), color="black", linestyle="--")
         axes.set_title(title(windows), fontsize=9)
-        handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in (FROZEN, LIMITED, UNLIMITED)]
-        axes.legend(handles, ["frozen", "limited", "no limit"], loc="upper right", fontsize=7)
+        shades = {colour(s.limit): band(s.limit) for p in windows.pools for s in p.segments}
+        handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in shades]
+        axes.legend(handles, list(shades.values()), loc="upper right", fontsize=7)
         figure.tight_layout()
         figure.savefig(path, format="png", dpi=120)
     finally:

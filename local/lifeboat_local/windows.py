@@ -4,6 +4,8 @@ and when its budget windows open and close over the next days (UTC).
 Counting is the Lambda's own: ``Resolver.pool_counts`` for the pool's nodes and the nodes
 already disrupting, ``budgets.allowed_disruptions`` for now and ``budgets.window_timeline``
 for the days ahead, for the disruption reason Lifeboat's replacements count under (Drifted).
+Budgets Karpenter would refuse make the exit status 1 (``--check`` prints only that), so the
+command can gate a change to NodePools in CI.
 """
 
 from __future__ import annotations
@@ -32,7 +34,20 @@ from lifeboat.budgets import (
 from lifeboat.instants import format_instant
 from lifeboat.kube import KubeApi
 from lifeboat.resolve import Resolver
-from lifeboat_local.common import EXIT_OK, UsageError, add_at_flag, add_cluster_flags
+from lifeboat.settings import Settings
+from lifeboat_local.common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    VOLUNTARY_KINDS,
+    UsageError,
+    add_at_flag,
+    add_cluster_flags,
+    add_command,
+    add_settings_flags,
+    check_output_file,
+    tool_settings,
+    write_output,
+)
 from lifeboat_local.source import open_cluster
 
 HOUR = timedelta(hours=1)
@@ -42,6 +57,10 @@ DAY = timedelta(days=1)
 FROZEN_MARK = "█"
 UNLIMITED_MARK = "∞"
 MANY_MARK = "+"  # a limit of 10 or more
+OUTSIDE_MARK = "·"  # an hour outside the horizon [at, at + days)
+
+EXIT_INVALID_BUDGETS = EXIT_USAGE
+PLOT_SUFFIXES = (".svg", ".png")
 
 
 @dataclass(frozen=True)
@@ -53,9 +72,10 @@ class PoolWindows:
     disrupting: int
     allowance: Allowance
     budgets: tuple[Budget, ...] = ()
-    # Over the chart span (whole UTC days); empty when the budgets are invalid.
+    # Over the horizon; empty when the budgets are invalid.
     segments: tuple[Segment, ...] = ()
     error: str | None = None  # invalid budgets: the pool is blocked throughout
+    opted_out: bool = False  # lifeboat.dev/disabled: Lifeboat leaves the pool alone
 
     @property
     def blocked(self) -> bool:
@@ -65,18 +85,27 @@ class PoolWindows:
 @dataclass(frozen=True)
 class Windows:
     at: datetime
-    end: datetime  # at + days
+    end: datetime  # at + days: the horizon is [at, end)
     chart_start: datetime  # midnight UTC of ``at``
     chart_end: datetime  # the midnight at or after ``end``
     pools: tuple[PoolWindows, ...] = field(default_factory=tuple)
     reason: str = LIFEBOAT_REASON
+    settings: Settings = field(default_factory=Settings)
+
+    @property
+    def days(self) -> float:
+        return (self.end - self.at) / DAY
+
+    @property
+    def invalid(self) -> list[PoolWindows]:
+        return [pool for pool in self.pools if pool.blocked]
 
 
 # ---------------------------------------------------------------------------------------------
 # Gathering
 
 
-def gather(kube: KubeApi, at: datetime, days: int) -> Windows:
+def gather(kube: KubeApi, at: datetime, days: int, settings: Settings | None = None) -> Windows:
     """Read the NodePools and their counts, and compute allowances and timelines."""
     at = at.astimezone(UTC)
     end = at + days * DAY
@@ -91,7 +120,7 @@ def gather(kube: KubeApi, at: datetime, days: int) -> Windows:
         allowance = allowed_disruptions(nodepool, state.node_count, state.disrupting, at)
         try:
             budgets = tuple(parse_budgets(nodepool))
-            segments = tuple(window_timeline(nodepool, state.node_count, chart_start, chart_end))
+            segments = tuple(window_timeline(nodepool, state.node_count, at, end))
             error = None
         except BudgetError as problem:
             budgets, segments, error = (), (), str(problem)
@@ -104,9 +133,10 @@ def gather(kube: KubeApi, at: datetime, days: int) -> Windows:
                 budgets,
                 segments,
                 error,
+                nodes.opted_out(nodepool),
             )
         )
-    return Windows(at, end, chart_start, chart_end, tuple(pools))
+    return Windows(at, end, chart_start, chart_end, tuple(pools), settings=settings or Settings())
 
 
 def clipped(segments: Sequence[Segment], start: datetime, end: datetime) -> list[Segment]:
@@ -144,6 +174,23 @@ def budget_text(budget: Budget) -> str:
     return f'budget[{budget.index}] nodes "{budget.nodes}", {when}{reasons}'
 
 
+def work_text(settings: Settings) -> str:
+    """What Lifeboat does inside these windows, by the settings."""
+    actions = ", ".join(f"{kind}: {settings.action_for(kind)}" for kind in VOLUNTARY_KINDS)
+    lead = format_go_duration(settings.scheduled_change_lead)
+    return (
+        f"Lifeboat's voluntary work waits for these windows ({actions}); scheduled "
+        f"maintenance goes ahead regardless {lead} before its start."
+    )
+
+
+def opted_out_text() -> str:
+    return (
+        f"opted out ({nodes.OPT_OUT_ANNOTATION}=true): Lifeboat leaves this pool alone; its "
+        "budgets bind only Karpenter"
+    )
+
+
 # ---------------------------------------------------------------------------------------------
 # Terminal
 
@@ -157,18 +204,20 @@ def hour_mark(limit: int | None) -> str:
 
 
 def day_strips(pool: PoolWindows, windows: Windows) -> list[str]:
-    """One line per UTC day of the chart: one character per hour."""
+    """One line per UTC day of the chart: one character per hour; hours outside the
+    horizon (before ``at``, after ``at + days``) are dots."""
     lines = []
     day = windows.chart_start
     while day < windows.chart_end:
         marks = []
         for hour in range(24):
             start = day + hour * HOUR
-            marks.append(
-                FROZEN_MARK
-                if pool.blocked
-                else hour_mark(limit_over(pool.segments, start, start + HOUR))
-            )
+            if start + HOUR <= windows.at or start >= windows.end:
+                marks.append(OUTSIDE_MARK)
+            elif pool.blocked:
+                marks.append(FROZEN_MARK)
+            else:
+                marks.append(hour_mark(limit_over(pool.segments, start, start + HOUR)))
         lines.append(f"    {day.strftime('%a %m-%d')}  {''.join(marks)}")
         if day <= windows.at < day + DAY:
             lines.append(" " * (15 + windows.at.hour) + "^ now")
@@ -178,10 +227,10 @@ def day_strips(pool: PoolWindows, windows: Windows) -> list[str]:
 
 def render_text(windows: Windows, out: TextIO) -> None:
     write = out.write
-    days = (windows.end - windows.at) / DAY
     write(
-        f"Disruption budgets at {format_instant(windows.at)} (UTC), next {days:g} day(s), "
-        f"for voluntary replacements (reason {windows.reason})\n"
+        f"Disruption budgets at {format_instant(windows.at)} (UTC), next {windows.days:g} "
+        f"day(s), for voluntary replacements (reason {windows.reason})\n"
+        f"{work_text(windows.settings)}\n"
     )
     if not windows.pools:
         write("\nNo NodePools.\n")
@@ -190,6 +239,8 @@ def render_text(windows: Windows, out: TextIO) -> None:
         write("\n")
         write(f"NodePool {pool.name}: {pool.node_count} node(s), {pool.disrupting} disrupting\n")
         a = pool.allowance
+        if pool.opted_out:
+            write(f"  {opted_out_text()}\n")
         if pool.blocked:
             write(f"  now: BLOCKED, allowed 0 -- invalid budgets: {pool.error}\n")
             write("  every voluntary disruption waits until the budgets are fixed\n")
@@ -200,8 +251,11 @@ def render_text(windows: Windows, out: TextIO) -> None:
             )
             for budget in pool.budgets:
                 write(f"  {budget_text(budget)}\n")
+        if pool.opted_out:
+            continue
+        if not pool.blocked:
             write("  FROM (UTC)             TO (UTC)               LIMIT     ALLOWED   BUDGETS\n")
-            for segment in clipped(pool.segments, windows.at, windows.end):
+            for segment in pool.segments:
                 active = ",".join(str(i) for i in segment.active_budget_indexes) or "-"
                 write(
                     f"  {_short(segment.start):<21}  {_short(segment.end):<21}  "
@@ -213,9 +267,22 @@ def render_text(windows: Windows, out: TextIO) -> None:
             write(line + "\n")
     write(
         f"\nOne character per hour, the tightest limit in it: {FROZEN_MARK} frozen (0), "
-        f"1-9 that many nodes, {MANY_MARK} 10 or more, {UNLIMITED_MARK} no limit. "
+        f"1-9 that many nodes, {MANY_MARK} 10 or more, {UNLIMITED_MARK} no limit, "
+        f"{OUTSIDE_MARK} outside the {windows.days:g} day(s) shown. "
         "ALLOWED assumes today's disrupting nodes are still disrupting.\n"
     )
+
+
+def render_check(windows: Windows, out: TextIO) -> None:
+    """``--check``: one line per NodePool, whether Karpenter would accept its budgets."""
+    if not windows.pools:
+        out.write("no NodePools\n")
+    for pool in windows.pools:
+        if pool.blocked:
+            out.write(f"INVALID  NodePool {pool.name}: {pool.error}\n")
+        else:
+            note = " (opted out of Lifeboat)" if pool.opted_out else ""
+            out.write(f"ok       NodePool {pool.name}: {len(pool.budgets)} budget(s){note}\n")
 
 
 def to_json(windows: Windows) -> dict[str, Any]:
@@ -229,14 +296,16 @@ def to_json(windows: Windows) -> dict[str, Any]:
             "reason": pool.allowance.reason,
             "blocked": pool.blocked,
             "error": pool.error,
+            "opted_out": pool.opted_out,
             "timeline": [
                 {
                     "start": format_instant(s.start),
                     "end": format_instant(s.end),
                     "limit": s.limit,
+                    "allowed": None if s.limit is None else max(0, s.limit - pool.disrupting),
                     "active_budgets": list(s.active_budget_indexes),
                 }
-                for s in clipped(pool.segments, windows.at, windows.end)
+                for s in pool.segments
             ],
         }
 
@@ -251,12 +320,24 @@ def to_json(windows: Windows) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 # Command
 
+EXAMPLES = """
+lifeboat windows --cluster events/cluster.yaml --at 2026-12-01T14:05:00Z --days 2
+lifeboat windows --kubeconfig ~/.kube/config --days 7 --plot windows.svg
+lifeboat windows --check --cluster nodepools.yaml        # in CI: exit 1 on invalid budgets
+lifeboat windows --cluster cluster.yaml --json | jq '.nodepools[] | {nodepool, allowed}'
+"""
+
 
 def add_parser(commands: Any) -> None:
-    parser = commands.add_parser(
+    parser = add_command(
+        commands,
         "windows",
-        help="disruptions allowed now and the budget windows of the next days, per NodePool",
-        description=__doc__.splitlines()[0] if __doc__ else None,
+        summary="disruptions allowed now and the budget windows of the next days, per NodePool",
+        description="Per NodePool: the voluntary disruptions its budgets allow now, and when "
+        "its budget windows open and close over the next days (UTC), counted as Karpenter "
+        "and the Lambda count them. Exit status 1 when a NodePool's budgets are invalid "
+        "(Karpenter would block the pool), so it can gate CI.",
+        examples=EXAMPLES,
     )
     add_cluster_flags(parser, kubeconfig_help="a live cluster (read only)")
     parser.add_argument("--days", type=_positive_days, default=7, help="how far ahead (7)")
@@ -268,6 +349,12 @@ def add_parser(commands: Any) -> None:
         help="also draw the windows: SVG (no dependency) or PNG (needs eks-lifeboat[plot])",
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="only say, per NodePool, whether its budgets are valid (exit 1 if any is not)",
+    )
+    add_settings_flags(parser)
 
 
 def _positive_days(text: str) -> int:
@@ -280,25 +367,42 @@ def _positive_days(text: str) -> int:
     return value
 
 
+def check_args(args: argparse.Namespace) -> None:
+    """The plot's format and folder, before any work."""
+    plot: Path | None = args.plot
+    if plot is None:
+        return
+    if plot.suffix.lower() not in PLOT_SUFFIXES:
+        raise UsageError(f"--plot {plot}: the file must end in .svg or .png")
+    if plot.suffix.lower() == ".png":
+        from lifeboat_local import svg
+
+        svg.require_matplotlib()
+    check_output_file("--plot", plot)
+
+
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
-    plot: Path | None = args.plot
-    if plot is not None and plot.suffix.lower() not in (".svg", ".png"):
-        raise UsageError(f"--plot {plot}: the file must end in .svg or .png")
     at = args.at or datetime.now(UTC)
+    tool = tool_settings(args)
     with open_cluster(args.cluster, args.kubeconfig, args.context) as source:
-        windows = gather(source.kube, at, args.days)
-    if args.json:
+        tool.announce()
+        windows = gather(source.kube, at, args.days, tool.settings)
+    if args.check:
+        render_check(windows, out)
+    elif args.json:
         out.write(json.dumps(to_json(windows), indent=2) + "\n")
     else:
         render_text(windows, out)
+    plot: Path | None = args.plot
     if plot is not None:
         from lifeboat_local import svg
 
         if plot.suffix.lower() == ".png":
-            svg.write_png(windows, plot)
+            write_output("--plot", plot, lambda path: svg.write_png(windows, path))
         else:
-            plot.write_text(svg.render_svg(windows), encoding="utf-8")
+            document = svg.render_svg(windows)
+            write_output("--plot", plot, lambda path: path.write_text(document, encoding="utf-8"))
         if not args.json:
             out.write(f"Wrote {plot}\n")
-    return EXIT_OK
+    return EXIT_INVALID_BUDGETS if windows.invalid else EXIT_OK

@@ -336,11 +336,14 @@ def test_follow_prints_a_readable_timeline_in_time_order(
         return [{"text": line} for line in capsys.readouterr().out.splitlines()]
 
     lines = [item["text"] for item in _run_with_timeout(run)]
-    assert lines[0].startswith("acted ")
-    assert lines[1].startswith("deferred ")
-    stamps = [line.split()[0] for line in lines[2:]]
+    assert lines[0].split() == ["TIME", "(UTC)", "WHAT", "KIND", "INSTANCE", "NODE", "POOL"]
+    rows = [line.split() for line in lines[1:] if not line.startswith(" ")]
+    assert rows[0][:3] == [IN_WINDOW, "acted", "scheduled-change"]
+    assert rows[1][:3] == [IN_WINDOW, "deferred", "scheduled-change"]
+    stamps = [row[0] for row in rows]
     assert all(len(stamp) == 20 and stamp.endswith("Z") for stamp in stamps)
     assert stamps == sorted(stamps)
+    assert all(len(line) <= 160 for line in lines)
 
 
 # -- (g): a budget that does not parse blocks the pool ----------------------------------------

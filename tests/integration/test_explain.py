@@ -1,4 +1,6 @@
-"""``lifeboat explain``: the real decide() on the real emulator, and nothing written."""
+"""``lifeboat explain``: the Lambda's pipeline judging each notice in its batch, on a disposable
+copy of the cluster; the facts read at the moment of each decision; nothing written to the
+cluster given (a cluster file, or a live cluster behind a kubeconfig)."""
 
 from __future__ import annotations
 
@@ -8,34 +10,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kubeconfigs import write_kubeconfig
 
-import lifeboat_local.source
-from kubemu import Emulator
+from kubemu import Emulator, load_cluster_file
 from lifeboat.selectors import selector_matches
 from lifeboat_local.cli import build_parser
 from lifeboat_local.explain import run
 from lifeboat_local.replay import run as replay
 from tests.support.events import aws_event
-from tests.support.paths import EVENTS, SAMPLE_CLUSTER
+from tests.support.paths import EVENTS, ROOT, SAMPLE_CLUSTER
 
 CLUSTER = SAMPLE_CLUSTER
 WRITE_VERBS = ("create", "update", "patch", "delete")
 TUESDAY = "2026-12-01T14:05:00Z"
 SATURDAY = "2026-12-05T12:00:00Z"
-
-
-@pytest.fixture
-def emulators(monkeypatch: pytest.MonkeyPatch) -> list[Emulator]:
-    """Every emulator the command starts, kept for a look at its request counters."""
-    started: list[Emulator] = []
-
-    class Recording(Emulator):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            started.append(self)
-
-    monkeypatch.setattr(lifeboat_local.source, "Emulator", Recording)
-    return started
 
 
 def explain(*argv: str) -> tuple[int, str]:
@@ -58,11 +46,11 @@ def rebalance_event(tmp_path: Path, instance: str, time: str = "2026-12-01T14:01
     return path
 
 
-def test_rebalance_in_the_freeze_names_the_window_and_changes_nothing(
-    emulators: list[Emulator],
-) -> None:
+def test_rebalance_in_the_freeze_names_the_window_and_changes_nothing() -> None:
     event = str(EVENTS / "rebalance-recommendation.json")
+    before = CLUSTER.read_bytes()
     status, text = explain(event, "--cluster", str(CLUSTER), "--at", TUESDAY)
+    assert CLUSTER.read_bytes() == before
     assert status == 0
     assert "rebalance-recommendation, voluntary" in text
     assert "node:        ip-10-0-1-12.ec2.internal (Ready, schedulable, not disrupting)" in text
@@ -79,9 +67,9 @@ def test_rebalance_in_the_freeze_names_the_window_and_changes_nothing(
     # The shop/checkout PDB covers the checkout pod on this node.
     assert "PDB:         shop/checkout minAvailable 66%: disruptionsAllowed 1" in text
     assert "on this node: checkout-7c9d8f6b5-v8kqn" in text
-    [emulator] = emulators
-    assert emulator.requests["get"] + emulator.requests["list"] > 0
-    assert {verb: emulator.requests[verb] for verb in WRITE_VERBS} == dict.fromkeys(WRITE_VERBS, 0)
+    # What carrying the decision out did to the copy: the PreferNoSchedule mark of a deferral.
+    assert "would do:    taint lifeboat.dev/rebalance-recommendation:PreferNoSchedule" in text
+    assert "nothing was changed" in text
 
 
 def test_json_has_budgets_pool_and_decision() -> None:
@@ -106,7 +94,7 @@ def test_json_has_budgets_pool_and_decision() -> None:
     assert entry["decision"]["steps"] == ["mark-pending"]
 
 
-def test_do_not_disrupt_pod_blocks_the_rebalance(tmp_path: Path, emulators: list[Emulator]) -> None:
+def test_do_not_disrupt_pod_blocks_the_rebalance(tmp_path: Path) -> None:
     event = rebalance_event(tmp_path, "i-0a1b2c3d4e5f60008", "2026-12-05T11:58:00Z")
     # On a Saturday the budget allows it: only the do-not-disrupt pod stands in the way.
     status, text = explain(str(event), "--cluster", str(CLUSTER), "--at", SATURDAY)
@@ -118,8 +106,6 @@ def test_do_not_disrupt_pod_blocks_the_rebalance(tmp_path: Path, emulators: list
     assert "allowed now: 2" in text
     assert "decision:    DEFERRED" in text
     assert "blocked by pod data/spark-etl-driver-0" in text
-    [emulator] = emulators
-    assert sum(emulator.requests[verb] for verb in WRITE_VERBS) == 0
     _, [entry] = explain_json(str(event), "--cluster", str(CLUSTER), "--at", SATURDAY)
     assert entry["do_not_disrupt"]["blocking"] == (
         "pod data/spark-etl-driver-0 has karpenter.sh/do-not-disrupt=true"
@@ -159,28 +145,74 @@ def test_involuntary_and_node_group_with_pdbs() -> None:
     assert "steps:       taint-and-cordon, evict, complete-lifecycle-action" in text
 
 
-@pytest.mark.parametrize("sample", sorted(p.name for p in EVENTS.glob("*.json")))
-def test_same_outcome_as_replay(sample: str) -> None:
-    """explain runs the same decide() as replay: same outcome and deferral for each sample.
-
-    Only the first notice of a file is compared: explain changes nothing, so a later notice
-    of the same file (scheduled-change names two batch nodes) does not see the slot the
-    first one took in replay."""
-    _, entries = explain_json(str(EVENTS / sample), "--cluster", str(CLUSTER), "--at", TUESDAY)
-    args = build_parser().parse_args(
-        ["replay", str(EVENTS / sample), "--cluster", str(CLUSTER), "--at", TUESDAY, "--json"]
-    )
+def replay_json(*argv: str) -> list[dict[str, Any]]:
+    args = build_parser().parse_args(["replay", *argv, "--json"])
     out = io.StringIO()
     replay(args, out)
-    reports = [json.loads(line) for line in out.getvalue().splitlines()]
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def same_decisions(entries: list[dict[str, Any]], reports: list[dict[str, Any]]) -> None:
     assert len(entries) == len(reports)
-    first, report = entries[0], reports[0]
-    assert (first["decision"]["outcome"], first["decision"]["deferred_until"]) == (
-        report["outcome"],
-        report["deferred_until"],
-    )
-    assert first["kind"] == report["kind"]
-    assert first["instance_id"] == report["instance_id"]
+    for entry, report in zip(entries, reports, strict=True):
+        decision = entry["decision"]
+        assert (entry["kind"], entry["instance_id"]) == (report["kind"], report["instance_id"])
+        assert (decision["outcome"], decision["deferred_until"]) == (
+            report["outcome"],
+            report["deferred_until"],
+        )
+        assert decision["reason"] == report["reason"]
+        assert [a["type"] for a in decision["actions"]] == [a["type"] for a in report["actions"]]
+
+
+@pytest.mark.parametrize("sample", sorted(p.name for p in EVENTS.glob("*.json")))
+def test_same_decisions_as_replay_for_every_notice(sample: str) -> None:
+    """explain and replay run the same pipeline: every notice of every sample gets the same
+    outcome, deferral, reason and actions, later notices of a batch included."""
+    argv = (str(EVENTS / sample), "--cluster", str(CLUSTER), "--at", TUESDAY)
+    _, entries = explain_json(*argv)
+    same_decisions(entries, replay_json(*argv))
+
+
+def test_a_batch_is_judged_in_order_the_second_node_of_a_budget_1_pool_waits() -> None:
+    """The AWS Health retirement names both nodes of pool batch (budget "1"): the first takes
+    the pool's one slot (Karpenter's GetAllowedDisruptionsByReason: allowed = limit minus
+    disrupting), so the second is deferred, as replay and the Lambda would. explain shows the
+    second notice's facts as they were when it was decided: the first node disrupting."""
+    argv = (str(EVENTS / "scheduled-change.json"), "--cluster", str(CLUSTER), "--at", TUESDAY)
+    status, [first, second] = explain_json(*argv)
+    assert status == 0
+    assert first["decision"]["outcome"] == "acted"
+    assert first["pool"]["disrupting"] == 0
+    assert second["decision"]["outcome"] == "deferred"
+    assert second["decision"]["deferred_until"] == "2026-12-08T08:30:00Z"
+    assert second["pool"]["disrupting"] == 1
+    assert second["pool"]["allowed"] == 0
+    assert second["pool"]["disrupting_nodes"] == [
+        {
+            "node": "ip-10-0-2-14.ec2.internal",
+            "why": "taint lifeboat.dev/scheduled-change:NoSchedule",
+        }
+    ]
+    _, text = explain(*argv)
+    acted, deferred = text.split("\n\nEvent ")
+    assert "decision:    ACTED" in acted
+    assert "decision:    DEFERRED until 2026-12-08T08:30:00Z" in deferred
+    assert "disrupting: ip-10-0-2-14.ec2.internal" in deferred
+
+
+def test_earlier_files_take_their_slots_as_in_replay(tmp_path: Path) -> None:
+    """Files are judged in order against one copy, as replay runs them: two rebalance
+    recommendations on a Saturday (budget 20 % of 6 = 2) and a third one wait for capacity."""
+    files = [
+        str(rebalance_event(tmp_path, instance, "2026-12-05T11:58:00Z"))
+        for instance in ("i-0a1b2c3d4e5f60002", "i-0a1b2c3d4e5f60003", "i-0a1b2c3d4e5f60007")
+    ]
+    argv = (*files, "--cluster", str(CLUSTER), "--at", SATURDAY)
+    _, entries = explain_json(*argv)
+    assert [e["decision"]["outcome"] for e in entries] == ["acted", "acted", "deferred"]
+    assert [e["pool"]["disrupting"] for e in entries] == [0, 1, 2]
+    same_decisions(entries, replay_json(*argv))
 
 
 def test_unknown_instance_and_malformed_event(tmp_path: Path) -> None:
@@ -192,8 +224,59 @@ def test_unknown_instance_and_malformed_event(tmp_path: Path) -> None:
     )
     assert status == 2
     assert entries[0]["decision"]["outcome"] == "ignored"
+    assert entries[0]["decision"]["by"] == "routing"
     assert "i-0fffffffffffffff0 is unknown" in entries[0]["decision"]["reason"]
     assert entries[1]["decision"]["outcome"] == "rejected"
+    assert (entries[1]["file"], entries[1]["record"]) == (str(broken), None)
+
+
+def test_a_rejected_record_of_an_sqs_batch_is_named_by_file_and_index(tmp_path: Path) -> None:
+    spot = json.loads((EVENTS / "spot-interruption.json").read_text())
+    broken = json.loads(json.dumps(spot))
+    del broken["detail"]["instance-id"]
+    batch = tmp_path / "batch.json"
+    records = [{"messageId": f"m{i}", "body": json.dumps(e)} for i, e in enumerate([spot, broken])]
+    batch.write_text(json.dumps({"Records": records}))
+    status, [good, bad] = explain_json(str(batch), "--cluster", str(CLUSTER), "--at", TUESDAY)
+    assert status == 2
+    assert (good["record"], good["decision"]["outcome"]) == (0, "acted")
+    assert (bad["file"], bad["record"], bad["kind"]) == (str(batch), 1, "spot-interruption")
+    assert bad["decision"]["reason"] == "detail.instance-id: field required"
+    _, text = explain(str(batch), "--cluster", str(CLUSTER), "--at", TUESDAY)
+    assert (
+        f"Message in {batch} Records[1] (spot-interruption): REJECTED -- "
+        "detail.instance-id: field required"
+    ) in text
+
+
+def test_a_live_cluster_is_copied_and_never_written(tmp_path: Path) -> None:
+    """Through a kubeconfig explain lists the live cluster once and judges on a local copy:
+    the live API sees only GET and LIST, and the decisions are those of the cluster file."""
+    argv = (str(EVENTS / "scheduled-change.json"), "--at", TUESDAY)
+    with Emulator(load_cluster_file(CLUSTER)) as live:
+        before = live.dump()
+        kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", live.url)
+        status, entries = explain_json(*argv, "--kubeconfig", str(kubeconfig))
+        writes = {verb: live.requests[verb] for verb in WRITE_VERBS}
+        assert live.dump() == before
+    assert status == 0
+    assert writes == dict.fromkeys(WRITE_VERBS, 0)
+    assert live.requests["list"] >= 5  # nodes, pods, PDBs, NodePools, NodeClaims
+    _, from_file = explain_json(*argv, "--cluster", str(CLUSTER))
+    assert [e["decision"] for e in entries] == [e["decision"] for e in from_file]
+    assert [e["decision"]["outcome"] for e in entries] == ["acted", "deferred"]
+
+
+def test_production_settings_cordon_a_rebalance_instead_of_replacing() -> None:
+    """samconfig's production environment sets KindActions=rebalance-recommendation=cordon;
+    explain, like the Lambda deployed with it, cordons and starts no replacement."""
+    argv = (str(EVENTS / "rebalance-recommendation.json"), "--cluster", str(CLUSTER))
+    argv += ("--at", "2026-12-01T18:05:00Z", "--config-file", str(ROOT / "samconfig.toml"))
+    _, [default] = explain_json(*argv[:-2])
+    _, [production] = explain_json(*argv, "--config-env", "production")
+    assert default["decision"]["steps"] == ["taint-and-cordon", "create-nodeclaim"]
+    assert production["decision"]["steps"] == ["taint-and-cordon"]
+    assert [a["type"] for a in production["decision"]["actions"]] == ["taint", "cordon"]
 
 
 @pytest.mark.parametrize(
@@ -225,3 +308,17 @@ def test_pdb_selector_matching(
     selector: dict[str, Any] | None, labels: dict[str, str], expected: bool
 ) -> None:
     assert selector_matches(selector, labels) is expected
+
+
+def test_an_unknown_instance_within_the_grace_period_goes_back_to_the_queue(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With LIFEBOAT_UNKNOWN_INSTANCE_GRACE_SECONDS the Lambda returns such a message to the
+    queue (routing.NotYetKnown); explain says so, as replay does, and exits 1."""
+    monkeypatch.setenv("LIFEBOAT_UNKNOWN_INSTANCE_GRACE_SECONDS", "3600")
+    event = rebalance_event(tmp_path, "i-0fffffffffffffff0", "2026-12-01T14:01:30Z")
+    status, [entry] = explain_json(str(event), "--cluster", str(CLUSTER), "--at", TUESDAY)
+    assert status == 1
+    assert entry["decision"]["outcome"] == "retried"
+    assert "i-0fffffffffffffff0 is unknown" in entry["decision"]["reason"]
+    assert entry["decision"]["reason"].endswith("the message would go back to the queue")

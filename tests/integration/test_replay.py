@@ -36,6 +36,7 @@ CONTRACT_KEYS = {
     "deferred_until",
     "actions",
 }
+ORIGIN_KEYS = {"file", "record"}
 KINDS = {
     "spot-interruption",
     "rebalance-recommendation",
@@ -110,6 +111,11 @@ def write_event(tmp_path: Path, name: str, event: dict[str, Any]) -> Path:
     return path
 
 
+def without_origin(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records without the fields naming where each came from (file, record index)."""
+    return [{k: v for k, v in r.items() if k not in ORIGIN_KEYS} for r in records]
+
+
 def without_generated_names(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     masked = copy.deepcopy(records)
     for record in masked:
@@ -122,7 +128,7 @@ def without_generated_names(records: list[dict[str, Any]]) -> list[dict[str, Any
 # -- the output contract -------------------------------------------------------------------
 
 
-def test_every_sample_gives_json_lines_with_exactly_the_contract_keys(
+def test_every_sample_gives_json_lines_with_the_contract_keys_and_where_it_came_from(
     lifeboat: Callable[..., Run],
 ) -> None:
     run = lifeboat(*replay_args(*EVENTBRIDGE_SAMPLES))
@@ -131,7 +137,10 @@ def test_every_sample_gives_json_lines_with_exactly_the_contract_keys(
     # One record per (event, instance): the scheduled change names two instances.
     assert len(records) == len(EVENTBRIDGE_SAMPLES) + 1
     for record in records:
-        assert set(record) == CONTRACT_KEYS
+        # The contract's keys, extended by the file (and SQS record) the message came from.
+        assert set(record) == CONTRACT_KEYS | ORIGIN_KEYS
+        assert Path(record["file"]).name in {p.name for p in EVENTBRIDGE_SAMPLES}
+        assert record["record"] is None  # not an SQS batch
         assert record["kind"] in KINDS
         assert record["outcome"] in OUTCOMES
         assert isinstance(record["reason"], str)
@@ -219,7 +228,10 @@ def test_sqs_batches_give_the_same_decisions_as_eventbridge_events(
     direct = lifeboat(*replay_args(*EVENTBRIDGE_SAMPLES))
     batched = lifeboat(*replay_args(*SQS_SAMPLES))
     assert direct.code == batched.code == 0
-    assert without_generated_names(batched.records) == without_generated_names(direct.records)
+    assert [
+        r["record"] for r in batched.records if r["file"].endswith("/spot-interruption.json")
+    ] == [0]
+    assert without_origin(batched.records) == without_origin(direct.records)
     assert {r["outcome"] for r in batched.records} >= {"acted", "deferred"}
 
 
@@ -480,19 +492,35 @@ def test_a_file_that_is_json_but_not_an_event_is_rejected_not_a_crash(
     assert lines[0]["reason"].startswith("body")
 
 
-def test_an_unwritable_state_out_is_a_usage_error(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("where", ["missing-dir/out.yaml", "a-file/out.yaml", "."])
+def test_an_unwritable_state_out_is_a_usage_error_before_any_work(
+    tmp_path: Path, lifeboat: Callable[..., Run], where: str
 ) -> None:
-    target = tmp_path / "missing-dir" / "out.yaml"
-    status = main(
-        [
-            "replay",
-            str(EVENTS / "spot-interruption.json"),
-            "--cluster",
-            str(CLUSTER),
-            "--state-out",
-            str(target),
-        ]
-    )
-    assert status == 1
-    assert "--state-out" in capsys.readouterr().err
+    (tmp_path / "a-file").write_text("not a folder")
+    target = tmp_path / where
+    # The cluster file does not exist either: the output is checked first, before any work.
+    run = lifeboat(
+        "replay", EVENTS / "spot-interruption.json", "--cluster", tmp_path / "no-cluster.yaml",
+        "--state-out", target,
+    )  # fmt: skip
+    assert run.code == 1
+    assert run.out == ""
+    [error] = [line for line in run.err.splitlines() if "error:" in line]
+    assert f"--state-out {target}" in error
+    assert "no-cluster.yaml" not in run.err
+
+
+def test_a_state_out_that_fails_to_write_is_one_line_after_the_decisions(
+    lifeboat: Callable[..., Run],
+) -> None:
+    """/dev/full passes every check (it exists and is writable) and fails on write: ENOSPC,
+    as a full disk would. The decisions are printed; the failure is one line; exit 1."""
+    full = Path("/dev/full")
+    if not full.exists():
+        pytest.skip("no /dev/full here")
+    run = lifeboat(*replay_args(EVENTS / "spot-interruption.json", state_out=full))
+    assert run.code == 1
+    assert [r["outcome"] for r in run.records] == ["acted"]
+    assert run.err.splitlines() == [
+        "lifeboat: error: --state-out /dev/full: No space left on device"
+    ]

@@ -96,6 +96,9 @@ class Pipeline:
     holder: str = "lifeboat"
     # Messages of a batch handled at once; 1 keeps replay's output in a stable order.
     workers: int = 1
+    # Told of each decision about a notice, with the target it judged, before it is carried
+    # out: ``lifeboat explain`` reads the cluster at that moment. Must not write.
+    on_decision: Callable[[Notice, Target, Decision], None] | None = None
 
     def process(self, bodies: Sequence[Body]) -> list[MessageResult]:
         """Handle one batch. One directory lookup serves all its instances."""
@@ -126,7 +129,7 @@ class Pipeline:
                 return decode(message)
             return parse_message(message, received_at=self.clock())
         except MalformedMessage as error:
-            return MessageResult([Report.rejected(error.reason, error.event_id)])
+            return MessageResult([Report.rejected(error.reason, error.event_id, error.kind)])
         except Exception as error:  # the message goes back to the queue, then to the DLQ
             return MessageResult(error=error)
 
@@ -176,7 +179,7 @@ class Pipeline:
         # mark) needs the lease; the replacement and the rest follow once it is released.
         with self._pool_lease(resolver.kube, target):
             target = resolver.with_budget_state(target)
-            decision = decide(notice, target, self.settings, self.clock())
+            decision = self._decide(notice, target)
             first = replace(decision, steps=decision.steps[:1])
             held = self._actor(resolver.kube).carry_out(notice, target, first)
         return self._carry_out(resolver.kube, notice, target, decision, done=held)
@@ -208,8 +211,13 @@ class Pipeline:
             yield
 
     def _decide_and_act(self, resolver: Resolver, notice: Notice, target: Target) -> Report:
+        return self._carry_out(resolver.kube, notice, target, self._decide(notice, target))
+
+    def _decide(self, notice: Notice, target: Target) -> Decision:
         decision = decide(notice, target, self.settings, self.clock())
-        return self._carry_out(resolver.kube, notice, target, decision)
+        if self.on_decision is not None:
+            self.on_decision(notice, target, decision)
+        return decision
 
     def _carry_out(
         self,

@@ -53,9 +53,13 @@ class Report:
         )
 
     @classmethod
-    def rejected(cls, reason: str, event_id: str | None = None) -> Report:
+    def rejected(cls, reason: str, event_id: str | None = None, kind: Kind | None = None) -> Report:
+        """A message that could not be understood; ``kind`` when it said what it is."""
         return cls(
-            event_id=event_id, kind=str(Kind.UNSUPPORTED), outcome=Outcome.REJECTED, reason=reason
+            event_id=event_id,
+            kind=str(kind or Kind.UNSUPPORTED),
+            outcome=Outcome.REJECTED,
+            reason=reason,
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -27,18 +27,27 @@ from lifeboat_local.common import (
     UsageError,
     add_at_flag,
     add_cluster_flags,
+    add_command,
 )
 from lifeboat_local.source import open_cluster
 
+EXAMPLES = """
+    lifeboat audit --cluster events/cluster.yaml
+    lifeboat audit --kubeconfig ~/.kube/config --json > audit.json
+    lifeboat audit --kubeconfig ~/.kube/config --strict --skip nodepool-default-budget
+"""
+
 
 def add_parser(commands: Any) -> None:
-    parser = commands.add_parser(
+    parser = add_command(
+        commands,
         "audit",
-        help="the risks before enabling Lifeboat or rotating nodes",
+        summary="the risks before enabling Lifeboat or rotating nodes",
         description="The risks to look at before enabling Lifeboat or rotating nodes: PDBs, "
-        "single replicas, do-not-disrupt, NodePool budgets, labels, node ownership.",
-        epilog="exit status: 0 no error; 3 errors found (or warnings, with --strict); "
-        "1 the audit could not run",
+        "single replicas, do-not-disrupt, NodePool budgets, labels, node ownership. "
+        "Exit status: 0 no error; 3 errors found (or warnings, with --strict); "
+        "1 the audit could not run.",
+        examples=EXAMPLES,
     )
     add_cluster_flags(
         parser,

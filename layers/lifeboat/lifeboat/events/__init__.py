@@ -19,7 +19,8 @@ small pydantic model of its ``detail`` and a parser object (:class:`Parser`) lis
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -72,7 +73,9 @@ def parse_message(body: str | bytes | Mapping[str, Any], *, received_at: datetim
 def _parse(body: str | bytes | Mapping[str, Any], *, received_at: datetime) -> list[Notice]:
     message = unwrap(load_body(body))
     if message.form is not Form.EVENTBRIDGE:
-        return asg_lifecycle.parse_autoscaling_message(message, received_at=received_at)
+        hook = Kind.ASG_TERMINATION if message.form is Form.LIFECYCLE_HOOK else None
+        with _rejected_as(hook):
+            return asg_lifecycle.parse_autoscaling_message(message, received_at=received_at)
     event = EventBridgeEvent.load(message.payload, path=message.path)
     if event.region is None and message.region is not None:
         event = event.model_copy(update={"region": message.region})
@@ -82,7 +85,19 @@ def _parse(body: str | bytes | Mapping[str, Any], *, received_at: datetime) -> l
             f"unsupported event: source {_q(event.source)}, detail-type {_q(event.detail_type)}"
         )
         return [event.notice(Kind.UNSUPPORTED, ignore_reason=reason)]
-    return parser.parse(event)
+    with _rejected_as(parser.kind):
+        return parser.parse(event)
+
+
+@contextmanager
+def _rejected_as(kind: Kind | None) -> Iterator[None]:
+    """A message whose source and type say what it is stays that kind when its details are
+    invalid: a Spot warning without ``instance-id`` is a rejected spot-interruption."""
+    try:
+        yield
+    except MalformedMessage as error:
+        error.kind = error.kind or kind
+        raise
 
 
 def _q(text: str) -> str:

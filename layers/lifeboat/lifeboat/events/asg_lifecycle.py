@@ -111,6 +111,7 @@ class LifecycleActionParser:
     """The EventBridge form, for one of the two lifecycle detail-types."""
 
     source = "aws.autoscaling"
+    kind = Kind.ASG_TERMINATION
 
     def __init__(self, detail_type: str) -> None:
         self.detail_type = detail_type

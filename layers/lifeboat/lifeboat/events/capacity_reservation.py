@@ -34,6 +34,7 @@ class CapacityReservationInterruptionDetail(Model):
 class CapacityReservationInterruptionParser:
     source = "aws.ec2"
     detail_type = "EC2 Capacity Reservation Instance Interruption Warning"
+    kind = Kind.CAPACITY_RESERVATION_INTERRUPTION
 
     def parse(self, event: EventBridgeEvent) -> list[Notice]:
         detail = event.detail_as(CapacityReservationInterruptionDetail)

@@ -99,9 +99,14 @@ class Notice:
 
 
 class MalformedMessage(ValueError):
-    """A message that cannot be understood. The text names the field and what is wrong."""
+    """A message that cannot be understood. The text names the field and what is wrong.
 
-    def __init__(self, reason: str, event_id: str | None = None) -> None:
+    ``kind`` is set when the message says what it is although its details are wrong (a Spot
+    warning without ``instance-id`` is a rejected ``spot-interruption``); None otherwise.
+    """
+
+    def __init__(self, reason: str, event_id: str | None = None, kind: Kind | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
         self.event_id = event_id
+        self.kind = kind

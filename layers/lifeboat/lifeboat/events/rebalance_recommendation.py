@@ -21,6 +21,7 @@ class RebalanceRecommendationDetail(Model):
 class RebalanceRecommendationParser:
     source = "aws.ec2"
     detail_type = "EC2 Instance Rebalance Recommendation"
+    kind = Kind.REBALANCE_RECOMMENDATION
 
     def parse(self, event: EventBridgeEvent) -> list[Notice]:
         detail = event.detail_as(RebalanceRecommendationDetail)

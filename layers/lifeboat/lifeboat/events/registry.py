@@ -13,7 +13,7 @@ from lifeboat.events import (
     state_change,
 )
 from lifeboat.events.envelope import EventBridgeEvent
-from lifeboat.events.notice import Notice
+from lifeboat.events.notice import Kind, Notice
 
 
 class Parser(Protocol):
@@ -28,6 +28,11 @@ class Parser(Protocol):
 
     @property
     def detail_type(self) -> str: ...
+
+    @property
+    def kind(self) -> Kind:
+        """What the event announces, also when its detail is invalid (the rejection's kind)."""
+        ...
 
     def parse(self, event: EventBridgeEvent) -> list[Notice]:
         """Notices for ``event``; raises :class:`MalformedMessage` when its detail is invalid."""

@@ -40,6 +40,7 @@ class ScheduledChangeDetail(HealthEventHead):
 class ScheduledChangeParser:
     source = "aws.health"
     detail_type = "AWS Health Event"
+    kind = Kind.SCHEDULED_CHANGE
 
     def parse(self, event: EventBridgeEvent) -> list[Notice]:
         head = event.detail_as(HealthEventHead)

@@ -26,6 +26,7 @@ class SpotInterruptionDetail(Model):
 class SpotInterruptionParser:
     source = "aws.ec2"
     detail_type = "EC2 Spot Instance Interruption Warning"
+    kind = Kind.SPOT_INTERRUPTION
 
     def parse(self, event: EventBridgeEvent) -> list[Notice]:
         detail = event.detail_as(SpotInterruptionDetail)

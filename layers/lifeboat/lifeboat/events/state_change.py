@@ -24,6 +24,7 @@ class StateChangeDetail(Model):
 class StateChangeParser:
     source = "aws.ec2"
     detail_type = "EC2 Instance State-change Notification"
+    kind = Kind.STATE_CHANGE
 
     def parse(self, event: EventBridgeEvent) -> list[Notice]:
         detail = event.detail_as(StateChangeDetail)

@@ -1,0 +1,134 @@
+"""``lifeboat explain`` for a person: one block of lines per (event, instance)."""
+
+from __future__ import annotations
+
+from typing import Any, TextIO
+
+from lifeboat import nodes
+from lifeboat.budgets import LIFEBOAT_REASON
+from lifeboat_local.timeline import action_text
+
+
+def render_text(entry: dict[str, Any], out: TextIO) -> None:
+    lines: list[str] = []
+    add = lines.append
+    decision = entry["decision"]
+    if "voluntary" not in entry:  # rejected, or a message that is no AWS notice
+        add(
+            f"Message in {entry.get('where')} ({entry.get('kind')}): "
+            f"{decision['outcome'].upper()} -- {decision['reason']}"
+        )
+        out.write("\n".join(lines) + "\n\n")
+        return
+    add(
+        f"Event {entry['event_id']} ({entry['kind']}), instance {entry['instance_id'] or '-'}, "
+        f"judged at {entry['at']}"
+    )
+    add(f"  message:     {entry.get('where')}")
+    voluntary = "voluntary" if entry["voluntary"] else "involuntary (never waits for budgets)"
+    detail = f" [{entry['detail']}]" if entry.get("detail") else ""
+    add(f"  notice:      {entry['kind']}{detail}, {voluntary}, sent {entry['event_time']}")
+    timing = entry["timing"]
+    if timing.get("deadline"):
+        left = str(timing["time_left"])
+        when = f"passed {left[1:]} ago" if left.startswith("-") else f"in {left}"
+        text = f"{timing['deadline']} ({when})"
+        if timing.get("lead"):
+            text += f"; lead {timing['lead']}: acts regardless from {timing['act_regardless_from']}"
+        add(f"  deadline:    {text}")
+    elif timing.get("gives_up_at"):
+        add(
+            f"  deadline:    none; waits at most {timing['patience']} for its pool, "
+            f"gives up at {timing['gives_up_at']}"
+        )
+    else:
+        add("  deadline:    none")
+    if entry.get("lifecycle_hook"):
+        add(f"  lifecycle:   hook {entry['lifecycle_hook']}")
+    node = entry.get("node")
+    if node is not None:
+        state = ["Ready" if node["ready"] else "NOT Ready"]
+        state.append("cordoned" if node["unschedulable"] else "schedulable")
+        state.append("disrupting" if node["disrupting"] else "not disrupting")
+        add(f"  node:        {node['name']} ({', '.join(state)})")
+        if node["taints"]:
+            add(f"  taints:      {', '.join(node['taints'])}")
+        claim = entry.get("nodeclaim") or "none (not Karpenter-managed: drained by Lifeboat)"
+        add(f"  NodeClaim:   {claim}")
+        if entry.get("nodepool_missing"):
+            add(f"  NodePool:    {entry['nodepool_missing']} (NOT FOUND)")
+        _render_pool(entry.get("pool"), add)
+        _render_pods(entry, add)
+    elif entry["decision"]["by"] == "decide":
+        add("  node:        none found for this instance")
+    until = f" until {decision['deferred_until']}" if decision["deferred_until"] else ""
+    forced = " (FORCED past budgets/do-not-disrupt)" if decision["forced"] else ""
+    add(f"  decision:    {decision['outcome'].upper()}{until}{forced} -- {decision['reason']}")
+    if decision["steps"]:
+        add(f"  steps:       {', '.join(decision['steps'])}")
+    if decision.get("actions"):
+        add(f"  would do:    {', '.join(action_text(a) for a in decision['actions'])}")
+    if decision["recheck_at"]:
+        add(f"  recheck at:  {decision['recheck_at']}")
+    add("  (judged on a copy of the cluster, after the notices before it: nothing was changed)")
+    out.write("\n".join(lines) + "\n\n")
+
+
+def _render_pool(pool: dict[str, Any] | None, add: Any) -> None:
+    if pool is None:
+        return
+    add(f"  NodePool:    {pool['name']}: {pool['nodes']} node(s), {pool['disrupting']} disrupting")
+    for item in pool["disrupting_nodes"]:
+        add(f"                 disrupting: {item['node']} ({item['why']})")
+    if pool["opted_out"]:
+        add(f"                 opted out: {nodes.OPT_OUT_ANNOTATION}={pool['opted_out']}")
+    if pool["budget_error"]:
+        add(f"  budgets:     INVALID, pool blocked: {pool['budget_error']}")
+    else:
+        add(f"  budgets:     (for reason {LIFEBOAT_REASON})")
+    for budget in pool["budgets"]:
+        when = "always"
+        if budget["schedule"] is not None:
+            when = f'schedule "{budget["schedule"]}" for {budget["duration"]}'
+        state = "ACTIVE" if budget["active"] else "inactive"
+        if not budget["applies"]:
+            state = f"does not apply to {LIFEBOAT_REASON} (reasons {budget['reasons']})"
+        elif budget["window_ends"]:
+            state += f", window ends {budget['window_ends']}"
+        elif budget["next_window"]:
+            state += f", next window opens {budget['next_window']}"
+        add(
+            f'    budget[{budget["index"]}] nodes "{budget["nodes"]}", {when}: {state}; '
+            f"limit {budget['limit']}"
+        )
+    allowed = "no limit" if pool["allowed"] is None else pool["allowed"]
+    add(f"  allowed now: {allowed} -- {pool['allowance']}")
+
+
+def _render_pods(entry: dict[str, Any], add: Any) -> None:
+    pods = entry.get("pods") or []
+    add(f"  pods:        {len(pods)}: {', '.join(pods) if pods else '-'}")
+    dnd = entry.get("do_not_disrupt") or {}
+    if dnd.get("marks"):
+        for mark in dnd["marks"]:
+            add(f"  do-not-disrupt: {mark['object']} has {nodes.DO_NOT_DISRUPT}={mark['value']}")
+    else:
+        add("  do-not-disrupt: none")
+    if dnd.get("blocking"):
+        until = dnd["blocking_until"] or "indefinitely"
+        add(f"                 blocks voluntary disruption ({until}): {dnd['blocking']}")
+    pdbs = entry.get("pdbs") or []
+    if not pdbs:
+        add("  PDBs:        none select this node's pods")
+    for pdb in pdbs:
+        rule = (
+            f"maxUnavailable {pdb['maxUnavailable']}"
+            if pdb["maxUnavailable"] is not None
+            else f"minAvailable {pdb['minAvailable']}"
+        )
+        add(
+            f"  PDB:         {pdb['namespace']}/{pdb['name']} {rule}: disruptionsAllowed "
+            f"{pdb['disruptionsAllowed']} (healthy {pdb['currentHealthy']}, desired "
+            f"{pdb['desiredHealthy']}, expected {pdb['expectedPods']}); on this node: "
+            f"{', '.join(pdb['pods_on_node'])}"
+        )
