@@ -34,7 +34,7 @@ def test_version_reports_a_1_31_server(emulator: Emulator) -> None:
 
 def test_unknown_path_answers_404_status_body(emulator: Emulator) -> None:
     rest = emulator.api_client().rest_client
-    for path in ("/nope", "/apis/apps/v1/deployments", "/api/v1/nodes/n1/proxy"):
+    for path in ("/nope", "/apis/batch/v1/jobs", "/api/v1/nodes/n1/proxy"):
         response = rest.request("GET", f"{emulator.url}{path}")
         assert response.status == 404
         body = json.loads(response.read())
