@@ -128,11 +128,26 @@ def apply_json_patch(doc: Any, operations: Any) -> Any:
         elif name == "copy":
             doc = _add(doc, path, copy.deepcopy(_get(doc, op["from"])))
         elif name == "test":
-            if _get(doc, path) != op.get("value"):
+            if "value" not in op:
+                raise bad_request(f"json patch test operation at {path!r} has no value")
+            if not json_equal(_get(doc, path), op["value"]):
                 raise _unprocessable(f"the server rejected our request: test failed at {path!r}")
         else:
             raise bad_request(f"unexpected json patch operation {name!r}")
     return doc
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Equality of JSON values (RFC 6902 test): unlike Python's ==, true is not 1."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    return type(a) is type(b) and a == b
 
 
 # --- RFC 7386 merge patch ----------------------------------------------------------------
