@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import NoReturn
 
-from lifeboat_local import explain, replay, windows
+from lifeboat_local import explain, replay, serve, windows
 from lifeboat_local.common import EXIT_USAGE, UsageError
 
 # name -> module; the order is the order of ``lifeboat --help``.
@@ -21,6 +21,7 @@ COMMANDS: dict[str, ModuleType] = {
     "replay": replay,
     "explain": explain,
     "windows": windows,
+    "serve": serve,
 }
 
 

@@ -32,6 +32,7 @@ from lifeboat_local.common import (
 )
 from lifeboat_local.directory import directory_from_objects
 from lifeboat_local.karpenter_sim import KarpenterSimulation
+from lifeboat_local.serve import add_serve_flags, serve
 from lifeboat_local.source import live_directory, open_cluster
 
 # --follow stops after this many wake-up batches, so a loop in the policy cannot hang it.
@@ -88,10 +89,15 @@ def add_parser(commands: Any) -> None:
         action="store_true",
         help="advance the clock through all deferred work until none is left",
     )
+    add_serve_flags(parser)
 
 
 def check_args(args: argparse.Namespace) -> None:
     """Combinations argparse cannot express: a usage error (exit 1)."""
+    if args.serve != (args.kubeconfig_out is not None):
+        raise UsageError("replay: --serve and --kubeconfig-out go together")
+    if args.serve and args.kubeconfig is not None:
+        raise UsageError("replay: --serve serves the replayed cluster file; not with --kubeconfig")
     if args.kubeconfig is None:
         if args.apply:
             raise UsageError("replay: --apply is only for --kubeconfig")
@@ -138,12 +144,15 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
                     print(f"lifeboat: error: {result.error}", file=sys.stderr)
         # No Karpenter to simulate on a live cluster (--kubeconfig): the real one runs there.
         karpenter = KarpenterSimulation(emulator, clock.now) if emulator is not None else None
+        if emulator is not None:
+            emulator.clock.set(clock.now)  # pods terminate and objects age on replay time
         for _ in range(MAX_FOLLOW_STEPS if args.follow else 0):
             due = wakeups.next_due()
             if due is None:
                 break
             clock.now = max(clock.now, due)
-            if karpenter is not None:
+            if karpenter is not None and emulator is not None:
+                emulator.clock.set(clock.now)
                 karpenter.advance(clock.now)
             batch = [encode(w) for w in wakeups.pop_due(clock.now)]
             for result in pipeline.process(batch):
@@ -158,6 +167,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             except OSError as error:
                 why = error.strerror or error
                 raise UsageError(f"--state-out {args.state_out}: {why}") from None
+        if args.serve and emulator is not None:
+            serve(emulator, args.kubeconfig_out, "the replayed cluster", out)
     if failed:
         return EXIT_USAGE
     return EXIT_REJECTED if any_rejected else EXIT_OK
@@ -216,4 +227,7 @@ def replay_target(
             yield None, source.kube, live_directory(source.kube), settings
         else:
             directory = directory_from_objects(source.objects or ())
-            yield source.emulator, source.kube, directory, Settings()
+            settings = Settings()
+            # deploy/rbac.yaml creates the Leases' namespace in a real cluster.
+            source.emulator.ensure_namespace(settings.lease_namespace)
+            yield source.emulator, source.kube, directory, settings
