@@ -209,6 +209,8 @@ class Backend:
         ops = self.operations
         resource, namespace, name = route.resource, route.namespace, route.name
         write = _write_options(query)
+        if isinstance(body, dict) and "All" in (body.get("dryRun") or []):
+            write.dry_run = True  # DeleteOptions carry dryRun in the body
         if route.subresource == "eviction":
             evict(ops, namespace, name, body, dry_run=write.dry_run)
             return Response(201, success_status(201))
