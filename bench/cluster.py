@@ -344,6 +344,8 @@ def build_cluster(
     names = pool_names(pools)
     objects: list[Obj] = [nodepool(name, i) for i, name in enumerate(names)]
     pool_uids = {o["metadata"]["name"]: o["metadata"]["uid"] for o in objects}
+    # Lifeboat's Leases live in the namespace deploy/rbac.yaml creates.
+    objects.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "lifeboat"}})
     for index, machine in enumerate(machines):
         objects += node_objects(machine, index, pool_uids)
         objects += pod_objects(machine, index, pods_per_node)

@@ -62,6 +62,8 @@ def _instance(i: int) -> str:
 
 def _cluster(budget: str) -> list[dict[str, Any]]:
     objects: list[dict[str, Any]] = [
+        # The Leases' namespace, as deploy/rbac.yaml creates it.
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "lifeboat"}},
         {
             "apiVersion": "karpenter.sh/v1",
             "kind": "NodePool",
@@ -85,7 +87,7 @@ def _cluster(budget: str) -> list[dict[str, Any]]:
                 },
                 "disruption": {"budgets": [{"nodes": budget}]},
             },
-        }
+        },
     ]
     for i in range(NODES):
         claim, node, provider = (

@@ -70,6 +70,9 @@ def _objects() -> list[dict[str, Any]]:
             "name": CLAIM,
             "uid": CLAIM_UID,
             "labels": {nodes.NODEPOOL_LABEL: "general"},
+            # As on a live cluster: deleting the claim does not garbage-collect its Node
+            # while Karpenter drains it.
+            "finalizers": ["karpenter.sh/termination"],
         },
         "spec": {},
         "status": {"providerID": f"aws:///us-east-1a/{INSTANCE}", "nodeName": NODE},
@@ -92,7 +95,8 @@ def _objects() -> list[dict[str, Any]]:
         "spec": {"providerID": f"aws:///us-east-1a/{INSTANCE}"},
         "status": {"conditions": [{"type": "Ready", "status": "True"}]},
     }
-    return [pool, claim, node]
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "lifeboat"}}
+    return [namespace, pool, claim, node]
 
 
 INFO = InstanceInfo(INSTANCE, node_name=NODE, nodeclaim=CLAIM, nodepool="general")
@@ -258,7 +262,9 @@ def test_a_create_that_may_have_happened_is_not_resent(emu: Emulator) -> None:
     assert lost == [201] and len(_replacements(emu)) == 1
     assert _failed(_batch(SPOT), pipeline) == set()
     assert len(_replacements(emu)) == 1
-    assert emu.get_object("NodeClaim", CLAIM) is None  # the old claim was deleted on retry
+    assert emu.get_object("NodeClaim", CLAIM)["metadata"][
+        "deletionTimestamp"
+    ]  # the old claim was deleted on retry
 
 
 @pytest.mark.parametrize("status", [429, 503])
@@ -280,7 +286,11 @@ def _replacement_body() -> dict[str, Any]:
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodeClaim",
         "metadata": {"generateName": "general-", "labels": {nodes.REPLACES_LABEL: CLAIM}},
-        "spec": {},
+        # What the NodeClaim CRD requires.
+        "spec": {
+            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "d"},
+            "requirements": [],
+        },
     }
 
 
