@@ -16,9 +16,9 @@ def test_a_missing_lease_namespace_is_a_clear_error(emulator: Emulator) -> None:
     the lock says which namespace and how to fix it, and the message is retried."""
     kube = KubeApi(emulator.api_client(), RetryPolicy(attempts=1))
     lock = PoolLock(kube, "lifeboat", "test", clock=lambda: datetime(2026, 12, 1, tzinfo=UTC))
-    with pytest.raises(LeaseNamespaceMissing, match="namespace 'lifeboat' does not exist"):
-        with lock.hold("general"):
-            pass
+    missing = pytest.raises(LeaseNamespaceMissing, match="namespace 'lifeboat' does not exist")
+    with missing, lock.hold("general"):
+        pass
     emulator.ensure_namespace("lifeboat")
     with lock.hold("general"):
         assert emulator.get_object("Lease", "lifeboat-nodepool-general", "lifeboat") is not None
