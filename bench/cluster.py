@@ -260,6 +260,9 @@ def node_objects(machine: Machine, index: int, pool_uids: dict[str, str]) -> lis
                     "name": machine.nodeclaim,
                     "uid": claim_uid,
                     "creationTimestamp": CREATED,
+                    # As on a live cluster: the Node outlives its claim's deletion while
+                    # Karpenter drains it (without it the garbage collector takes the Node).
+                    "finalizers": ["karpenter.sh/termination"],
                     "labels": labels,
                     "ownerReferences": [
                         {

@@ -158,6 +158,8 @@ def build_cluster(
     config: SoakConfig, rng: random.Random
 ) -> tuple[list[dict[str, Any]], list[Machine]]:
     objects: list[dict[str, Any]] = [_nodepool(name, budgets) for name, budgets in POOLS.items()]
+    # Lifeboat's Leases live in the namespace deploy/rbac.yaml creates.
+    objects.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "lifeboat"}})
     objects.append(_nodepool(OPTED_OUT_POOL, [{"nodes": "100%"}], opted_out=True))
     pool_names = [*POOLS, OPTED_OUT_POOL]
     pool_weights = [4, 2, 2, 2, 1]
