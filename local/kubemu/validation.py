@@ -2,9 +2,11 @@
 
 Built-in kinds are checked against the Kubernetes 1.31 JSON schemas that the maintained
 ``kubernetes-validate`` package ships (its "strict" variant, which marks unknown fields),
-compiled once per kind with ``jsonschema``. The package's own ``validate()`` re-reads the
-1.2 MB definitions on every call, so only its schema files are used. What the schemas say
-maps to the server's answers as decoding and validation do upstream:
+compiled once per kind into Python code with ``fastjsonschema`` (about 0.1 ms for a Node,
+against 5 ms with ``jsonschema``'s interpreter; ``kubernetes-validate``'s own
+``validate()`` even re-reads its 1.2 MB of definitions on every call, so only its schema
+files are used). What the schemas say maps to the server's answers as decoding and
+validation do upstream:
 
 - a field of the wrong type or an unparsable time (a Lease ``renewTime: "yesterday"``):
   400 BadRequest, the object "cannot be handled" (the JSON decoder fails);
@@ -25,14 +27,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources as package_files
 from typing import Any
 
-import jsonschema
-from referencing import Registry, Resource
+import fastjsonschema
 
 from . import karpenter
 from .clock import parse_rfc3339
@@ -56,7 +57,6 @@ from .resources import (
 )
 
 SCHEMA_DIR = "kubernetes-json-schema/v1.31.0-local-strict"
-DEFINITIONS_ID = "https://kubernetes.io/api/_definitions.json"
 DEFINITIONS: dict[ResourceType, str] = {
     NAMESPACES: "io.k8s.api.core.v1.Namespace",
     NODES: "io.k8s.api.core.v1.Node",
@@ -71,7 +71,8 @@ DEFINITIONS: dict[ResourceType, str] = {
     STATEFULSETS: "io.k8s.api.apps.v1.StatefulSet",
 }
 FIELD_VALIDATION = ("Strict", "Warn", "Ignore")
-_DECODING = frozenset({"type", "format", "oneOf", "anyOf", "enum", "const"})
+# Each unknown field found costs one more pass of the validator; past this, refuse.
+_MAX_UNKNOWN_FIELDS = 64
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _QUALIFIED_NAME = re.compile(
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
@@ -91,10 +92,6 @@ def _rfc3339(value: object) -> bool:
     return not isinstance(value, str) or parse_rfc3339(value) is not None
 
 
-_FORMATS = jsonschema.FormatChecker(formats=())
-_FORMATS.checks("date-time")(_rfc3339)
-
-
 @cache
 def _definitions() -> Obj:
     files = package_files.files("kubernetes_validate") / SCHEMA_DIR / "_definitions.json"
@@ -102,13 +99,38 @@ def _definitions() -> Obj:
     return loaded
 
 
+def _formats(node: Any, found: set[str]) -> set[str]:
+    if isinstance(node, dict):
+        if isinstance(node.get("format"), str):
+            found.add(node["format"])
+        for value in node.values():
+            _formats(value, found)
+    elif isinstance(node, list):
+        for value in node:
+            _formats(value, found)
+    return found
+
+
 @cache
-def _validator(resource: ResourceType) -> jsonschema.protocols.Validator:
-    registry: Registry[Any] = Registry().with_resource(
-        DEFINITIONS_ID, Resource.from_contents(_definitions())
+def _validator(resource: ResourceType) -> Callable[[Any], Any]:
+    """The kind's compiled validator (built on first use: about 0.2 s a kind)."""
+    definitions = _definitions()["$defs"]
+    # Only date-time is checked; int32, int-or-string and the like are the types' business.
+    formats: dict[str, Callable[[Any], bool]] = {
+        name: (lambda value: True) for name in _formats(definitions, set())
+    }
+    formats["date-time"] = _rfc3339
+    schema = json.loads(
+        json.dumps(
+            {
+                "$schema": "http://json-schema.org/draft-07/schema#",
+                "definitions": definitions,
+                "$ref": f"#/definitions/{DEFINITIONS[resource]}",
+            }
+        ).replace('"#/$defs/', '"#/definitions/')
     )
-    schema = {"$ref": f"{DEFINITIONS_ID}#/$defs/{DEFINITIONS[resource]}"}
-    return jsonschema.Draft202012Validator(schema, registry=registry, format_checker=_FORMATS)
+    compiled: Callable[[Any], Any] = fastjsonschema.compile(schema, formats=formats)
+    return compiled
 
 
 def openapi_schema(resource: ResourceType) -> Obj:
@@ -128,15 +150,6 @@ def _path(parts: Any) -> str:
     return text
 
 
-def _unknown_fields(error: jsonschema.ValidationError) -> Iterator[tuple[list[Any], str]]:
-    schema = error.schema if isinstance(error.schema, dict) else {}
-    known = set(schema.get("properties") or {})
-    if isinstance(error.instance, dict):
-        for key in error.instance:
-            if key not in known:
-                yield list(error.absolute_path), key
-
-
 def check(resource: ResourceType, obj: Obj, mode: str) -> Verdict:
     """Validates ``obj`` (about to be stored) for ``resource``; ``mode`` is fieldValidation."""
     if mode not in FIELD_VALIDATION:
@@ -148,29 +161,46 @@ def check(resource: ResourceType, obj: Obj, mode: str) -> Verdict:
     if resource not in DEFINITIONS:
         return Verdict(obj)
     unknown: list[tuple[list[Any], str]] = []
-    for error in _validator(resource).iter_errors(obj):
-        where = _path(error.absolute_path)
-        if error.validator == "additionalProperties":
-            unknown.extend(_unknown_fields(error))
-        elif error.validator in _DECODING:
-            raise bad_request(
-                f'{resource.kind} in version "{resource.version}" cannot be handled as a'
-                f" {resource.kind}: {where or 'the object'}: {error.message}"
-            )
+    validate = _validator(resource)
+    for _ in range(_MAX_UNKNOWN_FIELDS):
+        try:
+            validate(obj)
+            break
+        except fastjsonschema.JsonSchemaValueException as error:
+            parent = _parts(list(error.path or [])[1:])  # the first names the document
+            if error.rule != "additionalProperties":
+                raise bad_request(
+                    f'{resource.kind} in version "{resource.version}" cannot be handled as a'
+                    f" {resource.kind}: {_path(parent) or 'the object'}: {error.message}"
+                ) from None
+            holder = _at(obj, parent)
+            known = set((error.definition or {}).get("properties") or {})
+            for key in [k for k in holder if k not in known]:
+                unknown.append((parent, key))
+                holder.pop(key)  # dropped here; the check below goes on past them
+    else:
+        raise bad_request(f"{resource.kind}: more than {_MAX_UNKNOWN_FIELDS} unknown fields")
     _check_values(resource, obj)
     return _unknown_verdict(obj, unknown, mode)
 
 
+def _parts(path: list[Any]) -> list[Any]:
+    """fastjsonschema's path (list indices as digit strings) as keys and indices."""
+    return [int(part) if str(part).isdigit() else part for part in path]
+
+
+def _at(obj: Any, path: list[Any]) -> Any:
+    for part in path:
+        obj = obj[part]
+    return obj
+
+
 def _unknown_verdict(obj: Obj, unknown: list[tuple[list[Any], str]], mode: str) -> Verdict:
+    """Unknown fields were dropped from ``obj``; Strict refuses the write instead."""
     names = [_path([*parent, key]) for parent, key in unknown]
     if unknown and mode == "Strict":
         listed = ", ".join(f'unknown field "{n}"' for n in names)
         raise bad_request(f"strict decoding error: {listed}")
-    for parent, key in unknown:
-        holder: Any = obj
-        for part in parent:
-            holder = holder[part]
-        holder.pop(key, None)
     warnings = [f'unknown field "{n}"' for n in names] if mode == "Warn" else []
     return Verdict(obj, warnings)
 
