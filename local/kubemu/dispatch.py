@@ -1,8 +1,8 @@
 """One request through the emulator's pipeline: count, delay, fault, authorise, serve.
 
 Independent of HTTP so that the handler only translates bytes. The request's headers
-(Accept for Tables, impersonation for RBAC) reach the pipeline through ``REQUEST_HEADERS``,
-so that ``Backend.handle`` keeps the signature tests wrap.
+(lower-cased names; Accept for Tables, impersonation for RBAC) reach the pipeline through
+``REQUEST_HEADERS``, so that ``Backend.handle`` keeps the signature tests wrap.
 """
 
 from __future__ import annotations
@@ -195,8 +195,8 @@ class Backend:
         """Impersonated requests get the RBAC of their user and groups; the others the
         authorizer tests set (``enforce_rbac``), or none (a cluster admin)."""
         headers = REQUEST_HEADERS.get()
-        user = headers.get("Impersonate-User")
-        groups = [g for k, g in headers.items() if k.lower() == "impersonate-group"]
+        user = headers.get("impersonate-user")
+        groups = [g for g in headers.get("impersonate-group", "").split("\n") if g]
         if user or groups:
             if self.policy is None or not self.policy.allows(user or "", groups, request):
                 from .rbac import forbidden
@@ -245,7 +245,7 @@ class Backend:
         return answer
 
     def _read(self, resource: ResourceType, body: Obj, query: dict[str, str]) -> Response:
-        if not wants_table(REQUEST_HEADERS.get().get("Accept", "")):
+        if not wants_table(REQUEST_HEADERS.get().get("accept", "")):
             return Response(200, body)
         items = body.get("items", [body])
         metadata = (
@@ -259,7 +259,7 @@ class Backend:
         )
 
     def _encoder(self, resource: ResourceType, query: dict[str, str]) -> watch.Encode:
-        if not wants_table(REQUEST_HEADERS.get().get("Accept", "")):
+        if not wants_table(REQUEST_HEADERS.get().get("accept", "")):
             return lambda obj: obj
         clock = self.operations.store.clock
         include = query.get("includeObject", "")

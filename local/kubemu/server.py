@@ -62,7 +62,11 @@ class _Handler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         query = {key: values[-1] for key, values in parse_qs(url.query).items()}
         content_type = self.headers.get("Content-Type") or ""
-        token = REQUEST_HEADERS.set(dict(self.headers.items()))
+        # Header names are case-insensitive: kept lower-case. A header sent several times
+        # (Impersonate-Group) keeps every value, one per line.
+        names = {name.lower() for name in self.headers}
+        headers = {name: "\n".join(self.headers.get_all(name) or ()) for name in names}
+        token = REQUEST_HEADERS.set(headers)
         try:
             result = self.server.backend.handle(self.command, url.path, query, content_type, raw)
         finally:

@@ -99,6 +99,19 @@ def _definitions() -> Obj:
     return loaded
 
 
+def _without_required(node: Any) -> Any:
+    """The schema less its "required" lists (see the module's docstring)."""
+    if isinstance(node, dict):
+        return {
+            key: _without_required(value)
+            for key, value in node.items()
+            if not (key == "required" and isinstance(value, list))
+        }
+    if isinstance(node, list):
+        return [_without_required(value) for value in node]
+    return node
+
+
 def _formats(node: Any, found: set[str]) -> set[str]:
     if isinstance(node, dict):
         if isinstance(node.get("format"), str):
@@ -114,7 +127,7 @@ def _formats(node: Any, found: set[str]) -> set[str]:
 @cache
 def _validator(resource: ResourceType) -> Callable[[Any], Any]:
     """The kind's compiled validator (built on first use: about 0.2 s a kind)."""
-    definitions = _definitions()["$defs"]
+    definitions = _without_required(_definitions()["$defs"])
     # Only date-time is checked; int32, int-or-string and the like are the types' business.
     formats: dict[str, Callable[[Any], bool]] = {
         name: (lambda value: True) for name in _formats(definitions, set())

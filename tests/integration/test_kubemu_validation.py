@@ -228,3 +228,20 @@ def test_a_taint_with_a_typo_in_its_effect_is_refused(emulator: Emulator) -> Non
     )
     assert code == 422
     assert status["details"]["causes"][0]["field"] == "spec.taints[0].effect"
+
+
+def test_schema_required_fields_are_not_enforced(emulator: Emulator) -> None:
+    """The OpenAPI "required" of NodeSystemInfo only means "no omitempty": the decoder fills
+    the zero value, and the API server accepts a node that reports part of it."""
+    emulator.put_object(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "n1"},
+            "status": {"nodeInfo": {"kubeletVersion": "v1.31.2"}},
+        }
+    )
+    patched = client.CoreV1Api(emulator.api_client()).patch_node(
+        "n1", {"metadata": {"labels": {"a": "b"}}}
+    )
+    assert patched.metadata.labels == {"a": "b"}
