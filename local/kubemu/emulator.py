@@ -53,6 +53,7 @@ class Emulator:
 
     def start(self) -> str:
         if self._server is None:
+            self._backend.stopping.clear()  # a restarted emulator serves watches again
             self._server = EmulatorHTTPServer(self._backend, self._port)
             # A short poll interval keeps stop() quick: tests start and stop many emulators.
             self._thread = threading.Thread(
