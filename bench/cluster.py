@@ -278,6 +278,9 @@ def node_objects(machine: Machine, index: int, pool_uids: dict[str, str]) -> lis
                     "name": machine.nodeclaim,
                     "uid": claim_uid,
                     "creationTimestamp": CREATED,
+                    # As on a live cluster: the Node outlives its claim's deletion while
+                    # Karpenter drains it (without it the garbage collector takes the Node).
+                    "finalizers": ["karpenter.sh/termination"],
                     "labels": labels,
                     "ownerReferences": [
                         {
@@ -367,6 +370,8 @@ def build_cluster(
         nodepool(spec.name, i, spec.budgets, spec.annotations) for i, spec in enumerate(specs)
     ]
     pool_uids = {o["metadata"]["name"]: o["metadata"]["uid"] for o in objects}
+    # Lifeboat's Leases live in the namespace deploy/rbac.yaml creates.
+    objects.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "lifeboat"}})
     for index, machine in enumerate(machines):
         objects += node_objects(machine, index, pool_uids)
         objects += pod_objects(machine, index, pods_per_node)

@@ -80,6 +80,11 @@ def build_world(config: SoakConfig, rng: random.Random) -> World:
         asg_nodes=config.nodes // 7,
         seed=rng.getrandbits(32),
     )
+    # Nothing plays Karpenter in the soak: a claim keeping its termination finalizer would
+    # stay "being deleted" forever, and every later notice about its instance would meet it.
+    # Deleted here means gone, as once Karpenter has terminated the instance.
+    for claim in (o for o in cluster.objects if o["kind"] == "NodeClaim"):
+        claim["metadata"].pop("finalizers", None)
     node_objects = [o for o in cluster.objects if o["kind"] == "Node"]
     for index, node in enumerate(node_objects):
         if index % 23 == 5:

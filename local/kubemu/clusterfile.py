@@ -20,6 +20,10 @@ SUPPORTED_KINDS = (
     "Lease",
     "Event",
     "Namespace",
+    "DaemonSet",
+    "ReplicaSet",
+    "Deployment",
+    "StatefulSet",
 )
 # Namespaces first so that applying the file in order works on a real cluster too.
 _DUMP_ORDER = (
@@ -27,6 +31,10 @@ _DUMP_ORDER = (
     "Node",
     "NodePool",
     "NodeClaim",
+    "Deployment",
+    "ReplicaSet",
+    "StatefulSet",
+    "DaemonSet",
     "Pod",
     "PodDisruptionBudget",
     "Lease",

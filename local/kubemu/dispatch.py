@@ -1,6 +1,8 @@
 """One request through the emulator's pipeline: count, delay, fault, authorise, serve.
 
-Independent of HTTP so that the handler only translates bytes.
+Independent of HTTP so that the handler only translates bytes. The request's headers
+(lower-cased names; Accept for Tables, impersonation for RBAC) reach the pipeline through
+``REQUEST_HEADERS``, so that ``Backend.handle`` keeps the signature tests wrap.
 """
 
 from __future__ import annotations
@@ -9,17 +11,26 @@ import json
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
+from . import discovery, openapi, watch
+from .access import review
 from .errors import ApiError, bad_request, success_status
 from .eviction import evict
 from .faults import FaultInjector, injected_error
-from .operations import Operations
-from .rbac import Authorizer, Request
-from .resources import Obj
+from .operations import Operations, Write
+from .rbac import Authorizer, RbacPolicy, Request
+from .resources import Obj, ResourceType
 from .routing import Route, parse_route
 from .store import Store
+from .tables import to_table, wants_table
+
+_NO_HEADERS: Mapping[str, str] = MappingProxyType({})
+REQUEST_HEADERS: ContextVar[Mapping[str, str]] = ContextVar("kubemu_headers", default=_NO_HEADERS)
 
 VERSION_INFO: Obj = {
     "major": "1",
@@ -44,6 +55,8 @@ class Response:
     code: int
     body: Obj
     headers: dict[str, str] = field(default_factory=dict)
+    # A watch: the body is not sent; these chunks are, as they come.
+    stream: Iterator[bytes] | None = None
 
 
 @dataclass(frozen=True)
@@ -96,7 +109,11 @@ class Backend:
         self.faults = FaultInjector()
         self.stats = RequestStats()
         self.authorizer: Authorizer | None = None
+        # RBAC for impersonated requests (kubectl --as / --as-group); None: none granted.
+        self.policy: RbacPolicy | None = None
         self.latency = 0.0
+        self.address = ""
+        self.stopping = threading.Event()
         self._stats_lock = threading.Lock()
 
     @property
@@ -115,9 +132,12 @@ class Backend:
     def _answer(
         self, method: str, path: str, query: dict[str, str], content_type: str, raw: bytes
     ) -> Response | Drop:
-        if path.rstrip("/") == "/version":
-            return Response(200, VERSION_INFO)
+        self.operations.deleter.expire()
+        if method == "GET" and (meta := self._meta(path.rstrip("/"))) is not None:
+            return meta
         try:
+            if method == "POST" and path.rstrip("/") == _ACCESS_REVIEWS:
+                return Response(201, review(_json_body(raw), self._allows))
             route = parse_route(method, path, query.get("watch") in ("true", "1"))
         except ApiError as error:
             return _error_response(error)
@@ -133,16 +153,15 @@ class Backend:
         try:
             if fault is not None and fault.status is not None:
                 raise injected_error(fault.status)
-            if self.authorizer is not None:
-                self.authorizer.check(
-                    Request(
-                        route.verb,
-                        route.resource.group,
-                        route.resource_name,
-                        route.namespace,
-                        route.name,
-                    )
+            self._authorize(
+                Request(
+                    route.verb,
+                    route.resource.group,
+                    route.resource_name,
+                    route.namespace,
+                    route.name,
                 )
+            )
             response = self._serve(route, query, content_type, _json_body(raw))
         except ApiError as error:
             return _error_response(error)
@@ -151,24 +170,128 @@ class Backend:
                 self.stats.answered(ticket)
         return response
 
+    def _meta(self, path: str) -> Response | None:
+        """The documents that describe the API: version, discovery, OpenAPI."""
+        if path == "/version":
+            return Response(200, VERSION_INFO)
+        if path == "/api":
+            return Response(200, discovery.api_versions(self.address))
+        if path == "/apis":
+            return Response(200, discovery.api_group_list())
+        if path == "/openapi/v3":
+            return Response(200, openapi.index())
+        if path.startswith("/openapi/v3/"):
+            document = openapi.document(path[len("/openapi/v3/") :])
+            return Response(200, document) if document else Response(404, _not_served())
+        parts = path.strip("/").split("/")
+        listed = None
+        if parts[0] == "api" and len(parts) == 2:
+            listed = discovery.api_resource_list("", parts[1])
+        elif parts[0] == "apis" and len(parts) == 3:
+            listed = discovery.api_resource_list(parts[1], parts[2])
+        elif parts[0] == "apis" and len(parts) == 2:
+            groups = discovery.api_group_list()["groups"]
+            found = next((g for g in groups if g["name"] == parts[1]), None)
+            listed = None if found is None else {"kind": "APIGroup", "apiVersion": "v1", **found}
+        return None if listed is None else Response(200, listed)
+
+    def _allows(self, request: Request) -> bool:
+        try:
+            self._authorize(request)
+        except ApiError:
+            return False
+        return True
+
+    def _authorize(self, request: Request) -> None:
+        """Impersonated requests get the RBAC of their user and groups; the others the
+        authorizer tests set (``enforce_rbac``), or none (a cluster admin)."""
+        headers = REQUEST_HEADERS.get()
+        user = headers.get("impersonate-user")
+        groups = [g for g in headers.get("impersonate-group", "").split("\n") if g]
+        if user or groups:
+            if self.policy is None or not self.policy.allows(user or "", groups, request):
+                from .rbac import forbidden
+
+                raise forbidden(user or ",".join(groups), request)
+        elif self.authorizer is not None:
+            self.authorizer.check(request)
+
     def _serve(self, route: Route, query: dict[str, str], content_type: str, body: Any) -> Response:
         ops = self.operations
         resource, namespace, name = route.resource, route.namespace, route.name
+        write = _write_options(query)
+        if isinstance(body, dict) and "All" in (body.get("dryRun") or []):
+            write.dry_run = True  # DeleteOptions carry dryRun in the body
         if route.subresource == "eviction":
-            evict(ops, namespace, name, body)
+            evict(ops, namespace, name, body, dry_run=write.dry_run)
             return Response(201, success_status(201))
+        if route.verb == "watch":
+            encode = self._encoder(resource, query)
+            stream = watch.watch(
+                ops.store, resource, namespace, query, encode, self.stopping, ops.deleter.expire
+            )
+            return Response(200, {}, stream=stream)
         if route.verb == "get":
-            return Response(200, ops.get(resource, namespace, name))
+            return self._read(resource, ops.get(resource, namespace, name), query)
         if route.verb == "list":
-            return Response(200, ops.list(resource, namespace or None, query))
+            return self._read(resource, ops.list(resource, namespace or None, query), query)
         if route.verb == "create":
-            return Response(201, ops.create(resource, namespace, body))
-        if route.verb == "update":
-            return Response(200, ops.update(resource, namespace, name, body, route.subresource))
-        if route.verb == "patch":
-            patched = ops.patch(resource, namespace, name, body, content_type, route.subresource)
-            return Response(200, patched)
-        return Response(200, ops.delete(resource, namespace, name, body))
+            answer = Response(201, ops.create(resource, namespace, body, write))
+        elif route.verb == "update":
+            answer = Response(
+                200, ops.update(resource, namespace, name, body, route.subresource, write)
+            )
+        elif route.verb == "patch":
+            patched = ops.patch(
+                resource, namespace, name, body, content_type, route.subresource, write
+            )
+            answer = Response(200, patched)
+        else:
+            answer = Response(200, ops.delete(resource, namespace, name, body, write))
+        if write.warnings:
+            # One header line per warning, as the server sends them (RFC 7234 form).
+            answer.headers["Warning"] = ", ".join(
+                f"299 - {json.dumps(w)}" for w in dict.fromkeys(write.warnings)
+            )
+        return answer
+
+    def _read(self, resource: ResourceType, body: Obj, query: dict[str, str]) -> Response:
+        if not wants_table(REQUEST_HEADERS.get().get("accept", "")):
+            return Response(200, body)
+        items = body.get("items", [body])
+        metadata = (
+            body["metadata"]
+            if "items" in body
+            else {"resourceVersion": body["metadata"].get("resourceVersion", "")}
+        )
+        now = self.operations.store.clock.now()
+        return Response(
+            200, to_table(resource, items, metadata, now, query.get("includeObject", ""))
+        )
+
+    def _encoder(self, resource: ResourceType, query: dict[str, str]) -> watch.Encode:
+        if not wants_table(REQUEST_HEADERS.get().get("accept", "")):
+            return lambda obj: obj
+        clock = self.operations.store.clock
+        include = query.get("includeObject", "")
+        return lambda obj: to_table(
+            resource,
+            [obj],
+            {"resourceVersion": obj["metadata"].get("resourceVersion", "")},
+            clock.now(),
+            include,
+        )
+
+
+_ACCESS_REVIEWS = f"/apis/{discovery.ACCESS_REVIEW_GROUP}/v1/{discovery.ACCESS_REVIEWS}"
+
+
+def _write_options(query: dict[str, str]) -> Write:
+    dry_run = query.get("dryRun", "")
+    if dry_run not in ("", "All"):
+        raise bad_request(f'Invalid dryRun value {dry_run!r}: only "All" is supported')
+    mode = query.get("fieldValidation") or "Warn"
+    return Write(dry_run=dry_run == "All", field_validation=mode)
 
 
 def _json_body(raw: bytes) -> Any:

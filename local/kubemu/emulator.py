@@ -12,22 +12,36 @@ from typing import Any, TypeVar, cast
 
 from kubernetes import client
 
+from .clock import Clock
 from .clusterfile import as_list, load_cluster_file
 from .dispatch import Backend, LogEntry, LogTimes
 from .pdb import refreshed
-from .rbac import Authorizer
-from .resources import PDBS, Obj, ResourceType, resource_for_kind, resource_for_object
+from .rbac import Authorizer, RbacPolicy
+from .resources import (
+    NAMESPACES,
+    PDBS,
+    Obj,
+    ResourceType,
+    resource_for_kind,
+    resource_for_object,
+)
 from .server import EmulatorHTTPServer
-from .store import Store, key_of, new_uid, now_rfc3339
+from .store import Store, key_of, new_uid
+
+# The namespaces every cluster starts with; a dump leaves them out, as they come anyway.
+SYSTEM_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
 
 
 class Emulator:
-    def __init__(self, objects: Iterable[Obj] = (), latency: float = 0.0) -> None:
-        self._store = Store()
+    def __init__(self, objects: Iterable[Obj] = (), latency: float = 0.0, port: int = 0) -> None:
+        self._store = Store(Clock())
         self._backend = Backend(self._store)
         self._backend.latency = latency
+        self._port = port
         self._server: EmulatorHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        for namespace in SYSTEM_NAMESPACES:
+            self._ensure_namespace(namespace)
         for obj in objects:
             self._store_copy(obj)
 
@@ -39,7 +53,8 @@ class Emulator:
 
     def start(self) -> str:
         if self._server is None:
-            self._server = EmulatorHTTPServer(self._backend)
+            self._backend.stopping.clear()  # a restarted emulator serves watches again
+            self._server = EmulatorHTTPServer(self._backend, self._port)
             # A short poll interval keeps stop() quick: tests start and stop many emulators.
             self._thread = threading.Thread(
                 target=self._server.serve_forever, args=(0.05,), name="kubemu", daemon=True
@@ -48,6 +63,7 @@ class Emulator:
         return self.url
 
     def stop(self) -> None:
+        self._backend.stopping.set()  # ends open watches
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -81,6 +97,11 @@ class Emulator:
         return client.ApiClient(configuration)
 
     # --- behaviour knobs ---------------------------------------------------------------
+
+    @property
+    def clock(self) -> Clock:
+        """The emulator's time: ``emu.clock.advance(30)`` ends a 30 s grace period."""
+        return self._store.clock
 
     @property
     def latency(self) -> float:
@@ -119,6 +140,11 @@ class Emulator:
         self._backend.authorizer = (
             None if cluster_role_rules is None else Authorizer(cluster_role_rules, user)
         )
+
+    def load_rbac(self, objects: Sequence[dict[str, Any]]) -> None:
+        """RBAC objects (ClusterRole, Role and their bindings) for impersonated requests
+        (``Impersonate-User``/``Impersonate-Group``, kubectl ``--as``/``--as-group``)."""
+        self._backend.policy = RbacPolicy(objects)
 
     # --- request accounting ------------------------------------------------------------
 
@@ -164,6 +190,7 @@ class Emulator:
     # --- direct store access -----------------------------------------------------------
 
     def objects(self, kind: str | None = None) -> list[Obj]:
+        self._backend.operations.deleter.expire()
         with self._store.lock:
             found = [
                 self._current(resource, obj)
@@ -176,6 +203,7 @@ class Emulator:
         self, kind: str, name: str, namespace: str | None = None, api_version: str | None = None
     ) -> Obj | None:
         resource = resource_for_kind(kind, api_version)
+        self._backend.operations.deleter.expire()
         with self._store.lock:
             obj = self._store.get(resource, namespace or "", name)
             return None if obj is None else _clone(self._current(resource, obj))
@@ -194,10 +222,28 @@ class Emulator:
             raise ValueError("put_object needs metadata.name")
         if resource.namespaced:
             metadata.setdefault("namespace", "default")
+            # A cluster file lists what is in the namespaces it names: they exist.
+            self._ensure_namespace(metadata["namespace"])
         metadata.setdefault("uid", new_uid())
-        metadata.setdefault("creationTimestamp", now_rfc3339())
+        metadata.setdefault("creationTimestamp", self._store.now_rfc3339())
         metadata.setdefault("generation", 1)
         return self._store.put(resource, stored)
+
+    def ensure_namespace(self, name: str) -> None:
+        """Creates the namespace ``name`` unless it exists (what a setup step would apply)."""
+        self._ensure_namespace(name)
+
+    def _ensure_namespace(self, name: str) -> None:
+        if self._store.get(NAMESPACES, "", name) is None:
+            self._store_copy(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Namespace",
+                    "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name}},
+                    "spec": {"finalizers": ["kubernetes"]},
+                    "status": {"phase": "Active"},
+                }
+            )
 
     def delete_object(self, kind: str, name: str, namespace: str | None = None) -> bool:
         """Removes an object at once, finalizers or not; False when there was none."""
@@ -205,8 +251,13 @@ class Emulator:
         return removed is not None
 
     def dump(self) -> Obj:
-        """All objects as a `kind: List`, in the stable order of dump_cluster_file."""
-        return as_list(self.objects())
+        """All objects as a `kind: List`, in the stable order of dump_cluster_file; the
+        namespaces every cluster has are left out."""
+        return as_list(
+            o
+            for o in self.objects()
+            if o["kind"] != "Namespace" or o["metadata"]["name"] not in SYSTEM_NAMESPACES
+        )
 
     def _current(self, resource: ResourceType, obj: Obj) -> Obj:
         return refreshed(self._store, obj) if resource is PDBS else obj

@@ -12,25 +12,30 @@ from typing import Any
 
 from . import pdb as pdbs
 from .errors import ApiError, bad_request, success_status
-from .operations import Operations
+from .operations import Operations, Write
 from .resources import PDBS, PODS, Obj
 from .selectors import label_selector_from_object, labels_of
 
 _PHASES_IGNORING_PDB = frozenset({"Pending", "Succeeded", "Failed"})
 
 
-def evict(operations: Operations, namespace: str, name: str, body: Any) -> Obj:
+def evict(
+    operations: Operations, namespace: str, name: str, body: Any, dry_run: bool = False
+) -> Obj:
     if not isinstance(body, dict):
         raise bad_request("the body must be an Eviction object")
     named = (body.get("metadata") or {}).get("name")
     if named and named != name:
         raise bad_request("name in URL does not match name in Eviction object")
     options = body.get("deleteOptions")
+    if isinstance(options, dict) and "All" in (options.get("dryRun") or []):
+        dry_run = True
+    write = Write(dry_run=dry_run)
     store = operations.store
     with store.lock:
         pod = operations.get(PODS, namespace, name)
         if _can_ignore_pdb(pod):
-            operations.delete(PODS, namespace, name, options)
+            operations.delete(PODS, namespace, name, options, write)
             return success_status(201)
         budgets = _budgets_for(operations, pod)
         if len(budgets) > 1:
@@ -45,7 +50,7 @@ def evict(operations: Operations, namespace: str, name: str, body: Any) -> Obj:
             )
         if budgets:
             _check_budget(pod, pdbs.refreshed(store, budgets[0]))
-        operations.delete(PODS, namespace, name, options)
+        operations.delete(PODS, namespace, name, options, write)
         return success_status(201)
 
 

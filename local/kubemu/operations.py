@@ -7,9 +7,13 @@ import binascii
 import copy
 import json
 import random
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import Any
 
+from . import karpenter, validation
 from . import pdb as pdbs
+from .deletion import Deleter
 from .errors import (
     ApiError,
     already_exists,
@@ -20,9 +24,9 @@ from .errors import (
     stale_version,
 )
 from .patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
-from .resources import NAMESPACES, NODES, PDBS, PODS, Obj, ResourceType
+from .resources import NAMESPACES, NODECLAIMS, NODEPOOLS, PDBS, PODS, Obj, ResourceType
 from .selectors import parse_field_selector, parse_label_selector
-from .store import INDEXES, Store, key_of, new_uid, now_rfc3339
+from .store import INDEXES, Store, key_of, new_uid
 
 # The alphabet and length of the apiserver's generateName suffix (no vowels, no look-alikes).
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -36,9 +40,19 @@ STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 _SERVER_METADATA = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
 
 
+@dataclass
+class Write:
+    """How a write is made (``dryRun``, ``fieldValidation``) and the warnings it earned."""
+
+    dry_run: bool = False
+    field_validation: str = "Warn"
+    warnings: list[str] = dataclass_field(default_factory=list)
+
+
 class Operations:
     def __init__(self, store: Store) -> None:
         self.store = store
+        self.deleter = Deleter(store)
         self._random = random.Random()
 
     # --- reads ---------------------------------------------------------------------------
@@ -91,7 +105,10 @@ class Operations:
 
     # --- writes --------------------------------------------------------------------------
 
-    def create(self, resource: ResourceType, namespace: str, body: Any) -> Obj:
+    def create(
+        self, resource: ResourceType, namespace: str, body: Any, write: Write | None = None
+    ) -> Obj:
+        write = write or Write()
         obj = _object_body(resource, body)
         metadata = obj["metadata"]
         if resource.namespaced:
@@ -104,6 +121,8 @@ class Operations:
         else:
             metadata.pop("namespace", None)
         with self.store.lock:
+            if resource.namespaced:
+                _require_namespace(self.store, namespace)
             if not metadata.get("name"):
                 if not metadata.get("generateName"):
                     raise invalid(
@@ -112,19 +131,25 @@ class Operations:
                 metadata["name"] = self._generated_name(resource, namespace, metadata)
             if resource is PODS and not (obj.get("spec") or {}).get("containers"):
                 raise invalid(resource, metadata["name"], "spec.containers", "Required value")
-            _validate(resource, obj)
             if self.store.get(resource, namespace, metadata["name"]) is not None:
                 raise already_exists(resource, metadata["name"])
             for field in (*_SERVER_METADATA, "resourceVersion"):
                 metadata.pop(field, None)
             metadata["uid"] = new_uid()
-            metadata["creationTimestamp"] = now_rfc3339()
+            metadata["creationTimestamp"] = self.store.now_rfc3339()
             metadata["generation"] = 1
             _reset_status_on_create(resource, obj)
-            return self.store.put(resource, obj)
+            write.warnings += validation.check(resource, obj, write.field_validation).warnings
+            return obj if write.dry_run else self.store.put(resource, obj)
 
     def update(
-        self, resource: ResourceType, namespace: str, name: str, body: Any, subresource: str
+        self,
+        resource: ResourceType,
+        namespace: str,
+        name: str,
+        body: Any,
+        subresource: str,
+        write: Write | None = None,
     ) -> Obj:
         obj = _object_body(resource, body)
         _check_identity(obj, namespace if resource.namespaced else "", name)
@@ -148,7 +173,7 @@ class Operations:
                     f"Precondition failed: UID in precondition: {stored['metadata']['uid']},"
                     f" UID in object meta: {uid}",
                 )
-            return self._replace(resource, stored, obj, subresource)
+            return self._replace(resource, stored, obj, subresource, write or Write())
 
     def patch(
         self,
@@ -158,6 +183,7 @@ class Operations:
         body: Any,
         content_type: str,
         subresource: str,
+        write: Write | None = None,
     ) -> Obj:
         media_type = content_type.split(";")[0].strip().lower()
         accepted = [JSON_PATCH, MERGE_PATCH] + ([STRATEGIC_MERGE_PATCH] if resource.builtin else [])
@@ -180,9 +206,16 @@ class Operations:
             if patched["metadata"].get("resourceVersion") != stored["metadata"]["resourceVersion"]:
                 raise stale_version(resource, name)
             _check_identity(patched, namespace if resource.namespaced else "", name)
-            return self._replace(resource, stored, patched, subresource)
+            return self._replace(resource, stored, patched, subresource, write or Write())
 
-    def delete(self, resource: ResourceType, namespace: str, name: str, options: Any) -> Obj:
+    def delete(
+        self,
+        resource: ResourceType,
+        namespace: str,
+        name: str,
+        options: Any,
+        write: Write | None = None,
+    ) -> Obj:
         preconditions = (options or {}).get("preconditions") or {}
         with self.store.lock:
             stored = self._stored(resource, namespace, name)
@@ -196,15 +229,8 @@ class Operations:
                         f"Precondition failed: {label} in precondition: {wanted},"
                         f" {label} in object meta: {metadata.get(field)}",
                     )
-            if not metadata.get("finalizers"):
-                self.store.remove(resource, namespace, name)
-                return stored
-            if metadata.get("deletionTimestamp"):
-                return stored  # already being deleted: repeating the delete changes nothing
-            deleting = copy.deepcopy(stored)
-            deleting["metadata"]["deletionTimestamp"] = now_rfc3339()
-            deleting["metadata"]["deletionGracePeriodSeconds"] = 0
-            return self.store.put(resource, deleting)
+            dry_run = (write or Write()).dry_run
+            return self.deleter.delete(resource, stored, options, dry_run=dry_run)
 
     # --- helpers -------------------------------------------------------------------------
 
@@ -221,9 +247,10 @@ class Operations:
             if self.store.get(resource, namespace, name) is None:
                 return name
 
-    def _replace(self, resource: ResourceType, stored: Obj, new: Obj, subresource: str) -> Obj:
+    def _replace(
+        self, resource: ResourceType, stored: Obj, new: Obj, subresource: str, write: Write
+    ) -> Obj:
         """Stores `new` in place of `stored`, keeping what this request may not change."""
-        _validate(resource, new)
         if subresource == "status":
             # The status subresource changes status only.
             new = {**copy.deepcopy(stored), "status": copy.deepcopy(new.get("status", {}))}
@@ -238,48 +265,53 @@ class Operations:
                 metadata[field] = stored["metadata"][field]
         metadata["resourceVersion"] = stored["metadata"]["resourceVersion"]
         metadata["generation"] = stored["metadata"].get("generation", 1)
+        # Defaults and pruning first, so that a write that changes nothing stays a no-op.
+        write.warnings += validation.check(resource, new, write.field_validation).warnings
         if _without(new, "metadata", "status") != _without(stored, "metadata", "status"):
             metadata["generation"] += 1
         if new == stored:
             return stored  # a no-op write does not bump the resourceVersion
-        namespace, name = key_of(stored)
-        if metadata.get("deletionTimestamp") and not metadata.get("finalizers"):
-            # The last finalizer is gone from an object being deleted: it goes away now.
-            self.store.remove(resource, namespace, name)
+        if metadata.get("deletionTimestamp"):
+            _check_no_new_finalizers(resource, stored, new)
+        if resource in (NODECLAIMS, NODEPOOLS):
+            karpenter.check_update(resource, stored, new)
+        if write.dry_run:
             return new
+        if metadata.get("deletionTimestamp") and not metadata.get("finalizers"):
+            ends = metadata.get("deletionGracePeriodSeconds") or 0
+            if not ends:
+                # The last finalizer is gone from an object being deleted: it goes away now.
+                self.deleter.finish(resource, stored)
+                return new
         return self.store.put(resource, new)
 
 
-_TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+def _require_namespace(store: Store, namespace: str) -> None:
+    """Namespace lifecycle admission: no object in a namespace that does not exist."""
+    found = store.get(NAMESPACES, "", namespace)
+    if found is None:
+        raise not_found(NAMESPACES, namespace)
+    if found["metadata"].get("deletionTimestamp"):
+        raise ApiError(
+            403,
+            f"unable to create new content in namespace {namespace} because it is being terminated",
+            details={"name": namespace, "kind": "namespaces"},
+        )
 
 
-def _validate(resource: ResourceType, obj: Obj) -> None:
-    """The API server's validation of what Lifeboat writes (k8s.io/kubernetes
-    pkg/apis/core/validation ValidateNodeSpec: validateNodeTaints): a taint needs a key and
-    a known effect, and a node may not carry two taints with the same key and effect."""
-    if resource is not NODES:
-        return
-    name = obj["metadata"].get("name", "")
-    seen: set[tuple[str, str]] = set()
-    for index, taint in enumerate((obj.get("spec") or {}).get("taints") or []):
-        field = f"spec.taints[{index}]"
-        if not isinstance(taint, dict) or not taint.get("key"):
-            raise invalid(resource, name, f"{field}.key", "Required value")
-        effect = taint.get("effect")
-        if effect not in _TAINT_EFFECTS:
-            raise invalid(
-                resource,
-                name,
-                f"{field}.effect",
-                f'Unsupported value: "{effect}": supported values: '
-                + ", ".join(f'"{e}"' for e in _TAINT_EFFECTS),
-            )
-        pair = (str(taint["key"]), str(effect))
-        if pair in seen:
-            raise invalid(
-                resource, name, "spec.taints", "taints must be unique by key and effect pair"
-            )
-        seen.add(pair)
+def _check_no_new_finalizers(resource: ResourceType, stored: Obj, new: Obj) -> None:
+    """ValidateObjectMetaUpdate: no finalizer may be added to an object being deleted."""
+    old = set(stored["metadata"].get("finalizers") or [])
+    added = [f for f in new["metadata"].get("finalizers") or [] if f not in old]
+    if added:
+        quoted = ", ".join(f'"{f}"' for f in added)
+        raise invalid(
+            resource,
+            new["metadata"]["name"],
+            "metadata.finalizers",
+            f"Forbidden: no new finalizers can be added if the object is being deleted,"
+            f" found new finalizers []string{{{quoted}}}",
+        )
 
 
 def _object_body(resource: ResourceType, body: Any) -> Obj:

@@ -115,19 +115,7 @@ def _test(doc: Any, path: str, expected: Any) -> bool:
         parent = _container(doc, parts[:-1], path)
         if isinstance(parent, dict) and parts[-1] not in parent:
             return expected is None
-    return _json_equal(_container(doc, parts, path), expected)
-
-
-def _json_equal(left: Any, right: Any) -> bool:
-    if isinstance(left, bool) or isinstance(right, bool):
-        return isinstance(left, bool) and isinstance(right, bool) and left == right
-    if isinstance(left, dict) and isinstance(right, dict):
-        return left.keys() == right.keys() and all(_json_equal(left[k], right[k]) for k in left)
-    if isinstance(left, list) and isinstance(right, list):
-        return len(left) == len(right) and all(map(_json_equal, left, right))
-    if isinstance(left, int | float) and isinstance(right, int | float):
-        return left == right
-    return type(left) is type(right) and left == right
+    return json_equal(_container(doc, parts, path), expected)
 
 
 def apply_json_patch(doc: Any, operations: Any) -> Any:
@@ -152,11 +140,26 @@ def apply_json_patch(doc: Any, operations: Any) -> Any:
         elif name == "copy":
             doc = _add(doc, path, copy.deepcopy(_get(doc, op["from"])))
         elif name == "test":
-            if not _test(doc, path, op.get("value")):
+            if "value" not in op:
+                raise bad_request(f"json patch test operation at {path!r} has no value")
+            if not _test(doc, path, op["value"]):
                 raise _unprocessable(f"the server rejected our request: test failed at {path!r}")
         else:
             raise bad_request(f"unexpected json patch operation {name!r}")
     return doc
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Equality of JSON values (RFC 6902 test): unlike Python's ==, true is not 1."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    return type(a) is type(b) and a == b
 
 
 # --- RFC 7386 merge patch ----------------------------------------------------------------

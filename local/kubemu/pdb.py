@@ -1,7 +1,13 @@
-"""PodDisruptionBudget status, computed as the disruption controller does.
+"""PodDisruptionBudget status, computed as the disruption controller
+(``pkg/controller/disruption/disruption.go``) does.
 
-The emulator has no controllers, so the number of expected pods is the number of pods the
-PDB selects (the real controller asks the pods' controllers for their scale).
+Expected pods follow ``getExpectedPodCount``: with ``maxUnavailable`` or a percentage
+``minAvailable`` they are the sum of the scales of the selected pods' controllers
+(``getExpectedScale``: a ReplicaSet's ``spec.replicas``, or its Deployment's when one
+controls it, a StatefulSet's; pods without a controller are left out); with an integer
+``minAvailable`` they are the number of selected pods. A pod whose controller cannot be
+found, or does not implement the scale subresource (a DaemonSet, a Job), makes the sync
+fail, and the controller's fail-safe then allows no disruption.
 """
 
 from __future__ import annotations
@@ -9,9 +15,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .resources import PDBS, PODS, Obj
+from .resources import DEPLOYMENTS, PDBS, PODS, REPLICASETS, STATEFULSETS, Obj, ResourceType
 from .selectors import label_selector_from_object, labels_of
-from .store import Store, now_rfc3339
+from .store import Store
 
 
 def is_ready(pod: Obj) -> bool:
@@ -46,15 +52,78 @@ def selected_pods(store: Store, pdb: Obj) -> list[Obj]:
     return [p for p in store.candidates(PODS, namespace, {}) if selector.matches(labels_of(p))]
 
 
-def compute_status(pdb: Obj, pods: list[Obj]) -> Obj:
+def controller_of(obj: Obj) -> Obj | None:
+    """metav1.GetControllerOf: the ownerReference with ``controller: true``."""
+    for owner in obj["metadata"].get("ownerReferences") or []:
+        if owner.get("controller"):
+            return dict(owner)
+    return None
+
+
+def _owned(store: Store, resource: ResourceType, ref: Obj, namespace: str) -> Obj | None:
+    """The controller ``ref`` names, when it is of ``resource`` and its uid matches."""
+    group = ref.get("apiVersion", "").rpartition("/")[0]
+    if ref.get("kind") != resource.kind or group not in (resource.group, "extensions"):
+        return None
+    found = store.get(resource, namespace, ref.get("name", ""))
+    return found if found is not None and found["metadata"].get("uid") == ref.get("uid") else None
+
+
+def _replicas(obj: Obj) -> int:
+    replicas = (obj.get("spec") or {}).get("replicas")
+    return 1 if replicas is None else int(replicas)  # the apps/v1 default
+
+
+def _controller_scale(store: Store, ref: Obj, namespace: str) -> tuple[str, int] | None:
+    """The finders of the disruption controller, in its order."""
+    replica_set = _owned(store, REPLICASETS, ref, namespace)
+    if replica_set is not None:
+        owner = controller_of(replica_set)
+        if owner is None or owner.get("kind") != "Deployment":
+            return replica_set["metadata"]["uid"], _replicas(replica_set)
+        deployment = _owned(store, DEPLOYMENTS, owner, namespace)
+        if deployment is not None:
+            return deployment["metadata"]["uid"], _replicas(deployment)
+        return None
+    stateful_set = _owned(store, STATEFULSETS, ref, namespace)
+    if stateful_set is not None:
+        return stateful_set["metadata"]["uid"], _replicas(stateful_set)
+    # getScaleController: other kinds are asked for their scale subresource.
+    kind, group = ref.get("kind", ""), ref.get("apiVersion", "").rpartition("/")[0]
+    if (kind, group) in {("DaemonSet", "apps"), ("Job", "batch")}:
+        raise ValueError(f"{kind.lower()}s.{group} does not implement the scale subresource")
+    return None
+
+
+def expected_scale(store: Store, pods: list[Obj]) -> int:
+    """getExpectedScale: the sum of the scales of the pods' controllers."""
+    scales: dict[str, int] = {}
+    for pod in pods:
+        ref = controller_of(pod)
+        if ref is None:
+            continue  # unmanaged pods are only reported (an event), not counted
+        if ref.get("uid") in scales:
+            continue
+        found = _controller_scale(store, ref, pod["metadata"].get("namespace", ""))
+        if found is None:
+            raise ValueError(f'found no controllers for pod "{pod["metadata"]["name"]}"')
+        scales[found[0]] = found[1]
+    return sum(scales.values())
+
+
+def compute_status(pdb: Obj, pods: list[Obj], store: Store) -> Obj:
     spec = pdb.get("spec", {})
     generation = pdb["metadata"].get("generation", 1)
-    expected = len(pods)
     healthy = sum(1 for pod in pods if is_healthy(pod))
+    expected = len(pods)
     try:
         if spec.get("maxUnavailable") is not None:
+            expected = expected_scale(store, pods)
             desired = max(0, expected - scaled_value(spec["maxUnavailable"], expected))
+        elif isinstance(spec.get("minAvailable"), int):
+            desired = spec["minAvailable"]
         elif spec.get("minAvailable") is not None:
+            expected = expected_scale(store, pods)
             desired = scaled_value(spec["minAvailable"], expected)
         else:
             desired = 0
@@ -96,14 +165,14 @@ def refreshed(store: Store, pdb: Obj) -> Obj:
     Like the disruption controller's status writes, a change bumps the resourceVersion.
     """
     with store.lock:
-        status = compute_status(pdb, selected_pods(store, pdb))
+        status = compute_status(pdb, selected_pods(store, pdb), store)
         old = pdb.get("status") or {}
         old_condition = (old.get("conditions") or [{}])[0]
         new_condition = status["conditions"][0]
         if old_condition.get("status") == new_condition["status"]:
             new_condition["lastTransitionTime"] = old_condition.get("lastTransitionTime", "")
         if not new_condition["lastTransitionTime"]:
-            new_condition["lastTransitionTime"] = now_rfc3339()
+            new_condition["lastTransitionTime"] = store.now_rfc3339()
         if status == old:
             return pdb
         return store.put(PDBS, {**pdb, "metadata": dict(pdb["metadata"]), "status": status})

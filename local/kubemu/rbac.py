@@ -67,3 +67,45 @@ class Authorizer:
     def check(self, request: Request) -> None:
         if not any(rule_allows(rule, request) for rule in self.rules):
             raise forbidden(self.user, request)
+
+
+@dataclass(frozen=True)
+class _Grant:
+    rules: tuple[dict[str, Any], ...]
+    namespace: str  # "" for a ClusterRoleBinding: everywhere
+
+
+class RbacPolicy:
+    """RBAC objects (ClusterRole, ClusterRoleBinding, Role, RoleBinding) scoped as the
+    RBAC authorizer scopes them: a RoleBinding grants only in its own namespace."""
+
+    def __init__(self, objects: Sequence[dict[str, Any]]) -> None:
+        roles = {
+            (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]): o
+            for o in objects
+            if o.get("kind") in ("ClusterRole", "Role")
+        }
+        self._grants: dict[tuple[str, str], list[_Grant]] = {}
+        for binding in objects:
+            kind = binding.get("kind")
+            if kind not in ("ClusterRoleBinding", "RoleBinding"):
+                continue
+            namespace = binding["metadata"].get("namespace", "") if kind == "RoleBinding" else ""
+            ref = binding.get("roleRef") or {}
+            role_namespace = namespace if ref.get("kind") == "Role" else ""
+            role = roles.get((ref.get("kind", ""), role_namespace, ref.get("name", "")))
+            if role is None:
+                continue
+            grant = _Grant(tuple(role.get("rules") or ()), namespace)
+            for subject in binding.get("subjects") or []:
+                key = (subject.get("kind", ""), subject.get("name", ""))
+                self._grants.setdefault(key, []).append(grant)
+
+    def allows(self, user: str, groups: Sequence[str], request: Request) -> bool:
+        subjects = [("User", user), *(("Group", group) for group in groups)]
+        return any(
+            grant.namespace in ("", request.namespace)
+            and any(rule_allows(rule, request) for rule in grant.rules)
+            for subject in subjects
+            for grant in self._grants.get(subject, ())
+        )

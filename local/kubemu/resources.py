@@ -107,6 +107,11 @@ LEASES = _builtin("coordination.k8s.io", "leases", "Lease", True, False)
 EVENTS_V1 = _builtin("events.k8s.io", "events", "Event", True, False)
 NODEPOOLS = _karpenter("nodepools", "NodePool")
 NODECLAIMS = _karpenter("nodeclaims", "NodeClaim")
+# Workload controllers: stored and served (no controller runs them); PDBs read their scale.
+DAEMONSETS = _builtin("apps", "daemonsets", "DaemonSet", True, True)
+REPLICASETS = _builtin("apps", "replicasets", "ReplicaSet", True, True)
+DEPLOYMENTS = _builtin("apps", "deployments", "Deployment", True, True)
+STATEFULSETS = _builtin("apps", "statefulsets", "StatefulSet", True, True)
 
 ALL_RESOURCES: tuple[ResourceType, ...] = (
     NAMESPACES,
@@ -118,6 +123,10 @@ ALL_RESOURCES: tuple[ResourceType, ...] = (
     LEASES,
     EVENTS,
     EVENTS_V1,
+    DAEMONSETS,
+    REPLICASETS,
+    DEPLOYMENTS,
+    STATEFULSETS,
 )
 
 _BY_PATH = {(r.group, r.version, r.plural): r for r in ALL_RESOURCES}

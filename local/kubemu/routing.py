@@ -35,7 +35,7 @@ def _subresource_allowed(resource: ResourceType, subresource: str, method: str) 
 def _verb(method: str, name: str, subresource: str, watch: bool) -> str:
     if method == "GET":
         if watch:
-            raise ApiError(405, "watch is not supported by the Kubernetes emulator")
+            return "watch"
         return "get" if name else "list"
     if method == "POST" and (not name or subresource == "eviction"):
         return "create"

@@ -94,6 +94,11 @@ def parse_label_selector(text: str | None) -> LabelSelector:
             raise bad_request(f"unable to parse requirement: empty clause in {text!r}")
         if match := _SET_EXPRESSION.match(clause):
             values = frozenset(v.strip() for v in match["values"].split(",") if v.strip())
+            if not values:
+                # labels.Parse: "for 'in', 'notin' operators, values set can't be empty".
+                raise bad_request(
+                    f"unable to parse requirement: values set can't be empty in {text!r}"
+                )
             op = "In" if match["op"] == "in" else "NotIn"
             requirements.append(Requirement(_checked_key(match["key"], text), op, values))
         elif match := _EQUALITY.match(clause):

@@ -1,4 +1,5 @@
-"""The HTTP/1.1 front: keep-alive connections, JSON bodies, always a Content-Length."""
+"""The HTTP/1.1 front: keep-alive connections, JSON bodies with a Content-Length, and
+chunked streams for watches."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from .dispatch import Backend, Drop
+from .dispatch import REQUEST_HEADERS, Backend, Drop, Response
 
 
 class EmulatorHTTPServer(ThreadingHTTPServer):
@@ -17,9 +18,11 @@ class EmulatorHTTPServer(ThreadingHTTPServer):
     # Benchmarks open many pooled connections at once; the default backlog of 5 refuses some.
     request_queue_size = 128
 
-    def __init__(self, backend: Backend) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+    def __init__(self, backend: Backend, port: int = 0) -> None:
+        super().__init__(("127.0.0.1", port), _Handler)
         self.backend = backend
+        host, bound = self.server_address[:2]
+        backend.address = f"{host!s}:{bound}"
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -59,10 +62,21 @@ class _Handler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         query = {key: values[-1] for key, values in parse_qs(url.query).items()}
         content_type = self.headers.get("Content-Type") or ""
-        result = self.server.backend.handle(self.command, url.path, query, content_type, raw)
+        # Header names are case-insensitive: kept lower-case. A header sent several times
+        # (Impersonate-Group) keeps every value, one per line.
+        names = {name.lower() for name in self.headers}
+        headers = {name: "\n".join(self.headers.get_all(name) or ()) for name in names}
+        token = REQUEST_HEADERS.set(headers)
+        try:
+            result = self.server.backend.handle(self.command, url.path, query, content_type, raw)
+        finally:
+            REQUEST_HEADERS.reset(token)
         if isinstance(result, Drop):
             time.sleep(result.delay)
             self.close_connection = True
+            return
+        if result.stream is not None:
+            self._stream(result)
             return
         payload = json.dumps(result.body).encode()
         self.send_response(result.code)
@@ -72,3 +86,19 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(payload)
+
+    def _stream(self, result: Response) -> None:
+        """A watch: chunked transfer encoding, one event per chunk, until the stream ends."""
+        assert result.stream is not None
+        self.send_response(result.code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            for chunk in result.stream:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        self.close_connection = True

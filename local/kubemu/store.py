@@ -9,9 +9,11 @@ from __future__ import annotations
 import random
 import threading
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
+from dataclasses import dataclass
 
+from .clock import Clock, rfc3339
 from .resources import NODECLAIMS, NODES, PODS, Obj, ResourceType
 
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
@@ -20,7 +22,8 @@ Key = tuple[str, str]  # (namespace, name); namespace is "" for cluster-scoped o
 
 
 def _pod_node(obj: Obj) -> str | None:
-    node: str | None = obj.get("spec", {}).get("nodeName")
+    # Unscheduled pods are indexed under "": `spec.nodeName=` selects them, as upstream.
+    node: str = obj.get("spec", {}).get("nodeName") or ""
     return node
 
 
@@ -47,25 +50,48 @@ def new_uid() -> str:
     return str(uuid.UUID(int=_uid_random.getrandbits(128), version=4))
 
 
-def now_rfc3339() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def key_of(obj: Obj) -> Key:
     metadata = obj["metadata"]
     return (metadata.get("namespace") or "", metadata["name"])
 
 
+# How many changes watches can resume from; an older resourceVersion is 410 Expired.
+CHANGE_HISTORY = 50_000
+
+
+@dataclass(frozen=True)
+class Change:
+    """One write, as a watch reports it: the object before (None when added) and after."""
+
+    revision: int
+    type: str  # ADDED, MODIFIED, DELETED
+    resource: ResourceType
+    old: Obj | None
+    new: Obj
+
+
+Ref = tuple[ResourceType, str, str]  # (resource, namespace, name)
+
+
 class Store:
     """Thread-safe storage; callers doing read-modify-write hold `lock` around the sequence."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Clock | None = None) -> None:
         self.lock = threading.RLock()
+        # Notified on every write (watches wait on it); shares the store's lock.
+        self.changed = threading.Condition(self.lock)
+        self.changes: deque[Change] = deque(maxlen=CHANGE_HISTORY)
+        self.clock = clock or Clock()
         self._revision = 0
+        self._by_uid: dict[str, Ref] = {}
+        self._dependents: dict[str, set[Ref]] = {}
         self._objects: dict[ResourceType, dict[str, dict[str, Obj]]] = {}
         self._index: dict[tuple[ResourceType, str], dict[str, set[Key]]] = {
             spec: {} for spec in INDEXES
         }
+
+    def now_rfc3339(self) -> str:
+        return rfc3339(self.clock.now())
 
     @property
     def revision(self) -> str:
@@ -87,9 +113,11 @@ class Store:
             obj["metadata"]["resourceVersion"] = self.next_revision()
             namespace, name = key_of(obj)
             by_namespace = self._objects.setdefault(resource, {}).setdefault(namespace, {})
-            self._unindex(resource, by_namespace.get(name))
+            old = by_namespace.get(name)
+            self._unindex(resource, old)
             by_namespace[name] = obj
             self._reindex(resource, obj)
+            self._record("ADDED" if old is None else "MODIFIED", resource, old, obj)
             return obj
 
     def remove(self, resource: ResourceType, namespace: str, name: str) -> Obj | None:
@@ -98,9 +126,27 @@ class Store:
             obj = by_namespace.pop(name, None)
             self._unindex(resource, obj)
             if obj is not None:
-                # A deletion is a write: later reads see a newer revision.
-                self._revision += 1
+                # A deletion is a write: later reads see a newer revision, and the watch
+                # event carries the object at that revision, as upstream.
+                gone = {**obj, "metadata": {**obj["metadata"]}}
+                gone["metadata"]["resourceVersion"] = self.next_revision()
+                self._record("DELETED", resource, obj, gone)
             return obj
+
+    def by_uid(self, uid: str) -> Obj | None:
+        with self.lock:
+            ref = self._by_uid.get(uid)
+            return None if ref is None else self.get(*ref)
+
+    def dependents(self, owner_uid: str) -> list[tuple[ResourceType, Obj]]:
+        """Objects with an ownerReference to ``owner_uid``."""
+        with self.lock:
+            found = [(ref[0], self.get(*ref)) for ref in self._dependents.get(owner_uid, ())]
+            return [(resource, obj) for resource, obj in found if obj is not None]
+
+    def _record(self, kind: str, resource: ResourceType, old: Obj | None, new: Obj) -> None:
+        self.changes.append(Change(self._revision, kind, resource, old, new))
+        self.changed.notify_all()
 
     def candidates(
         self, resource: ResourceType, namespace: str | None, indexed: dict[str, str]
@@ -132,6 +178,12 @@ class Store:
             ]
 
     def _reindex(self, resource: ResourceType, obj: Obj) -> None:
+        ref = (resource, *key_of(obj))
+        metadata = obj["metadata"]
+        if uid := metadata.get("uid"):
+            self._by_uid[uid] = ref
+        for owner in metadata.get("ownerReferences") or ():
+            self._dependents.setdefault(owner.get("uid", ""), set()).add(ref)
         for (indexed_resource, index_name), read in INDEXES.items():
             if indexed_resource is resource and (value := read(obj)) is not None:
                 self._index[(resource, index_name)].setdefault(value, set()).add(key_of(obj))
@@ -139,6 +191,12 @@ class Store:
     def _unindex(self, resource: ResourceType, obj: Obj | None) -> None:
         if obj is None:
             return
+        ref = (resource, *key_of(obj))
+        metadata = obj["metadata"]
+        if self._by_uid.get(metadata.get("uid", "")) == ref:
+            del self._by_uid[metadata["uid"]]
+        for owner in metadata.get("ownerReferences") or ():
+            self._dependents.get(owner.get("uid", ""), set()).discard(ref)
         for (indexed_resource, index_name), read in INDEXES.items():
             if indexed_resource is resource and (value := read(obj)) is not None:
                 self._index[(resource, index_name)].get(value, set()).discard(key_of(obj))

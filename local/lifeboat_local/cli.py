@@ -17,7 +17,7 @@ from types import ModuleType
 from typing import NoReturn
 
 from lifeboat.kube import KubeError
-from lifeboat_local import explain, replay, windows
+from lifeboat_local import explain, replay, serve, windows
 from lifeboat_local.audit import command as audit
 from lifeboat_local.common import EXIT_USAGE, UsageError
 
@@ -27,6 +27,7 @@ COMMANDS: dict[str, ModuleType] = {
     "explain": explain,
     "windows": windows,
     "audit": audit,
+    "serve": serve,
 }
 
 # What a shell reports for a command ended by SIGPIPE (its reader went away) or by Ctrl-C.

@@ -226,8 +226,13 @@ def disposable_copy(
 ) -> Iterator[tuple[KubeApi, InstanceDirectory]]:
     """A copy of the cluster to judge on, on the local emulator: the cluster file, or what
     a live cluster holds (read through the kubeconfig, never written)."""
+    # The copy holds the namespace of Lifeboat's Leases, as deploy/rbac.yaml makes sure a
+    # cluster does (a live cluster's namespaces are not copied).
+    namespace = tool.settings.lease_namespace
     if args.kubeconfig is None:
         with open_cluster(args.cluster, None, args.context) as source:
+            assert source.emulator is not None
+            source.emulator.ensure_namespace(namespace)
             directory = directory_from_objects(
                 source.objects or (), tool.eks_cluster, tool.assumed_tags
             )
@@ -235,7 +240,8 @@ def disposable_copy(
         return
     with open_cluster(None, args.kubeconfig, args.context) as live:
         objects = snapshot(live.kube)
-    with serve(objects) as (_, kube):
+    with serve(objects) as (emulator, kube):
+        emulator.ensure_namespace(namespace)
         yield kube, directory_from_objects(objects, tool.eks_cluster, tool.assumed_tags)
 
 

@@ -36,6 +36,7 @@ from lifeboat_local.common import (
 from lifeboat_local.directory import directory_from_objects
 from lifeboat_local.harness import RecordedLifecycle, SimulatedClock, local_pipeline
 from lifeboat_local.karpenter_sim import KarpenterSimulation, SimStep
+from lifeboat_local.serve import add_serve_flags, serve
 from lifeboat_local.source import live_directory, open_cluster
 from lifeboat_local.timeline import WIDTH, Timeline
 
@@ -102,6 +103,7 @@ def add_parser(commands: Any) -> None:
         help=f"with --follow: one line per row, however long (default: wrap at {WIDTH})",
     )
     add_settings_flags(parser)
+    add_serve_flags(parser)
 
 
 def check_args(args: argparse.Namespace) -> None:
@@ -109,6 +111,10 @@ def check_args(args: argparse.Namespace) -> None:
     error (exit 1) before any work."""
     if args.wide and not args.follow:
         raise UsageError("replay: --wide goes with --follow (without it, lines are not wrapped)")
+    if args.serve != (args.kubeconfig_out is not None):
+        raise UsageError("replay: --serve and --kubeconfig-out go together")
+    if args.serve and args.kubeconfig is not None:
+        raise UsageError("replay: --serve serves the replayed cluster file; not with --kubeconfig")
     if args.kubeconfig is None:
         if args.apply:
             raise UsageError("replay: --apply is only for --kubeconfig")
@@ -180,11 +186,15 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
                 output.result(result, clock.now, file.origin(index), file.where(index))
         # No Karpenter to simulate on a live cluster (--kubeconfig): the real one runs there.
         karpenter = KarpenterSimulation(emulator, clock.now) if emulator is not None else None
+        if emulator is not None:
+            emulator.clock.set(clock.now)  # pods terminate and objects age on replay time
         for _ in range(MAX_FOLLOW_STEPS if args.follow else 0):
             due = wakeups.next_due()
             if due is None:
                 break
             clock.now = max(clock.now, due)
+            if emulator is not None:
+                emulator.clock.set(clock.now)
             for step in karpenter.advance(clock.now) if karpenter is not None else ():
                 output.step(step)
             batch = [encode(w) for w in wakeups.pop_due(clock.now)]
@@ -194,6 +204,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         if args.state_out and emulator is not None:
             state = emulator.dump()
             write_output("--state-out", args.state_out, lambda path: dump_cluster_file(state, path))
+        if args.serve and emulator is not None:
+            serve(emulator, args.kubeconfig_out, "the replayed cluster", output.out)
     return status
 
 
@@ -221,4 +233,6 @@ def replay_target(
         else:
             objects = source.objects or ()
             directory = directory_from_objects(objects, tool.eks_cluster, tool.assumed_tags)
+            # deploy/rbac.yaml creates the Leases' namespace in a real cluster.
+            source.emulator.ensure_namespace(tool.settings.lease_namespace)
         yield source.emulator, source.kube, directory, tool

@@ -207,8 +207,9 @@ def test_live_cluster_finds_what_the_same_file_finds(
 
 
 def test_live_cluster_without_apps_v1_says_it_estimated(live: Emulator, kubeconfig: Path) -> None:
-    if resource_for_object("apps/v1", "Deployment") is not None:
-        pytest.skip("the emulator serves apps/v1: nothing is estimated")
+    """An API server that does not serve the workloads (404, as for a group it lacks)."""
+    for resource in ("deployments", "replicasets", "statefulsets", "daemonsets"):
+        live.fail_next(404, times=100, verb="list", resource=resource)
     _, document = audit_json("--kubeconfig", str(kubeconfig))
     assert document["notes"] == [
         "the API server does not serve Deployments, ReplicaSets, StatefulSets, DaemonSets: "
@@ -239,7 +240,10 @@ def test_kubectl_dump_audits_like_the_live_cluster(
     kubectl = shutil.which("kubectl")
     if kubectl is None or not _serves_discovery(live.url):
         pytest.skip("needs kubectl and an emulator serving API discovery")
-    kinds = "nodes,pods,poddisruptionbudgets,nodepools.karpenter.sh,nodeclaims.karpenter.sh"
+    kinds = (
+        "nodes,pods,poddisruptionbudgets,nodepools.karpenter.sh,nodeclaims.karpenter.sh,"
+        "deployments,replicasets,statefulsets,daemonsets"
+    )
     dump = subprocess.run(
         [kubectl, "--kubeconfig", str(kubeconfig), "get", kinds, "-A", "-o", "yaml"],
         capture_output=True, text=True, timeout=120, check=True,

@@ -61,6 +61,8 @@ def _instance(i: int) -> str:
 
 def _cluster(budget: str) -> list[dict[str, Any]]:
     objects: list[dict[str, Any]] = [
+        # The Leases' namespace, as deploy/rbac.yaml creates it.
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "lifeboat"}},
         kube.nodepool(
             name=POOL,
             uid=None,
@@ -68,7 +70,7 @@ def _cluster(budget: str) -> list[dict[str, Any]]:
                 {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}
             ],
             budgets=[{"nodes": budget}],
-        )
+        ),
     ]
     for i in range(NODES):
         claim = f"{POOL}-{i:03d}"

@@ -48,17 +48,17 @@ SPOT = sample("spot-interruption")
 
 def _objects() -> list[dict[str, Any]]:
     pool = kube.nodepool(uid="pool-uid", requirements=[], budgets=[{"nodes": "10%"}])
-    # No finalizer on the claim: nothing here plays Karpenter's termination controller, and
-    # the tests see the deletion land.
+    # As on a live cluster, the claim carries Karpenter's termination finalizer: deleting it
+    # does not garbage-collect its Node while Karpenter drains it.
     claim, node = kube.nodeclaim_and_node(
         name=CLAIM,
         uid=CLAIM_UID,
         instance_id=INSTANCE,
         node_name=NODE,
         nodepool_uid="pool-uid",
-        finalizers=(),
     )
-    return [pool, claim, node]
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "lifeboat"}}
+    return [namespace, pool, claim, node]
 
 
 INFO = InstanceInfo(INSTANCE, node_name=NODE, nodeclaim=CLAIM, nodepool="general")
@@ -206,7 +206,8 @@ def test_a_create_whose_answer_was_lost_is_resent_and_finds_the_claim(emu: Emula
     assert _failed(_batch(SPOT), pipeline) == set()
     assert lost == [201] and len(_replacements(emu)) == 1
     assert _calls(emu, "create", "nodeclaims") == 2
-    assert emu.get_object("NodeClaim", CLAIM) is None  # and the old claim was deleted
+    old = emu.get_object("NodeClaim", CLAIM)  # and the old claim is being deleted
+    assert old is not None and old["metadata"]["deletionTimestamp"]
 
 
 @pytest.mark.parametrize("status", [429, 503])
@@ -242,7 +243,11 @@ def _replacement_body() -> dict[str, Any]:
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodeClaim",
         "metadata": {"generateName": "general-", "labels": {nodes.REPLACES_LABEL: CLAIM}},
-        "spec": {},
+        # What the NodeClaim CRD requires.
+        "spec": {
+            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "d"},
+            "requirements": [],
+        },
     }
 
 

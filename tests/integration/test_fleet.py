@@ -148,7 +148,7 @@ def test_one_handler_serves_two_clusters_and_counts_the_unmanaged(ec2: Any) -> N
             assert node is not None
             assert node["spec"].get("unschedulable") is True
             assert {t["key"] for t in node["spec"]["taints"]} == {nodes.taint_key(Kind(spot))}
-            assert emu.get_object("NodeClaim", "general-7xkqz") is None
+            assert emu.get_object("NodeClaim", "general-7xkqz")["metadata"]["deletionTimestamp"]
         # Each cluster was reached through its own client, and only for its own instance.
         assert set(router.asked) == {"prod", "stage"}
         # The other cluster's instance and the untagged one: ignored, counted, not lost.
@@ -213,7 +213,9 @@ def test_a_pdb_blocked_drain_heartbeats_then_completes_once_the_pdb_allows() -> 
         actions = [a["type"] for a in second.reports[0].actions]
         assert actions == ["evict", "complete-lifecycle-action"]
         asg.assert_no_pending_responses()
-        assert emu.get_object("Pod", "coredns-5d78c9869d-4xkq2", "kube-system") is None
+        assert emu.get_object("Pod", "coredns-5d78c9869d-4xkq2", "kube-system")["metadata"][
+            "deletionTimestamp"
+        ]
         assert wakeups.next_due() is None
 
 
@@ -354,5 +356,5 @@ def test_a_follow_up_finds_its_cluster_when_ec2_no_longer_knows_the_instance() -
         [result] = pipeline.process([encode(wakeup)])
         assert result.error is None
         assert result.reports[0].actions == ({"type": "delete-nodeclaim", "name": "general-7xkqz"},)
-        assert emu.get_object("NodeClaim", "general-7xkqz") is None
+        assert emu.get_object("NodeClaim", "general-7xkqz")["metadata"]["deletionTimestamp"]
         assert set(router.asked) == {"prod"}

@@ -34,7 +34,7 @@ def test_version_reports_a_1_31_server(emulator: Emulator) -> None:
 
 def test_unknown_path_answers_404_status_body(emulator: Emulator) -> None:
     rest = emulator.api_client().rest_client
-    for path in ("/nope", "/apis/apps/v1/deployments", "/api/v1/nodes/n1/proxy"):
+    for path in ("/nope", "/apis/batch/v1/jobs", "/api/v1/nodes/n1/proxy"):
         response = rest.request("GET", f"{emulator.url}{path}")
         assert response.status == 404
         body = json.loads(response.read())
@@ -478,3 +478,116 @@ def test_lease_and_events(emulator: Emulator) -> None:
         "default", field_selector="reason=SpotInterrupted"
     )
     assert len(by_reason.items) == 1
+
+
+def test_field_selector_with_an_empty_node_name_selects_unscheduled_pods(
+    emulator: Emulator,
+) -> None:
+    """`spec.nodeName=` compares with the empty string: the pods no node runs yet."""
+    emulator.put_object(pod("scheduled", node_name="n1"))
+    emulator.put_object(pod("waiting", node_name=""))
+    listed = core(emulator).list_pod_for_all_namespaces(field_selector="spec.nodeName=")
+    assert [p.metadata.name for p in listed.items] == ["waiting"]
+
+
+def test_json_patch_test_compares_json_values_strictly(emulator: Emulator) -> None:
+    """RFC 6902 test: 1 is not true."""
+    emulator.put_object(node("n1", unschedulable=True))
+    rest = emulator.api_client().rest_client
+    response = rest.request(
+        "PATCH",
+        f"{emulator.url}/api/v1/nodes/n1",
+        headers={"Content-Type": "application/json-patch+json"},
+        body=[{"op": "test", "path": "/spec/unschedulable", "value": 1}],
+    )
+    assert response.status == 422
+
+
+def test_an_empty_set_in_a_label_selector_is_refused(emulator: Emulator) -> None:
+    """labels.Parse refuses `k in ()`."""
+    with pytest.raises(ApiException) as caught:
+        core(emulator).list_node(label_selector="team in ()")
+    assert caught.value.status == 400
+
+
+def test_creating_in_a_missing_namespace_is_not_found(emulator: Emulator) -> None:
+    """NamespaceLifecycle admission: 404 naming the namespace."""
+    with pytest.raises(ApiException) as caught:
+        core(emulator).create_namespaced_pod("nowhere", pod("p1", namespace="nowhere"))
+    assert caught.value.status == 404
+    assert status_of(caught.value)["message"] == 'namespaces "nowhere" not found'
+
+
+def test_deleting_an_owner_collects_its_dependents_in_the_background(emulator: Emulator) -> None:
+    """Garbage collector, Background propagation: dependents go once their owner is gone."""
+    from kubemu.builders import workload
+
+    owner = workload("ReplicaSet", "web", replicas=1)
+    emulator.put_object(owner)
+    emulator.put_object(pod("p1", node_name="", owner=owner))
+    client.AppsV1Api(emulator.api_client()).delete_namespaced_replica_set("web", "default")
+    assert emulator.get_object("Pod", "p1", "default") is None
+
+
+def test_orphan_propagation_keeps_the_dependents(emulator: Emulator) -> None:
+    from kubemu.builders import workload
+
+    owner = workload("ReplicaSet", "web", replicas=1)
+    emulator.put_object(owner)
+    emulator.put_object(pod("p1", node_name="", owner=owner))
+    client.AppsV1Api(emulator.api_client()).delete_namespaced_replica_set(
+        "web", "default", body=client.V1DeleteOptions(propagation_policy="Orphan")
+    )
+    kept = emulator.get_object("Pod", "p1", "default")
+    assert kept is not None
+    assert "ownerReferences" not in kept["metadata"]
+
+
+def test_foreground_propagation_keeps_the_owner_until_its_dependents_are_gone(
+    emulator: Emulator,
+) -> None:
+    from kubemu.builders import workload
+
+    owner = workload("ReplicaSet", "web", replicas=1)
+    emulator.put_object(owner)
+    emulator.put_object(pod("p1", owner=owner))  # scheduled: 30 s of grace
+    client.AppsV1Api(emulator.api_client()).delete_namespaced_replica_set(
+        "web", "default", body=client.V1DeleteOptions(propagation_policy="Foreground")
+    )
+    waiting = emulator.get_object("ReplicaSet", "web", "default")
+    assert waiting is not None
+    assert waiting["metadata"]["finalizers"] == ["foregroundDeletion"]
+    emulator.clock.advance(30)
+    assert emulator.get_object("Pod", "p1", "default") is None
+    assert emulator.get_object("ReplicaSet", "web", "default") is None
+
+
+def test_no_finalizer_may_be_added_to_a_deleting_object(emulator: Emulator) -> None:
+    claim = nodeclaim("c1")
+    claim["metadata"]["finalizers"] = ["karpenter.sh/termination"]
+    emulator.put_object(claim)
+    api = custom(emulator)
+    api.delete_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", "c1")
+    with pytest.raises(ApiException) as caught:
+        api.patch_cluster_custom_object(
+            "karpenter.sh",
+            "v1",
+            "nodeclaims",
+            "c1",
+            {"metadata": {"finalizers": ["karpenter.sh/termination", "example.com/late"]}},
+        )
+    assert caught.value.status == 422
+    assert "no new finalizers" in status_of(caught.value)["message"]
+
+
+def test_server_side_dry_run_never_mutates(emulator: Emulator) -> None:
+    api = core(emulator)
+    api.create_node(node("n1"), dry_run="All")
+    assert emulator.get_object("Node", "n1") is None
+    api.create_node(node("n1"))
+    version = emulator.get_object("Node", "n1")["metadata"]["resourceVersion"]
+    api.patch_node("n1", {"metadata": {"labels": {"x": "y"}}}, dry_run="All")
+    api.delete_node("n1", dry_run="All")
+    after = emulator.get_object("Node", "n1")
+    assert after["metadata"]["resourceVersion"] == version
+    assert "x" not in (after["metadata"].get("labels") or {})

@@ -10,7 +10,7 @@ from kubernetes import client
 from kubernetes.client import ApiException
 
 from kubemu import Emulator
-from kubemu.builders import pdb, pod
+from kubemu.builders import pdb, pod, workload
 
 
 def evict(emu: Emulator, name: str, namespace: str = "default") -> Any:
@@ -25,12 +25,55 @@ def seed(emu: Emulator, *objects: dict[str, Any]) -> None:
         emu.put_object(obj)
 
 
+def gone(emu: Emulator, name: str, namespace: str = "default") -> bool:
+    """The pod is gone once its grace period (30 s by default) has passed on the clock."""
+    terminating = emu.get_object("Pod", name, namespace)
+    if terminating is not None:
+        assert terminating["metadata"]["deletionTimestamp"]
+        emu.clock.advance(terminating["metadata"]["deletionGracePeriodSeconds"])
+    return emu.get_object("Pod", name, namespace) is None
+
+
 def test_eviction_without_pdb_deletes_the_pod(emulator: Emulator) -> None:
     seed(emulator, pod("p1"))
     result = evict(emulator, "p1")
     assert result.kind == "Status"
-    assert emulator.get_object("Pod", "p1", "default") is None
+    assert gone(emulator, "p1")
     assert emulator.requests_by_resource[("create", "pods/eviction")] == 1
+
+
+def test_evicted_pod_terminates_for_its_grace_period(emulator: Emulator) -> None:
+    """CheckGracefulDelete: the pod's terminationGracePeriodSeconds, on the emulator clock."""
+    seeded = pod("p1")
+    seeded["spec"]["terminationGracePeriodSeconds"] = 45
+    seed(emulator, seeded)
+    evict(emulator, "p1")
+    terminating = emulator.get_object("Pod", "p1", "default")
+    assert terminating is not None
+    assert terminating["metadata"]["deletionGracePeriodSeconds"] == 45
+    emulator.clock.advance(44)
+    assert emulator.get_object("Pod", "p1", "default") is not None
+    emulator.clock.advance(1)
+    assert emulator.get_object("Pod", "p1", "default") is None
+
+
+def test_unscheduled_pod_is_deleted_at_once(emulator: Emulator) -> None:
+    """CheckGracefulDelete: no nodeName, no kubelet to wait for: grace period 0."""
+    seed(emulator, pod("p1", node_name=""))
+    evict(emulator, "p1")
+    assert emulator.get_object("Pod", "p1", "default") is None
+
+
+def test_dry_run_eviction_changes_nothing(emulator: Emulator) -> None:
+    seed(emulator, pod("p1"))
+    body = client.V1Eviction(
+        metadata=client.V1ObjectMeta(name="p1", namespace="default"),
+        delete_options=client.V1DeleteOptions(dry_run=["All"]),
+    )
+    client.CoreV1Api(emulator.api_client()).create_namespaced_pod_eviction("p1", "default", body)
+    stored = emulator.get_object("Pod", "p1", "default")
+    assert stored is not None
+    assert "deletionTimestamp" not in stored["metadata"]
 
 
 def test_eviction_answers_201(emulator: Emulator) -> None:
@@ -77,7 +120,7 @@ def test_two_matching_pdbs_is_500(emulator: Emulator) -> None:
 def test_pdb_in_another_namespace_does_not_apply(emulator: Emulator) -> None:
     seed(emulator, pod("p1"), pdb("a", namespace="other", minAvailable=5))
     evict(emulator, "p1")
-    assert emulator.get_object("Pod", "p1", "default") is None
+    assert gone(emulator, "p1")
 
 
 @pytest.mark.parametrize(
@@ -93,7 +136,9 @@ def test_pdb_in_another_namespace_does_not_apply(emulator: Emulator) -> None:
 def test_pdb_status_with_percentages(
     emulator: Emulator, spec: dict[str, Any], pods: int, desired: int, allowed: int
 ) -> None:
-    seed(emulator, *(pod(f"p{i}") for i in range(pods)), pdb("web", **spec))
+    """The scale is the ReplicaSet's, which here matches its pods (getExpectedPodCount)."""
+    owner = workload("ReplicaSet", "web", replicas=pods)
+    seed(emulator, owner, *(pod(f"p{i}", owner=owner) for i in range(pods)), pdb("web", **spec))
     budget = client.PolicyV1Api(emulator.api_client()).read_namespaced_pod_disruption_budget(
         "web", "default"
     )
@@ -141,7 +186,7 @@ def test_not_ready_pod_with_unmet_budget_needs_always_allow(emulator: Emulator) 
     assert caught.value.status == 429
     emulator.put_object(pdb("web", minAvailable=1, unhealthyPodEvictionPolicy="AlwaysAllow"))
     evict(emulator, "p1")
-    assert emulator.get_object("Pod", "p1", "default") is None
+    assert gone(emulator, "p1")
 
 
 def test_evicting_a_pod_with_finalizers_marks_it_deleting(emulator: Emulator) -> None:
@@ -156,3 +201,67 @@ def test_evicting_a_pod_with_finalizers_marks_it_deleting(emulator: Emulator) ->
     with pytest.raises(ApiException) as caught:
         evict(emulator, "p2")
     assert caught.value.status == 429
+
+
+def _budget(emu: Emulator) -> Any:
+    return (
+        client.PolicyV1Api(emu.api_client())
+        .read_namespaced_pod_disruption_budget("web", "default")
+        .status
+    )
+
+
+def test_max_unavailable_counts_the_replica_sets_scale_not_its_pods(emulator: Emulator) -> None:
+    """getExpectedPodCount: maxUnavailable uses the controller's scale. A ReplicaSet of 3
+    with 2 pods left and maxUnavailable 1 needs 2 healthy: no eviction is allowed."""
+    owner = workload("ReplicaSet", "web", replicas=3)
+    seed(emulator, owner, pod("p0", owner=owner), pod("p1", owner=owner))
+    seed(emulator, pdb("web", maxUnavailable=1))
+    status = _budget(emulator)
+    assert (status.expected_pods, status.desired_healthy, status.disruptions_allowed) == (3, 2, 0)
+    with pytest.raises(ApiException) as caught:
+        evict(emulator, "p0")
+    assert caught.value.status == 429
+
+
+def test_a_deployments_scale_wins_over_its_replica_set(emulator: Emulator) -> None:
+    """getPodDeployment: a ReplicaSet controlled by a Deployment counts the Deployment's."""
+    deployment = workload("Deployment", "web", replicas=4)
+    replica_set = workload("ReplicaSet", "web-1", replicas=2)
+    replica_set["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "name": "web",
+            "uid": deployment["metadata"]["uid"],
+            "controller": True,
+        }
+    ]
+    seed(emulator, deployment, replica_set, *(pod(f"p{i}", owner=replica_set) for i in range(2)))
+    seed(emulator, pdb("web", minAvailable="50%"))
+    assert (_budget(emulator).expected_pods, _budget(emulator).desired_healthy) == (4, 2)
+
+
+def test_integer_min_available_counts_the_pods(emulator: Emulator) -> None:
+    """getExpectedPodCount: an integer minAvailable takes the number of selected pods."""
+    owner = workload("ReplicaSet", "web", replicas=5)
+    seed(emulator, owner, pod("p0", owner=owner), pod("p1", owner=owner))
+    seed(emulator, pdb("web", minAvailable=1))
+    assert (_budget(emulator).expected_pods, _budget(emulator).disruptions_allowed) == (2, 1)
+
+
+def test_bare_pods_are_left_out_of_the_scale(emulator: Emulator) -> None:
+    """getExpectedScale: pods without a controller are not counted; with maxUnavailable
+    over bare pods nothing is expected, so nothing may be disrupted."""
+    seed(emulator, pod("p0"), pod("p1"), pdb("web", maxUnavailable=1))
+    assert (_budget(emulator).expected_pods, _budget(emulator).disruptions_allowed) == (0, 0)
+
+
+def test_a_daemon_set_has_no_scale_and_the_budget_fails_safe(emulator: Emulator) -> None:
+    """getScaleController: a DaemonSet does not implement scale; the sync fails and the
+    fail-safe allows no disruption."""
+    owner = workload("DaemonSet", "web")
+    seed(emulator, owner, pod("p0", owner=owner), pdb("web", maxUnavailable=1))
+    status = _budget(emulator)
+    assert status.disruptions_allowed == 0
+    assert status.conditions[0].reason == "SyncFailed"

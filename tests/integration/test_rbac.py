@@ -95,13 +95,16 @@ def play_karpenter(emu: Emulator) -> None:
         if nodes.REPLACES_LABEL in nodes.labels_of(claim) and not claim.get("status"):
             claim["status"] = {"conditions": [{"type": "Ready", "status": "True"}]}
             emu.put_object(claim)
+    # A deleted claim stays (Karpenter's termination finalizer) until its node is gone.
+    live = {name for name, c in claims.items() if not c["metadata"].get("deletionTimestamp")}
     for node in emu.objects("Node"):
         owner = nodes.nodeclaim_owner(node)
-        if owner and owner[0] not in claims:
+        if owner and owner[0] not in live:
             for pod in emu.objects("Pod"):
                 if pod["spec"].get("nodeName") == nodes.name_of(node):
                     emu.delete_object("Pod", nodes.name_of(pod), pod["metadata"]["namespace"])
             emu.delete_object("Node", nodes.name_of(node))
+            emu.delete_object("NodeClaim", owner[0])
 
 
 @dataclass

@@ -285,7 +285,8 @@ def test_a_genuine_hand_over_still_deletes_the_old_claim() -> None:
         )
         [result] = lifeboat.process([body])
         assert result.reports[0].outcome == "acted"
-        assert emu.get_object("NodeClaim", "general-7xkqz") is None
+        gone = emu.get_object("NodeClaim", "general-7xkqz")  # Karpenter drains it now
+        assert gone is not None and gone["metadata"].get("deletionTimestamp")
 
 
 HOOK = {

@@ -32,6 +32,11 @@ class LockTimeout(RuntimeError):
     """The pool's lease stayed busy; the message will be retried."""
 
 
+class LeaseNamespaceMissing(RuntimeError):
+    """The Leases' namespace does not exist: the message is retried (and dead-lettered if
+    it stays missing) with an error that says how to fix the set-up."""
+
+
 class PoolLock:
     def __init__(
         self,
@@ -98,7 +103,15 @@ class PoolLock:
                     "metadata": {"name": name, "namespace": self._namespace},
                     "spec": spec,
                 }
-                return self._kube.create_lease(self._namespace, body)
+                try:
+                    return self._kube.create_lease(self._namespace, body)
+                except NotFound:
+                    # The API server refuses objects in a namespace that does not exist.
+                    raise LeaseNamespaceMissing(
+                        f"cannot create lease {self._namespace}/{name}: namespace"
+                        f" {self._namespace!r} does not exist (deploy/rbac.yaml creates it;"
+                        " or set LIFEBOAT_LEASE_NAMESPACE to an existing namespace)"
+                    ) from None
             if _held_by_other(lease, holder, now):
                 return None
             lease["spec"] = {**(lease.get("spec") or {}), **spec}
