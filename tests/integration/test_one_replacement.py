@@ -139,3 +139,22 @@ def test_a_wakeup_delivered_twice_in_a_batch_makes_one_replacement() -> None:
             results = due.process([encode(wakeup), encode(wakeup)])
             assert all(r.error is None for r in results)
             assert len(replacements_of(emu, OLD_CLAIM)) == 1
+
+
+def test_notices_about_one_instance_share_a_lane_and_never_race() -> None:
+    """Within a batch, messages about a common instance are handled one after the other
+    (different instances side by side), so two notices about one node (here a Spot warning
+    and its state change on a node-group node) never both drain it: each pod is evicted once.
+    """
+    node_group = "i-0a1b2c3d4e5f60006"
+    spot = json.loads(event("spot-interruption"))
+    state = json.loads(event("state-change", state="stopping"))
+    for body in (spot, state):
+        body["detail"]["instance-id"] = node_group
+    for _ in range(TRIALS):
+        with Emulator(copy.deepcopy(OBJECTS)) as emu:
+            lifeboat = pipeline(emu, MemoryWakeups(), EVENING)
+            results = lifeboat.process([json.dumps(spot), json.dumps(state)])
+            assert all(r.error is None for r in results)
+            evictions = [e[4] for e in emu.request_log if e[2] == "pods/eviction"]
+            assert evictions and len(evictions) == len(set(evictions))

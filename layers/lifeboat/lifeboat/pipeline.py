@@ -112,11 +112,20 @@ class Pipeline:
             }
         )
         batch = _Batch(self.directory.describe(wanted) if wanted else {}, self.clusters)
-        handle = partial(self._one, batch)
-        if self.workers <= 1 or len(parsed) <= 1:
-            return [handle(item) for item in parsed]
-        with ThreadPoolExecutor(max_workers=min(self.workers, len(parsed))) as pool:
-            return list(pool.map(handle, parsed))
+        results: list[MessageResult] = [MessageResult() for _ in parsed]
+
+        def run(lane: list[int]) -> None:
+            for index in lane:
+                results[index] = self._one(batch, parsed[index])
+
+        lanes = _lanes(parsed)
+        if self.workers <= 1 or len(lanes) <= 1:
+            for lane in lanes:
+                run(lane)
+        else:
+            with ThreadPoolExecutor(max_workers=min(self.workers, len(lanes))) as pool:
+                list(pool.map(run, lanes))
+        return results
 
     # -- parse -----------------------------------------------------------------------------
 
@@ -295,6 +304,31 @@ class Pipeline:
                 self.clock(),
             )
         return self._carry_out(resolver.kube, notice, target, decision, wakeup=wakeup)
+
+
+def _lanes(parsed: Sequence[Parsed]) -> list[list[int]]:
+    """The batch's messages as lanes, each handled in order, the lanes side by side: messages
+    about a common instance share a lane, so two notices about one node (a Spot warning and
+    its state change, a wake-up delivered twice) never race each other for it."""
+    lane_of = list(range(len(parsed)))
+
+    def root(index: int) -> int:
+        while lane_of[index] != index:
+            lane_of[index] = lane_of[lane_of[index]]
+            index = lane_of[index]
+        return index
+
+    first_with: dict[str, int] = {}
+    for index, item in enumerate(parsed):
+        for notice in _notices_of(item):
+            if notice.instance_id is None:
+                continue
+            other = first_with.setdefault(notice.instance_id, index)
+            lane_of[root(index)] = root(other)
+    lanes: dict[int, list[int]] = {}
+    for index in range(len(parsed)):
+        lanes.setdefault(root(index), []).append(index)
+    return list(lanes.values())
 
 
 def _notices_of(item: Parsed) -> list[Notice]:
