@@ -14,7 +14,6 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from lifeboat import nodes
-from lifeboat.budgets import allowed_disruptions, next_allowed_at
 from lifeboat.events.notice import Kind, Notice
 from lifeboat.settings import Settings
 from lifeboat.target import Target
@@ -57,10 +56,16 @@ class Decision:
     recheck_at: datetime | None = None
     # True when an action goes ahead although budgets or do-not-disrupt said no.
     forced: bool = False
+    # True when a voluntary notice is let go because its pool never allowed it in time.
+    gave_up: bool = False
 
 
 def ignore(reason: str) -> Decision:
     return Decision(Verdict.IGNORE, reason)
+
+
+def give_up(reason: str) -> Decision:
+    return Decision(Verdict.IGNORE, reason, gave_up=True)
 
 
 def decide(notice: Notice, target: Target, settings: Settings, now: datetime) -> Decision:
@@ -140,7 +145,7 @@ def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime
 
     latest = _latest_start(notice, settings)
     if latest is None and now >= notice.event_time + VOLUNTARY_PATIENCE:
-        return ignore(
+        return give_up(
             f"{what}: not permitted within {_minutes(VOLUNTARY_PATIENCE)} of the notice; giving up"
         )
     if latest is not None and now >= latest:
@@ -163,6 +168,10 @@ def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime
         # Handler does (cordon on rebalance, cordon and drain on scheduled maintenance).
         return Decision(Verdict.ACT, f"{what}: node has no NodePool budget to honour", act_steps)
 
+    # Imported here: budgets (and the cron parser behind them) are for voluntary notices
+    # only, and a Lambda whose batches are Spot warnings never loads them.
+    from lifeboat.budgets import allowed_disruptions, next_allowed_at
+
     pool = target.pool
     allowance = allowed_disruptions(pool.nodepool, pool.node_count, pool.disrupting, now)
     if allowance.permits_one:
@@ -183,7 +192,7 @@ def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime
         and latest is None
         and next_allowed_at(pool.nodepool, pool.node_count, 0, now, until) is None
     ):
-        return ignore(f"{why}; no window opens before {_fmt(until)}: giving up")
+        return give_up(f"{why}; no window opens before {_fmt(until)}: giving up")
     return _defer(why, opens, latest, now)
 
 

@@ -20,12 +20,13 @@ from typing import Any, Protocol
 
 from lifeboat import nodes
 from lifeboat.act import Actor, ActResult, LifecycleActions
+from lifeboat.deadline import retry_window
 from lifeboat.decide import Decision, Step, Verdict, decide
 from lifeboat.events import parse_message
 from lifeboat.events.envelope import load_body
 from lifeboat.events.notice import MalformedMessage, Notice
 from lifeboat.instances import InstanceDirectory, InstanceInfo
-from lifeboat.kube import KubeApi
+from lifeboat.kube import KubeApi, retrying_for
 from lifeboat.ledger import Ledger
 from lifeboat.pool_lock import PoolLock
 from lifeboat.recorder import record
@@ -70,6 +71,8 @@ class MessageResult:
 
     reports: list[Report] = field(default_factory=list)
     error: BaseException | None = None
+    # The earliest deadline of the message's notices: how soon a failed message must return.
+    deadline: datetime | None = None
 
 
 Parsed = MessageResult | Wakeup | list[Notice]
@@ -137,13 +140,15 @@ class Pipeline:
     def _one(self, batch: _Batch, item: Parsed) -> MessageResult:
         if isinstance(item, MessageResult):
             return item
+        deadline = min((n.deadline for n in _notices_of(item) if n.deadline), default=None)
         try:
-            if isinstance(item, Wakeup):
-                report = replace(self._wake(batch, item), wakeup=str(item.task))
-                return MessageResult([report])
-            return MessageResult(self._notices(batch, item))
+            with retrying_for(retry_window(deadline, self.clock())):
+                if isinstance(item, Wakeup):
+                    report = replace(self._wake(batch, item), wakeup=str(item.task))
+                    return MessageResult([report], deadline=deadline)
+                return MessageResult(self._notices(batch, item), deadline=deadline)
         except Exception as error:  # the caller returns the message to the queue
-            return MessageResult(error=error)
+            return MessageResult(error=error, deadline=deadline)
 
     # -- notices ---------------------------------------------------------------------------
 
@@ -172,7 +177,11 @@ class Pipeline:
         where = route(notice, info, self.settings, self.clock())
         if where.skip_reason is not None or info is None:
             return Report.for_notice(
-                notice, Outcome.IGNORED, where.skip_reason or "unknown instance", unmanaged=True
+                notice,
+                Outcome.IGNORED,
+                where.skip_reason or "unknown instance",
+                unmanaged=True,
+                cluster=where.cluster,
             )
         resolver = batch.resolver(where.cluster)
         target = resolver.resolve(notice.instance_id, info)
@@ -233,6 +242,9 @@ class Pipeline:
             nodepool=target.nodepool_name,
             deferred_until=decision.deferred_until,
             actions=tuple(outcome.actions),
+            cluster=target.info.cluster if target.info else None,
+            forced=decision.forced,
+            gave_up=decision.gave_up,
         )
 
     def _actor(self, kube: KubeApi) -> Actor:
@@ -315,6 +327,7 @@ class Pipeline:
                 Outcome.DEFERRED,
                 f"waiting for replacement {wakeup.replacement} to become Ready",
                 deferred_until=due,
+                cluster=wakeup.cluster,
             )
         if ready:
             why = f"replacement {wakeup.replacement} is Ready"
@@ -334,7 +347,11 @@ class Pipeline:
         )
         outcome = self._actor(kube).carry_out(notice, target, decision)
         return Report.for_notice(
-            notice, Outcome.ACTED, decision.reason, actions=tuple(outcome.actions)
+            notice,
+            Outcome.ACTED,
+            decision.reason,
+            actions=tuple(outcome.actions),
+            cluster=wakeup.cluster,
         )
 
 

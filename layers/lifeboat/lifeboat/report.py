@@ -33,6 +33,12 @@ class Report:
     unmanaged: bool = False
     # The task of the wake-up that produced this report (None: an AWS notice).
     wakeup: str | None = None
+    # The EKS cluster of the instance, when known (metrics and notifications split by it).
+    cluster: str | None = None
+    # Acted although budgets or do-not-disrupt said no (the decision's ``forced``).
+    forced: bool = False
+    # A voluntary notice let go because its pool never allowed it in time.
+    gave_up: bool = False
 
     @classmethod
     def for_notice(cls, notice: Notice, outcome: Outcome, reason: str, **fields: Any) -> Report:
