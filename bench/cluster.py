@@ -331,15 +331,17 @@ def build_cluster(
     pods_per_node: int = 3,
     asg_nodes: int = 10,
     ec2: Any = None,
+    seed: int = 7,
 ) -> Cluster:
     """``nodes`` machines in total: ``asg_nodes`` in a managed node group, the rest spread
-    round-robin over ``pools`` NodePools. ``ec2``: a (moto) EC2 client to launch them in."""
+    round-robin over ``pools`` NodePools. ``ec2``: a (moto) EC2 client to launch them in;
+    ``seed``: of the static instance ids (clusters of one fleet need distinct ones)."""
     asg_nodes = min(asg_nodes, max(0, nodes - pools))
     if ec2 is not None:
         machines = moto_machines(ec2, nodes, pools, asg_nodes)
         source = "moto"
     else:
-        machines = static_machines(nodes, pools, asg_nodes)
+        machines = static_machines(nodes, pools, asg_nodes, seed)
         source = "static"
     names = pool_names(pools)
     objects: list[Obj] = [nodepool(name, i) for i, name in enumerate(names)]
