@@ -638,3 +638,16 @@ def test_a_failure_without_a_near_deadline_keeps_the_queues_visibility_timeout(
     with pytest.raises(Exception, match="All records failed"):
         handle_batch(_received_batch(sqs, url), None, pipeline, redelivery=SqsRedelivery(sqs, url))
     assert _received_batch(sqs, url, wait=2)["Records"] == []
+
+
+def test_a_persistent_500_keeps_the_policy_attempts_even_near_a_deadline(emu: Emulator) -> None:
+    """A 500 is the server's own error and often persistent (a failing webhook): retrying it
+    for the whole window would only hold the invocation; outages (503, 429, 502, 504, no
+    answer) are what the window is for."""
+    pipeline = _pipeline(_kube(emu))
+    pipeline.clock = lambda: SPOT_TIME + timedelta(seconds=20)
+    emu.fail_next(500, times=10**9, verb="patch", resource="nodes")
+    started = time.monotonic()
+    assert _failed(_batch(SPOT), pipeline) == {"m-0"}
+    assert _calls(emu, "patch", "nodes") == 4
+    assert time.monotonic() - started < 5

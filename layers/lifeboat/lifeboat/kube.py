@@ -39,6 +39,10 @@ MERGE_PATCH = "application/merge-patch+json"
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
 # The one status that certainly means "not done": what a non-idempotent request may retry.
 THROTTLED = 429
+# What an outage looks like (no answer, throttled, gateway or server unavailable): worth
+# retrying for as long as a near deadline allows. A 500 is the server's own error, often a
+# persistent one (a failing admission webhook): it keeps the policy's attempts.
+UNAVAILABLE_STATUSES = frozenset({0, 429, 502, 503, 504})
 
 
 class KubeError(Exception):
@@ -68,8 +72,9 @@ class RetryPolicy:
     Jitter"): many Lambdas retrying in step would otherwise hammer a throttled API server.
 
     ``attempts`` bounds the tries of a request, unless the message being handled has a near
-    deadline (:func:`retrying_for`): then a transient failure is retried, with the same
-    jittered backoff, until the window the deadline leaves is used up."""
+    deadline (:func:`retrying_for`): then an outage (no answer, 429, 502, 503, 504) is
+    retried, with the same jittered backoff, until the window the deadline leaves is used
+    up."""
 
     attempts: int = 4
     base_delay: float = 0.1
@@ -161,7 +166,9 @@ class KubeApi:
                 if not error.retryable or ambiguous:
                     raise
                 delay = self._retry.delay(attempt, self._rng)
-                if attempt >= self._retry.attempts and not _may_retry_within_window(delay):
+                if attempt >= self._retry.attempts and not (
+                    error.status in UNAVAILABLE_STATUSES and _may_retry_within_window(delay)
+                ):
                     raise
                 self._sleep(delay)
 
