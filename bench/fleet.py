@@ -17,7 +17,7 @@ import statistics
 import threading
 import time
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from bench.cluster import Cluster, Machine, build_cluster
@@ -27,7 +27,7 @@ from bench.scenarios import DecisionLog, NullMetrics
 from kubemu import Emulator
 from lifeboat.events.notice import Kind
 from lifeboat.handler import handle_batch
-from lifeboat.instances import InstanceInfo, StaticInstanceDirectory
+from lifeboat.instances import StaticInstanceDirectory
 from lifeboat.ledger import MemoryLedger
 from lifeboat.nodes import taint_key
 from lifeboat.pipeline import Pipeline
@@ -67,16 +67,9 @@ class Fleet:
 
 
 def _directory(fleet: Fleet) -> StaticInstanceDirectory:
+    """What DescribeInstances would say: each machine, in its own cluster."""
     return StaticInstanceDirectory(
-        InstanceInfo(
-            m.instance_id,
-            node_name=m.node_name,
-            nodeclaim=m.nodeclaim,
-            nodepool=m.nodepool,
-            cluster=name,
-            zone=m.zone,
-            instance_type=m.instance_type,
-        )
+        replace(m.info(), cluster=name)
         for name, cluster in fleet.clusters.items()
         for m in cluster.machines
     )

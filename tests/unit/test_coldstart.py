@@ -20,28 +20,13 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 FUNCTION_DIR = ROOT / "functions" / "interruption"
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 
-LAMBDA_ENV = {
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "AWS_SESSION_TOKEN": "testing",
-    "AWS_REGION": "us-east-1",
-    "AWS_DEFAULT_REGION": "us-east-1",
-    "AWS_EC2_METADATA_DISABLED": "true",
-    "AWS_LAMBDA_FUNCTION_NAME": "lifeboat-interruption",
-    "LAMBDA_TASK_ROOT": str(FUNCTION_DIR),
-    "POWERTOOLS_SERVICE_NAME": "lifeboat",
-    "POWERTOOLS_METRICS_NAMESPACE": "Lifeboat",
-    "LIFEBOAT_CLUSTERS": "prod",
-    "LIFEBOAT_REGION": "us-east-1",
-    "LIFEBOAT_IDEMPOTENCY_TABLE": "lifeboat-idempotency",
-    "LIFEBOAT_SCHEDULE_GROUP": "lifeboat",
-    "LIFEBOAT_SCHEDULER_ROLE_ARN": "arn:aws:iam::123456789012:role/lifeboat-scheduler",
-    "LIFEBOAT_QUEUE_ARN": "arn:aws:sqs:us-east-1:123456789012:lifeboat",
-    "LIFEBOAT_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/lifeboat",
-    "LIFEBOAT_DEAD_LETTER_QUEUE_ARN": "arn:aws:sqs:us-east-1:123456789012:lifeboat-dlq",
-    "LIFEBOAT_NOTIFICATION_BUS": "default",
-}
+from bench.coldstart import LAMBDA_ENV as COLD_START_ENV  # noqa: E402
+
+# What template.yaml gives the function (bench/coldstart.py keeps the list), one cluster.
+LAMBDA_ENV = {**COLD_START_ENV, "LIFEBOAT_CLUSTERS": "prod"}
 
 IMPORT_APP = f"""
 import json, sys
@@ -148,18 +133,24 @@ def _subsegments(segment: dict[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
-def test_a_sampled_invocation_is_traced_with_annotations_per_report() -> None:
+def _invocation(sampled: bool) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(the child's result, every segment and subsegment the X-Ray daemon received)."""
     daemon = _daemon()
     try:
         port = daemon.getsockname()[1]
         result = _child(
-            INVOKE_SAMPLED.replace("SAMPLED", "1"),
+            INVOKE_SAMPLED.replace("SAMPLED", "1" if sampled else "0"),
             {"AWS_XRAY_DAEMON_ADDRESS": f"127.0.0.1:{port}"},
         )
         segments = [s for seg in _segments(daemon) for s in _subsegments(seg)]
     finally:
         daemon.close()
     assert result["response"] == {"batchItemFailures": []}
+    return result, segments
+
+
+def test_a_sampled_invocation_is_traced_with_annotations_per_report() -> None:
+    result, segments = _invocation(sampled=True)
     assert result["loaded_at_import"] is False and result["loaded_after"] is True
     annotated = {
         s["annotations"]["message_id"]: s["annotations"]
@@ -179,16 +170,6 @@ def test_a_sampled_invocation_is_traced_with_annotations_per_report() -> None:
 
 
 def test_an_unsampled_invocation_loads_no_tracer_and_sends_nothing() -> None:
-    daemon = _daemon()
-    try:
-        port = daemon.getsockname()[1]
-        result = _child(
-            INVOKE_SAMPLED.replace("SAMPLED", "0"),
-            {"AWS_XRAY_DAEMON_ADDRESS": f"127.0.0.1:{port}"},
-        )
-        received = _segments(daemon)
-    finally:
-        daemon.close()
-    assert result["response"] == {"batchItemFailures": []}
+    result, segments = _invocation(sampled=False)
     assert result["loaded_after"] is False
-    assert received == []
+    assert segments == []
