@@ -555,33 +555,17 @@ def _reports(count: int, **fields: Any) -> list[Report]:
     ]
 
 
-def test_actions_forced_actions_and_give_ups_reach_a_rule_routed_queue(aws: None) -> None:
-    """What an operator's rule receives: EventBridge (moto) routes Lifeboat's events by
-    template.yaml's notification pattern to a queue; one detail-type per kind of outcome,
-    the decision as the detail. Nothing else (deferrals, ignores, rejections) is sent."""
-    events, sqs = boto3.client("events"), boto3.client("sqs")
-    url = sqs.create_queue(QueueName="notifications")["QueueUrl"]
+def _routed_queue(events: Any, sqs: Any, name: str, pattern: dict[str, Any]) -> str:
+    url = sqs.create_queue(QueueName=name)["QueueUrl"]
     arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
         "QueueArn"
     ]
-    events.put_rule(
-        Name="lifeboat-notifications", EventPattern=json.dumps(_notification_rule_pattern())
-    )
-    events.put_targets(Rule="lifeboat-notifications", Targets=[{"Id": "q", "Arn": arn}])
-    acted = _reports(1)[0]
-    forced = replace(acted, event_id="e-forced", forced=True)
-    gave_up = Report("e-up", "rebalance-recommendation", Outcome.IGNORED, "giving up", gave_up=True)
-    quiet = [
-        Report("e-d", "rebalance-recommendation", Outcome.DEFERRED, "waiting"),
-        Report("e-i", "state-change", Outcome.IGNORED, "not ours"),
-        Report.rejected("detail.instance-id: field required"),
-        replace(acted, event_id="e-no-action", actions=()),  # acted with nothing done
-    ]
-    failed = EventBridgeNotifier(events).publish(
-        [acted, *quiet, forced, gave_up],
-        message_ids=["m-1", "m-2", "m-3", "m-4", "m-5", "m-6", "m-7"],
-    )
-    assert failed == 0
+    events.put_rule(Name=name, EventPattern=json.dumps(pattern))
+    events.put_targets(Rule=name, Targets=[{"Id": "q", "Arn": arn}])
+    return str(url)
+
+
+def _drain(sqs: Any, url: str) -> list[dict[str, Any]]:
     received = []
     while batch := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages"):
         received += [json.loads(m["Body"]) for m in batch]
@@ -591,8 +575,34 @@ def test_actions_forced_actions_and_give_ups_reach_a_rule_routed_queue(aws: None
                 {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(batch)
             ],
         )
+    return received
+
+
+def test_actions_forced_actions_and_give_ups_reach_rule_routed_queues(aws: None) -> None:
+    """What operators' rules receive: EventBridge (moto) routes Lifeboat's events on the
+    default bus. A rule on the source alone gets all three detail-types (one per kind of
+    outcome; nothing for deferrals, ignores or rejections); template.yaml's notification rule
+    gets the forced actions and give-ups only. The detail is the decision."""
+    events, sqs = boto3.client("events"), boto3.client("sqs")
+    everything = _routed_queue(events, sqs, "all-lifeboat", {"source": ["lifeboat"]})
+    topic_rule = _routed_queue(events, sqs, "template-rule", _notification_rule_pattern())
+    acted = _reports(1)[0]
+    forced = replace(acted, event_id="e-forced", forced=True)
+    gave_up = Report("e-up", "rebalance-recommendation", Outcome.IGNORED, "giving up", gave_up=True)
+    quiet = [
+        Report("e-d", "rebalance-recommendation", Outcome.DEFERRED, "waiting"),
+        Report("e-i", "state-change", Outcome.IGNORED, "not ours"),
+        Report.rejected("detail.instance-id: field required"),
+        replace(acted, event_id="e-no-action", actions=()),  # acted with nothing done
+    ]
+    ids = ["m-1", "m-2", "m-3", "m-4", "m-5", "m-6", "m-7"]
+    assert (
+        EventBridgeNotifier(events).publish([acted, *quiet, forced, gave_up], message_ids=ids) == 0
+    )
+
+    received = _drain(sqs, everything)
     by_type = {event["detail-type"]: event for event in received}
-    assert sorted(by_type) == sorted(DETAIL_TYPES)
+    assert len(received) == 3 and sorted(by_type) == sorted(DETAIL_TYPES)
     assert {event["source"] for event in received} == {"lifeboat"}
     action = by_type[ACTION]["detail"]
     assert action["event_id"] == acted.event_id and action["cluster"] == "prod"
@@ -600,13 +610,16 @@ def test_actions_forced_actions_and_give_ups_reach_a_rule_routed_queue(aws: None
     assert action["message_id"] == "m-1" and action["forced"] is False
     assert by_type[FORCED_ACTION]["detail"]["forced"] is True
     assert by_type[GIVE_UP]["detail"]["reason"] == "giving up"
+    routed = sorted(event["detail-type"] for event in _drain(sqs, topic_rule))
+    assert routed == sorted([FORCED_ACTION, GIVE_UP])
 
 
 def test_notifications_go_ten_to_a_put_events_call(aws: None) -> None:
     events = boto3.client("events")
     calls: list[int] = []
     events.meta.events.register(
-        "before-call.events.PutEvents", lambda params, **_: calls.append(len(params["Entries"]))
+        "before-parameter-build.events.PutEvents",
+        lambda params, **_: calls.append(len(params["Entries"])),
     )
     assert EventBridgeNotifier(events).publish(_reports(23)) == 0
     assert calls == [10, 10, 3]

@@ -263,12 +263,13 @@ def test_third_party_loggers_stay_out_of_debug_whatever_the_root_level() -> None
     try:
         root.setLevel(logging.DEBUG)
         logging.getLogger("urllib3").setLevel(logging.ERROR)  # an operator's stricter choice
+        ours = logging.getLogger("lifeboat").level
         quiet_third_party_loggers()
         for name in THIRD_PARTY_LOGGERS:
             assert not logging.getLogger(name).isEnabledFor(logging.DEBUG), name
             assert not logging.getLogger(f"{name}.child").isEnabledFor(logging.DEBUG), name
         assert logging.getLogger("urllib3").level == logging.ERROR  # kept
-        assert logging.getLogger("lifeboat").isEnabledFor(logging.DEBUG)  # ours untouched
+        assert logging.getLogger("lifeboat").level == ours  # Lifeboat's own level untouched
     finally:
         root.setLevel(saved[0])
         for name, level in saved[1].items():
