@@ -356,7 +356,8 @@ def build_cluster(
 ) -> Cluster:
     """``nodes`` machines in total: ``asg_nodes`` in a managed node group, the rest spread
     round-robin over the NodePools (``pools`` of them with a 20 % budget, or those given).
-    ``ec2``: a (moto) EC2 client to launch them in; ``seed``: of the made-up instance ids."""
+    ``ec2``: a (moto) EC2 client to launch them in; ``seed``: of the static instance ids
+    (clusters of one fleet need distinct ones)."""
     specs = [Pool(name) for name in pool_names(pools)] if isinstance(pools, int) else list(pools)
     names = [spec.name for spec in specs]
     asg_nodes = min(asg_nodes, max(0, nodes - len(names)))

@@ -1,8 +1,12 @@
-"""Cold start: importing the Lambda's module, and building the service, in a fresh interpreter.
+"""Cold start: a fresh interpreter that imports the Lambda's module (which builds the
+service), against the floor of any function that uses EC2 and DynamoDB: a fresh interpreter
+that imports boto3 and creates those two clients.
 
-Each sample is a new ``python`` process (so nothing is cached in ``sys.modules``); the child
-times itself with ``time.perf_counter`` and refuses every socket connection and DNS lookup,
-so a build that would reach the network at start-up fails loudly instead of being timed.
+The two are run alternately (floor, function, floor, function, ...), so a change in the
+machine's load touches both alike, and the target is the median of the per-pair ratios.
+Each child times itself with ``time.perf_counter`` (wall) and ``time.process_time`` (CPU,
+much less sensitive to other load), and refuses every socket connection and DNS lookup, so
+a start-up that would reach the network fails loudly instead of being timed.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ LAMBDA_ENV = {
     "AWS_EC2_METADATA_DISABLED": "true",
     "AWS_LAMBDA_FUNCTION_NAME": "lifeboat-interruption",
     "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "512",
+    "LAMBDA_TASK_ROOT": str(FUNCTION_DIR),
     "POWERTOOLS_SERVICE_NAME": "lifeboat",
     "POWERTOOLS_METRICS_NAMESPACE": "Lifeboat",
     "LIFEBOAT_CLUSTERS": "bench",
@@ -40,9 +45,11 @@ LAMBDA_ENV = {
     "LIFEBOAT_SCHEDULER_ROLE_ARN": "arn:aws:iam::123456789012:role/lifeboat-scheduler",
     "LIFEBOAT_QUEUE_ARN": "arn:aws:sqs:us-east-1:123456789012:lifeboat-interruptions",
     "LIFEBOAT_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/lifeboat",
+    "LIFEBOAT_DEAD_LETTER_QUEUE_ARN": "arn:aws:sqs:us-east-1:123456789012:lifeboat-dlq",
+    "LIFEBOAT_NOTIFICATION_BUS": "default",
 }
 
-CHILD = r"""
+_PRELUDE = r"""
 import json, socket, sys, time
 attempts = []
 def _peak_kb():
@@ -58,29 +65,44 @@ def _refuse(*args, **kwargs):
 socket.socket.connect = _refuse
 socket.socket.connect_ex = _refuse
 socket.getaddrinfo = _refuse
+"""
+
+# The function: import app.py as Lambda does (the module builds the service at import).
+FUNCTION = (
+    _PRELUDE
+    + r"""
 sys.path.insert(0, FUNCTION_DIR)
 t0, c0 = time.perf_counter(), time.process_time()
 import app
 t1, c1 = time.perf_counter(), time.process_time()
-built = None
-error = None
-if BUILD:
-    try:
-        app.service()
-    except Exception as exc:
-        error = repr(exc)[:300]
-    built = time.perf_counter()
-c2 = time.process_time()
-print(json.dumps({"import": t1 - t0, "build": (built - t1) if built else None,
-                  "import_cpu": c1 - c0, "total_cpu": c2 - c0,
-                  "network_attempts": attempts, "error": error,
-                  "maxrss_kb": _peak_kb()}))
+error = None if app.service is not None else repr(app.startup_error)[:300]
+print(json.dumps({"wall": t1 - t0, "cpu": c1 - c0, "network_attempts": attempts,
+                  "error": error, "maxrss_kb": _peak_kb(),
+                  "loaded": sorted(m for m in ("aws_xray_sdk", "kubernetes.config",
+                                               "asyncio", "yaml") if m in sys.modules)}))
 """
+)
+
+# The floor: what any function using EC2 and DynamoDB pays.
+FLOOR = (
+    _PRELUDE
+    + r"""
+t0, c0 = time.perf_counter(), time.process_time()
+import boto3
+session = boto3.Session()
+session.client("ec2", region_name="us-east-1")
+session.client("dynamodb", region_name="us-east-1")
+t1, c1 = time.perf_counter(), time.process_time()
+print(json.dumps({"wall": t1 - t0, "cpu": c1 - c0, "network_attempts": attempts,
+                  "error": None, "maxrss_kb": _peak_kb(), "loaded": []}))
+"""
+)
 
 
-def _child(build: bool, importtime: bool = False) -> tuple[dict[str, Any], str]:
-    code = CHILD.replace("FUNCTION_DIR", repr(str(FUNCTION_DIR))).replace("BUILD", repr(build))
+def _child(code: str, importtime: bool = False) -> tuple[dict[str, Any], str]:
+    code = code.replace("FUNCTION_DIR", repr(str(FUNCTION_DIR)))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "LIFEBOAT_"))}
+    env.pop("_X_AMZN_TRACE_ID", None)
     env.update(LAMBDA_ENV)
     command = [sys.executable, *(["-X", "importtime"] if importtime else []), "-c", code]
     done = subprocess.run(
@@ -89,14 +111,6 @@ def _child(build: bool, importtime: bool = False) -> tuple[dict[str, Any], str]:
     if done.returncode != 0:
         raise RuntimeError(f"cold start child failed: {done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
-
-
-def _interpreter_start() -> float:
-    import time
-
-    started = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "pass"], check=True)
-    return time.perf_counter() - started
 
 
 def top_imports(stderr: str, count: int = 10) -> list[dict[str, Any]]:
@@ -113,31 +127,33 @@ def top_imports(stderr: str, count: int = 10) -> list[dict[str, Any]]:
     return [{"module": name, "ms": round(us / 1000, 1)} for name, us in ranked]
 
 
-def cold_start(runs: int = 5) -> dict[str, Any]:
-    import_only = [_child(False)[0] for _ in range(runs)]
-    imports = [i["import"] for i in import_only]
-    builds = [_child(True)[0] for _ in range(runs)]
-    _profile, stderr = _child(True, importtime=True)
-    network = sorted({a for b in builds for a in b["network_attempts"]})
-    errors = sorted({b["error"] for b in builds if b["error"]})
-    totals = [b["import"] + (b["build"] or 0.0) for b in builds]
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000, 1)
+
+
+def cold_start(runs: int = 7) -> dict[str, Any]:
+    floors: list[dict[str, Any]] = []
+    functions: list[dict[str, Any]] = []
+    for _ in range(runs):
+        floors.append(_child(FLOOR)[0])
+        functions.append(_child(FUNCTION)[0])
+    _profile, stderr = _child(FUNCTION, importtime=True)
+    wall_ratios = [f["wall"] / b["wall"] for f, b in zip(functions, floors, strict=True)]
+    cpu_ratios = [f["cpu"] / b["cpu"] for f, b in zip(functions, floors, strict=True)]
     return {
         "runs": runs,
         "python": sys.version.split()[0],
-        "interpreter_start_ms": round(
-            statistics.median(_interpreter_start() for _ in range(3)) * 1000, 1
-        ),
-        "import_ms": round(statistics.median(imports) * 1000, 1),
-        "import_and_build_ms": round(statistics.median(totals) * 1000, 1),
-        # CPU seconds of the child: far less sensitive to other load on the machine.
-        "import_cpu_ms": round(statistics.median(i["import_cpu"] for i in import_only) * 1000, 1),
-        "import_and_build_cpu_ms": round(
-            statistics.median(b["total_cpu"] for b in builds) * 1000, 1
-        ),
-        "build_only_ms": round(statistics.median(b["build"] or 0.0 for b in builds) * 1000, 1),
-        "network_calls_at_build": network,
-        "build_errors": errors,
+        "floor": "import boto3; Session().client('ec2'); Session().client('dynamodb')",
+        "floor_ms": _ms(statistics.median(b["wall"] for b in floors)),
+        "function_ms": _ms(statistics.median(f["wall"] for f in functions)),
+        "ratio": round(statistics.median(wall_ratios), 3),
+        "floor_cpu_ms": _ms(statistics.median(b["cpu"] for b in floors)),
+        "function_cpu_ms": _ms(statistics.median(f["cpu"] for f in functions)),
+        "cpu_ratio": round(statistics.median(cpu_ratios), 3),
+        "network_calls_at_start": sorted({a for f in functions for a in f["network_attempts"]}),
+        "start_errors": sorted({f["error"] for f in functions if f["error"]}),
+        # Modules the function must not load at start-up, found loaded (should be empty).
+        "deferred_modules_loaded": sorted({m for f in functions for m in f["loaded"]}),
         "slowest_imports": top_imports(stderr),
-        # The Lambda process after import + build (the bench process holds much more).
-        "maxrss_after_build_mb": round(statistics.median(b["maxrss_kb"] for b in builds) / 1024, 1),
+        "maxrss_mb": round(statistics.median(f["maxrss_kb"] for f in functions) / 1024, 1),
     }

@@ -105,18 +105,48 @@ def table(summary: dict[str, Any]) -> str:
     cold = summary.get("cold_start")
     if cold:
         out.append(
-            f"Cold start (python {cold['python']}, median of {cold['runs']} fresh interpreters, "
-            f"interpreter start {cold['interpreter_start_ms']} ms not included): "
-            f"import {cold['import_ms']} ms, import + build_service "
-            f"{cold['import_and_build_ms']} ms (CPU time: import {cold['import_cpu_ms']} ms, "
-            f"import + build {cold['import_and_build_cpu_ms']} ms); network calls at build: "
-            f"{cold['network_calls_at_build'] or 'none'}"
+            f"Cold start (python {cold['python']}, {cold['runs']} alternating pairs of fresh "
+            f"interpreters): function import + build {cold['function_ms']} ms, floor "
+            f"(boto3 + EC2 and DynamoDB clients) {cold['floor_ms']} ms, median ratio "
+            f"{cold['ratio']} (CPU: {cold['function_cpu_ms']} / {cold['floor_cpu_ms']} ms, "
+            f"ratio {cold['cpu_ratio']}); network calls at start: "
+            f"{cold['network_calls_at_start'] or 'none'}; deferred modules loaded: "
+            f"{cold['deferred_modules_loaded'] or 'none'}"
         )
         out.append(
-            f"  process after import + build: {cold.get('maxrss_after_build_mb')} MB RSS; "
-            "import self time by package: "
+            f"  process after start: {cold.get('maxrss_mb')} MB RSS; import self time by "
+            "package: "
             + _pairs({i["module"]: f"{i['ms']} ms" for i in cold["slowest_imports"][:6]})
         )
+    replayed = summary.get("replay")
+    if replayed:
+        out.append(
+            f"Replay of one Spot warning, {replayed['nodes']}-node cluster file "
+            f"({replayed['file_mb']['yaml']} MB YAML, {replayed['file_mb']['json']} MB JSON): "
+            f"YAML {replayed['yaml_replay_s']} s, JSON {replayed['json_replay_s']} s; floor "
+            f"(10-node replay {replayed['small_replay_s']} s + json.load "
+            f"{replayed['json_load_s']} s) {replayed['floor_s']} s: ratios YAML "
+            f"{replayed['yaml_ratio']}, JSON {replayed['json_ratio']}"
+        )
+    many = summary.get("fleet")
+    if many:
+        latency = many["receipt_to_tainted_ms"]
+        out.append(
+            f"Fleet: {many['clusters']} clusters x {many['warnings_per_cluster']} Spot warnings, "
+            f"{many['concurrency']} invocations, {many['latency_ms']} ms per request: "
+            f"{many['tainted']}/{many['events']} tainted in {many['wall_seconds']} s; receipt -> "
+            f"tainted p50 {latency['p50']} ms, p99 {latency['p99']} ms; slowest warning per "
+            f"cluster between {many['best_cluster_max_ms']} and {many['worst_cluster_max_ms']} "
+            f"ms; clusters fully tainted {many['clusters_fully_tainted']}/{many['clusters']}"
+        )
+    if storms:
+        emf = ", ".join(
+            f"{s['nodes']} nodes: {s['emf_documents_per_batch']} per batch for "
+            f"{s['emf_dimension_groups_per_batch']} dimension groups"
+            for s in storms
+            if s["directory"] == "static" and s["ledger"] == "memory"
+        )
+        out.append(f"EMF documents (storm batches of 10 across pools): {emf}")
     lay = summary.get("layer")
     if lay:
         out.append(f"Layer: {lay.get('unpacked_mb', '?')} MB unpacked ({lay['source']})")

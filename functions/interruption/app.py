@@ -1,40 +1,72 @@
-"""Lambda entry point: Powertools wiring around ``lifeboat.handler.handle_batch``.
+"""Lambda entry point: wiring only, around ``lifeboat.handler.handle_batch``.
 
-Nothing here decides anything. The pipeline is built on the first invocation and kept for
-the container's life (clients, EKS endpoint and token caches); building it at import time
-would bill its cost to every cold start even of a container that then fails its settings.
+Nothing here decides anything. The service (clients, EKS endpoint and token caches) is built
+at import, during the init phase, so that with SnapStart it is part of the snapshot; a
+setting that cannot apply does not fail the init (where it is hard to see) but every
+invocation, with the variable named. What a batch does not always use is not paid for here:
+the X-Ray SDK loads on the first sampled invocation (``lifeboat.tracing``), the clients of
+Scheduler, Auto Scaling, SQS and EventBridge on first use, and the ``kubernetes`` package
+without its kubeconfig and watch machinery (``lifeboat.coldstart``).
 """
 
 from __future__ import annotations
 
+from lifeboat.coldstart import import_kubernetes_client_only
+
+import_kubernetes_client_only()  # before anything imports kubernetes.client
+
 import os
 from typing import Any
 
-from aws_lambda_powertools import Logger, Tracer
-from aws_lambda_powertools.utilities.typing import LambdaContext
+from aws_lambda_powertools import Logger
 
+from lifeboat import snapstart
 from lifeboat.handler import handle_batch
-from lifeboat.observability import PowertoolsMetricSink
+from lifeboat.observability import PowertoolsBatchMetrics, quiet_third_party_loggers
 from lifeboat.service import Service, build_service
+from lifeboat.tracing import LazyTracer
 
+quiet_third_party_loggers()  # botocore's DEBUG lines carry the role's session token
 logger = Logger(service="lifeboat")
-tracer = Tracer(service="lifeboat")
-_metrics = PowertoolsMetricSink(os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "Lifeboat"))
-_service: Service | None = None
+metrics = PowertoolsBatchMetrics(os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "Lifeboat"))
+tracing = LazyTracer(service="lifeboat")
 
 
-def service() -> Service:
-    global _service
-    if _service is None:
-        _service = build_service()
-    return _service
+def _start() -> tuple[Service | None, Exception | None]:
+    try:
+        return build_service(), None
+    except Exception as error:  # raised again by every invocation, see lambda_handler
+        logger.exception("Lifeboat cannot start")
+        return None, error
 
 
-@logger.inject_lambda_context(correlation_id_path="Records[0].messageId")
-@tracer.capture_lambda_handler(capture_response=False)
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    built = service()
-    ledger = built.pipeline.ledger
+service, startup_error = _start()
+if service is not None:
+    snapstart.install(service, metrics, tracing)
+
+
+def _handle(event: dict[str, Any], context: Any, tracer: Any = None) -> dict[str, Any]:
+    if service is None:
+        assert startup_error is not None
+        raise startup_error
+    ledger = service.pipeline.ledger
     if ledger is not None and hasattr(ledger, "register_lambda_context"):
         ledger.register_lambda_context(context)
-    return handle_batch(event, context, built.pipeline, metrics=_metrics, logger=logger)
+    return handle_batch(
+        event,
+        context,
+        service.pipeline,
+        metrics=metrics,
+        logger=logger,
+        tracer=tracer,
+        notifier=service.notifier,
+        redelivery=service.redelivery,
+    )
+
+
+@logger.inject_lambda_context(clear_state=True)
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    tracer = tracing.for_invocation()
+    if tracer is None:
+        return _handle(event, context)
+    return tracing.traced(lambda e, c: _handle(e, c, tracer), tracer)(event, context)

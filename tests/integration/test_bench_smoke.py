@@ -14,6 +14,7 @@ def summary() -> dict:
     options = Options.quick_options()
     options.cold_start = False  # fresh interpreters: slow, and timing-only
     options.layer_build = False  # never download wheels from a test
+    options.replay_nodes = 60  # the structure of the replay measure, not its timing
     return run(options)
 
 
@@ -71,9 +72,39 @@ def test_verdicts_and_memory(summary: dict) -> None:
     verdicts = summary["verdicts"]
     assert verdicts["spot_k8s_requests_per_event"]["value"] is not None
     assert verdicts["storm_p99_receipt_to_tainted_s"]["all_events_tainted"] is True
-    # One cluster size only: no ratio to report.
-    assert verdicts["per_event_ratio_large_vs_small"]["value"] is None
+    # One cluster size only: no marginal-cost ratio to report.
+    assert verdicts["marginal_per_warning_ratio"]["value"] is None
+    assert verdicts["cold_start_ratio"]["value"] is None  # not measured here
     assert summary["peak_rss_mb"] > 0
+
+
+def test_the_fleet_taints_every_warning_of_every_cluster(summary: dict) -> None:
+    fleet = summary["fleet"]
+    assert fleet["events"] == fleet["clusters"] * fleet["warnings_per_cluster"]
+    assert fleet["tainted"] == fleet["events"]
+    assert fleet["clusters_fully_tainted"] == fleet["clusters"]
+    assert fleet["outcomes"] == {"acted": fleet["events"]}
+    assert fleet["batch_item_failures"] == 0
+    assert summary["verdicts"]["fleet_worst_cluster_max_s"]["clusters_fully_tainted"] == 5
+
+
+def test_the_replay_measures_both_file_forms_against_the_floor(summary: dict) -> None:
+    replayed = summary["replay"]
+    assert replayed["nodes"] == 60
+    assert replayed["floor_s"] == pytest.approx(
+        replayed["small_replay_s"] + replayed["json_load_s"], abs=0.002
+    )
+    for form in ("yaml", "json"):
+        assert replayed[f"{form}_replay_s"] > 0
+        assert summary["verdicts"][f"replay_{form}_ratio"]["value"] == replayed[f"{form}_ratio"]
+
+
+def test_storms_count_one_emf_document_per_dimension_group(summary: dict) -> None:
+    """EMF holds one value per dimension per document: a batch's documents are exactly its
+    distinct (cluster, nodepool, kind, outcome) groups, never more (before: ~7 per event)."""
+    for storm in summary["storms"]:
+        assert storm["emf_documents_per_dimension_group"] == 1.0
+        assert storm["emf_documents_per_batch"] <= 10
 
 
 def test_cold_start_child_parses_importtime() -> None:

@@ -10,23 +10,24 @@ fails the whole batch (every record retried), a throttled ledger fails the recor
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import threading
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
 import pytest
-from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 from botocore.exceptions import ClientError
+from moto import mock_aws
 
 from kubemu import Emulator
 from kubemu.dispatch import Drop
 from lifeboat import nodes
-from lifeboat.handler import handle_batch
+from lifeboat.handler import AllRecordsFailed, handle_batch
 from lifeboat.instances import Ec2InstanceDirectory, InstanceInfo, StaticInstanceDirectory
 from lifeboat.kube import KubeApi, KubeError, RetryPolicy
 from lifeboat.ledger import MemoryLedger
@@ -87,12 +88,12 @@ def _pipeline(kube: KubeApi, directory: Any = None, ledger: Any = None) -> Pipel
 
 
 def _failed(event: dict[str, Any], pipeline: Pipeline) -> set[str]:
-    """The message ids that go back to the queue. When every record of a batch failed,
-    Powertools raises ``BatchProcessingError`` instead of listing them: the invocation fails
-    and Lambda returns the whole batch, which is the same for SQS."""
+    """The message ids that go back to the queue. When every record of a batch failed, the
+    handler raises ``AllRecordsFailed`` instead of listing them: the invocation fails and
+    Lambda returns the whole batch, which is the same for SQS."""
     try:
         response = handle_batch(event, None, pipeline)
-    except BatchProcessingError:
+    except AllRecordsFailed:
         return {record["messageId"] for record in event["Records"]}
     return {item["itemIdentifier"] for item in response["batchItemFailures"]}
 
@@ -162,6 +163,11 @@ def test_timeouts_are_retried_by_the_policy_and_bounded(emu: Emulator) -> None:
     with pytest.raises(KubeError) as raised:
         kube.get_node(NODE)
     assert raised.value.status == 0  # no answer
+    # The server logs a request when its handler thread reads it, which on a busy machine
+    # may come after the client gave up on it: wait (bounded) for the log to settle.
+    settle = time.monotonic() + 2.0
+    while _calls(emu, "get", "nodes") < 3 and time.monotonic() < settle:
+        time.sleep(0.05)
     assert _calls(emu, "get", "nodes") == 3  # not 3 x 4: urllib3 does not retry underneath
     assert len(sleeps) == 2
 
@@ -430,3 +436,171 @@ def test_memory_ledger_does_not_call_a_running_handling_done() -> None:
         thread.join()
     assert errors, "the first handling failed"
     assert answer == "retry later", "the duplicate was told the event was already handled"
+
+
+# -- a near deadline: retry inside the invocation, and come back early ----------------------
+#
+# A Spot warning's deadline is its event time + 2 minutes; the queue's visibility timeout is
+# 380 s. The regression these guard against: with the API server answering 503 for a few
+# seconds, the message failed after the policy's 4 attempts (about a second of backoff) and
+# came back 380 s later, long after the instance was gone.
+
+SPOT_TIME = datetime(2026, 12, 1, 14, 2, tzinfo=UTC)  # events/spot-interruption.json
+SPOT_DEADLINE = SPOT_TIME + timedelta(minutes=2)
+
+
+def _outage(emu: Emulator, seconds: float, **where: Any) -> threading.Timer:
+    """The API server answers 503 to matching requests for ``seconds`` from now."""
+    emu.fail_next(503, times=10**9, **where)
+    timer = threading.Timer(seconds, emu.clear_faults)
+    timer.start()
+    return timer
+
+
+def _production_kube(emu: Emulator) -> KubeApi:
+    """The policy, sleep and jitter production uses (``RetryPolicy()``, real time)."""
+    return KubeApi(emu.api_client())
+
+
+@pytest.mark.parametrize("outage", [0.5, 1.5, 3.0])
+def test_a_spot_warning_outlasts_an_api_outage_within_the_invocation(
+    emu: Emulator, outage: float
+) -> None:
+    """kube.RetryPolicy + deadline.retry_window: a 503 outage of 0.5-3 s, a minute and a
+    half before the deadline, is retried through, and the warning is acted on at once."""
+    pipeline = _pipeline(_production_kube(emu))
+    pipeline.clock = lambda: SPOT_TIME + timedelta(seconds=20)
+    timer = _outage(emu, outage, verb="patch", resource="nodes")
+    started = time.monotonic()
+    try:
+        assert _failed(_batch(SPOT), pipeline) == set()
+    finally:
+        timer.cancel()
+    assert time.monotonic() - started >= outage  # it did wait the outage out
+    assert len(_replacements(emu)) == 1
+    keys = [t["key"] for t in nodes.taints(emu.get_object("Node", NODE))]
+    assert keys == ["lifeboat.dev/spot-interruption"]
+
+
+def test_without_a_near_deadline_the_policy_attempts_still_bound_the_retries(
+    emu: Emulator,
+) -> None:
+    """A warning whose deadline has passed (or that has none) gains nothing from waiting:
+    the policy's 4 attempts apply and the record fails fast, sparing the API server."""
+    pipeline = _pipeline(_kube(emu))  # clock NOW: the sample's deadline passed a minute ago
+    emu.fail_next(503, times=10**9, verb="patch", resource="nodes")
+    started = time.monotonic()
+    assert _failed(_batch(SPOT), pipeline) == {"m-0"}
+    assert _calls(emu, "patch", "nodes") == 4
+    assert time.monotonic() - started < 5
+
+
+def test_the_in_process_window_stops_short_of_the_deadline(emu: Emulator) -> None:
+    """8 s before the deadline the window is 3 s (deadline.HANDLING_MARGIN is 5 s): a
+    persistent outage fails the record within about 3 s (the last backoff that would cross
+    the window's end is not slept), not after 20, having tried more than the 4 attempts."""
+    kube = KubeApi(emu.api_client(), RetryPolicy(), rng=random.Random(7))  # real sleeps
+    pipeline = _pipeline(kube)
+    pipeline.clock = lambda: SPOT_DEADLINE - timedelta(seconds=8)
+    emu.fail_next(503, times=10**9, verb="patch", resource="nodes")
+    started = time.monotonic()
+    assert _failed(_batch(SPOT), pipeline) == {"m-0"}
+    elapsed = time.monotonic() - started
+    assert 1.0 <= elapsed < 6.0, elapsed
+    assert _calls(emu, "patch", "nodes") > 4
+
+
+@pytest.fixture
+def sqs_queue(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, str]]:
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    with mock_aws():
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        url = sqs.create_queue(QueueName="lifeboat", Attributes={"VisibilityTimeout": "380"})[
+            "QueueUrl"
+        ]
+        yield sqs, url
+
+
+def _received_batch(sqs: Any, url: str, wait: int = 0) -> dict[str, Any]:
+    """What the event source mapping hands the function: received messages as records."""
+    messages = sqs.receive_message(
+        QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"], WaitTimeSeconds=wait
+    ).get("Messages", [])
+    return {
+        "Records": [
+            {
+                "messageId": m["MessageId"],
+                "receiptHandle": m["ReceiptHandle"],
+                "body": m["Body"],
+                "attributes": m["Attributes"],
+                "eventSource": "aws:sqs",
+            }
+            for m in messages
+        ]
+    }
+
+
+def test_a_spot_warning_that_fails_near_its_deadline_comes_back_within_seconds(
+    emu: Emulator, sqs_queue: tuple[Any, str]
+) -> None:
+    """handler + redelivery.SqsRedelivery on moto SQS: the failed record's visibility is
+    shortened (sqs:ChangeMessageVisibility) so it returns before the deadline, not after
+    the queue's 380 s; on its next delivery the API server is back and it is acted on.
+
+    Relies on moto honouring ChangeMessageVisibility and visibility timeouts in real time,
+    as SQS does."""
+    from lifeboat.redelivery import SqsRedelivery
+
+    sqs, url = sqs_queue
+    sqs.send_message(QueueUrl=url, MessageBody=json.dumps(SPOT))
+    clock = {"now": SPOT_DEADLINE - timedelta(seconds=8)}
+    pipeline = _pipeline(_production_kube(emu))
+    pipeline.clock = lambda: clock["now"]
+    redelivery = SqsRedelivery(sqs, url)
+    emu.fail_next(503, times=10**9, verb="patch", resource="nodes")
+
+    first = _received_batch(sqs, url)
+    with pytest.raises(Exception, match="All records failed"):
+        handle_batch(first, None, pipeline, redelivery=redelivery)
+    emu.clear_faults()
+    clock["now"] += timedelta(seconds=4)
+    # Without the redelivery the message would stay invisible for 380 s.
+    again = _received_batch(sqs, url, wait=3)
+    assert [r["messageId"] for r in again["Records"]] == [r["messageId"] for r in first["Records"]]
+    assert again["Records"][0]["attributes"]["ApproximateReceiveCount"] == "2"
+    assert handle_batch(again, None, pipeline, redelivery=redelivery) == {"batchItemFailures": []}
+    assert len(_replacements(emu)) == 1
+
+
+def test_a_failure_without_a_near_deadline_keeps_the_queues_visibility_timeout(
+    emu: Emulator, sqs_queue: tuple[Any, str]
+) -> None:
+    """A message whose deadline has passed is not hurried: nothing changes its visibility."""
+    from lifeboat.redelivery import SqsRedelivery
+
+    sqs, url = sqs_queue
+    sqs.send_message(QueueUrl=url, MessageBody=json.dumps(SPOT))
+    pipeline = _pipeline(_kube(emu))  # NOW: after the sample's deadline
+    emu.fail_next(503, times=10**9, verb="patch", resource="nodes")
+    with pytest.raises(Exception, match="All records failed"):
+        handle_batch(_received_batch(sqs, url), None, pipeline, redelivery=SqsRedelivery(sqs, url))
+    assert _received_batch(sqs, url, wait=2)["Records"] == []
+
+
+def test_a_persistent_500_keeps_the_policy_attempts_even_near_a_deadline(emu: Emulator) -> None:
+    """A 500 is the server's own error and often persistent (a failing webhook): retrying it
+    for the whole window would only hold the invocation; outages (503, 429, 502, 504, no
+    answer) are what the window is for."""
+    pipeline = _pipeline(_kube(emu))
+    pipeline.clock = lambda: SPOT_TIME + timedelta(seconds=20)
+    emu.fail_next(500, times=10**9, verb="patch", resource="nodes")
+    started = time.monotonic()
+    assert _failed(_batch(SPOT), pipeline) == {"m-0"}
+    assert _calls(emu, "patch", "nodes") == 4
+    assert time.monotonic() - started < 5

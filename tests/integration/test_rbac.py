@@ -5,12 +5,14 @@ work is followed through time (wake-ups due, a replacement becoming Ready, the o
 deletion), with a stand-in for Karpenter between steps. Two promises are checked:
 
 * enough: no request was refused, and every request is allowed by the rules *as a real API
-  server scopes them* (the Role's lease rules only in the Role's namespace);
+  server scopes them* (each Role's rules only in its namespace: the leases in "lifeboat",
+  the node Events in "default");
 * minimal: every granted (group, resource, verb) is used by some path.
 
 The emulator's authorizer takes one flat rule list and cannot scope a Role to a namespace,
-so it is given the ClusterRole's and the Role's rules together; the namespace scope of the
-Role is checked here on the request log instead.
+so it is given the ClusterRole's and the Roles' rules together; the namespace scope of the
+Roles is checked here on the request log instead (RBAC's RoleBinding semantics: a Role's
+rules apply to requests in the binding's namespace only).
 """
 
 from __future__ import annotations
@@ -50,15 +52,28 @@ GRANTED_BUT_UNUSED: set[Permission] = set()
 @dataclass(frozen=True)
 class Rbac:
     cluster_rules: list[dict[str, Any]]
-    role_rules: list[dict[str, Any]]
-    role_namespace: str
+    # namespace -> the rules of the Roles bound there
+    role_rules_by_namespace: dict[str, list[dict[str, Any]]]
+
+    @property
+    def role_rules(self) -> list[dict[str, Any]]:
+        return [rule for rules in self.role_rules_by_namespace.values() for rule in rules]
+
+    @property
+    def lease_namespace(self) -> str:
+        [namespace] = [
+            namespace
+            for namespace, rules in self.role_rules_by_namespace.items()
+            if any("leases" in rule["resources"] for rule in rules)
+        ]
+        return namespace
 
     def allows(self, verb: str, group: str, resource: str, namespace: str, name: str) -> bool:
         request = Request(verb, group, resource, namespace, name)
         if any(rule_allows(rule, request) for rule in self.cluster_rules):
             return True
-        return namespace == self.role_namespace and any(
-            rule_allows(rule, request) for rule in self.role_rules
+        return any(
+            rule_allows(rule, request) for rule in self.role_rules_by_namespace.get(namespace, [])
         )
 
     def granted(self) -> set[Permission]:
@@ -72,12 +87,18 @@ class Rbac:
 
 
 def load_rbac() -> Rbac:
-    documents = {d["kind"]: d for d in yaml.safe_load_all((ROOT / "deploy/rbac.yaml").read_text())}
-    # Both bindings name the group the access entry maps the function's role to.
-    for binding in ("ClusterRoleBinding", "RoleBinding"):
-        assert [s["name"] for s in documents[binding]["subjects"]] == ["lifeboat"]
-    role = documents["Role"]
-    return Rbac(documents["ClusterRole"]["rules"], role["rules"], role["metadata"]["namespace"])
+    documents = list(yaml.safe_load_all((ROOT / "deploy/rbac.yaml").read_text()))
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for document in documents:
+        by_kind.setdefault(document["kind"], []).append(document)
+    # Every binding names the group the access entry maps the function's role to.
+    for binding in by_kind["ClusterRoleBinding"] + by_kind["RoleBinding"]:
+        assert [s["name"] for s in binding["subjects"]] == ["lifeboat"]
+    [cluster_role] = by_kind["ClusterRole"]
+    roles: dict[str, list[dict[str, Any]]] = {}
+    for role in by_kind["Role"]:
+        roles.setdefault(role["metadata"]["namespace"], []).extend(role["rules"])
+    return Rbac(cluster_role["rules"], roles)
 
 
 def all_sample_bodies() -> list[str]:
@@ -129,7 +150,7 @@ def run() -> Iterator[Run]:
         pipeline = Pipeline(
             clusters=OneCluster(KubeApi(emu.api_client(), RetryPolicy(attempts=2))),
             directory=directory_from_objects(objects),
-            settings=Settings(lease_namespace=rbac.role_namespace),
+            settings=Settings(lease_namespace=rbac.lease_namespace),
             clock=clock,
             lifecycle=RecordedLifecycle(),
             wakeups=wakeups,
@@ -190,7 +211,24 @@ def test_leases_are_only_touched_in_the_roles_namespace(run: Run) -> None:
         for _, group, resource, namespace, _ in run.emulator.request_log
         if (group, resource) == ("coordination.k8s.io", "leases")
     }
-    assert lease_namespaces == {rbac.role_namespace}
+    assert lease_namespaces == {rbac.lease_namespace}
+
+
+def test_node_events_are_only_created_in_namespace_default(run: Run) -> None:
+    """Regression (least privilege): `events: create` was a ClusterRole rule, so the
+    function could write Events into every namespace. Node Events go to "default" (where
+    `kubectl describe node` shows them, recorder.EVENT_NAMESPACE); only a Role there grants
+    it, and a request for Events anywhere else would be refused."""
+    rbac = load_rbac()
+    event_namespaces = {
+        namespace
+        for verb, group, resource, namespace, _ in run.emulator.request_log
+        if (group, resource, verb) == ("", "events", "create")
+    }
+    assert event_namespaces == {"default"}
+    assert rbac.allows("create", "", "events", "default", "")
+    assert not rbac.allows("create", "", "events", "kube-system", "")
+    assert not rbac.allows("create", "", "events", "lifeboat", "")
 
 
 def test_every_permission_used_is_granted(run: Run) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -22,18 +23,21 @@ from lifeboat.events.notice import LifecycleHook, Notice
 from lifeboat.idempotency import RECORD_TTL, PowertoolsLedger
 from lifeboat.instances import Ec2InstanceDirectory
 from lifeboat.lifecycle import AutoScalingLifecycle
+from lifeboat.notify import ACTION, DETAIL_TYPES, FORCED_ACTION, GIVE_UP, EventBridgeNotifier
+from lifeboat.redelivery import SqsRedelivery
 from lifeboat.report import Outcome, Report
 from lifeboat.scheduler import SchedulerWakeups, schedule_name
 from lifeboat.service import BATCH_WORKERS, build_service
 from lifeboat.settings import SettingsError
 from lifeboat.wakeup import Task, Wakeup, decode
 from tests.support.aws import create_idempotency_table
-from tests.support.paths import EVENTS
+from tests.support.paths import EVENTS, TEMPLATE
 
 REGION = "us-east-1"
 NOW = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
 GROUP = "lifeboat-schedules"
 QUEUE_ARN = "arn:aws:sqs:us-east-1:123456789012:lifeboat-queue"
+DLQ_ARN = "arn:aws:sqs:us-east-1:123456789012:lifeboat-dlq"
 ROLE_ARN = "arn:aws:iam::123456789012:role/lifeboat-scheduler"
 
 pytestmark = pytest.mark.filterwarnings(
@@ -59,7 +63,12 @@ def scheduler(aws: None) -> Any:
 
 def wakeups_on(client: Any, now: datetime = NOW) -> SchedulerWakeups:
     return SchedulerWakeups(
-        client, group=GROUP, role_arn=ROLE_ARN, queue_arn=QUEUE_ARN, clock=lambda: now
+        client,
+        group=GROUP,
+        role_arn=ROLE_ARN,
+        queue_arn=QUEUE_ARN,
+        dead_letter_arn=DLQ_ARN,
+        clock=lambda: now,
     )
 
 
@@ -83,6 +92,29 @@ def test_a_wakeup_becomes_a_one_time_schedule_into_the_queue(scheduler: Any) -> 
     assert decode(json.loads(schedule["Target"]["Input"])) == wakeup
     if "ActionAfterCompletion" in schedule:  # moto 5 returns it; older versions did not
         assert schedule["ActionAfterCompletion"] == "DELETE"
+
+
+def test_a_wakeup_scheduler_cannot_deliver_goes_to_the_dead_letter_queue(scheduler: Any) -> None:
+    """Regression: schedules had no DeadLetterConfig, so a wake-up EventBridge Scheduler
+    could not deliver (after its day of retries) was dropped silently. Now it lands in
+    Lifeboat's DLQ, where the alarm fires; build_service wires the stack's DLQ in.
+
+    Relies on moto storing the target as given (it delivers nothing): that an undeliverable
+    target event goes to DeadLetterConfig.Arn after RetryPolicy is Scheduler's documented
+    behaviour, and the template lets SchedulerRole send to the DLQ (test_template)."""
+    wakeup = Wakeup(Task.CONTINUE_DRAIN, notice(), NOW + timedelta(minutes=1))
+    wakeups_on(scheduler).schedule(wakeup)
+    [schedule] = schedules(scheduler)
+    assert schedule["Target"]["DeadLetterConfig"] == {"Arn": DLQ_ARN}
+    assert schedule["Target"]["RetryPolicy"]["MaximumEventAgeInSeconds"] == 86400
+
+    built = build_service(full_env() | {"LIFEBOAT_SCHEDULE_GROUP": GROUP})
+    assert built.pipeline.wakeups is not None
+    built.pipeline.wakeups._client = scheduler  # the stack's wiring, on moto's scheduler
+    later = Wakeup(Task.DECIDE, notice(), NOW + timedelta(hours=3))
+    built.pipeline.wakeups.schedule(later)
+    target = scheduler.get_schedule(Name=schedule_name(later), GroupName=GROUP)["Target"]
+    assert target["DeadLetterConfig"] == {"Arn": full_env()["LIFEBOAT_DEAD_LETTER_QUEUE_ARN"]}
 
 
 def test_schedule_names_are_deterministic_and_distinct_per_wakeup() -> None:
@@ -406,6 +438,8 @@ def full_env() -> dict[str, str]:
         "LIFEBOAT_SCHEDULER_ROLE_ARN": ROLE_ARN,
         "LIFEBOAT_QUEUE_ARN": QUEUE_ARN,
         "LIFEBOAT_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/lifeboat-queue",
+        "LIFEBOAT_DEAD_LETTER_QUEUE_ARN": "arn:aws:sqs:eu-west-1:123456789012:lifeboat-dlq",
+        "LIFEBOAT_NOTIFICATION_BUS": "default",
         "AWS_LAMBDA_FUNCTION_NAME": "lifeboat-fn",
     }
 
@@ -424,6 +458,9 @@ def test_build_service_assembles_the_aws_pipeline(aws: None) -> None:
     assert pipeline.clock().tzinfo is not None
     # Clients go to the stack's region (LIFEBOAT_REGION), not merely the session's.
     assert pipeline.directory._ec2.meta.region_name == "eu-west-1"
+    assert isinstance(service.notifier, EventBridgeNotifier)
+    assert isinstance(service.redelivery, SqsRedelivery)
+    assert build_service(full_env() | {"LIFEBOAT_NOTIFICATION_BUS": ""}).notifier is None
 
 
 def test_an_empty_cluster_list_is_refused_at_start_up(aws: None) -> None:
@@ -439,6 +476,8 @@ def test_an_empty_cluster_list_is_refused_at_start_up(aws: None) -> None:
         "LIFEBOAT_SCHEDULE_GROUP",
         "LIFEBOAT_SCHEDULER_ROLE_ARN",
         "LIFEBOAT_QUEUE_ARN",
+        "LIFEBOAT_QUEUE_URL",
+        "LIFEBOAT_DEAD_LETTER_QUEUE_ARN",
     ],
 )
 @pytest.mark.parametrize("value", [None, ""])
@@ -464,3 +503,144 @@ def test_no_region_anywhere_is_a_settings_error(aws: None, monkeypatch: pytest.M
     del env["LIFEBOAT_REGION"]
     with pytest.raises(SettingsError, match="LIFEBOAT_REGION"):
         build_service(env)
+
+
+# --- notifications: EventBridge PutEvents ---------------------------------------------------
+
+
+def _notification_rule_pattern() -> dict[str, Any]:
+    """The pattern of template.yaml's optional notification rule."""
+    from cfnlint.decode import decode_str  # type: ignore[import-untyped]
+
+    template, errors = decode_str(TEMPLATE.read_text())
+    assert not errors, errors
+    pattern: dict[str, Any] = json.loads(
+        json.dumps(template["Resources"]["NotificationRule"]["Properties"]["EventPattern"])
+    )
+    return pattern
+
+
+def _reports(count: int, **fields: Any) -> list[Report]:
+    return [
+        Report(
+            f"e-{i}",
+            "spot-interruption",
+            Outcome.ACTED,
+            "replacing",
+            instance_id=f"i-{i:017x}",
+            node=f"node-{i}",
+            nodepool="general",
+            cluster="prod",
+            actions=({"type": "taint", "key": "k", "effect": "NoSchedule"},),
+            **fields,
+        )
+        for i in range(count)
+    ]
+
+
+def _routed_queue(events: Any, sqs: Any, name: str, pattern: dict[str, Any]) -> str:
+    url = sqs.create_queue(QueueName=name)["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    events.put_rule(Name=name, EventPattern=json.dumps(pattern))
+    events.put_targets(Rule=name, Targets=[{"Id": "q", "Arn": arn}])
+    return str(url)
+
+
+def _drain(sqs: Any, url: str) -> list[dict[str, Any]]:
+    received = []
+    while batch := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages"):
+        received += [json.loads(m["Body"]) for m in batch]
+        sqs.delete_message_batch(
+            QueueUrl=url,
+            Entries=[
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(batch)
+            ],
+        )
+    return received
+
+
+def test_actions_forced_actions_and_give_ups_reach_rule_routed_queues(aws: None) -> None:
+    """What operators' rules receive: EventBridge (moto) routes Lifeboat's events on the
+    default bus. A rule on the source alone gets all three detail-types (one per kind of
+    outcome; nothing for deferrals, ignores or rejections); template.yaml's notification rule
+    gets the forced actions and give-ups only. The detail is the decision."""
+    events, sqs = boto3.client("events"), boto3.client("sqs")
+    everything = _routed_queue(events, sqs, "all-lifeboat", {"source": ["lifeboat"]})
+    topic_rule = _routed_queue(events, sqs, "template-rule", _notification_rule_pattern())
+    acted = _reports(1)[0]
+    forced = replace(acted, event_id="e-forced", forced=True)
+    gave_up = Report("e-up", "rebalance-recommendation", Outcome.IGNORED, "giving up", gave_up=True)
+    quiet = [
+        Report("e-d", "rebalance-recommendation", Outcome.DEFERRED, "waiting"),
+        Report("e-i", "state-change", Outcome.IGNORED, "not ours"),
+        Report.rejected("detail.instance-id: field required"),
+        replace(acted, event_id="e-no-action", actions=()),  # acted with nothing done
+    ]
+    ids = ["m-1", "m-2", "m-3", "m-4", "m-5", "m-6", "m-7"]
+    assert (
+        EventBridgeNotifier(events).publish([acted, *quiet, forced, gave_up], message_ids=ids) == 0
+    )
+
+    received = _drain(sqs, everything)
+    by_type = {event["detail-type"]: event for event in received}
+    assert len(received) == 3 and sorted(by_type) == sorted(DETAIL_TYPES)
+    assert {event["source"] for event in received} == {"lifeboat"}
+    action = by_type[ACTION]["detail"]
+    assert action["event_id"] == acted.event_id and action["cluster"] == "prod"
+    assert action["actions"] == [{"type": "taint", "key": "k", "effect": "NoSchedule"}]
+    assert action["message_id"] == "m-1" and action["forced"] is False
+    assert by_type[FORCED_ACTION]["detail"]["forced"] is True
+    assert by_type[GIVE_UP]["detail"]["reason"] == "giving up"
+    routed = sorted(event["detail-type"] for event in _drain(sqs, topic_rule))
+    assert routed == sorted([FORCED_ACTION, GIVE_UP])
+
+
+def test_notifications_go_ten_to_a_put_events_call(aws: None) -> None:
+    events = boto3.client("events")
+    calls: list[int] = []
+    events.meta.events.register(
+        "before-parameter-build.events.PutEvents",
+        lambda params, **_: calls.append(len(params["Entries"])),
+    )
+    assert EventBridgeNotifier(events).publish(_reports(23)) == 0
+    assert calls == [10, 10, 3]
+
+
+def test_a_refused_or_failed_notification_is_counted_never_raised() -> None:
+    client = boto3.client(
+        "events", region_name=REGION, aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    notifier = EventBridgeNotifier(client)
+    with Stubber(client) as stub:
+        stub.add_response(
+            "put_events",
+            {
+                "FailedEntryCount": 1,
+                "Entries": [
+                    {"EventId": "1"},
+                    {"ErrorCode": "ThrottlingException", "ErrorMessage": "x"},
+                ],
+            },
+        )
+        assert notifier.publish(_reports(2)) == 1
+        stub.add_client_error("put_events", service_error_code="AccessDeniedException")
+        assert notifier.publish(_reports(3)) == 3
+
+
+# --- redelivery: sqs:ChangeMessageVisibility ----------------------------------------------------
+
+
+def test_redelivery_changes_the_visibility_of_the_received_message(aws: None) -> None:
+    sqs = boto3.client("sqs")
+    url = sqs.create_queue(QueueName="q", Attributes={"VisibilityTimeout": "380"})["QueueUrl"]
+    sqs.send_message(QueueUrl=url, MessageBody="{}")
+    [message] = sqs.receive_message(QueueUrl=url)["Messages"]
+    assert sqs.receive_message(QueueUrl=url).get("Messages") is None  # in flight for 380 s
+    assert SqsRedelivery(sqs, url).redeliver_in(message["ReceiptHandle"], 0) is True
+    assert [m["MessageId"] for m in sqs.receive_message(QueueUrl=url)["Messages"]] == [
+        message["MessageId"]
+    ]
+    # A stale receipt handle is reported, not raised: the queue's own timeout still applies.
+    assert SqsRedelivery(sqs, url).redeliver_in("not-a-receipt-handle", 0) is False

@@ -4,21 +4,21 @@
 from __future__ import annotations
 
 import importlib.util
+import io
 import json
 import logging
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from types import ModuleType
 from typing import Any
 
 import pytest
-from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 from cfnlint.decode import decode_str  # type: ignore[import-untyped]
 
 import lifeboat.service
 from kubemu import Emulator, load_cluster_file
-from lifeboat.handler import handle_batch
+from lifeboat.handler import AllRecordsFailed, handle_batch
 from lifeboat.kube import KubeApi, RetryPolicy
 from lifeboat.ledger import MemoryLedger
 from lifeboat.pipeline import MessageResult, OneCluster, Pipeline
@@ -140,16 +140,23 @@ def test_metrics_per_report() -> None:
     metrics = Metrics()
     handle_batch(event, None, pipeline, metrics=metrics)  # type: ignore[arg-type]
 
-    kinds = sorted(d["kind"] for _, _, d in metrics.named("NoticesReceived"))
-    assert kinds == ["rebalance-recommendation", "spot-interruption", "state-change", "unsupported"]
-    outcomes = sorted(d["outcome"] for _, _, d in metrics.named("Outcomes"))
-    assert outcomes == ["acted", "deferred", "ignored", "rejected"]
-    assert sorted(d["action"] for _, _, d in metrics.named("Actions")) == ["cordon", "taint"]
-    # Latency only for what was acted on: from the event's time to now, in milliseconds.
-    assert metrics.named("ReactionLatency") == [
-        (3000.0, "Milliseconds", {"kind": "spot-interruption"})
+    outcomes = sorted((d["kind"], d["outcome"]) for _, _, d in metrics.named("Outcomes"))
+    assert outcomes == [
+        ("rebalance-recommendation", "deferred"),
+        ("spot-interruption", "acted"),
+        ("state-change", "ignored"),
+        ("unsupported", "rejected"),
     ]
-    assert metrics.named("UnmanagedInstances") == [(1, "Count", {"kind": "state-change"})]
+    # Every per-report metric carries the four dimensions an operator splits by.
+    assert all(
+        set(d) == {"cluster", "nodepool", "kind", "outcome"} for n, _, _, d in metrics.emitted
+    )
+    assert len(metrics.named("NodesTainted")) == len(metrics.named("NodesCordoned")) == 1
+    # Latency only for what was acted on: from the event's time to now, in milliseconds.
+    [(latency, unit, dimensions)] = metrics.named("ReactionLatency")
+    assert (latency, unit, dimensions["kind"]) == (3000.0, "Milliseconds", "spot-interruption")
+    [(_, _, unmanaged)] = metrics.named("UnmanagedInstances")
+    assert unmanaged["kind"] == "state-change"
     assert all(unit == "Count" for n, _, unit, _ in metrics.emitted if n != "ReactionLatency")
 
 
@@ -166,15 +173,17 @@ def test_metrics_are_emitted_for_the_reports_of_a_failed_record_too() -> None:
 
 
 def test_when_every_record_fails_the_invocation_fails() -> None:
-    """Powertools' default, kept on purpose: the whole batch returns to the queue either
-    way, and a failed invocation shows on the function's Errors alarm at once instead of
-    only when messages reach the dead-letter queue."""
+    """As Powertools' batch utility does, kept on purpose: the whole batch returns to the
+    queue either way, and a failed invocation shows on the function's Errors alarm (and stops
+    a canary deployment) at once instead of only when messages reach the dead-letter queue."""
     pipeline, event = pipeline_for(
         x=MessageResult(error=RuntimeError("api down")),
         y=MessageResult(error=RuntimeError("api down")),
     )
-    with pytest.raises(BatchProcessingError, match="All records failed"):
-        handle_batch(event, None, pipeline)  # type: ignore[arg-type]
+    metrics = Metrics()
+    with pytest.raises(AllRecordsFailed, match="All records failed"):
+        handle_batch(event, None, pipeline, metrics=metrics)  # type: ignore[arg-type]
+    assert metrics.named("RecordFailures") == [(2, "Count", {})]
 
 
 def test_the_latency_clock_defaults_to_the_pipelines_and_can_be_overridden() -> None:
@@ -197,6 +206,8 @@ RESOLVED = {
     "LIFEBOAT_SCHEDULER_ROLE_ARN": "arn:aws:iam::123456789012:role/lifeboat-SchedulerRole-1",
     "LIFEBOAT_QUEUE_ARN": "arn:aws:sqs:us-east-1:123456789012:lifeboat-Queue-1",
     "LIFEBOAT_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/lifeboat-Queue-1",
+    "LIFEBOAT_DEAD_LETTER_QUEUE_ARN": "arn:aws:sqs:us-east-1:123456789012:lifeboat-DLQ-1",
+    "LIFEBOAT_NOTIFICATION_BUS": "default",
 }
 
 
@@ -284,6 +295,8 @@ def test_lambda_handler_runs_the_spot_sample_end_to_end(
     assert settings.clusters == ("prod",)
     pipeline = emulated_pipeline(emulator, objects, settings)
     app = load_app(monkeypatch, Service(pipeline, settings))
+    # Built at import, in the init phase (what a SnapStart snapshot holds), once.
+    assert len(app.built) == 1
     event = json.loads((EVENTS / "sqs" / "spot-interruption.json").read_text())
 
     response = app.lambda_handler(event, FakeLambdaContext())
@@ -291,7 +304,7 @@ def test_lambda_handler_runs_the_spot_sample_end_to_end(
 
     assert response == {"batchItemFailures": []}
     assert again == {"batchItemFailures": []}
-    assert len(app.built) == 1  # built on the first invocation, kept for the container
+    assert len(app.built) == 1  # kept for the container
     node = emulator.get_object("Node", "ip-10-0-1-11.ec2.internal")
     assert node is not None and node["spec"].get("unschedulable") is True
     assert emulator.get_object("NodeClaim", "general-7xkqz")["metadata"]["deletionTimestamp"]
@@ -303,12 +316,56 @@ def test_lambda_handler_runs_the_spot_sample_end_to_end(
     message_id = event["Records"][0]["messageId"]
     assert all(d["correlation_id"] == message_id for d in decisions)
     assert all(d["function_request_id"] == FakeLambdaContext.aws_request_id for d in decisions)
-    # Powertools Metrics (EMF) in the template's namespace.
+    # Powertools Metrics (EMF) in the template's namespace: per batch, one document for its
+    # (like) notices, and once per environment the cold start.
     emf = [line for line in lines if "_aws" in line]
-    notices = [m for m in emf if "NoticesReceived" in m]
-    assert notices and all(m["kind"] == "spot-interruption" for m in notices)
     namespaces = {metric["Namespace"] for m in emf for metric in m["_aws"]["CloudWatchMetrics"]}
     assert namespaces == {lambda_env["POWERTOOLS_METRICS_NAMESPACE"]}
+    per_report = [m for m in emf if "Outcomes" in m]
+    assert [(m["kind"], m["outcome"], m["cluster"], m["nodepool"]) for m in per_report] == [
+        ("spot-interruption", "acted", "prod", "general"),
+        ("spot-interruption", "ignored", "none", "none"),  # the duplicate: not resolved again
+    ]
+    assert per_report[0]["NodeClaimsCreated"] == [1.0] and per_report[0]["Outcomes"] == [1.0]
+    assert [m["ColdStart"] for m in emf if "ColdStart" in m] == [[1.0]]
+    assert len(emf) == 3  # the first batch: notices + cold start; the second: notices
+
+
+def test_every_decision_line_carries_its_records_message_id(
+    lambda_env: dict[str, str],
+    cluster: tuple[Emulator, list[dict[str, Any]]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Per-record correlation ids: in a batch of two, each decision line names its own
+    record's messageId (not the batch's first), so a Logs Insights query on one message
+    finds its whole story."""
+    emulator, objects = cluster
+    settings = load_settings(lambda_env)
+    app = load_app(monkeypatch, Service(emulated_pipeline(emulator, objects, settings), settings))
+    spot = json.loads((EVENTS / "sqs" / "spot-interruption.json").read_text())["Records"][0]
+    state = json.loads((EVENTS / "sqs" / "state-change.json").read_text())["Records"][0]
+    assert spot["messageId"] != state["messageId"]
+    # The Powertools logger's own handler may be bound to an earlier test's stdout (the
+    # "lifeboat" logger outlives a test); read its lines, formatted by it, from a handler here.
+    written = io.StringIO()
+    handler = logging.StreamHandler(written)
+    handler.setFormatter(app.logger.registered_formatter)
+    logging.getLogger("lifeboat").addHandler(handler)
+    try:
+        response = app.lambda_handler({"Records": [spot, state]}, FakeLambdaContext())
+    finally:
+        logging.getLogger("lifeboat").removeHandler(handler)
+    assert response == {"batchItemFailures": []}
+    lines = [json.loads(line) for line in written.getvalue().splitlines() if line[:1] == "{"]
+    decisions = {
+        line["decision"]["kind"]: line["correlation_id"]
+        for line in lines
+        if line.get("message") == "decision"
+    }
+    assert decisions == {
+        "spot-interruption": spot["messageId"],
+        "state-change": state["messageId"],
+    }
 
 
 def test_lambda_handler_returns_the_failed_record(
@@ -350,6 +407,171 @@ def test_wakeups_are_counted_apart_from_notices_and_add_no_reaction_latency() ->
     report_metrics([notice, follow_up], sink, sent + timedelta(hours=3))
     seen = [(metric.name, metric.dimensions) for metric in sink.emitted]
     names = [name for name, _ in seen]
-    assert names.count("NoticesReceived") == 1
-    assert ("WakeupsHandled", {"task": "finish-replacement"}) in seen
+    assert names.count("Outcomes") == 2
+    assert names.count("WakeupsHandled") == 1
     assert names.count("ReactionLatency") == 1
+
+
+# --- early redelivery, notifications, tracing: around the pipeline, never failing it --------
+
+
+@dataclass
+class FakeRedelivery:
+    asked: list[tuple[str, int]] = field(default_factory=list)
+
+    def redeliver_in(self, receipt_handle: str, seconds: int) -> bool:
+        self.asked.append((receipt_handle, seconds))
+        return True
+
+
+def test_a_failed_record_near_its_deadline_is_redelivered_early_and_backs_off() -> None:
+    """deadline.redelivery_delay through the handler: 1 s after the first delivery, 2 s after
+    the second, ..., never closer than 5 s to the deadline; a record without a near
+    deadline keeps the queue's own timeout (nothing asked)."""
+    near = MessageResult(error=RuntimeError("503"), deadline=NOW + timedelta(seconds=90))
+    late = MessageResult(error=RuntimeError("503"), deadline=NOW + timedelta(seconds=7))
+    far = MessageResult(error=RuntimeError("503"), deadline=NOW + timedelta(hours=2))
+    none = MessageResult(error=RuntimeError("503"))
+    pipeline, event = pipeline_for(
+        near=near, late=late, far=far, none=none, ok=MessageResult([ACTED])
+    )
+    for record, count in zip(event["Records"], ("3", "1", "1", "1", "1"), strict=True):
+        record["attributes"]["ApproximateReceiveCount"] = count
+    redelivery = FakeRedelivery()
+    response = handle_batch(event, None, pipeline, redelivery=redelivery)  # type: ignore[arg-type]
+    assert {f["itemIdentifier"] for f in response["batchItemFailures"]} == {
+        "m-near",
+        "m-late",
+        "m-far",
+        "m-none",
+    }
+    assert redelivery.asked == [("handle-m-near-1", 4), ("handle-m-late-1", 1)]
+
+
+@dataclass
+class FakeNotifier:
+    published: list[tuple[list[Report], list[str]]] = field(default_factory=list)
+    fails: int = 0
+    raises: bool = False
+
+    def publish(self, reports: Any, *, message_ids: Sequence[str] = ()) -> int:
+        if self.raises:
+            raise RuntimeError("EventBridge is down")
+        self.published.append((list(reports), list(message_ids)))
+        return self.fails
+
+
+def test_the_batchs_reports_are_offered_to_the_notifier_with_their_message_ids() -> None:
+    pipeline, event = pipeline_for(a=MessageResult([ACTED]), b=MessageResult([DEFERRED, REJECTED]))
+    notifier = FakeNotifier()
+    handle_batch(event, None, pipeline, notifier=notifier)  # type: ignore[arg-type]
+    [(reports, ids)] = notifier.published
+    assert reports == [ACTED, DEFERRED, REJECTED]
+    assert ids == ["m-a", "m-b", "m-b"]
+
+
+@pytest.mark.parametrize("notifier", [FakeNotifier(fails=2), FakeNotifier(raises=True)])
+def test_a_notification_that_cannot_be_published_never_fails_an_acted_record(
+    notifier: FakeNotifier,
+) -> None:
+    pipeline, event = pipeline_for(a=MessageResult([ACTED]), b=MessageResult([ACTED]))
+    metrics = Metrics()
+    response = handle_batch(event, None, pipeline, notifier=notifier, metrics=metrics)  # type: ignore[arg-type]
+    assert response == {"batchItemFailures": []}
+    # Two acted reports: two refused entries, or two lost when the call itself failed.
+    assert metrics.named("NotificationFailures") == [(2, "Count", {})]
+
+
+@dataclass
+class FakeTracer:
+    annotated: list[tuple[str, list[str]]] = field(default_factory=list)
+    raises: bool = False
+
+    def annotate(self, message_id: str, reports: Any) -> None:
+        if self.raises:
+            raise RuntimeError("X-Ray daemon unreachable")
+        self.annotated.append((message_id, [str(r.outcome) for r in reports]))
+
+
+def test_a_traced_batch_annotates_each_records_reports_and_tracing_never_fails_it() -> None:
+    pipeline, event = pipeline_for(a=MessageResult([ACTED]), b=MessageResult([DEFERRED]))
+    tracer = FakeTracer()
+    assert handle_batch(event, None, pipeline, tracer=tracer) == {"batchItemFailures": []}  # type: ignore[arg-type]
+    assert tracer.annotated == [("m-a", ["acted"]), ("m-b", ["deferred"])]
+    broken = FakeTracer(raises=True)
+    assert handle_batch(event, None, pipeline, tracer=broken) == {"batchItemFailures": []}  # type: ignore[arg-type]
+
+
+# --- EMF: one document per batch (per distinct dimensions) ------------------------------------
+
+
+def _documents(reports: list[Report], *, cold: bool = False) -> list[dict[str, Any]]:
+    from lifeboat.observability import PowertoolsBatchMetrics, report_metrics
+
+    out: list[str] = []
+    sink = PowertoolsBatchMetrics("Lifeboat", out=out.append)
+    if not cold:
+        sink.flush()  # the environment's first flush carries the cold start
+        out.clear()
+    report_metrics(reports, sink, NOW)
+    sink.flush()
+    return [json.loads(line) for line in out]
+
+
+def test_a_batch_of_like_notices_is_one_emf_document() -> None:
+    """Before: about seven EMF documents per event. A batch of ten Spot warnings in one
+    cluster and pool is one document, its counts summed and its latencies kept apart."""
+    spot = replace(ACTED, cluster="prod", nodepool="general")
+    [document] = _documents([spot] * 10)
+    assert document["Outcomes"] == [10.0] and document["NodesTainted"] == [10.0]
+    assert document["ReactionLatency"] == [3000.0] * 10
+    directive = document["_aws"]["CloudWatchMetrics"][0]
+    assert directive["Namespace"] == "Lifeboat"
+    assert directive["Dimensions"] == [
+        ["cluster", "nodepool", "kind", "outcome", "service"],
+        ["service", "kind", "outcome"],
+        ["service", "outcome"],
+        ["service", "cluster"],
+    ]
+    assert (document["cluster"], document["nodepool"], document["kind"]) == (
+        "prod",
+        "general",
+        "spot-interruption",
+    )
+
+
+def test_unlike_reports_are_one_document_per_dimension_combination() -> None:
+    """EMF keeps one value per dimension per document, so reports that differ in cluster,
+    pool, kind or outcome cannot share one: the batch writes one per combination."""
+    documents = _documents(
+        [
+            replace(ACTED, cluster="prod", nodepool="general"),
+            replace(ACTED, cluster="prod", nodepool="general"),
+            replace(ACTED, cluster="stage", nodepool="general"),
+            replace(DEFERRED, cluster="prod", nodepool="batch"),
+        ]
+    )
+    keys = sorted((d["cluster"], d["nodepool"], d["outcome"], d["Outcomes"][0]) for d in documents)
+    assert keys == [
+        ("prod", "batch", "deferred", 1.0),
+        ("prod", "general", "acted", 2.0),
+        ("stage", "general", "acted", 1.0),
+    ]
+
+
+def test_more_latencies_than_emf_allows_are_split_over_documents() -> None:
+    spot = replace(ACTED, cluster="prod", nodepool="general")
+    documents = _documents([spot] * 250)
+    assert [len(d["ReactionLatency"]) for d in documents] == [99, 99, 52]
+    assert sum(d.get("Outcomes", [0.0])[0] for d in documents) == 250.0
+
+
+def test_the_cold_start_is_counted_once_per_environment_and_again_after_a_restore() -> None:
+    from lifeboat.observability import PowertoolsBatchMetrics
+
+    out: list[str] = []
+    sink = PowertoolsBatchMetrics("Lifeboat", out=out.append)
+    assert sink.flush() == 1 and json.loads(out[-1])["ColdStart"] == [1.0]
+    assert sink.flush() == 0  # an idle warm batch writes nothing
+    sink.after_restore()
+    assert sink.flush() == 1 and json.loads(out[-1])["ColdStart"] == [1.0]

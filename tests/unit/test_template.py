@@ -23,7 +23,10 @@ from cfnlint.decode import decode_str  # type: ignore[import-untyped]
 from tests.support.events import sample as _sample
 from tests.support.paths import ROOT, TEMPLATE
 
-SETTINGS = ROOT / "layers" / "lifeboat" / "lifeboat" / "settings.py"
+LAYER = ROOT / "layers" / "lifeboat" / "lifeboat"
+SETTINGS = LAYER / "settings.py"
+SERVICE = LAYER / "service.py"
+README = ROOT / "README.md"
 
 # Rule logical id -> sample event of its kind.
 RULE_SAMPLES = {
@@ -42,13 +45,16 @@ STAR_RESOURCE_ACTIONS = {
     "xray:PutTelemetryRecords",
 }
 
-# Infrastructure the function needs to find; not operator settings, so not in settings.py.
+# Infrastructure the function needs to find; not operator settings, so not in settings.py
+# (service.py reads them).
 INFRA_ENV = {
     "LIFEBOAT_IDEMPOTENCY_TABLE",
     "LIFEBOAT_SCHEDULE_GROUP",
     "LIFEBOAT_SCHEDULER_ROLE_ARN",
     "LIFEBOAT_QUEUE_ARN",
     "LIFEBOAT_QUEUE_URL",
+    "LIFEBOAT_DEAD_LETTER_QUEUE_ARN",
+    "LIFEBOAT_NOTIFICATION_BUS",
 }
 
 
@@ -98,10 +104,30 @@ def _policy_documents() -> Iterator[tuple[str, dict[str, Any]]]:
     yield from walk(_template()["Resources"], "Resources")
 
 
+def _branches(statement: Any) -> list[dict[str, Any]]:
+    """A statement, or both branches of a conditional one (``!If [cond, stmt, NoValue]``)."""
+    if isinstance(statement, dict) and "Fn::If" in statement:
+        _condition, *branches = statement["Fn::If"]
+        return [b for branch in branches for b in _branches(branch)]
+    if statement == {"Ref": "AWS::NoValue"}:
+        return []
+    return [statement]
+
+
 def _statements() -> Iterator[tuple[str, dict[str, Any]]]:
     for where, document in _policy_documents():
         for statement in _as_list(document["Statement"]):
-            yield where, statement
+            for branch in _branches(statement):
+                yield where, branch
+
+
+def _conditional(statement: Any) -> tuple[str | None, dict[str, Any]]:
+    """(condition, statement) of ``!If [condition, statement, NoValue]``; (None, s) for s."""
+    if isinstance(statement, dict) and "Fn::If" in statement:
+        condition, then, otherwise = statement["Fn::If"]
+        assert otherwise == {"Ref": "AWS::NoValue"}
+        return str(condition), then
+    return None, statement
 
 
 def _rule_arns() -> list[dict[str, Any]]:
@@ -116,11 +142,27 @@ def test_cfn_lint_reports_no_errors_or_warnings() -> None:
     assert [f"{m.rule.id} line {m.linenumber}: {m.message}" for m in matches] == []
 
 
+def test_serverless_rules_report_nothing_and_every_suppression_says_why() -> None:
+    """awslabs serverless-rules (the cfn-lint-serverless plugin): clean, and a rule that does
+    not apply is switched off on its resource with a comment giving the reason."""
+    from cfnlint.api import ManualArgs
+
+    matches = lint_file(TEMPLATE, config=ManualArgs(append_rules=["cfn_lint_serverless.rules"]))
+    assert [f"{m.rule.id} line {m.linenumber}: {m.message}" for m in matches] == []
+    lines = TEMPLATE.read_text().splitlines()
+    suppressed = [index for index, line in enumerate(lines) if re.match(r"\s+- [EW]S\d{4}\b", line)]
+    assert suppressed, "the serverless rules no longer need suppressions: drop this check"
+    for index in suppressed:
+        context = lines[index] + lines[index - 1] + lines[index - 2]
+        assert "#" in context, f"suppression without a reason: {lines[index].strip()}"
+
+
 # --- rules and queue ------------------------------------------------------------------------
 
 
 def test_there_is_one_rule_per_kind() -> None:
-    assert set(_of_type("AWS::Events::Rule")) == set(RULE_SAMPLES)
+    # ... and the optional rule that routes Lifeboat's own notifications to its topic.
+    assert set(_of_type("AWS::Events::Rule")) == set(RULE_SAMPLES) | {"NotificationRule"}
 
 
 @pytest.mark.parametrize("rule", sorted(RULE_SAMPLES))
@@ -140,7 +182,8 @@ def test_every_rule_targets_the_queue(rule: str) -> None:
 def test_queue_policy_trusts_only_the_rules_and_denies_plain_http(policy: str, queue: str) -> None:
     properties = _resources()[policy]["Properties"]
     assert properties["Queues"] == [{"Ref": queue}]
-    statements = _as_list(properties["PolicyDocument"]["Statement"])
+    conditional = [_conditional(s) for s in properties["PolicyDocument"]["Statement"]]
+    statements = [s for condition, s in conditional if condition is None]
 
     allows = [s for s in statements if s["Effect"] == "Allow"]
     assert len(allows) == 1
@@ -155,6 +198,20 @@ def test_queue_policy_trusts_only_the_rules_and_denies_plain_http(policy: str, q
     assert len(denies) == 1
     assert denies[0]["Principal"] == "*"
     assert denies[0]["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+
+    # The only conditional grant: the optional notification rule may park undeliverable
+    # notifications in the DLQ, and only it.
+    extra = [(condition, s) for condition, s in conditional if condition is not None]
+    if queue == "Queue":
+        assert extra == []
+    else:
+        [(condition, notification)] = extra
+        assert condition == "NotificationTopic"
+        assert notification["Principal"] == {"Service": "events.amazonaws.com"}
+        assert notification["Action"] == "sqs:SendMessage"
+        assert notification["Condition"] == {
+            "ArnEquals": {"aws:SourceArn": {"Fn::GetAtt": ["NotificationRule", "Arn"]}}
+        }
 
 
 def test_queues_are_encrypted_and_redrive_to_the_dlq() -> None:
@@ -177,6 +234,10 @@ def test_visibility_timeout_covers_six_function_timeouts_plus_batching_window() 
     window = _template()["Parameters"]["MaximumBatchingWindowInSeconds"]["MaxValue"]
     visibility = _resources()["Queue"]["Properties"]["VisibilityTimeout"]
     assert visibility >= 6 * function["Timeout"] + window
+    # lifeboat.deadline decides what is "near" a deadline by the same timeout.
+    from lifeboat.deadline import QUEUE_VISIBILITY_TIMEOUT
+
+    assert visibility == QUEUE_VISIBILITY_TIMEOUT.total_seconds()
 
 
 # --- function ----------------------------------------------------------------------------------
@@ -192,6 +253,13 @@ def test_function_shape() -> None:
     assert properties["Architectures"] == ["arm64"]
     assert properties["Layers"] == [{"Ref": "LifeboatLayer"}]
     assert properties["Tracing"] == "Active"
+    assert properties["SnapStart"] == {"ApplyOn": "PublishedVersions"}
+    assert properties["AutoPublishAlias"] == "live"
+    assert properties["DeploymentPreference"] == {
+        "Type": {"Ref": "DeploymentType"},
+        "Alarms": [{"Ref": "FunctionErrorsAlarm"}, {"Ref": "DeadLetterQueueAlarm"}],
+        "Role": {"Fn::GetAtt": ["DeploymentRole", "Arn"]},
+    }
     assert function["Metadata"]["BuildMethod"] == "makefile"
     event = properties["Events"]["Queue"]
     assert event["Type"] == "SQS"
@@ -209,6 +277,7 @@ def test_function_shape() -> None:
 
 def test_every_setting_the_code_reads_is_set_by_the_template() -> None:
     read = set(re.findall(r"\"(LIFEBOAT_[A-Z_]+)\"", SETTINGS.read_text()))
+    read |= set(re.findall(r"\"(LIFEBOAT_[A-Z_]+)\"", SERVICE.read_text()))
     assert read, "settings.py no longer names its variables; update this test"
     variables = _resources()["InterruptionFunction"]["Properties"]["Environment"]["Variables"]
     set_by_template = {name for name in variables if name.startswith("LIFEBOAT_")}
@@ -256,20 +325,36 @@ def test_no_managed_policies_are_attached() -> None:
 def _function_statements() -> dict[str, dict[str, Any]]:
     role = _resources()["InterruptionFunctionRole"]["Properties"]
     return {
-        statement["Sid"]: statement
+        branch["Sid"]: branch
         for policy in role["Policies"]
         for statement in policy["PolicyDocument"]["Statement"]
+        for branch in _branches(statement)
     }
+
+
+def _function_conditions() -> dict[str, str | None]:
+    """Sid -> the condition a statement of the function's role is granted under."""
+    role = _resources()["InterruptionFunctionRole"]["Properties"]
+    conditional = [
+        _conditional(statement)
+        for policy in role["Policies"]
+        for statement in policy["PolicyDocument"]["Statement"]
+    ]
+    return {statement["Sid"]: condition for condition, statement in conditional}
 
 
 def test_scheduler_permissions_are_confined_to_the_group_and_role() -> None:
     statements = _function_statements()
     deferred = statements["DeferredWork"]
-    assert sorted(deferred["Action"]) == [
-        "scheduler:CreateSchedule",
-        "scheduler:DeleteSchedule",
-        "scheduler:GetSchedule",
-    ]
+    # Regression (least privilege): DeleteSchedule and GetSchedule were granted and never
+    # used; schedules delete themselves after firing (ActionAfterCompletion=DELETE).
+    assert _as_list(deferred["Action"]) == ["scheduler:CreateSchedule"]
+    used = {
+        call
+        for path in LAYER.glob("*.py")
+        for call in re.findall(r"\.(\w+_schedule)\(", path.read_text())
+    }
+    assert used == {"create_schedule"}
     assert deferred["Resource"] == {
         "Fn::Sub": "arn:${AWS::Partition}:scheduler:${AWS::Region}:${AWS::AccountId}"
         ":schedule/${ScheduleGroup}/*"
@@ -285,9 +370,15 @@ def test_scheduler_permissions_are_confined_to_the_group_and_role() -> None:
     trust = scheduler_role["AssumeRolePolicyDocument"]["Statement"][0]
     assert trust["Principal"] == {"Service": "scheduler.amazonaws.com"}
     assert trust["Condition"] == {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}
-    (send,) = scheduler_role["Policies"][0]["PolicyDocument"]["Statement"]
+    send, dead_letters = scheduler_role["Policies"][0]["PolicyDocument"]["Statement"]
     assert send["Action"] == "sqs:SendMessage"
     assert send["Resource"] == {"Fn::GetAtt": ["Queue", "Arn"]}
+    # Regression: schedules had no dead-letter queue. The role Scheduler assumes delivers an
+    # undeliverable wake-up to the schedule's DeadLetterConfig, Lifeboat's DLQ.
+    assert dead_letters["Action"] == "sqs:SendMessage"
+    assert dead_letters["Resource"] == {"Fn::GetAtt": ["DeadLetterQueue", "Arn"]}
+    variables = _resources()["InterruptionFunction"]["Properties"]["Environment"]["Variables"]
+    assert variables["LIFEBOAT_DEAD_LETTER_QUEUE_ARN"] == {"Fn::GetAtt": ["DeadLetterQueue", "Arn"]}
 
 
 def test_describe_cluster_and_access_entries_are_per_managed_cluster() -> None:
@@ -397,11 +488,10 @@ def test_alarms_watch_dlq_errors_and_queue_age() -> None:
         }
 
 
-def test_dashboard_shows_lifeboat_metrics() -> None:
+def test_dashboard_body_is_json_once_substituted() -> None:
     (dashboard,) = _of_type("AWS::CloudWatch::Dashboard").values()
     body = dashboard["Properties"]["DashboardBody"]["Fn::Sub"]
-    for metric in ("NoticesReceived", "Outcomes", "Actions", "ReactionLatency", "Throttles"):
-        assert metric in body
+    assert "Throttles" in body and "ApproximateAgeOfOldestMessage" in body
     # The body must stay valid JSON once CloudFormation substitutes ${...}.
     substituted = re.sub(r"\$\{[^}]+\}", "1", body)
     json.loads(substituted)
@@ -416,7 +506,10 @@ def test_outputs() -> None:
         "FunctionName",
         "IdempotencyTableName",
         "ScheduleGroupName",
+        "FunctionLogGroupName",
+        "FunctionAliasArn",
     } <= set(_template()["Outputs"])
+    assert _template()["Outputs"]["FunctionLogGroupName"]["Value"] == {"Ref": "FunctionLogGroup"}
 
 
 def test_idempotency_table() -> None:
@@ -433,10 +526,13 @@ def test_idempotency_table() -> None:
 
 def test_rbac_grants_exactly_what_lifeboat_uses() -> None:
     documents = list(yaml.safe_load_all((ROOT / "deploy" / "rbac.yaml").read_text()))
-    by_kind = {d["kind"]: d for d in documents}
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for document in documents:
+        by_kind.setdefault(document["kind"], []).append(document)
+    [cluster_role] = by_kind["ClusterRole"]
     granted = {
         (group, resource): sorted(rule["verbs"])
-        for rule in by_kind["ClusterRole"]["rules"]
+        for rule in cluster_role["rules"]
         for group in rule["apiGroups"]
         for resource in rule["resources"]
     }
@@ -444,24 +540,260 @@ def test_rbac_grants_exactly_what_lifeboat_uses() -> None:
         ("", "nodes"): ["get", "list", "patch"],
         ("", "pods"): ["list"],
         ("", "pods/eviction"): ["create"],
-        ("", "events"): ["create"],
         ("karpenter.sh", "nodepools"): ["get"],
         ("karpenter.sh", "nodeclaims"): ["create", "delete", "get", "list"],
     }
-    role = by_kind["Role"]
-    assert role["metadata"]["namespace"] == "lifeboat"
-    assert role["rules"] == [
-        {
-            "apiGroups": ["coordination.k8s.io"],
-            "resources": ["leases"],
-            "verbs": ["get", "create", "update"],
-        }
-    ]
-    for binding in (by_kind["ClusterRoleBinding"], by_kind["RoleBinding"]):
+    roles = {role["metadata"]["namespace"]: role["rules"] for role in by_kind["Role"]}
+    assert roles == {
+        "lifeboat": [
+            {
+                "apiGroups": ["coordination.k8s.io"],
+                "resources": ["leases"],
+                "verbs": ["get", "create", "update"],
+            }
+        ],
+        # Regression (least privilege): `events: create` was a ClusterRole rule, the right
+        # to write Events in every namespace; Node events only ever go to "default".
+        "default": [{"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}],
+    }
+    from lifeboat.recorder import EVENT_NAMESPACE
+
+    assert EVENT_NAMESPACE == "default"
+    bindings = by_kind["ClusterRoleBinding"] + by_kind["RoleBinding"]
+    assert len(bindings) == 3
+    for binding in bindings:
         assert binding["subjects"] == [
             {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "lifeboat"}
         ]
+    bound = {(b["metadata"].get("namespace"), b["roleRef"]["name"]) for b in by_kind["RoleBinding"]}
+    assert bound == {(r["metadata"]["namespace"], r["metadata"]["name"]) for r in by_kind["Role"]}
     lease_namespace = _resources()["InterruptionFunction"]["Properties"]["Environment"][
         "Variables"
     ]["LIFEBOAT_LEASE_NAMESPACE"]
-    assert lease_namespace == role["metadata"]["namespace"]
+    assert lease_namespace == "lifeboat"
+
+
+# --- least privilege, notifications, deployment ---------------------------------------------
+
+
+def _layer_source() -> str:
+    return "\n".join(path.read_text() for path in sorted(LAYER.rglob("*.py")))
+
+
+def test_every_queue_action_granted_is_one_the_function_or_its_trigger_uses() -> None:
+    """ChangeMessageVisibility stays because lifeboat/redelivery.py calls it (a failed
+    message with a near deadline comes back within seconds); the rest is what the SQS event
+    source mapping needs."""
+    consume = _function_statements()["ConsumeQueue"]
+    assert sorted(consume["Action"]) == [
+        "sqs:ChangeMessageVisibility",
+        "sqs:DeleteMessage",
+        "sqs:GetQueueAttributes",
+        "sqs:ReceiveMessage",
+    ]
+    assert consume["Resource"] == {"Fn::GetAtt": ["Queue", "Arn"]}
+    assert ".change_message_visibility(" in _layer_source()
+
+
+def test_lifecycle_actions_are_scoped_to_the_managed_clusters_groups_by_default() -> None:
+    """Regression (least privilege): CompleteLifecycleAction was allowed on every Auto
+    Scaling group of the account unless an operator opted in to scoping. By default it is
+    now allowed only on groups tagged with a managed cluster (EKS managed node groups:
+    eks:cluster-name; eksctl: alpha.eksctl.io/cluster-name); every group only on request."""
+    parameter = _template()["Parameters"]["ScopeLifecycleActionsByClusterTag"]
+    assert parameter["Default"] == "true"
+    conditions = _function_conditions()
+    statements = _function_statements()
+    scoped = {
+        "LifecycleActionsManagedNodeGroups": "eks:cluster-name",
+        "LifecycleActionsEksctlNodeGroups": "alpha.eksctl.io/cluster-name",
+    }
+    for sid, tag in scoped.items():
+        assert conditions[sid] == "ScopeLifecycleByTag"
+        assert statements[sid]["Condition"] == {
+            "StringEquals": {f"aws:ResourceTag/{tag}": {"Ref": "ClusterNames"}}
+        }
+    assert conditions["LifecycleActionsAnyGroup"] == "AnyLifecycleGroup"
+    assert _template()["Conditions"]["AnyLifecycleGroup"] == {
+        "Fn::Not": [{"Condition": "ScopeLifecycleByTag"}]
+    }
+    granting = {
+        sid
+        for sid, statement in statements.items()
+        if "autoscaling:CompleteLifecycleAction" in _as_list(statement["Action"])
+    }
+    assert granting == set(scoped) | {"LifecycleActionsAnyGroup"}
+
+
+def test_notifications_may_only_be_put_on_the_default_bus_as_lifeboat() -> None:
+    assert _function_conditions()["Notifications"] == "Notify"
+    statement = _function_statements()["Notifications"]
+    assert statement["Action"] == "events:PutEvents"
+    assert statement["Resource"] == {
+        "Fn::Sub": "arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:event-bus/default"
+    }
+    assert statement["Condition"] == {"StringEquals": {"events:source": "lifeboat"}}
+    variables = _resources()["InterruptionFunction"]["Properties"]["Environment"]["Variables"]
+    assert variables["LIFEBOAT_NOTIFICATION_BUS"] == {"Fn::If": ["Notify", "default", ""]}
+
+
+def test_the_optional_topic_gets_forced_actions_and_give_ups_from_one_rule() -> None:
+    from lifeboat.notify import FORCED_ACTION, GIVE_UP, SOURCE
+
+    resources = _resources()
+    for name in ("NotificationTopic", "NotificationTopicPolicy", "NotificationRule"):
+        assert resources[name]["Condition"] == "NotificationTopic", name
+    rule = resources["NotificationRule"]["Properties"]
+    assert rule["EventPattern"] == {"source": [SOURCE], "detail-type": [FORCED_ACTION, GIVE_UP]}
+    [target] = rule["Targets"]
+    assert target["Arn"] == {"Ref": "NotificationTopic"}
+    assert target["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": ["DeadLetterQueue", "Arn"]}}
+    [publish] = resources["NotificationTopicPolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    assert publish["Principal"] == {"Service": "events.amazonaws.com"}
+    assert publish["Condition"] == {
+        "ArnEquals": {"aws:SourceArn": {"Fn::GetAtt": ["NotificationRule", "Arn"]}}
+    }
+    assert resources["NotificationTopic"]["Properties"]["KmsMasterKeyId"] == "alias/aws/sns"
+    assert _template()["Outputs"]["NotificationTopicArn"]["Condition"] == "NotificationTopic"
+
+
+def test_the_deployment_role_may_only_move_this_functions_alias_and_read_its_alarms() -> None:
+    role = _resources()["DeploymentRole"]["Properties"]
+    trust = role["AssumeRolePolicyDocument"]["Statement"][0]
+    assert trust["Principal"] == {"Service": "codedeploy.amazonaws.com"}
+    statements = {
+        s["Sid"]: s for policy in role["Policies"] for s in policy["PolicyDocument"]["Statement"]
+    }
+    assert statements["Alias"]["Resource"] == [
+        {"Fn::GetAtt": ["InterruptionFunction", "Arn"]},
+        {"Fn::Sub": "${InterruptionFunction.Arn}:*"},
+    ]
+    assert statements["RollbackAlarms"]["Resource"] == [
+        {"Fn::GetAtt": ["FunctionErrorsAlarm", "Arn"]},
+        {"Fn::GetAtt": ["DeadLetterQueueAlarm", "Arn"]},
+    ]
+    assert "ManagedPolicyArns" not in role
+
+
+def _star_resource_actions() -> set[str]:
+    return {
+        action
+        for _, statement in _statements()
+        if statement["Effect"] == "Allow" and statement.get("Resource") == "*"
+        for action in _as_list(statement["Action"])
+    }
+
+
+def _readme_section(title: str) -> str:
+    text = README.read_text()
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end != -1 else None]
+
+
+def test_the_readme_names_every_wildcard_the_template_uses() -> None:
+    """Regression: the Security section said "X-Ray writes" and missed actions; every action
+    granted on Resource "*", and every wildcard action (the TLS-only denies), is named."""
+    security = _readme_section("Security")
+    named = set(re.findall(r"`([a-z0-9-]+:[A-Za-z*]+)`", security))
+    assert _star_resource_actions() <= named
+    wildcard_actions = {
+        action
+        for _, statement in _statements()
+        for action in _as_list(statement.get("Action", []))
+        if "*" in action
+    }
+    assert wildcard_actions == {"sqs:*"} and wildcard_actions <= named
+
+
+# --- the transformed template: what SAM makes of the function ---------------------------------
+
+
+@cache
+def _transformed() -> dict[str, Any]:
+    """template.yaml as CloudFormation receives it: Fn::ForEach expanded (one cluster) by
+    cfn-lint's language-extensions transform, then the SAM transform (aws-sam-translator)."""
+    import os
+
+    from cfnlint.template import Template
+    from cfnlint.template.transforms._language_extensions import language_extension
+    from samtranslator.translator.transform import transform
+
+    class NoManagedPolicies:
+        def load(self) -> dict[str, str]:
+            return {}
+
+    _, expanded = language_extension(Template(str(TEMPLATE), copy.deepcopy(_template())))
+    expanded = json.loads(json.dumps(expanded, default=str))
+    expanded["Transform"] = "AWS::Serverless-2016-10-31"
+    # Code locations are local folders until `sam deploy` uploads them.
+    expanded["Resources"]["InterruptionFunction"]["Properties"]["CodeUri"] = "s3://b/fn.zip"
+    expanded["Resources"]["LifeboatLayer"]["Properties"]["ContentUri"] = "s3://b/layer.zip"
+    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+    result: dict[str, Any] = transform(expanded, {"ClusterNames": ["prod"]}, NoManagedPolicies())
+    return result
+
+
+def _transformed_of_type(kind: str) -> dict[str, Any]:
+    return {k: v for k, v in _transformed()["Resources"].items() if v["Type"] == kind}
+
+
+def test_the_queue_invokes_the_live_alias_of_a_snapstart_version() -> None:
+    """SnapStart applies to published versions only: the event source mapping must invoke
+    the alias AutoPublishAlias keeps on the newest version, never $LATEST."""
+    [(alias_id, alias)] = _transformed_of_type("AWS::Lambda::Alias").items()
+    assert alias["Properties"]["Name"] == "live"
+    [mapping] = _transformed_of_type("AWS::Lambda::EventSourceMapping").values()
+    assert mapping["Properties"]["FunctionName"] == {"Ref": alias_id}
+    assert mapping["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    [function] = _transformed_of_type("AWS::Lambda::Function").values()
+    assert function["Properties"]["SnapStart"] == {"ApplyOn": "PublishedVersions"}
+    assert function["Properties"]["Runtime"] in ("python3.12", "python3.13")
+
+
+def test_a_new_version_is_rolled_out_as_a_canary_that_rolls_back_on_the_alarms() -> None:
+    [alias] = _transformed_of_type("AWS::Lambda::Alias").values()
+    assert "CodeDeployLambdaAliasUpdate" in alias["UpdatePolicy"]
+    [group] = _transformed_of_type("AWS::CodeDeploy::DeploymentGroup").values()
+    properties = group["Properties"]
+    assert properties["AlarmConfiguration"] == {
+        "Enabled": True,
+        "Alarms": [
+            {"Name": {"Ref": "FunctionErrorsAlarm"}},
+            {"Name": {"Ref": "DeadLetterQueueAlarm"}},
+        ],
+    }
+    assert "DEPLOYMENT_STOP_ON_ALARM" in properties["AutoRollbackConfiguration"]["Events"]
+    assert properties["ServiceRoleArn"] == {"Fn::GetAtt": ["DeploymentRole", "Arn"]}
+    assert _template()["Parameters"]["DeploymentType"]["Default"] == "Canary10Percent5Minutes"
+    # SAM adds no role of its own (with an AWS managed policy) for CodeDeploy.
+    assert set(_transformed_of_type("AWS::IAM::Role")) == set(_of_type("AWS::IAM::Role"))
+
+
+# --- metrics, alarms and the dashboard --------------------------------------------------------
+
+
+def test_the_rejected_messages_alarm_watches_lifeboats_own_metric() -> None:
+    from lifeboat.observability import DIMENSION_SETS
+
+    alarm = _resources()["RejectedMessagesAlarm"]["Properties"]
+    assert (alarm["Namespace"], alarm["MetricName"]) == ("Lifeboat", "Outcomes")
+    dimensions = {d["Name"]: d["Value"] for d in alarm["Dimensions"]}
+    assert dimensions == {"service": "lifeboat", "outcome": "rejected"}
+    # An alarm matches one exact dimension set: the one observability publishes for it.
+    assert ("outcome",) in DIMENSION_SETS
+    assert alarm["Threshold"] == 0 and alarm["ComparisonOperator"] == "GreaterThanThreshold"
+
+
+def test_the_dashboard_reads_the_metrics_the_function_writes() -> None:
+    from lifeboat.observability import ACTION_METRICS, DIMENSION_SETS
+
+    body = _resources()["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
+    written = {"Outcomes", "ReactionLatency", "ForcedActions", "GiveUps", "RecordFailures"}
+    written |= {"NotificationFailures", "ColdStart"} | set(ACTION_METRICS.values())
+    missing = {name for name in written if f'\\"{name}\\"' not in body and f'"{name}"' not in body}
+    assert missing == set()
+    # Every SEARCH names a dimension set the function publishes (with "service").
+    schemas = re.findall(r"\{Lifeboat,([a-z,]+)\}", body)
+    published = {tuple(sorted({*names, "service"})) for names in DIMENSION_SETS}
+    assert schemas and {tuple(sorted(s.split(","))) for s in schemas} <= published

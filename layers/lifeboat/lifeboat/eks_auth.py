@@ -18,6 +18,12 @@ What is cached per container (one :class:`EksAuth` per process is the intent):
   15 minutes after its signing time; renewing at 10 leaves room for clock skew and a slow call);
 * one :class:`kubernetes.client.ApiClient` per cluster.
 
+Each cluster has its own lock: the first contact with one cluster (a ``DescribeCluster`` call)
+never holds up requests to the others, which matters to a stack serving dozens of clusters.
+Under Lambda SnapStart, :meth:`EksAuth.forget_tokens` and :meth:`EksAuth.close_connections`
+run after every restore (``lifeboat.snapstart``): a token minted before the snapshot would
+be shared by every environment restored from it, and its sockets are dead.
+
 The token is a credential: it is never logged, never written to disk, and never part of an
 exception message. The CA is public and is passed in memory (``ca_cert_data``), not via /tmp.
 
@@ -48,7 +54,6 @@ from urllib.parse import urlparse
 
 import boto3
 from kubernetes import client as k8s_client
-from kubernetes import config as k8s_config
 
 __all__ = [
     "CLUSTER_ID_HEADER",
@@ -203,54 +208,84 @@ class EksAuth:
         self._sts = sts_client
         self._clock = clock
         self._renew_after = renew_after
-        self._lock = threading.RLock()
+        self._lock = threading.Lock()  # guards the dictionaries below, never held for a call
+        self._cluster_locks: dict[str, threading.Lock] = {}
         self._clusters: dict[str, ClusterInfo] = {}
         self._tokens: dict[str, _Token] = {}
         self._api_clients: dict[str, k8s_client.ApiClient] = {}
 
     # -- cluster ---------------------------------------------------------------------------
 
+    def _cluster_lock(self, cluster_name: str) -> threading.Lock:
+        with self._lock:
+            return self._cluster_locks.setdefault(cluster_name, threading.Lock())
+
     def cluster_info(self, cluster_name: str) -> ClusterInfo:
         """Endpoint and CA of ``cluster_name``, described once per container."""
-        with self._lock:
+        cached = self._clusters.get(cluster_name)
+        if cached is not None:
+            return cached
+        with self._cluster_lock(cluster_name):
             cached = self._clusters.get(cluster_name)
-            if cached is not None:
+            if cached is not None:  # described by another thread meanwhile
                 return cached
+            info = self._describe(cluster_name)
+            with self._lock:
+                self._clusters[cluster_name] = info
+            return info
+
+    def _describe(self, cluster_name: str) -> ClusterInfo:
+        with self._lock:
             if self._eks is None:
                 self._eks = self._session.client("eks", region_name=self.region)
-            try:
-                cluster = self._eks.describe_cluster(name=cluster_name)["cluster"]
-            except self._eks.exceptions.ResourceNotFoundException:
-                raise EksAuthError(
-                    f"EKS cluster {cluster_name!r} not found in {self.region}; check "
-                    "LIFEBOAT_CLUSTERS and the stack's region"
-                ) from None
-            endpoint = cluster.get("endpoint")
-            ca = (cluster.get("certificateAuthority") or {}).get("data")
-            if not endpoint or not ca:
-                raise EksAuthError(
-                    f"EKS cluster {cluster_name!r} has no endpoint or CA yet "
-                    f"(status {cluster.get('status')!r}); is it still being created?"
-                )
-            info = ClusterInfo(name=cluster_name, endpoint=endpoint, ca_data=_decode_ca(ca))
-            self._clusters[cluster_name] = info
-            return info
+            eks = self._eks
+        try:
+            cluster = eks.describe_cluster(name=cluster_name)["cluster"]
+        except eks.exceptions.ResourceNotFoundException:
+            raise EksAuthError(
+                f"EKS cluster {cluster_name!r} not found in {self.region}; check "
+                "LIFEBOAT_CLUSTERS and the stack's region"
+            ) from None
+        endpoint = cluster.get("endpoint")
+        ca = (cluster.get("certificateAuthority") or {}).get("data")
+        if not endpoint or not ca:
+            raise EksAuthError(
+                f"EKS cluster {cluster_name!r} has no endpoint or CA yet "
+                f"(status {cluster.get('status')!r}); is it still being created?"
+            )
+        return ClusterInfo(name=cluster_name, endpoint=endpoint, ca_data=_decode_ca(ca))
 
     # -- token -----------------------------------------------------------------------------
 
     def token(self, cluster_name: str) -> str:
         """A bearer token for ``cluster_name``, reused until :data:`TOKEN_RENEW_AFTER`."""
-        with self._lock:
+        with self._cluster_lock(cluster_name):
             now = self._clock()
             cached = self._tokens.get(cluster_name)
             if cached is not None and now - cached.minted_at < self._renew_after:
                 return cached.value
-            if self._sts is None:
-                self._sts = _regional_sts_client(self._session, self.region)
-            value = generate_token(self._sts, cluster_name)
+            with self._lock:
+                if self._sts is None:
+                    self._sts = _regional_sts_client(self._session, self.region)
+                sts = self._sts
+            value = generate_token(sts, cluster_name)
             self._tokens[cluster_name] = _Token(value=value, minted_at=now)
             _log.debug("minted EKS token for cluster %s", cluster_name)
             return value
+
+    def forget_tokens(self) -> None:
+        """Drop every cached token: the next request of each cluster mints its own."""
+        with self._lock:
+            self._tokens.clear()
+
+    def close_connections(self) -> None:
+        """Drop the pooled connections of every client (they reconnect on the next call)."""
+        with self._lock:
+            clients = list(self._api_clients.values())
+        for api_client in clients:
+            pool_manager = getattr(getattr(api_client, "rest_client", None), "pool_manager", None)
+            if pool_manager is not None:
+                pool_manager.clear()
 
     # -- kubernetes clients ----------------------------------------------------------------
 
@@ -273,16 +308,23 @@ class EksAuth:
 
     def api_client(self, cluster_name: str) -> k8s_client.ApiClient:
         """The container's ``kubernetes.client.ApiClient`` for ``cluster_name``."""
-        with self._lock:
-            cached = self._api_clients.get(cluster_name)
-            if cached is None:
-                cached = k8s_client.ApiClient(self.configuration(cluster_name))
-                self._api_clients[cluster_name] = cached
+        cached = self._api_clients.get(cluster_name)
+        if cached is not None:
             return cached
+        configuration = self.configuration(cluster_name)  # outside any lock: may call EKS
+        with self._lock:
+            return self._api_clients.setdefault(cluster_name, k8s_client.ApiClient(configuration))
 
 
 def api_client_from_kubeconfig(path: str, context: str | None = None) -> k8s_client.ApiClient:
-    """An ``ApiClient`` from a kubeconfig file (replay against a live cluster)."""
+    """An ``ApiClient`` from a kubeconfig file (replay against a live cluster).
+
+    ``kubernetes.config`` is imported here, not at the top: the Lambda never reads a
+    kubeconfig, and that module (with the OAuth and exec-plugin machinery behind it) is a
+    tenth of a second of cold start.
+    """
+    from kubernetes import config as k8s_config
+
     api_client: k8s_client.ApiClient = k8s_config.new_client_from_config(  # type: ignore[no-untyped-call]
         config_file=path, context=context
     )

@@ -2,10 +2,22 @@
 
 A plain function over a built pipeline, so tests call it directly; ``functions/interruption
 /app.py`` only wires Powertools around it. A record whose handling raised is reported as a
-batch item failure: SQS delivers it again, and after ``maxReceiveCount`` tries moves it to
-the dead-letter queue. Every other record is deleted, because it was acted on, deferred,
-ignored with a reason, or rejected with a reason (logged; a malformed message will never
-parse, so retrying it would only delay the dead-letter queue's alarm for nothing useful).
+batch item failure (``ReportBatchItemFailures``): SQS delivers it again, sooner than the
+queue's visibility timeout when its deadline is near (``lifeboat.deadline``), and after
+``maxReceiveCount`` tries moves it to the dead-letter queue. Every other record is deleted,
+because it was acted on, deferred, ignored with a reason, or rejected with a reason (logged;
+a malformed message will never parse, so retrying it would only delay the dead-letter
+queue's alarm for nothing useful). When every record failed the invocation itself fails,
+so the function's Errors alarm sees a broken deployment at once.
+
+After the pipeline: one log line per decision (with the record's message id as correlation
+id), the batch's metrics, a traced subsegment per report when X-Ray sampled the invocation,
+and notifications of actions and give-ups; none of these can fail a record.
+
+The response is built here rather than with Powertools' batch utility: the pipeline has
+already decided every record's fate, so only the list of failures is left to write, and
+that utility's import (asyncio and the data classes of every event source) would cost a
+tenth of the function's cold start.
 """
 
 from __future__ import annotations
@@ -14,20 +26,22 @@ import json
 import logging
 from collections.abc import Callable, Mapping
 from datetime import datetime
+from functools import partial
 from typing import Any
 
-from aws_lambda_powertools.utilities.batch import (
-    BatchProcessor,
-    EventType,
-    process_partial_response,
-)
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
-
-from lifeboat.observability import MetricSink, log_fields, report_metrics
+from lifeboat.deadline import redelivery_delay
+from lifeboat.notify import Notifier
+from lifeboat.observability import BatchMetricSink, MetricSink, log_fields, report_metrics
 from lifeboat.pipeline import MessageResult, Pipeline
-from lifeboat.report import Outcome
+from lifeboat.redelivery import Redelivery
+from lifeboat.report import Outcome, Report
+from lifeboat.tracing import RecordTracer
 
 _log = logging.getLogger("lifeboat")
+
+
+class AllRecordsFailed(RuntimeError):
+    """Every record of the batch failed: the invocation fails and SQS retries them all."""
 
 
 def handle_batch(
@@ -38,6 +52,9 @@ def handle_batch(
     metrics: MetricSink | None = None,
     logger: logging.Logger | logging.LoggerAdapter[logging.Logger] | Any = _log,
     clock: Callable[[], datetime] | None = None,
+    tracer: RecordTracer | None = None,
+    notifier: Notifier | None = None,
+    redelivery: Redelivery | None = None,
 ) -> dict[str, Any]:
     records = event.get("Records") if isinstance(event, Mapping) else None
     if (
@@ -57,31 +74,99 @@ def handle_batch(
             by_message[record["messageId"]] = result
     now = (clock or pipeline.clock)()
 
-    def record_handler(record: SQSRecord) -> None:
-        result: MessageResult = by_message[record.message_id]
+    failures: list[dict[str, str]] = []
+    published: list[Report] = []
+    published_ids: list[str] = []
+    handled: set[str] = set()
+    for record in records:
+        message_id: str = record["messageId"]
+        if message_id in handled:
+            continue
+        handled.add(message_id)
+        result = by_message[message_id]
+        _set_correlation_id(logger, message_id)
         for report in result.reports:
             level = logging.WARNING if report.outcome is Outcome.REJECTED else logging.INFO
-            # The message id ties each decision to its SQS message (the correlation id is
-            # only the batch's first), for an operator and for the soak's audit alike.
             logger.log(
-                level,
-                "decision",
-                extra={"decision": log_fields(report), "message_id": record.message_id},
+                level, "decision", extra={"decision": log_fields(report), "message_id": message_id}
             )
         if metrics is not None:
             report_metrics(result.reports, metrics, now)
+        if tracer is not None:
+            _best_effort(logger, "trace", partial(tracer.annotate, message_id, result.reports))
+        published += result.reports
+        published_ids += [message_id] * len(result.reports)
         if result.error is not None:
-            logger.error(
-                "message failed; it returns to the queue",
-                extra={"message_id": record.message_id, "error": repr(result.error)[:500]},
-            )
-            raise result.error
+            failures.append({"itemIdentifier": message_id})
+            _failed(logger, record, result, now, redelivery)
+    _set_correlation_id(logger, None)
 
-    processor = BatchProcessor(event_type=EventType.SQS)
-    response = process_partial_response(
-        event=dict(event), record_handler=record_handler, processor=processor, context=context
+    undelivered = 0
+    if notifier is not None:
+        try:
+            undelivered = notifier.publish(published, message_ids=published_ids)
+        except Exception as error:  # never fails a record that was acted on
+            logger.warning("could not publish notifications", extra={"error": repr(error)[:300]})
+            undelivered = len(published)
+    if metrics is not None:
+        if failures:
+            metrics.emit("RecordFailures", len(failures), "Count", {})
+        if undelivered:
+            metrics.emit("NotificationFailures", undelivered, "Count", {})
+        if isinstance(metrics, BatchMetricSink):
+            _best_effort(logger, "metrics", metrics.flush)
+    if failures and len(failures) == len(handled):
+        raise AllRecordsFailed(
+            f"All records failed processing. {len(failures)} individual errors logged separately"
+        )
+    return {"batchItemFailures": failures}
+
+
+def _failed(
+    logger: Any,
+    record: Mapping[str, Any],
+    result: MessageResult,
+    now: datetime,
+    redelivery: Redelivery | None,
+) -> None:
+    """Log a failed record and, when its deadline is near, ask for an early redelivery."""
+    delay = redelivery_delay(result.deadline, now, _receive_count(record))
+    logger.error(
+        "message failed; it returns to the queue",
+        extra={
+            "message_id": record["messageId"],
+            "error": repr(result.error)[:500],
+            "deadline": result.deadline.isoformat() if result.deadline else None,
+            "redelivery_in_seconds": delay,
+        },
     )
-    return dict(response)
+    receipt = record.get("receiptHandle")
+    if delay is not None and redelivery is not None and isinstance(receipt, str) and receipt:
+        redelivery.redeliver_in(receipt, delay)
+
+
+def _receive_count(record: Mapping[str, Any]) -> int:
+    attributes = record.get("attributes")
+    raw = attributes.get("ApproximateReceiveCount") if isinstance(attributes, Mapping) else None
+    try:
+        return max(1, int(raw)) if raw is not None else 1
+    except (TypeError, ValueError):
+        return 1
+
+
+def _set_correlation_id(logger: Any, value: str | None) -> None:
+    """Powertools Logger: the record's message id on every line logged while it is handled."""
+    setter = getattr(logger, "set_correlation_id", None)
+    if callable(setter):
+        setter(value)
+
+
+def _best_effort(logger: Any, what: str, call: Callable[[], Any]) -> None:
+    """Observability never fails a record: the decision was carried out already."""
+    try:
+        call()
+    except Exception as error:
+        logger.warning(f"could not write {what}", extra={"error": repr(error)[:300]})
 
 
 def _is_record(record: Any) -> bool:

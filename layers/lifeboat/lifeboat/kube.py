@@ -14,7 +14,10 @@ import json
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
+from datetime import timedelta
 from enum import StrEnum
 from typing import Any
 from urllib.parse import quote
@@ -36,6 +39,10 @@ MERGE_PATCH = "application/merge-patch+json"
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
 # The one status that certainly means "not done": what a non-idempotent request may retry.
 THROTTLED = 429
+# What an outage looks like (no answer, throttled, gateway or server unavailable): worth
+# retrying for as long as a near deadline allows. A 500 is the server's own error, often a
+# persistent one (a failing admission webhook): it keeps the policy's attempts.
+UNAVAILABLE_STATUSES = frozenset({0, 429, 502, 503, 504})
 
 
 class KubeError(Exception):
@@ -62,7 +69,12 @@ class NotFound(KubeError):
 @dataclass(frozen=True)
 class RetryPolicy:
     """Bounded retries with full jitter (AWS Architecture Blog, "Exponential Backoff And
-    Jitter"): many Lambdas retrying in step would otherwise hammer a throttled API server."""
+    Jitter"): many Lambdas retrying in step would otherwise hammer a throttled API server.
+
+    ``attempts`` bounds the tries of a request, unless the message being handled has a near
+    deadline (:func:`retrying_for`): then an outage (no answer, 429, 502, 503, 504) is
+    retried, with the same jittered backoff, until the window the deadline leaves is used
+    up."""
 
     attempts: int = 4
     base_delay: float = 0.1
@@ -70,7 +82,32 @@ class RetryPolicy:
     request_timeout: float = 10.0
 
     def delay(self, attempt: int, rng: random.Random) -> float:
-        return rng.uniform(0, min(self.max_delay, self.base_delay * 2**attempt))
+        # The exponent is capped: a deadline window may allow many more tries than attempts.
+        return rng.uniform(0, min(self.max_delay, self.base_delay * 2 ** min(attempt, 30)))
+
+
+# Monotonic instant until which the current thread's requests keep retrying (None: attempts).
+_retry_until: ContextVar[float | None] = ContextVar("lifeboat_kube_retry_until", default=None)
+
+
+@contextmanager
+def retrying_for(window: timedelta | None) -> Iterator[None]:
+    """Within this block, this thread's transient failures are retried for up to ``window``
+    (from now) instead of ``RetryPolicy.attempts`` times; None keeps the attempts.
+
+    ``lifeboat.deadline.retry_window`` gives the window of a message with a near deadline.
+    """
+    until = None if window is None else time.monotonic() + window.total_seconds()
+    token = _retry_until.set(until)
+    try:
+        yield
+    finally:
+        _retry_until.reset(token)
+
+
+def _may_retry_within_window(delay: float) -> bool:
+    until = _retry_until.get()
+    return until is not None and time.monotonic() + delay < until
 
 
 class Eviction(StrEnum):
@@ -96,7 +133,10 @@ class KubeApi:
         _disable_transport_retries(api_client)
         self._retry = retry or RetryPolicy()
         self._sleep = sleep
-        self._rng = rng or random.Random()
+        # SystemRandom by default: it keeps no state, so environments restored from one
+        # Lambda SnapStart snapshot do not all draw the same "random" backoff (and retry in
+        # step); tests pass a seeded Random.
+        self._rng = rng or random.SystemRandom()
 
     # -- transport -------------------------------------------------------------------------
 
@@ -123,9 +163,14 @@ class KubeApi:
             except KubeError as error:
                 attempt += 1
                 ambiguous = not idempotent and error.status != THROTTLED
-                if not error.retryable or ambiguous or attempt >= self._retry.attempts:
+                if not error.retryable or ambiguous:
                     raise
-                self._sleep(self._retry.delay(attempt, self._rng))
+                delay = self._retry.delay(attempt, self._rng)
+                if attempt >= self._retry.attempts and not (
+                    error.status in UNAVAILABLE_STATUSES and _may_retry_within_window(delay)
+                ):
+                    raise
+                self._sleep(delay)
 
     def _request_once(
         self,

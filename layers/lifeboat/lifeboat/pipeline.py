@@ -20,13 +20,14 @@ from typing import Any, Protocol
 
 from lifeboat import nodes
 from lifeboat.act import Actor, ActResult, LifecycleActions
+from lifeboat.deadline import retry_window
 from lifeboat.decide import Decision, decide, follow_ups
 from lifeboat.decide.wakeups import check_old_claim, continue_drain, finish_replacement
 from lifeboat.events import parse_message
 from lifeboat.events.envelope import load_body
 from lifeboat.events.notice import MalformedMessage, Notice
 from lifeboat.instances import InstanceDirectory, InstanceInfo
-from lifeboat.kube import KubeApi
+from lifeboat.kube import KubeApi, retrying_for
 from lifeboat.ledger import Ledger
 from lifeboat.pool_lock import PoolLock
 from lifeboat.recorder import record
@@ -62,6 +63,8 @@ class MessageResult:
 
     reports: list[Report] = field(default_factory=list)
     error: BaseException | None = None
+    # The earliest deadline of the message's notices: how soon a failed message must return.
+    deadline: datetime | None = None
 
 
 Parsed = MessageResult | Wakeup | list[Notice]
@@ -145,13 +148,15 @@ class Pipeline:
     def _one(self, batch: _Batch, item: Parsed) -> MessageResult:
         if isinstance(item, MessageResult):
             return item
+        deadline = min((n.deadline for n in _notices_of(item) if n.deadline), default=None)
         try:
-            if isinstance(item, Wakeup):
-                report = replace(self._wake(batch, item), wakeup=str(item.task))
-                return MessageResult([report])
-            return MessageResult(self._notices(batch, item))
+            with retrying_for(retry_window(deadline, self.clock())):
+                if isinstance(item, Wakeup):
+                    report = replace(self._wake(batch, item), wakeup=str(item.task))
+                    return MessageResult([report], deadline=deadline)
+                return MessageResult(self._notices(batch, item), deadline=deadline)
         except Exception as error:  # the caller returns the message to the queue
-            return MessageResult(error=error)
+            return MessageResult(error=error, deadline=deadline)
 
     # -- notices ---------------------------------------------------------------------------
 
@@ -174,7 +179,13 @@ class Pipeline:
         checked = triage(notice, info, self.settings, self.clock())
         if checked.outcome is not None or info is None or notice.instance_id is None:
             outcome = checked.outcome or Outcome.IGNORED
-            return Report.for_notice(notice, outcome, checked.reason, unmanaged=checked.unmanaged)
+            return Report.for_notice(
+                notice,
+                outcome,
+                checked.reason,
+                unmanaged=checked.unmanaged,
+                cluster=checked.cluster,
+            )
         resolver = batch.resolver(checked.cluster)
         if notice.involuntary:
             node = self._taint_at_once(resolver, notice, info)
@@ -237,6 +248,7 @@ class Pipeline:
         *,
         done: ActResult | None = None,
         wakeup: Wakeup | None = None,
+        cluster: str | None = None,
     ) -> Report:
         """Carry out ``decision`` (all but the steps ``done`` already took), schedule the
         follow-ups it calls for, record it on the node, and report it."""
@@ -266,6 +278,7 @@ class Pipeline:
             result.actions,
             pods_remaining=result.pods_remaining,
             dry_run=self.settings.dry_run,
+            cluster=cluster,
         )
 
     def _actor(self, kube: KubeApi) -> Actor:
@@ -287,7 +300,13 @@ class Pipeline:
         checked = triage_follow_up(wakeup, info, self.settings, self.clock())
         if checked.outcome is not None or notice.instance_id is None:
             outcome = checked.outcome or Outcome.IGNORED
-            return Report.for_notice(notice, outcome, checked.reason, unmanaged=checked.unmanaged)
+            return Report.for_notice(
+                notice,
+                outcome,
+                checked.reason,
+                unmanaged=checked.unmanaged,
+                cluster=checked.cluster,
+            )
         resolver = batch.resolver(checked.cluster)
         if wakeup.task is Task.CONTINUE_DRAIN:
             assert info is not None  # triage_follow_up lets only hand-overs go on without
@@ -303,7 +322,9 @@ class Pipeline:
                 self.settings,
                 self.clock(),
             )
-        return self._carry_out(resolver.kube, notice, target, decision, wakeup=wakeup)
+        return self._carry_out(
+            resolver.kube, notice, target, decision, wakeup=wakeup, cluster=checked.cluster
+        )
 
 
 def _lanes(parsed: Sequence[Parsed]) -> list[list[int]]:

@@ -39,6 +39,12 @@ class Report:
     unmanaged: bool = False
     # The task of the wake-up that produced this report (None: an AWS notice).
     wakeup: str | None = None
+    # The EKS cluster of the instance, when known (metrics and notifications split by it).
+    cluster: str | None = None
+    # Acted although budgets or do-not-disrupt said no (the decision's ``forced``).
+    forced: bool = False
+    # A voluntary notice let go because its pool never allowed it in time.
+    gave_up: bool = False
 
     @classmethod
     def for_notice(cls, notice: Notice, outcome: Outcome, reason: str, **fields: Any) -> Report:
@@ -85,8 +91,10 @@ def decision_report(
     *,
     pods_remaining: int = 0,
     dry_run: bool = False,
+    cluster: str | None = None,
 ) -> Report:
-    """The report of a decision carried out (``actions`` are what act did)."""
+    """The report of a decision carried out (``actions`` are what act did). ``cluster``:
+    the instance's, when the target's instance facts do not say (a hand-over's)."""
     reason = decision.reason
     if dry_run and decision.outcome is not Outcome.IGNORED:
         reason = f"dry run, nothing changed: {reason}"
@@ -100,6 +108,9 @@ def decision_report(
         nodepool=target.nodepool_name,
         deferred_until=decision.deferred_until,
         actions=tuple(actions),
+        cluster=target.info.cluster if target.info else cluster,
+        forced=decision.forced,
+        gave_up=decision.gave_up,
     )
 
 

@@ -5,6 +5,10 @@ Why Scheduler rather than a DynamoDB table swept by a periodic Lambda: a one-tim
 period, late by up to that period), costs nothing while it waits, needs no extra function
 and no scan, and deletes itself after it fires (``ActionAfterCompletion=DELETE``). Its target
 is Lifeboat's own queue, so a wake-up inherits the queue's retries and dead-letter queue.
+
+A wake-up Scheduler cannot deliver (the queue deleted or its policy broken, for a day of
+retries) goes to the target's dead-letter queue, Lifeboat's DLQ, where the alarm fires;
+without it Scheduler would drop the wake-up silently.
 """
 
 from __future__ import annotations
@@ -30,16 +34,26 @@ class SchedulerWakeups:
         role_arn: str,
         queue_arn: str,
         clock: Callable[[], datetime],
+        dead_letter_arn: str | None = None,
     ) -> None:
         self._client = client
         self._group = group
         self._role_arn = role_arn
         self._queue_arn = queue_arn
+        self._dead_letter_arn = dead_letter_arn
         self._clock = clock
 
     def schedule(self, wakeup: Wakeup) -> None:
         # at() takes a wall-clock time in ScheduleExpressionTimezone: convert, don't relabel.
         due = max(wakeup.due, self._clock() + MIN_DELAY).astimezone(UTC)
+        target: dict[str, Any] = {
+            "Arn": self._queue_arn,
+            "RoleArn": self._role_arn,
+            "Input": encode(wakeup),
+            "RetryPolicy": {"MaximumEventAgeInSeconds": 86400, "MaximumRetryAttempts": 185},
+        }
+        if self._dead_letter_arn:
+            target["DeadLetterConfig"] = {"Arn": self._dead_letter_arn}
         # A conflict: the same wake-up was scheduled by an earlier delivery; nothing to add.
         with suppress(self._client.exceptions.ConflictException):
             self._client.create_schedule(
@@ -48,12 +62,7 @@ class SchedulerWakeups:
                 ScheduleExpression=f"at({due.strftime('%Y-%m-%dT%H:%M:%S')})",
                 ScheduleExpressionTimezone="UTC",
                 FlexibleTimeWindow={"Mode": "OFF"},
-                Target={
-                    "Arn": self._queue_arn,
-                    "RoleArn": self._role_arn,
-                    "Input": encode(wakeup),
-                    "RetryPolicy": {"MaximumEventAgeInSeconds": 86400, "MaximumRetryAttempts": 185},
-                },
+                Target=target,
                 ActionAfterCompletion="DELETE",
                 Description=f"lifeboat {wakeup.task} {wakeup.notice.dedup_key}"[:512],
             )

@@ -2,19 +2,29 @@
 
 Every setting is validated here, at start-up: a stack with a setting that cannot apply
 fails its first invocation with the variable named, rather than mishandling events.
+
+Nothing here calls AWS: clients are made, not used, so building the service costs no
+network round trip. Under SnapStart, :meth:`Service.before_snapshot` then does the slow
+once-per-environment work (describing each cluster, loading the service models of the
+clients made on first use) so that it is part of the snapshot, and
+:meth:`Service.after_restore` renews what must not be shared between the environments
+restored from one snapshot (see ``lifeboat.snapstart``).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from lifeboat.kube import KubeApi
+from lifeboat.notify import Notifier
 from lifeboat.pipeline import Pipeline
+from lifeboat.redelivery import Redelivery
 from lifeboat.settings import Settings, SettingsError, load_settings
 
 if TYPE_CHECKING:  # eks_auth imports boto3: only build_service pays for it, at start-up
@@ -24,6 +34,8 @@ if TYPE_CHECKING:  # eks_auth imports boto3: only build_service pays for it, at 
 BATCH_WORKERS = 10
 # Seconds one invocation keeps retrying PDB-blocked evictions before scheduling the rest.
 DRAIN_PATIENCE = 20.0
+
+_log = logging.getLogger(__name__)
 
 
 def utc_now() -> datetime:
@@ -38,7 +50,11 @@ def _required(env: Mapping[str, str], name: str) -> str:
 
 
 class EksClusters:
-    """A Kubernetes client per managed EKS cluster, authenticated with the function's role."""
+    """A Kubernetes client per managed EKS cluster, authenticated with the function's role.
+
+    The first request to a cluster describes it (``eks:DescribeCluster``); that call is made
+    outside any lock shared between clusters, so one slow cluster never delays the others.
+    """
 
     def __init__(self, settings: Settings, auth: EksAuth) -> None:
         self._auth = auth
@@ -53,19 +69,35 @@ class EksClusters:
                 "an instance named no cluster and LIFEBOAT_CLUSTERS lists several; "
                 "tag instances with eks:cluster-name"
             )
+        api = self._apis.get(name)
+        if api is not None:
+            return api
+        api_client = self._auth.api_client(name)  # EksAuth serialises per cluster
         with self._lock:
-            if name not in self._apis:
-                self._apis[name] = KubeApi(self._auth.api_client(name))
-            return self._apis[name]
+            return self._apis.setdefault(name, KubeApi(api_client))
+
+    def warm(self) -> None:
+        """Describe every managed cluster and make its client (best effort: a cluster that
+        cannot be reached now is described on its first request instead)."""
+        for name in self._clusters:
+            try:
+                self.kube(name)
+            except Exception as error:
+                _log.warning("could not prepare cluster %s: %r", name, error)
+
+    def renew(self) -> None:
+        """Forget tokens and pooled connections (they must not outlive a snapshot)."""
+        self._auth.forget_tokens()
+        self._auth.close_connections()
 
 
 class LazyClient:
     """A boto3 client made on first use.
 
-    Loading a service model costs tens of milliseconds of cold start. Scheduler and Auto
-    Scaling are needed only by deferrals and lifecycle hooks, which a Spot storm never
-    touches, so their clients wait until then. (Creating clients from one session is not
-    thread-safe, hence the lock.)
+    Loading a service model costs tens of milliseconds of cold start. Scheduler, Auto
+    Scaling, SQS and EventBridge are needed only by deferrals, lifecycle hooks, failures and
+    actions, so their clients wait until then (or until :meth:`warm`, before a SnapStart
+    snapshot). Creating clients from one session is not thread-safe, hence the lock.
     """
 
     def __init__(self, session: Any, service: str, region: str) -> None:
@@ -75,26 +107,48 @@ class LazyClient:
         self._client: Any = None
         self._lock = threading.Lock()
 
-    def __getattr__(self, name: str) -> Any:
+    def warm(self) -> Any:
         with self._lock:
             if self._client is None:
                 self._client = self._session.client(self._service, region_name=self._region)
-        return getattr(self._client, name)
+            return self._client
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.warm(), name)
 
 
 @dataclass
 class Service:
     pipeline: Pipeline
     settings: Settings
+    notifier: Notifier | None = None
+    redelivery: Redelivery | None = None
+    clusters: EksClusters | None = None
+    lazy_clients: list[LazyClient] = field(default_factory=list)
+
+    def before_snapshot(self) -> None:
+        """Work worth keeping in a SnapStart snapshot: cluster endpoints, service models."""
+        for client in self.lazy_clients:
+            client.warm()
+        if self.clusters is not None:
+            self.clusters.warm()
+
+    def after_restore(self) -> None:
+        if self.clusters is not None:
+            self.clusters.renew()
 
 
-def build_service(env: Mapping[str, str] | None = None) -> Service:
+def build_service(
+    env: Mapping[str, str] | None = None, *, clock: Callable[[], datetime] = utc_now
+) -> Service:
     import boto3
 
     from lifeboat.eks_auth import EksAuth
     from lifeboat.idempotency import PowertoolsLedger
     from lifeboat.instances import Ec2InstanceDirectory
     from lifeboat.lifecycle import AutoScalingLifecycle
+    from lifeboat.notify import EventBridgeNotifier
+    from lifeboat.redelivery import SqsRedelivery
     from lifeboat.scheduler import SchedulerWakeups
 
     env = os.environ if env is None else env
@@ -106,6 +160,10 @@ def build_service(env: Mapping[str, str] | None = None) -> Service:
     group = _required(env, "LIFEBOAT_SCHEDULE_GROUP")
     role_arn = _required(env, "LIFEBOAT_SCHEDULER_ROLE_ARN")
     queue_arn = _required(env, "LIFEBOAT_QUEUE_ARN")
+    queue_url = _required(env, "LIFEBOAT_QUEUE_URL")
+    dead_letter_arn = _required(env, "LIFEBOAT_DEAD_LETTER_QUEUE_ARN")
+    # Where notifications go; empty: none are published.
+    bus = env.get("LIFEBOAT_NOTIFICATION_BUS", "").strip()
     session = boto3.Session()
     region = settings.region or session.region_name
     if not region:
@@ -113,23 +171,39 @@ def build_service(env: Mapping[str, str] | None = None) -> Service:
             "LIFEBOAT_REGION is not set and no AWS region is configured (AWS_REGION); "
             "the SAM template sets it (see template.yaml)"
         )
+    lazy = {
+        name: LazyClient(session, name, region)
+        for name in ("scheduler", "autoscaling", "sqs", "events")
+    }
     wakeups = SchedulerWakeups(
-        LazyClient(session, "scheduler", region),
+        lazy["scheduler"],
         group=group,
         role_arn=role_arn,
         queue_arn=queue_arn,
-        clock=utc_now,
+        dead_letter_arn=dead_letter_arn,
+        clock=clock,
     )
+    clusters = EksClusters(settings, EksAuth(session=session, region=region))
     pipeline = Pipeline(
-        clusters=EksClusters(settings, EksAuth(session=session, region=region)),
+        clusters=clusters,
         directory=Ec2InstanceDirectory(session.client("ec2", region_name=region)),
         settings=settings,
-        clock=utc_now,
-        lifecycle=AutoScalingLifecycle(LazyClient(session, "autoscaling", region)),
+        clock=clock,
+        lifecycle=AutoScalingLifecycle(lazy["autoscaling"]),
         wakeups=wakeups,
         ledger=PowertoolsLedger(table, boto3_client=session.client("dynamodb", region_name=region)),
         drain_patience=DRAIN_PATIENCE,
         holder=env.get("AWS_LAMBDA_FUNCTION_NAME", "lifeboat"),
         workers=BATCH_WORKERS,
     )
-    return Service(pipeline, settings)
+    notifier = (
+        EventBridgeNotifier(lazy["events"], bus=bus, dry_run=settings.dry_run) if bus else None
+    )
+    return Service(
+        pipeline,
+        settings,
+        notifier=notifier,
+        redelivery=SqsRedelivery(lazy["sqs"], queue_url),
+        clusters=clusters,
+        lazy_clients=[lazy[name] for name in sorted(lazy) if name != "events" or bus],
+    )

@@ -44,7 +44,13 @@ class Decision:
     forced: bool = False
     # Replace before delete: the old NodeClaim is deleted later, once its replacement is Ready.
     delete_claim_when_replaced: bool = False
+    # True when a voluntary notice is let go because its pool never allowed it in time.
+    gave_up: bool = False
 
 
 def ignore(reason: str) -> Decision:
     return Decision(Outcome.IGNORED, reason)
+
+
+def give_up(reason: str) -> Decision:
+    return Decision(Outcome.IGNORED, reason, gave_up=True)

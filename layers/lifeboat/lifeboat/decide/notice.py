@@ -13,12 +13,12 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from lifeboat import nodes
-from lifeboat.budgets import allowed_disruptions, next_allowed_at
 from lifeboat.decide.model import (
     RECHECK_INTERVAL,
     VOLUNTARY_PATIENCE,
     Decision,
     Step,
+    give_up,
     ignore,
 )
 from lifeboat.events.notice import Kind, Notice
@@ -104,7 +104,7 @@ def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime
 
     latest = _latest_start(notice, settings)
     if latest is None and now >= notice.event_time + VOLUNTARY_PATIENCE:
-        return ignore(
+        return give_up(
             f"{what}: not permitted within {_minutes(VOLUNTARY_PATIENCE)} of the notice; giving up"
         )
     if latest is not None and now >= latest:
@@ -127,6 +127,10 @@ def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime
         # Handler does (cordon on rebalance, cordon and drain on scheduled maintenance).
         return replace(act, reason=f"{what}: node has no NodePool budget to honour")
 
+    # Imported here: budgets (and the cron parser behind them) are for voluntary notices
+    # only, and a Lambda whose batches are Spot warnings never loads them.
+    from lifeboat.budgets import allowed_disruptions, next_allowed_at
+
     name = nodes.name_of(nodepool)
     allowance = allowed_disruptions(nodepool, counts.node_count, counts.disrupting, now)
     if allowance.permits_one:
@@ -143,7 +147,7 @@ def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime
         and latest is None
         and next_allowed_at(nodepool, counts.node_count, 0, now, until) is None
     ):
-        return ignore(f"{why}; no window opens before {_fmt(until)}: giving up")
+        return give_up(f"{why}; no window opens before {_fmt(until)}: giving up")
     return _defer(why, opens, latest, now)
 
 

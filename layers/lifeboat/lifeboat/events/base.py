@@ -149,7 +149,7 @@ OptionalIso8601 = Annotated[
 class Model(BaseModel):
     """Base of every message model: strict types, unknown fields ignored, immutable."""
 
-    model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
+    model_config = ConfigDict(strict=True, extra="ignore", frozen=True, defer_build=True)
 
 
 M = TypeVar("M", bound=BaseModel)

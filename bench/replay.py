@@ -1,0 +1,97 @@
+"""Replay of a large cluster file: ``lifeboat replay`` of one Spot warning against a 5,000-node
+cluster, as YAML and as JSON, against the floor of (a 10-node replay + ``json.load`` of the
+5,000-node file): what any tool that reads the file and replays one event must pay.
+
+Runs in this process through the command line's entry point (``lifeboat_local.cli.main``),
+output discarded; each measure is the median of a few runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bench.cluster import build_cluster
+from kubemu.clusterfile import as_list
+
+SPOT = Path(__file__).resolve().parent.parent / "events" / "spot-interruption.json"
+AT = "2026-12-01T14:02:30Z"  # 30 s after the sample's event time
+
+
+def _write(folder: Path, nodes: int, pools: int, pods_per_node: int) -> tuple[Path, Path, str]:
+    cluster = build_cluster(nodes, pools=pools, pods_per_node=pods_per_node)
+    document = as_list(cluster.objects)
+    as_yaml, as_json = folder / f"cluster-{nodes}.yaml", folder / f"cluster-{nodes}.json"
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    as_yaml.write_text(yaml.dump(document, Dumper=dumper, sort_keys=False))
+    as_json.write_text(json.dumps(document))
+    return as_yaml, as_json, cluster.karpenter[0].instance_id
+
+
+def _replay(cluster: Path, event: Path) -> float:
+    from lifeboat_local.cli import main
+
+    started = time.perf_counter()
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = main(["replay", str(event), "--cluster", str(cluster), "--at", AT, "--json"])
+    elapsed = time.perf_counter() - started
+    if code != 0:
+        raise RuntimeError(f"replay of {cluster.name} exited {code}")
+    return elapsed
+
+
+def _json_load(path: Path) -> float:
+    started = time.perf_counter()
+    with path.open() as handle:
+        json.load(handle)
+    return time.perf_counter() - started
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def replay_large_cluster(
+    nodes: int = 5000, small: int = 10, runs: int = 3, pools: int = 20, pods_per_node: int = 3
+) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="lifeboat-bench-replay-") as scratch:
+        folder = Path(scratch)
+        big_yaml, big_json, instance = _write(folder, nodes, pools, pods_per_node)
+        _, small_json, small_instance = _write(folder, small, pools, pods_per_node)
+        assert instance == small_instance  # the same node is interrupted in both clusters
+        event = folder / "spot.json"
+        body = json.loads(SPOT.read_text())
+        body["detail"]["instance-id"] = instance
+        event.write_text(json.dumps(body))
+        measured: dict[str, list[float]] = {k: [] for k in ("small", "json_load", "yaml", "json")}
+        for _ in range(runs):
+            measured["small"].append(_replay(small_json, event))
+            measured["json_load"].append(_json_load(big_json))
+            measured["json"].append(_replay(big_json, event))
+            measured["yaml"].append(_replay(big_yaml, event))
+        medians = {k: _median(v) for k, v in measured.items()}
+        floor = medians["small"] + medians["json_load"]
+        return {
+            "nodes": nodes,
+            "objects": nodes * (2 + pods_per_node),
+            "file_mb": {
+                "yaml": round(big_yaml.stat().st_size / 2**20, 1),
+                "json": round(big_json.stat().st_size / 2**20, 1),
+            },
+            "runs": runs,
+            "small_replay_s": round(medians["small"], 3),
+            "json_load_s": round(medians["json_load"], 3),
+            "floor_s": round(floor, 3),
+            "yaml_replay_s": round(medians["yaml"], 3),
+            "json_replay_s": round(medians["json"], 3),
+            "yaml_ratio": round(medians["yaml"] / floor, 2),
+            "json_ratio": round(medians["json"] / floor, 2),
+        }

@@ -1,0 +1,58 @@
+"""How hard to try before a notice's deadline: in-process retries, and the next delivery.
+
+A Spot warning gives two minutes. A message that fails comes back after the queue's
+visibility timeout (380 s, six function timeouts as AWS advises for Lambda event sources):
+long after the instance is gone. So a message whose deadline is nearer than that
+
+* keeps retrying transient Kubernetes failures inside the invocation, for at most
+  :data:`RETRY_PATIENCE` and never closer to the deadline than :data:`HANDLING_MARGIN`
+  (:func:`retry_window`, used by ``lifeboat.kube``), and
+* if it fails all the same, is made visible again within seconds, backing off with each
+  delivery and always before the deadline (:func:`redelivery_delay`, applied by the handler
+  with ``sqs:ChangeMessageVisibility``).
+
+A message without a near deadline (a rebalance recommendation, maintenance days away) keeps
+the bounded retries of ``kube.RetryPolicy`` and the queue's own timeout: nothing is gained
+by hurrying it, and a struggling API server is spared. Pure: the clock is passed in.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+# template.yaml, Queue.VisibilityTimeout (a test keeps the two equal).
+QUEUE_VISIBILITY_TIMEOUT = timedelta(seconds=380)
+# The most one message spends retrying in-process: a third of the function's 60 s timeout,
+# so a batch that waits it out still returns (and reports its failures) in time.
+RETRY_PATIENCE = timedelta(seconds=20)
+# What handling a message takes once the API server answers again (a few requests).
+HANDLING_MARGIN = timedelta(seconds=5)
+# The first redelivery after a failure, doubled with each further delivery.
+FIRST_REDELIVERY = timedelta(seconds=1)
+
+
+def is_near(deadline: datetime | None, now: datetime) -> bool:
+    """True when a failed message would come back after ``deadline`` by the queue alone."""
+    return deadline is not None and now < deadline < now + QUEUE_VISIBILITY_TIMEOUT
+
+
+def retry_window(deadline: datetime | None, now: datetime) -> timedelta | None:
+    """How long transient failures may be retried in-process (None: the policy's attempts)."""
+    if deadline is None or not is_near(deadline, now):
+        return None
+    window = min(RETRY_PATIENCE, deadline - now - HANDLING_MARGIN)
+    return window if window > timedelta(0) else None
+
+
+def redelivery_delay(deadline: datetime | None, now: datetime, receive_count: int) -> int | None:
+    """Seconds until a failed message should be delivered again (None: the queue's timeout).
+
+    1, 2, 4, 8, ... seconds for the 1st, 2nd, 3rd, 4th delivery, never later than
+    :data:`HANDLING_MARGIN` before the deadline: a two-minute warning gets about seven
+    deliveries, inside the template's default ``MaxReceiveCount`` of 10.
+    """
+    if deadline is None or not is_near(deadline, now):
+        return None
+    backoff = FIRST_REDELIVERY * 2 ** max(0, min(receive_count - 1, 16))
+    latest = deadline - now - HANDLING_MARGIN
+    return max(0, int(min(backoff, latest).total_seconds()))
