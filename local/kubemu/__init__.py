@@ -2,7 +2,7 @@
 
 The unmodified official `kubernetes` client talks to it over real HTTP/1.1 on 127.0.0.1.
 
-Served: core/v1 nodes, pods (plus pods/eviction), events, namespaces; policy/v1
+Served: core/v1 nodes, pods (plus pods/eviction), events, namespaces, configmaps; policy/v1
 poddisruptionbudgets; karpenter.sh/v1 nodepools and nodeclaims (custom resources: no
 strategic merge, 415 as upstream); coordination.k8s.io/v1 leases; events.k8s.io/v1 events;
 the status subresource of every type that has a status; `/version` (a 1.31 server).

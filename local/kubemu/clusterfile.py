@@ -18,6 +18,7 @@ SUPPORTED_KINDS = (
     "NodePool",
     "NodeClaim",
     "Lease",
+    "ConfigMap",
     "Event",
     "Namespace",
 )
@@ -30,6 +31,7 @@ _DUMP_ORDER = (
     "Pod",
     "PodDisruptionBudget",
     "Lease",
+    "ConfigMap",
     "Event",
 )
 
