@@ -284,7 +284,6 @@ class KubeApi:
         name = body["metadata"]["name"]
         return self.request("PUT", _lease_path(namespace, name), body=body)
 
-
     # -- config maps (a rotation's state) -------------------------------------------------
 
     def get_configmap(self, namespace: str, name: str) -> MutableObj | None:
