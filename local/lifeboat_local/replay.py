@@ -33,6 +33,7 @@ from lifeboat_local.common import (
 )
 from lifeboat_local.directory import directory_from_objects
 from lifeboat_local.karpenter_sim import KarpenterSimulation
+from lifeboat_local.sim_pods import PodSimulation
 from lifeboat_local.source import live_directory, open_cluster
 
 # --follow stops after this many wake-up batches, so a loop in the policy cannot hang it.
@@ -129,6 +130,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             wakeups=wakeups,
             ledger=MemoryLedger(),
         )
+        # The workloads as they are before any event: what their controllers keep running.
+        pods = PodSimulation(emulator, clock.now) if emulator is not None else None
         for bodies in bodies_per_file:
             for result in pipeline.process(bodies):
                 for report in result.reports:
@@ -146,6 +149,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             clock.now = max(clock.now, due)
             if karpenter is not None:
                 karpenter.advance(clock.now)
+            if pods is not None:  # after Karpenter: pods of the nodes it removed come back
+                pods.advance(clock.now)
             batch = [encode(w) for w in wakeups.pop_due(clock.now)]
             for result in pipeline.process(batch):
                 for report in result.reports:
