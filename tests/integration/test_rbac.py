@@ -35,6 +35,7 @@ from lifeboat.report import Outcome
 from lifeboat.settings import Settings
 from lifeboat.wakeup import MemoryWakeups, Task, encode
 from lifeboat_local.directory import directory_from_objects
+from lifeboat_local.sim_pods import PodSimulation
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events"
@@ -101,9 +102,11 @@ def load_rbac() -> Rbac:
 
 
 def all_sample_bodies() -> list[str]:
-    """Every sample: the EventBridge ones and the raw lifecycle-hook messages."""
+    """Every sample: the EventBridge ones, the raw lifecycle-hook messages, and the request to
+    rotate the legacy node group (its state lives in a ConfigMap)."""
     paths = sorted(EVENTS.glob("*.json")) + sorted((EVENTS / "raw").glob("*.json"))
-    assert len(paths) >= 8
+    paths.append(EVENTS / "rotation" / "legacy-to-karpenter.json")
+    assert len(paths) >= 9
     return [path.read_text() for path in paths]
 
 
@@ -143,6 +146,7 @@ def run() -> Iterator[Run]:
     errors: list[BaseException] = []
     with Emulator(objects) as emu:
         emu.enforce_rbac(rbac.cluster_rules + rbac.role_rules)
+        pods = PodSimulation(emu, START)  # the rotation's evicted pods come back elsewhere
         pipeline = Pipeline(
             clusters=OneCluster(KubeApi(emu.api_client(), RetryPolicy(attempts=2))),
             directory=directory_from_objects(objects),
@@ -169,6 +173,7 @@ def run() -> Iterator[Run]:
             batch = wakeups.pop_due(clock.now)
             process([encode(w) for w in batch], [str(w.task) for w in batch])
             play_karpenter(emu)
+            pods.advance(clock.now)
             clock.now += timedelta(seconds=1)
         else:
             pytest.fail(f"wake-ups still pending after {MAX_ROUNDS} rounds: {wakeups.pending}")
@@ -185,8 +190,12 @@ def test_the_run_took_every_path_rbac_must_cover(run: Run) -> None:
     assert (str(Task.DECIDE), Outcome.ACTED) in seen  # a deferred notice acted on later
     assert (str(Task.FINISH_REPLACEMENT), Outcome.DEFERRED) in seen  # waited for Ready
     assert (str(Task.FINISH_REPLACEMENT), Outcome.ACTED) in seen  # old claim deleted
+    assert ("rotation", Outcome.ACTED) in seen  # a rotation requested, its nodes drained
+    assert (str(Task.ROTATE), Outcome.DEFERRED) in seen  # a look waiting on a health gate
+    assert (str(Task.ROTATE), Outcome.ACTED) in seen  # a health gate passed, a node started
     verbs = {(resource, verb) for _, resource, verb in run.emulator.seen_permissions}
     assert {("leases", "create"), ("leases", "update"), ("pods/eviction", "create")} <= verbs
+    assert {("configmaps", "create"), ("configmaps", "update")} <= verbs
 
 
 def test_no_request_was_forbidden(run: Run) -> None:
@@ -208,6 +217,17 @@ def test_leases_are_only_touched_in_the_roles_namespace(run: Run) -> None:
         if (group, resource) == ("coordination.k8s.io", "leases")
     }
     assert lease_namespaces == {rbac.role_namespace}
+
+
+def test_configmaps_are_only_touched_in_the_roles_namespace(run: Run) -> None:
+    """A rotation's state: the Role grants ConfigMaps in Lifeboat's namespace, no other."""
+    rbac = load_rbac()
+    namespaces = {
+        namespace
+        for _, group, resource, namespace, _ in run.emulator.request_log
+        if (group, resource) == ("", "configmaps")
+    }
+    assert namespaces == {rbac.role_namespace}
 
 
 def test_every_permission_used_is_granted(run: Run) -> None:
