@@ -464,7 +464,8 @@ def test_rbac_grants_exactly_what_lifeboat_uses() -> None:
             "apiGroups": ["coordination.k8s.io"],
             "resources": ["leases"],
             "verbs": ["get", "create", "update"],
-        }
+        },
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "create", "update"]},
     ]
     for binding in (by_kind["ClusterRoleBinding"], by_kind["RoleBinding"]):
         assert binding["subjects"] == [
