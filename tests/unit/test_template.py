@@ -34,6 +34,7 @@ RULE_SAMPLES = {
     "ScheduledChangeRule": "scheduled-change.json",
     "AsgTerminationRule": "asg-termination.json",
     "CapacityReservationInterruptionRule": "capacity-reservation-interruption.json",
+    "RotationRule": "rotation/legacy-to-karpenter.json",
 }
 
 # Actions whose only valid Resource is "*" (no resource-level permissions).
@@ -475,3 +476,21 @@ def test_rbac_grants_exactly_what_lifeboat_uses() -> None:
         "Variables"
     ]["LIFEBOAT_LEASE_NAMESPACE"]
     assert lease_namespace == role["metadata"]["namespace"]
+
+
+@pytest.mark.parametrize("name", ["legacy-to-karpenter", "pause", "resume", "cancel"])
+def test_the_rotation_rule_takes_every_rotation_command(name: str) -> None:
+    assert _matches(_pattern("RotationRule"), _sample(f"rotation/{name}.json"))
+
+
+def test_the_rotation_rule_takes_exactly_the_commands_the_parser_knows() -> None:
+    """Lifeboat publishes what it did with source lifeboat too: only the commands may loop
+    back into the queue, and every command the parser reads must reach it."""
+    from lifeboat.rotation.request import DETAIL_TYPES, SOURCE
+
+    pattern = _pattern("RotationRule")
+    assert pattern["source"] == [SOURCE]
+    assert sorted(pattern["detail-type"]) == sorted(DETAIL_TYPES)
+    notification = copy.deepcopy(_sample("rotation/legacy-to-karpenter.json"))
+    notification["detail-type"] = "Lifeboat Action Taken"
+    assert not _matches(pattern, notification)
