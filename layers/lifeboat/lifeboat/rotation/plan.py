@@ -131,11 +131,19 @@ def start(rotation: Rotation, name: str, snapshot: Snapshot, now: datetime) -> A
 
 
 def decided(rotation: Rotation, name: str, outcome: Outcome, reason: str, now: datetime) -> Advance:
-    """What a waiting node's notice was decided: let go (ignored: an opted-out pool, patience
-    run out, ...) skips it; otherwise the reason is its latest word."""
+    """What a waiting node's notice was decided: acted on takes it out of service now (a node
+    group's drain, and its health gate's clock, start with that act; a Karpenter node's
+    replacement launches); let go (ignored: an opted-out pool, patience run out, ...) skips
+    it; deferred leaves it waiting, the reason its latest word."""
     node = rotation.node(name)
     if node.phase is not NodePhase.WAITING:
         return Advance(rotation)  # the cluster moved it on already
+    if outcome is Outcome.ACTED:
+        if node.nodeclaim is not None:
+            after = _to(node, NodePhase.REPLACING, now, reason)
+        else:
+            after = replace(_to(node, NodePhase.DRAINING, now, reason), gate_started=now)
+        return Advance(rotation.with_nodes([after]))
     if outcome is Outcome.IGNORED:
         after = _to(node, NodePhase.SKIPPED, now, reason)
         skipped = Change(NODE_SKIPPED, f"{name} skipped: {reason}", after, ok=False)
