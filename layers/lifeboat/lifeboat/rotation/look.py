@@ -19,6 +19,7 @@ deciding again from scratch is what every notice does, and every action is idemp
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -35,7 +36,8 @@ from lifeboat.settings import Settings
 from lifeboat.target import Target
 from lifeboat.wakeup import Task, Wakeup, WakeupSink
 
-STARTED = "started"  # the note of a node started whose notice was not decided yet
+# The note of a node started whose notice was not decided yet: "started by <look>".
+STARTED = "started by "
 
 HandleNotices = Callable[[list[Notice]], list[Report]]
 
@@ -57,6 +59,7 @@ class Context:
 def look(ctx: Context, name: str, request_id: str) -> list[Report]:
     """Look at rotation ``name`` (of request ``request_id``) once; its reports."""
     now = ctx.now
+    me = uuid.uuid4().hex[:12]  # this look: it hands over the nodes it started, not others'
     stored = store.load(ctx.kube, ctx.namespace, name)
     if stored is None or stored.rotation.request_id != request_id:
         why = f"rotation {name}: gone (deleted, or replaced by a newer request): nothing to do"
@@ -78,7 +81,7 @@ def look(ctx: Context, name: str, request_id: str) -> list[Report]:
                 rotation = started.rotation
                 if rotation.node(node_name).phase is NodePhase.WAITING:
                     rotation = rotation.with_nodes(
-                        [replace(rotation.node(node_name), note=STARTED)]
+                        [replace(rotation.node(node_name), note=STARTED + me)]
                     )
                 changes += started.changes
         finished = plan.finish_if_done(rotation, now)
@@ -89,14 +92,14 @@ def look(ctx: Context, name: str, request_id: str) -> list[Report]:
     assert stored is not None
     changes = list(first.changes)
     release(ctx, stored.rotation, first.release, why=f"rotation {name} {stored.rotation.phase}")
-    reports = _hand_over(ctx, stored.rotation)
+    reports = _hand_over(ctx, stored.rotation, me)
     acted = any(r.outcome is Outcome.ACTED for r in reports)
 
     def settle(current: store.Stored) -> tuple[Rotation | None, list[plan.Change]]:
         rotation, more = current.rotation, list[plan.Change]()
         for report in reports:
             node = _node_of(rotation, report.instance_id)
-            if node is not None and node.note == STARTED:
+            if node is not None and node.note.startswith(STARTED):
                 step = plan.decided(rotation, node.name, report.outcome, report.reason, now)
                 rotation, more = step.rotation, more + list(step.changes)
         due = plan.next_look(rotation, now)
@@ -209,9 +212,17 @@ def change_report(rotation: Rotation, change: plan.Change) -> Report:
     )
 
 
-def _hand_over(ctx: Context, rotation: Rotation) -> list[Report]:
-    """The started nodes' notices, through the pipeline."""
-    notices = [node_notice(rotation, n, ctx.now) for n in rotation.nodes if n.note == STARTED]
+def _hand_over(ctx: Context, rotation: Rotation, me: str) -> list[Report]:
+    """The notices of the nodes this look started, through the pipeline; and of nodes an
+    earlier look started but did not hand over (it died in between). A node a concurrent
+    look is starting right now is left to it."""
+    stale = ctx.now - plan.GATE_INTERVAL
+    notices = [
+        node_notice(rotation, node, ctx.now)
+        for node in rotation.nodes
+        if node.note == STARTED + me
+        or (node.note.startswith(STARTED) and node.since is not None and node.since <= stale)
+    ]
     if not notices or rotation.phase is not Phase.RUNNING:
         return []
     return ctx.handle(notices)
