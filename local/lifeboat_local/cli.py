@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import NoReturn
 
-from lifeboat_local import explain, replay, windows
+from lifeboat_local import explain, replay, rotate, status, windows
 from lifeboat_local.audit import command as audit
 from lifeboat_local.common import EXIT_USAGE, UsageError
 
@@ -23,6 +23,8 @@ COMMANDS: dict[str, ModuleType] = {
     "explain": explain,
     "windows": windows,
     "audit": audit,
+    "rotate": rotate,
+    "status": status,
 }
 
 
