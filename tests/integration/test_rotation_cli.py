@@ -8,52 +8,30 @@ import json
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from conftest import CliRun
 from kubeconfigs import write_kubeconfig
 from rotation_rig import EVENTS, LEGACY, ROTATION
 
 from kubemu import Emulator, load_cluster_file
-from lifeboat_local.cli import main
 
 CLUSTER = EVENTS / "cluster.yaml"
 AT = "2026-12-01T14:05:00Z"
 REQUEST = ROTATION / "legacy-to-karpenter.json"
 
 
-@dataclass
-class Run:
-    code: int
-    out: str
-    err: str
-
-
-@pytest.fixture
-def lifeboat(capsys: pytest.CaptureFixture[str]) -> Callable[..., Run]:
-    def run(*argv: str | Path) -> Run:
-        capsys.readouterr()
-        try:
-            code = main([str(a) for a in argv])
-        except SystemExit as exit_:  # argparse's usage errors
-            code = int(exit_.code or 0)
-        captured = capsys.readouterr()
-        return Run(code, captured.out, captured.err)
-
-    return run
-
-
 # -- replay and status -------------------------------------------------------------------------
 
 
 def test_replay_follows_the_sample_rotation_to_its_end(
-    lifeboat: Callable[..., Run], tmp_path: Path
+    cli: Callable[..., CliRun], tmp_path: Path
 ) -> None:
     state = tmp_path / "after.yaml"
-    run = lifeboat(
+    run = cli(
         "replay",
         REQUEST,
         "--cluster",
@@ -75,7 +53,7 @@ def test_replay_follows_the_sample_rotation_to_its_end(
     )
     assert records[-1]["at"] == "2026-12-01T14:09:00Z"
 
-    status = lifeboat("status", "--cluster", state)
+    status = cli("status", "--cluster", state)
     assert status.code == 0
     lines = status.out.splitlines()
     assert lines[0] == "rotation legacy-to-karpenter: completed (3 of 3 node(s) rotated)"
@@ -86,7 +64,7 @@ def test_replay_follows_the_sample_rotation_to_its_end(
     rows = [line.split() for line in lines if line.strip().startswith("ip-10-0-4-")]
     assert [(row[0], row[2]) for row in rows] == [(name, "done") for name in LEGACY]
 
-    as_json = lifeboat("status", "legacy-to-karpenter", "--cluster", state, "--json")
+    as_json = cli("status", "legacy-to-karpenter", "--cluster", state, "--json")
     [rotation] = json.loads(as_json.out)["rotations"]
     assert rotation["phase"] == "completed"
     assert [n["phase"] for n in rotation["nodes"]] == ["done"] * 3
@@ -94,16 +72,13 @@ def test_replay_follows_the_sample_rotation_to_its_end(
 
 
 def test_status_of_a_live_cluster_through_a_kubeconfig(
-    lifeboat: Callable[..., Run], tmp_path: Path
+    cli: Callable[..., CliRun], tmp_path: Path
 ) -> None:
     state = tmp_path / "running.yaml"
-    assert (
-        lifeboat("replay", REQUEST, "--cluster", CLUSTER, "--at", AT, "--state-out", state).code
-        == 0
-    )
+    assert cli("replay", REQUEST, "--cluster", CLUSTER, "--at", AT, "--state-out", state).code == 0
     with Emulator(load_cluster_file(state)) as emu:
         kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", emu.url)
-        run = lifeboat("status", "--kubeconfig", kubeconfig)
+        run = cli("status", "--kubeconfig", kubeconfig)
         assert run.code == 0, run.err
         assert run.out.startswith("rotation legacy-to-karpenter: running\n")
         assert "next look: 2026-12-01T14:05:30Z" in run.out
@@ -112,14 +87,14 @@ def test_status_of_a_live_cluster_through_a_kubeconfig(
 
 
 def test_status_names_what_it_cannot_find_or_read(
-    lifeboat: Callable[..., Run], tmp_path: Path
+    cli: Callable[..., CliRun], tmp_path: Path
 ) -> None:
-    empty = lifeboat("status", "--cluster", CLUSTER)
+    empty = cli("status", "--cluster", CLUSTER)
     assert (empty.code, empty.out) == (
         0,
         f"no rotation in namespace lifeboat of cluster file {CLUSTER}\n",
     )
-    missing = lifeboat("status", "nope", "--cluster", CLUSTER)
+    missing = cli("status", "nope", "--cluster", CLUSTER)
     assert missing.code == 1 and "no rotation nope in lifeboat" in missing.err
     broken = tmp_path / "broken.yaml"
     broken.write_text(
@@ -136,7 +111,7 @@ def test_status_names_what_it_cannot_find_or_read(
             }
         )
     )
-    run = lifeboat("status", "--cluster", broken)
+    run = cli("status", "--cluster", broken)
     assert run.code == 0
     assert (
         run.out
@@ -148,10 +123,10 @@ def test_status_names_what_it_cannot_find_or_read(
 
 
 def test_rotate_out_writes_an_event_replay_acts_on(
-    lifeboat: Callable[..., Run], tmp_path: Path
+    cli: Callable[..., CliRun], tmp_path: Path
 ) -> None:
     event = tmp_path / "rotation.json"
-    run = lifeboat(
+    run = cli(
         "rotate",
         "legacy-2",
         "--node-group",
@@ -177,7 +152,7 @@ def test_rotate_out_writes_an_event_replay_acts_on(
         "maxInFlight": 2,
         "healthGate": {"timeoutSeconds": 600},
     }
-    replayed = lifeboat("replay", event, "--cluster", CLUSTER, "--at", AT, "--json")
+    replayed = cli("replay", event, "--cluster", CLUSTER, "--at", AT, "--json")
     records = [json.loads(line) for line in replayed.out.splitlines()]
     assert [(r["outcome"], r["node"]) for r in records] == [
         ("acted", None),
@@ -207,16 +182,16 @@ def test_rotate_out_writes_an_event_replay_acts_on(
     ],
 )
 def test_rotate_refuses_what_the_lambda_would_reject_naming_the_flag(
-    lifeboat: Callable[..., Run], tmp_path: Path, args: list[str], message: str
+    cli: Callable[..., CliRun], tmp_path: Path, args: list[str], message: str
 ) -> None:
-    run = lifeboat("rotate", "legacy", *args, "--out", tmp_path / "x.json")
+    run = cli("rotate", "legacy", *args, "--out", tmp_path / "x.json")
     assert run.code == 1
     assert message in run.err
     assert not (tmp_path / "x.json").exists()
 
 
-def test_rotate_refuses_a_bad_name(lifeboat: Callable[..., Run], tmp_path: Path) -> None:
-    run = lifeboat("rotate", "Legacy_Nodes", "--node-group", "legacy", "--out", tmp_path / "x.json")
+def test_rotate_refuses_a_bad_name(cli: Callable[..., CliRun], tmp_path: Path) -> None:
+    run = cli("rotate", "Legacy_Nodes", "--node-group", "legacy", "--out", tmp_path / "x.json")
     assert run.code == 1 and "ROTATION: string should match pattern" in run.err
 
 

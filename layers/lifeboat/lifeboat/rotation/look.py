@@ -172,30 +172,21 @@ def record_changes(ctx: Context, rotation: Rotation, changes: Sequence[plan.Chan
     for change in changes:
         key = f"{rotation.request_id}|{change.reason}|{change.node.name if change.node else '-'}"
         message = f"rotation {rotation.spec.name}: {change.message}"
-        event = object_event(
-            holder,
-            namespace=ctx.namespace,
-            reason=change.reason,
-            message=message,
-            warning=change.warning,
-            key=key,
-            now=ctx.now,
-        )
-        record_event(ctx.kube, event)
-        if change.node is not None:
-            on_node = {"apiVersion": "v1", "kind": "Node", "name": change.node.name}
-            record_event(
-                ctx.kube,
-                object_event(
-                    on_node,
-                    namespace=EVENT_NAMESPACE,
-                    reason=change.reason,
-                    message=message,
-                    warning=change.warning,
-                    key=key,
-                    now=ctx.now,
-                ),
+        about: list[tuple[dict[str, str], str]] = [(holder, ctx.namespace)]
+        if change.node is not None:  # node Events live in "default", where describe looks
+            node = {"apiVersion": "v1", "kind": "Node", "name": change.node.name}
+            about.append((node, EVENT_NAMESPACE))
+        for involved, namespace in about:
+            event = object_event(
+                involved,
+                namespace=namespace,
+                reason=change.reason,
+                message=message,
+                warning=change.warning,
+                key=key,
+                now=ctx.now,
             )
+            record_event(ctx.kube, event)
 
 
 def change_report(rotation: Rotation, change: plan.Change) -> Report:
@@ -233,22 +224,19 @@ def _node_of(rotation: Rotation, instance_id: str | None) -> RotationNode | None
 
 
 def _waiting_report(rotation: Rotation) -> Report:
+    """The report of a look that changed nothing: still waiting (on what), or idle."""
     if rotation.phase.active and rotation.in_flight:
-        return Report(
-            rotation.request_id,
-            str(Kind.ROTATION),
-            Outcome.DEFERRED,
-            f"rotation {rotation.spec.name}: {plan.progress_text(rotation)}",
-            deferred_until=rotation.next_tick,
-            event_time=rotation.requested_at,
-        )
-    why = f"rotation {rotation.spec.name} {rotation.summary()}" + (
-        f" ({rotation.reason})" if rotation.reason else ""
-    )
+        outcome, until = Outcome.DEFERRED, rotation.next_tick
+        why = f"rotation {rotation.spec.name}: {plan.progress_text(rotation)}"
+    else:
+        outcome, until = Outcome.IGNORED, None
+        why = f"rotation {rotation.spec.name} {rotation.summary()}"
+        why += (f" ({rotation.reason})" if rotation.reason else "") + ": nothing to do"
     return Report(
         rotation.request_id,
         str(Kind.ROTATION),
-        Outcome.IGNORED,
-        f"{why}: nothing to do",
+        outcome,
+        why,
+        deferred_until=until,
         event_time=rotation.requested_at,
     )
