@@ -252,11 +252,14 @@ def test_do_not_disrupt_holds_the_node_and_the_rotation_behind_it() -> None:
 
 
 def pinned_to_first_node() -> list[dict[str, Any]]:
-    """shop/storefront's pods may only run on ip-10-0-4-21: evicted, they can run nowhere."""
+    """shop/storefront's pods need a node labelled disktype=ssd, and only ip-10-0-4-21 is:
+    evicted from it, they can run nowhere."""
     objects = sample_objects()
     for obj in objects:
         if obj["kind"] == "Pod" and obj["metadata"]["name"].startswith("storefront-"):
-            obj["spec"]["nodeSelector"] = {"kubernetes.io/hostname": LEGACY[0]}
+            obj["spec"]["nodeSelector"] = {"disktype": "ssd"}
+        if obj["kind"] == "Node" and obj["metadata"]["name"] == LEGACY[0]:
+            obj["metadata"]["labels"]["disktype"] = "ssd"
     return objects
 
 
@@ -287,6 +290,19 @@ def test_a_failed_health_gate_stops_the_rotation_touching_no_further_node() -> N
         assert any(
             p["metadata"]["name"].startswith("storefront-") for p in pods_on(r.emu, LEGACY[0])
         )
+
+        # The operator gives the storefront a node it may run on, and resumes: the failed
+        # node is taken up again (its drain, then its gate), then the rotation goes on.
+        ssd = r.node("ip-10-0-1-17.ec2.internal")
+        assert ssd is not None
+        ssd["metadata"]["labels"]["disktype"] = "ssd"
+        r.emu.put_object(ssd)
+        r.clock.now += minutes(30)
+        [resumed] = r.send(control("resume", "a1000000-0000-4000-8000-000000000009"))[:1]
+        assert resumed.outcome is Outcome.ACTED
+        r.follow()
+        assert r.rotation().phase is Phase.COMPLETED
+        assert [n.phase for n in r.rotation().nodes] == [NodePhase.DONE] * 3
 
 
 # -- pause, resume, cancel -------------------------------------------------------------------------

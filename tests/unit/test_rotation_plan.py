@@ -226,7 +226,29 @@ def test_pause_resume_and_cancel() -> None:
     assert cancelled.release == ("n-002",)
     phases = [n.phase for n in cancelled.rotation.nodes]
     assert phases == [NodePhase.DRAINING, NodePhase.RELEASED, NodePhase.RELEASED]
-    assert isinstance(plan.command(cancelled.rotation, Verb.RESUME, NOW), str)
+    refused = plan.command(cancelled.rotation, Verb.RESUME, NOW)
+    assert isinstance(refused, str) and refused.startswith("it is cancelled")
+
+
+def test_resuming_a_failed_rotation_restarts_its_gates_and_its_let_go_nodes() -> None:
+    """The operator fixed what kept the pods from running: the failed node is taken up again
+    first (its drain and its gate), the nodes let go wait for their turn again."""
+    r = rotation(
+        node("n-001", NodePhase.RESCHEDULING, gate_started=NOW - TIMEOUT, workloads=(WEB,)),
+        node("n-002"),
+    )
+    failed = plan.advance(r, {"n-001": out(web=1)}, NOW).rotation
+    assert failed.phase is Phase.FAILED
+    later = NOW + timedelta(hours=1)
+    resumed = plan.command(failed, Verb.RESUME, later)
+    assert isinstance(resumed, plan.Advance)
+    after = resumed.rotation
+    assert after.phase is Phase.RUNNING
+    assert [n.phase for n in after.nodes] == [NodePhase.PENDING] * 2
+    assert plan.candidates(after) == ["n-001"]  # the failed node first, taken up again
+    # Started again, it keeps the workloads its gate waits for (its pods are gone now).
+    again = plan.start(after, "n-001", Snapshot(True, None, (DB,)), later).rotation
+    assert again.node("n-001").workloads == (WEB, DB)
 
 
 def test_a_cancelled_rotation_still_watches_its_node_out_of_service() -> None:

@@ -25,7 +25,7 @@ class Phase(StrEnum):
     RUNNING = "running"
     PAUSED = "paused"  # no node is started; nodes already out of service finish
     CANCELLED = "cancelled"
-    FAILED = "failed"  # a health gate failed: stopped, touching no further node
+    FAILED = "failed"  # a health gate failed: stopped, touching no further node until resumed
     COMPLETED = "completed"
 
     @property

@@ -12,7 +12,7 @@ What is decided here and nowhere else:
 - the **health gate**: a drained node is done when every workload that had pods on it has
   as many pods Ready elsewhere as it had Ready before; if that takes longer than the
   request's timeout, counted from the start of the drain, the rotation stops (``failed``)
-  and touches no further node;
+  and touches no further node, until it is resumed (the failed gates start again);
 - which pending nodes start: only while ``running``, oldest first, up to ``maxInFlight``
   nodes in flight (waiting ones included);
 - when to look again.
@@ -119,10 +119,12 @@ def start(rotation: Rotation, name: str, snapshot: Snapshot, now: datetime) -> A
     elif snapshot.going is not None:
         after = _to(node, NodePhase.SKIPPED, now, f"already going: {snapshot.going}")
     else:
+        # A node taken up again keeps what it had (its evicted pods are gone from it now).
+        known = {w.uid for w in node.workloads}
         after = replace(
             _to(node, NodePhase.WAITING, now, "started"),
-            workloads=snapshot.workloads,
-            unmanaged=snapshot.unmanaged,
+            workloads=node.workloads + tuple(w for w in snapshot.workloads if w.uid not in known),
+            unmanaged=tuple(dict.fromkeys(node.unmanaged + snapshot.unmanaged)),
         )
     change = None
     if after.phase is NodePhase.SKIPPED:
@@ -168,7 +170,7 @@ def command(rotation: Rotation, verb: Verb, now: datetime) -> Advance | str:
     """Pause, resume or cancel ``rotation``; a string says why the command changes nothing."""
     allowed = {
         Verb.PAUSE: ({Phase.RUNNING}, Phase.PAUSED),
-        Verb.RESUME: ({Phase.PAUSED}, Phase.RUNNING),
+        Verb.RESUME: ({Phase.PAUSED, Phase.FAILED}, Phase.RUNNING),
         Verb.CANCEL: ({Phase.RUNNING, Phase.PAUSED}, Phase.CANCELLED),
     }
     if verb not in allowed:
@@ -176,6 +178,8 @@ def command(rotation: Rotation, verb: Verb, now: datetime) -> Advance | str:
     sources, target = allowed[verb]
     if rotation.phase not in sources:
         return f"it is {rotation.phase}" + (f" ({rotation.reason})" if rotation.reason else "")
+    if rotation.phase is Phase.FAILED:
+        rotation = _retry_failed(rotation, now)
     changed = replace(rotation, phase=target, reason=f"{verb} requested at {format_instant(now)}")
     changed, released = _release_if_stopped(changed, now)
     what = {
@@ -288,6 +292,18 @@ def _health_gate(
     what = "draining" if left else "rescheduling"
     note = f"{what}: " + "; ".join(missing) + f"; health gate until {format_instant(deadline)}"
     return replace(node, note=note), None
+
+
+def _retry_failed(rotation: Rotation, now: datetime) -> Rotation:
+    """Resuming a failed rotation (the operator fixed what kept the pods from running): its
+    failed and let-go nodes wait for their turn again, the failed ones first (they were
+    started first) and with the workloads they had, so their drain is taken up again and
+    their health gate waits for what it waited for, from now."""
+    again = [
+        _to(node, NodePhase.PENDING, now, "to be taken up again")
+        for node in rotation.in_phase(NodePhase.FAILED, NodePhase.RELEASED)
+    ]
+    return rotation.with_nodes(again)
 
 
 def _release_if_stopped(rotation: Rotation, now: datetime) -> tuple[Rotation, tuple[str, ...]]:
