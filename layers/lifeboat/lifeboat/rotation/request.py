@@ -131,7 +131,12 @@ class RotationCommand:
 
 def is_rotation_event(message: Mapping[str, Any]) -> bool:
     """Whether ``message`` is one of the rotation events (checked before AWS's parsers)."""
-    return message.get("source") == SOURCE and message.get("detail-type") in DETAIL_TYPES
+    detail_type = message.get("detail-type")
+    return (
+        message.get("source") == SOURCE
+        and isinstance(detail_type, str)
+        and (detail_type in DETAIL_TYPES)
+    )
 
 
 def parse_command(message: Mapping[str, Any]) -> RotationCommand:
