@@ -331,6 +331,27 @@ def test_pause_lets_the_node_in_flight_finish_and_starts_no_other_until_resumed(
         assert r.rotation().phase is Phase.COMPLETED
 
 
+def test_a_paused_rotation_holds_its_waiting_node_even_when_it_could_go() -> None:
+    with rig(with_do_not_disrupt("storefront-7b9c6d5f4-k2v8n")) as r:
+        r.send(request())
+        r.clock.now += minutes(1)
+        r.send(control("pause", "a1000000-0000-4000-8000-000000000006"))
+        pod = r.emu.get_object("Pod", "storefront-7b9c6d5f4-k2v8n", "shop")
+        assert pod is not None
+        del pod["metadata"]["annotations"][nodes.DO_NOT_DISRUPT]
+        r.emu.put_object(pod)  # nothing holds the node any more but the pause
+        r.follow(until=START + minutes(30))
+        assert r.marked(LEGACY[0]) and not r.out_of_service(LEGACY[0])
+        held = [rep for _, rep in r.log if rep.wakeup == str(Task.DECIDE)]
+        assert held and all(rep.outcome is Outcome.DEFERRED for rep in held)
+        assert "is paused: the node waits for it to resume" in held[-1].reason
+        r.send(control("resume", "a1000000-0000-4000-8000-000000000007"))
+        r.follow()
+        assert r.rotation().phase is Phase.COMPLETED
+        acted = [t for t, rep in r.log if rep.node == LEGACY[0] and rep.outcome is Outcome.ACTED]
+        assert START + minutes(30) < acted[0] <= START + minutes(35)
+
+
 def test_cancel_lets_a_waiting_node_go_and_never_starts_the_others() -> None:
     with rig(with_do_not_disrupt("storefront-7b9c6d5f4-k2v8n")) as r:
         r.send(request())

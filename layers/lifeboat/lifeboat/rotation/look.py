@@ -53,7 +53,6 @@ class Context:
     handle: HandleNotices
     wakeups: WakeupSink | None
     cluster: str | None
-    describe: observe.Describe
 
 
 def look(ctx: Context, name: str, request_id: str) -> list[Report]:
@@ -89,7 +88,6 @@ def look(ctx: Context, name: str, request_id: str) -> list[Report]:
         return done, plan.Advance(done, (*changes, *finished.changes), step.release)
 
     stored, first = store.update(ctx.kube, ctx.namespace, name, progress)
-    assert stored is not None
     changes = list(first.changes)
     release(ctx, stored.rotation, first.release, why=f"rotation {name} {stored.rotation.phase}")
     reports = _hand_over(ctx, stored.rotation, me)
@@ -111,7 +109,6 @@ def look(ctx: Context, name: str, request_id: str) -> list[Report]:
         return store.stamped(rotation, now), more
 
     stored, settled = store.update(ctx.kube, ctx.namespace, name, settle)
-    assert stored is not None
     changes += settled
     record_changes(ctx, stored.rotation, changes)
     own = [change_report(stored.rotation, change) for change in changes]

@@ -89,17 +89,16 @@ class RotationRunner:
     def handle(self, item: RotationCommand | Wakeup) -> list[Report]:
         if isinstance(item, RotationCommand):
             return self._command(item)
-        task = str(item.task)
-        if item.task is Task.ROTATE:
-            reports = self._guarded(
-                item.notice.detail,
-                item.notice.event_id,
-                lambda ctx: look(ctx, item.notice.detail, item.notice.event_id),
-                item.cluster,
-            )
-        else:
-            reports = [self._node_wakeup(item)]
-        return [replace(report, wakeup=task) for report in reports]
+        reports = self._look(item) if item.task is Task.ROTATE else [self._node_wakeup(item)]
+        return [replace(report, wakeup=str(item.task)) for report in reports]
+
+    def _look(self, wakeup: Wakeup) -> list[Report]:
+        name, request_id = wakeup.notice.detail, wakeup.notice.event_id
+        try:
+            return look(self._context(wakeup.cluster), name, request_id)
+        except StateError as error:
+            why = f"rotation {name}: state unreadable: {error}; fix or delete its ConfigMap"
+            return [Report(request_id, str(Kind.ROTATION), Outcome.IGNORED, why)]
 
     # -- commands ------------------------------------------------------------------------------
 
@@ -204,7 +203,6 @@ class RotationRunner:
             return store.stamped(result.rotation, ctx.now), result
 
         stored, result = store.update(ctx.kube, ctx.namespace, name, apply)
-        assert stored is not None
         if isinstance(result, str):
             why = f"rotation {name}: {command.verb} changes nothing: {result}"
             return [_report(command, Outcome.IGNORED, why)]
@@ -243,8 +241,9 @@ class RotationRunner:
         if phase is Phase.RUNNING:
             assert rotation is not None
             return self._decide_node(ctx, rotation, wakeup)
-        if phase is Phase.PAUSED and self._wakeups is not None:
-            self._wakeups.schedule(wakeup.again(ctx.now + plan.WAITING_INTERVAL))
+        if phase is Phase.PAUSED:
+            if ctx.wakeups is not None:
+                ctx.wakeups.schedule(wakeup.again(ctx.now + plan.WAITING_INTERVAL))
             why = f"rotation {notice.detail} is paused: the node waits for it to resume"
             return Report.for_notice(
                 notice, Outcome.DEFERRED, why, deferred_until=ctx.now + plan.WAITING_INTERVAL
@@ -259,9 +258,15 @@ class RotationRunner:
     def _decide_node(self, ctx: Context, rotation: Rotation, wakeup: Wakeup) -> Report:
         """A waiting node's deferred decision, taken again; the rotation hears the outcome:
         acted on (a look at once), let go (the node is skipped) or deferred again (why)."""
+        notice = wakeup.notice
+        node = next((n for n in rotation.nodes if n.instance_id == notice.instance_id), None)
+        if node is None or node.phase is not NodePhase.WAITING:
+            # Moved on (acted on already, skipped, let go): nothing is left to decide.
+            where = f"is {node.phase}" if node else "is not"
+            why = f"rotation {notice.detail}: the node {where} in it: nothing to decide"
+            return Report.for_notice(notice, Outcome.IGNORED, why)
         report = self._nodes.wake(wakeup)
-        node = next((n for n in rotation.nodes if n.instance_id == wakeup.notice.instance_id), None)
-        if node is None or node.phase is not NodePhase.WAITING or self._settings.dry_run:
+        if self._settings.dry_run:
             return report
 
         def note(current: store.Stored) -> tuple[Rotation | None, plan.Advance]:
@@ -272,26 +277,12 @@ class RotationRunner:
             stored, step = store.update(ctx.kube, ctx.namespace, rotation.spec.name, note)
         except StateError:
             return report  # deleted meanwhile: nothing left to tell
-        assert stored is not None
         record_changes(ctx, stored.rotation, step.changes)
         if report.outcome is not Outcome.DEFERRED:
             schedule_look(ctx, stored.rotation, ctx.now)  # the node moved: look now
         return report
 
     # -- shared --------------------------------------------------------------------------------
-
-    def _guarded(
-        self,
-        name: str,
-        request_id: str,
-        run: Callable[[Context], list[Report]],
-        cluster: str | None,
-    ) -> list[Report]:
-        try:
-            return run(self._context(cluster))
-        except StateError as error:
-            why = f"rotation {name}: state unreadable: {error}; fix or delete its ConfigMap"
-            return [Report(request_id, str(Kind.ROTATION), Outcome.IGNORED, why)]
 
     def _context(self, cluster: str | None) -> Context:
         return Context(
@@ -302,7 +293,6 @@ class RotationRunner:
             handle=self._nodes.decide,
             wakeups=None if self._settings.dry_run else self._wakeups,
             cluster=cluster,
-            describe=self._describe,
         )
 
 

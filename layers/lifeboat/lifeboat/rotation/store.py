@@ -91,7 +91,7 @@ def update(
     namespace: str,
     name: str,
     change: Callable[[Stored], tuple[Rotation | None, T]],
-) -> tuple[Stored | None, T]:
+) -> tuple[Stored, T]:
     """Read-modify-write with retries: ``change`` gets the rotation as read (it may read the
     cluster too) and returns the new rotation (None: nothing to write) and a result. When
     another writer got in between, everything is read and decided again."""
