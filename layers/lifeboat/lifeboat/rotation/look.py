@@ -56,16 +56,17 @@ class Context:
 
 
 def look(ctx: Context, name: str, request_id: str) -> list[Report]:
-    """Look at rotation ``name`` (of request ``request_id``) once; its reports."""
+    """Look at rotation ``name`` (of request ``request_id``) once; its reports.
+
+    One read and at most one write of the state when no node is started; a second write
+    records what the pipeline decided about the nodes this look started."""
     now = ctx.now
     me = uuid.uuid4().hex[:12]  # this look: it hands over the nodes it started, not others'
-    stored = store.load(ctx.kube, ctx.namespace, name)
-    if stored is None or stored.rotation.request_id != request_id:
-        why = f"rotation {name}: gone (deleted, or replaced by a newer request): nothing to do"
-        return [Report(request_id, str(Kind.ROTATION), Outcome.IGNORED, why)]
 
-    def progress(current: store.Stored) -> tuple[Rotation | None, plan.Advance]:
+    def progress(current: store.Stored) -> tuple[Rotation | None, plan.Advance | None]:
         rotation = current.rotation
+        if rotation.request_id != request_id:
+            return None, None
         step = plan.advance(
             rotation, {n.name: observe.view(ctx.kube, n) for n in rotation.in_flight}, now
         )
@@ -84,37 +85,59 @@ def look(ctx: Context, name: str, request_id: str) -> list[Report]:
                     )
                 changes += started.changes
         finished = plan.finish_if_done(rotation, now)
-        done = store.stamped(finished.rotation, now)
-        return done, plan.Advance(done, (*changes, *finished.changes), step.release)
+        rotation = finished.rotation
+        if not _to_hand_over(rotation, me, now):  # nothing for the pipeline: schedule now
+            rotation = _schedule_next(ctx, rotation, current.rotation.next_tick, acted=False)
+        step = plan.Advance(rotation, (*changes, *finished.changes), step.release)
+        if rotation == current.rotation:
+            return None, step  # nothing changed: no write
+        return store.stamped(rotation, now), step
 
-    stored, first = store.update(ctx.kube, ctx.namespace, name, progress)
+    try:
+        stored, first = store.update(ctx.kube, ctx.namespace, name, progress)
+    except store.Gone:
+        first = None
+    if first is None:
+        why = f"rotation {name}: gone (deleted, or replaced by a newer request): nothing to do"
+        return [Report(request_id, str(Kind.ROTATION), Outcome.IGNORED, why)]
     changes = list(first.changes)
     release(ctx, stored.rotation, first.release, why=f"rotation {name} {stored.rotation.phase}")
     reports = _hand_over(ctx, stored.rotation, me)
-    acted = any(r.outcome is Outcome.ACTED for r in reports)
+    if reports:
+        acted = any(r.outcome is Outcome.ACTED for r in reports)
 
-    def settle(current: store.Stored) -> tuple[Rotation | None, list[plan.Change]]:
-        rotation, more = current.rotation, list[plan.Change]()
-        for report in reports:
-            node = _node_of(rotation, report.instance_id)
-            if node is not None and node.note.startswith(STARTED):
-                step = plan.decided(rotation, node.name, report.outcome, report.reason, now)
-                rotation, more = step.rotation, more + list(step.changes)
-        due = plan.next_look(rotation, now)
-        if acted and rotation.phase.active:
-            due = min(due or now + plan.GATE_INTERVAL, now + plan.GATE_INTERVAL)
-        if plan.needs_scheduling(current.rotation.next_tick, due, now) and due is not None:
-            schedule_look(ctx, rotation, due)
-            rotation = replace(rotation, next_tick=due)
-        return store.stamped(rotation, now), more
+        def settle(current: store.Stored) -> tuple[Rotation | None, list[plan.Change]]:
+            rotation, more = current.rotation, list[plan.Change]()
+            for report in reports:
+                node = _node_of(rotation, report.instance_id)
+                if node is not None and node.note.startswith(STARTED):
+                    step = plan.decided(rotation, node.name, report.outcome, report.reason, now)
+                    rotation, more = step.rotation, more + list(step.changes)
+            rotation = _schedule_next(ctx, rotation, current.rotation.next_tick, acted=acted)
+            return store.stamped(rotation, now), more
 
-    stored, settled = store.update(ctx.kube, ctx.namespace, name, settle)
-    changes += settled
+        stored, settled = store.update(ctx.kube, ctx.namespace, name, settle)
+        changes += settled
     record_changes(ctx, stored.rotation, changes)
     own = [change_report(stored.rotation, change) for change in changes]
     if not own and not reports:
         own = [_waiting_report(stored.rotation)]
     return own + reports
+
+
+def _schedule_next(
+    ctx: Context, rotation: Rotation, planned: datetime | None, *, acted: bool
+) -> Rotation:
+    """Schedule the next look unless one already planned will do (``plan.needs_scheduling``).
+    A node just acted on is looked at soon, whatever it waited for before."""
+    now = ctx.now
+    due = plan.next_look(rotation, now)
+    if acted and rotation.phase.active:
+        due = min(due or now + plan.GATE_INTERVAL, now + plan.GATE_INTERVAL)
+    if due is None or not plan.needs_scheduling(planned, due, now):
+        return rotation
+    schedule_look(ctx, rotation, due)  # the same due on a retried write: the same schedule
+    return replace(rotation, next_tick=due)
 
 
 def schedule_look(ctx: Context, rotation: Rotation, due: datetime) -> None:
@@ -200,20 +223,26 @@ def change_report(rotation: Rotation, change: plan.Change) -> Report:
     )
 
 
-def _hand_over(ctx: Context, rotation: Rotation, me: str) -> list[Report]:
-    """The notices of the nodes this look started, through the pipeline; and of nodes an
-    earlier look started but did not hand over (it died in between). A node a concurrent
-    look is starting right now is left to it."""
-    stale = ctx.now - plan.GATE_INTERVAL
-    notices = [
-        node_notice(rotation, node, ctx.now)
+def _to_hand_over(rotation: Rotation, me: str, now: datetime) -> list[RotationNode]:
+    """The nodes this look started, and those an earlier look started but did not hand
+    over (it died in between). A node a concurrent look is starting now is left to it."""
+    if rotation.phase is not Phase.RUNNING:
+        return []
+    stale = now - plan.GATE_INTERVAL
+    return [
+        node
         for node in rotation.nodes
         if node.note == STARTED + me
         or (node.note.startswith(STARTED) and node.since is not None and node.since <= stale)
     ]
-    if not notices or rotation.phase is not Phase.RUNNING:
+
+
+def _hand_over(ctx: Context, rotation: Rotation, me: str) -> list[Report]:
+    """Their notices, through the pipeline."""
+    nodes = _to_hand_over(rotation, me, ctx.now)
+    if not nodes:
         return []
-    return ctx.handle(notices)
+    return ctx.handle([node_notice(rotation, node, ctx.now) for node in nodes])
 
 
 def _node_of(rotation: Rotation, instance_id: str | None) -> RotationNode | None:

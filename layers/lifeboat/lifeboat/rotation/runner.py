@@ -275,7 +275,7 @@ class RotationRunner:
 
         try:
             stored, step = store.update(ctx.kube, ctx.namespace, rotation.spec.name, note)
-        except StateError:
+        except store.Gone:
             return report  # deleted meanwhile: nothing left to tell
         record_changes(ctx, stored.rotation, step.changes)
         if report.outcome is not Outcome.DEFERRED:

@@ -39,6 +39,10 @@ WRITE_ATTEMPTS = 5
 T = TypeVar("T")
 
 
+class Gone(LookupError):
+    """The rotation's ConfigMap is not there (deleted by an operator, or never created)."""
+
+
 def configmap_name(rotation: str) -> str:
     return f"{PREFIX}{rotation}"
 
@@ -98,7 +102,7 @@ def update(
     for _ in range(WRITE_ATTEMPTS):
         stored = load(kube, namespace, name)
         if stored is None:
-            raise StateError(f"rotation {name} is gone")
+            raise Gone(f"rotation {name} is gone")
         rotation, result = change(stored)
         if rotation is None:
             return stored, result
