@@ -3,7 +3,8 @@ sink. The builders and doubles behind them are in ``tests.support``."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import boto3
@@ -69,3 +70,28 @@ def lambda_context() -> LambdaContext:
 @pytest.fixture
 def metrics() -> RecordingMetrics:
     return RecordingMetrics()
+
+
+@dataclass
+class CliRun:
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliRun]:
+    """Runs ``lifeboat`` through ``lifeboat_local.cli.main`` and captures what it prints
+    (the commands write to the ``sys.stdout`` of call time, which the capture replaced)."""
+    from lifeboat_local.cli import main
+
+    def run(*argv: str | Path) -> CliRun:
+        capsys.readouterr()
+        try:
+            code = main([str(a) for a in argv])
+        except SystemExit as exit_:  # argparse's usage errors
+            code = int(exit_.code or 0)
+        captured = capsys.readouterr()
+        return CliRun(code, captured.out, captured.err)
+
+    return run

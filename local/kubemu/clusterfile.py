@@ -31,6 +31,7 @@ SUPPORTED_KINDS = (
     "NodePool",
     "NodeClaim",
     "Lease",
+    "ConfigMap",
     "Event",
     "Namespace",
     "DaemonSet",
@@ -51,6 +52,7 @@ _DUMP_ORDER = (
     "Pod",
     "PodDisruptionBudget",
     "Lease",
+    "ConfigMap",
     "Event",
 )
 

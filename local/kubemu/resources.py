@@ -104,6 +104,7 @@ EVENTS = _builtin(
 )
 PDBS = _builtin("policy", "poddisruptionbudgets", "PodDisruptionBudget", True, True)
 LEASES = _builtin("coordination.k8s.io", "leases", "Lease", True, False)
+CONFIGMAPS = _builtin("", "configmaps", "ConfigMap", True, False)
 EVENTS_V1 = _builtin("events.k8s.io", "events", "Event", True, False)
 NODEPOOLS = _karpenter("nodepools", "NodePool")
 NODECLAIMS = _karpenter("nodeclaims", "NodeClaim")
@@ -121,6 +122,7 @@ ALL_RESOURCES: tuple[ResourceType, ...] = (
     PODS,
     PDBS,
     LEASES,
+    CONFIGMAPS,
     EVENTS,
     EVENTS_V1,
     DAEMONSETS,

@@ -2,7 +2,9 @@
 
 Replay has no AWS account: DescribeInstances is simulated from what the cluster objects
 say (a Node's ``spec.providerID`` and labels, a NodeClaim's ``status.providerID``), which is
-what EC2's private DNS name and Karpenter's instance tags tell in a real account.
+what EC2's private DNS name and Karpenter's instance tags tell in a real account. The AMI
+comes from the label EKS puts on a managed node group's nodes, or the NodeClaim's
+``status.imageID``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ from lifeboat.instances import (
     instance_id_from_provider_id,
     zone_from_provider_id,
 )
+
+# EKS labels every node of a managed node group with the AMI it runs.
+NODEGROUP_IMAGE_LABEL = "eks.amazonaws.com/nodegroup-image"
 
 
 def directory_from_objects(
@@ -56,6 +61,8 @@ def directory_from_objects(
             zone=node_labels.get(nodes.ZONE_LABEL) or zone_from_provider_id(provider),
             instance_type=node_labels.get(nodes.INSTANCE_TYPE_LABEL),
             tags=tags,
+            image_id=node_labels.get(NODEGROUP_IMAGE_LABEL)
+            or (claim or {}).get("status", {}).get("imageID"),
         )
     for instance, claim in claims_by_instance.items():
         if instance not in infos:
@@ -66,5 +73,6 @@ def directory_from_objects(
                 nodepool=nodes.labels_of(claim).get(nodes.NODEPOOL_LABEL),
                 cluster=cluster,
                 tags=tags,
+                image_id=claim.get("status", {}).get("imageID"),
             )
     return StaticInstanceDirectory(infos.values())

@@ -37,6 +37,7 @@ from lifeboat_local.directory import directory_from_objects
 from lifeboat_local.harness import RecordedLifecycle, SimulatedClock, local_pipeline
 from lifeboat_local.karpenter_sim import KarpenterSimulation, SimStep
 from lifeboat_local.serve import add_serve_flags, serve
+from lifeboat_local.sim_pods import PodSimulation
 from lifeboat_local.source import live_directory, open_cluster
 from lifeboat_local.timeline import WIDTH, Timeline
 
@@ -181,6 +182,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     with replay_target(args) as (emulator, kube, directory, tool):
         tool.announce()
         pipeline = local_pipeline(kube, directory, tool.settings, clock, wakeups)
+        # The workloads as they are before any event: what their controllers keep running.
+        pods = PodSimulation(emulator, clock.now) if emulator is not None else None
         for file in files:
             for index, result in enumerate(pipeline.process(file.bodies)):
                 output.result(result, clock.now, file.origin(index), file.where(index))
@@ -195,7 +198,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             clock.now = max(clock.now, due)
             if emulator is not None:
                 emulator.clock.set(clock.now)
-            for step in karpenter.advance(clock.now) if karpenter is not None else ():
+            steps = list(karpenter.advance(clock.now)) if karpenter is not None else []
+            # After Karpenter: the pods of the nodes it removed come back elsewhere.
+            steps += pods.advance(clock.now) if pods is not None else []
+            for step in sorted(steps, key=lambda step: step.at):
                 output.step(step)
             batch = [encode(w) for w in wakeups.pop_due(clock.now)]
             for result in pipeline.process(batch):

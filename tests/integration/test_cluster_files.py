@@ -41,11 +41,11 @@ def sample_items() -> list[dict[str, Any]]:
 
 
 def kubectl_objects() -> list[dict[str, Any]]:
-    """A ConfigMap and a Service as the stock kubectl prints them (client-side dry run)."""
+    """A Secret and a Service as the stock kubectl prints them (client-side dry run)."""
     if KUBECTL is None:
         pytest.skip("kubectl is not installed")
     commands = [
-        ["create", "configmap", "app-config", "--from-literal=mode=prod"],
+        ["create", "secret", "generic", "app-config", "--from-literal=mode=prod"],
         ["create", "service", "clusterip", "web", "--tcp=80:8080"],
     ]
     return [
@@ -80,7 +80,7 @@ def test_other_kinds_in_a_kubectl_list_are_skipped_and_counted(
     assert out
     assert err.splitlines() == [
         f"lifeboat: --cluster {cluster}: skipped 3 object(s) Lifeboat does not read: "
-        "1 ConfigMap, 1 EC2NodeClass (karpenter.k8s.aws/v1), 1 Service"
+        "1 EC2NodeClass (karpenter.k8s.aws/v1), 1 Secret, 1 Service"
     ]
 
 

@@ -36,6 +36,7 @@ from lifeboat.settings import Settings
 from lifeboat.wakeup import MemoryWakeups, Task, encode
 from lifeboat_local.directory import directory_from_objects
 from lifeboat_local.replay import RecordedLifecycle, SimulatedClock
+from lifeboat_local.sim_pods import PodSimulation
 from tests.support.paths import EVENTS, ROOT
 
 START = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
@@ -102,9 +103,11 @@ def load_rbac() -> Rbac:
 
 
 def all_sample_bodies() -> list[str]:
-    """Every sample: the EventBridge ones and the raw lifecycle-hook messages."""
+    """Every sample: the EventBridge ones, the raw lifecycle-hook messages, and the request to
+    rotate the legacy node group (its state lives in a ConfigMap)."""
     paths = sorted(EVENTS.glob("*.json")) + sorted((EVENTS / "raw").glob("*.json"))
-    assert len(paths) >= 8
+    paths.append(EVENTS / "rotation" / "legacy-to-karpenter.json")
+    assert len(paths) >= 9
     return [path.read_text() for path in paths]
 
 
@@ -147,6 +150,7 @@ def run() -> Iterator[Run]:
     errors: list[BaseException] = []
     with Emulator(objects) as emu:
         emu.enforce_rbac(rbac.cluster_rules + rbac.role_rules)
+        pods = PodSimulation(emu, START)  # the rotation's evicted pods come back elsewhere
         pipeline = Pipeline(
             clusters=OneCluster(KubeApi(emu.api_client(), RetryPolicy(attempts=2))),
             directory=directory_from_objects(objects),
@@ -173,6 +177,7 @@ def run() -> Iterator[Run]:
             batch = wakeups.pop_due(clock.now)
             process([encode(w) for w in batch], [str(w.task) for w in batch])
             play_karpenter(emu)
+            pods.advance(clock.now)
             clock.now += timedelta(seconds=1)
         else:
             pytest.fail(f"wake-ups still pending after {MAX_ROUNDS} rounds: {wakeups.pending}")
@@ -189,8 +194,12 @@ def test_the_run_took_every_path_rbac_must_cover(run: Run) -> None:
     assert (str(Task.DECIDE), Outcome.ACTED) in seen  # a deferred notice acted on later
     assert (str(Task.FINISH_REPLACEMENT), Outcome.DEFERRED) in seen  # waited for Ready
     assert (str(Task.FINISH_REPLACEMENT), Outcome.ACTED) in seen  # old claim deleted
+    assert ("rotation", Outcome.ACTED) in seen  # a rotation requested, its nodes drained
+    assert (str(Task.ROTATE), Outcome.DEFERRED) in seen  # a look waiting on a health gate
+    assert (str(Task.ROTATE), Outcome.ACTED) in seen  # a health gate passed, a node started
     verbs = {(resource, verb) for _, resource, verb in run.emulator.seen_permissions}
     assert {("leases", "create"), ("leases", "update"), ("pods/eviction", "create")} <= verbs
+    assert {("configmaps", "create"), ("configmaps", "update")} <= verbs
 
 
 def test_no_request_was_forbidden(run: Run) -> None:
@@ -214,21 +223,34 @@ def test_leases_are_only_touched_in_the_roles_namespace(run: Run) -> None:
     assert lease_namespaces == {rbac.lease_namespace}
 
 
-def test_node_events_are_only_created_in_namespace_default(run: Run) -> None:
+def test_events_are_only_created_in_default_and_lifeboats_namespace(run: Run) -> None:
     """Regression (least privilege): `events: create` was a ClusterRole rule, so the
     function could write Events into every namespace. Node Events go to "default" (where
-    `kubectl describe node` shows them, recorder.EVENT_NAMESPACE); only a Role there grants
-    it, and a request for Events anywhere else would be refused."""
+    `kubectl describe node` shows them, recorder.EVENT_NAMESPACE) and a rotation's Events
+    to its ConfigMap's namespace, Lifeboat's own; only Roles there grant it, and a request
+    for Events anywhere else would be refused."""
     rbac = load_rbac()
     event_namespaces = {
         namespace
         for verb, group, resource, namespace, _ in run.emulator.request_log
         if (group, resource, verb) == ("", "events", "create")
     }
-    assert event_namespaces == {"default"}
+    assert event_namespaces == {"default", rbac.lease_namespace}
     assert rbac.allows("create", "", "events", "default", "")
+    assert rbac.allows("create", "", "events", "lifeboat", "")
     assert not rbac.allows("create", "", "events", "kube-system", "")
-    assert not rbac.allows("create", "", "events", "lifeboat", "")
+    assert not rbac.allows("create", "", "events", "shop", "")
+
+
+def test_configmaps_are_only_touched_in_the_roles_namespace(run: Run) -> None:
+    """A rotation's state: the Role grants ConfigMaps in Lifeboat's namespace, no other."""
+    rbac = load_rbac()
+    namespaces = {
+        namespace
+        for _, group, resource, namespace, _ in run.emulator.request_log
+        if (group, resource) == ("", "configmaps")
+    }
+    assert namespaces == {rbac.lease_namespace}
 
 
 def test_every_permission_used_is_granted(run: Run) -> None:

@@ -378,6 +378,6 @@ def test_the_settings_say_what_lifeboat_does_in_the_windows() -> None:
     assert status == 0
     assert (
         "Lifeboat's voluntary work waits for these windows (rebalance-recommendation: cordon, "
-        "scheduled-change: replace); scheduled maintenance goes ahead regardless 1h0m0s "
-        "before its start."
+        "scheduled-change: replace, rotation: replace); scheduled maintenance goes ahead "
+        "regardless 1h0m0s before its start."
     ) in text

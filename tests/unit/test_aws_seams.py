@@ -403,6 +403,7 @@ def test_directory_describes_a_batch_in_one_call_and_skips_unknown_ids(aws: None
     assert info.node_name == launched["PrivateDnsName"] and info.node_name
     assert (info.cluster, info.nodeclaim, info.nodepool) == ("prod", "general-7xkqz", "general")
     assert (info.zone, info.instance_type) == ("us-east-1b", "m5.large")
+    assert info.image_id == image  # what a rotation selecting nodes by AMI compares
     assert info.tags == tags
     assert info.auto_scaling_group is None
     staging = found[other["InstanceId"]]

@@ -94,3 +94,11 @@ def test_prefer_no_schedule_is_refused_as_the_taint_effect() -> None:
     # It is the mark of a node that only waits; an acted-on node must be told apart.
     with pytest.raises(SettingsError, match="LIFEBOAT_TAINT_EFFECT"):
         load_settings({"LIFEBOAT_TAINT_EFFECT": "PreferNoSchedule"})
+
+
+def test_a_rotation_cannot_be_configured_to_cordon_only() -> None:
+    """A cordoned node never drains, so a rotation's health gate would only ever time out."""
+    with pytest.raises(SettingsError, match="rotation=cordon"):
+        load_settings({"LIFEBOAT_KIND_ACTIONS": "rotation=cordon"})
+    settings = load_settings({"LIFEBOAT_KIND_ACTIONS": "rotation=ignore"})
+    assert settings.action_for(Kind.ROTATION) == "ignore"

@@ -36,6 +36,7 @@ RULE_SAMPLES = {
     "ScheduledChangeRule": "scheduled-change.json",
     "AsgTerminationRule": "asg-termination.json",
     "CapacityReservationInterruptionRule": "capacity-reservation-interruption.json",
+    "RotationRule": "rotation/legacy-to-karpenter.json",
 }
 
 # Actions whose only valid Resource is "*" (no resource-level permissions).
@@ -550,7 +551,11 @@ def test_rbac_grants_exactly_what_lifeboat_uses() -> None:
                 "apiGroups": ["coordination.k8s.io"],
                 "resources": ["leases"],
                 "verbs": ["get", "create", "update"],
-            }
+            },
+            # A rotation's state (lifeboat.rotation.store), in Lifeboat's namespace only.
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "create", "update"]},
+            # Events about a rotation, on its ConfigMap.
+            {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
         ],
         # Regression (least privilege): `events: create` was a ClusterRole rule, the right
         # to write Events in every namespace; Node events only ever go to "default".
@@ -797,3 +802,21 @@ def test_the_dashboard_reads_the_metrics_the_function_writes() -> None:
     schemas = re.findall(r"\{Lifeboat,([a-z,]+)\}", body)
     published = {tuple(sorted({*names, "service"})) for names in DIMENSION_SETS}
     assert schemas and {tuple(sorted(s.split(","))) for s in schemas} <= published
+
+
+@pytest.mark.parametrize("name", ["legacy-to-karpenter", "pause", "resume", "cancel"])
+def test_the_rotation_rule_takes_every_rotation_command(name: str) -> None:
+    assert _matches(_pattern("RotationRule"), _sample(f"rotation/{name}.json"))
+
+
+def test_the_rotation_rule_takes_exactly_the_commands_the_parser_knows() -> None:
+    """Lifeboat publishes what it did with source lifeboat too: only the commands may loop
+    back into the queue, and every command the parser reads must reach it."""
+    from lifeboat.rotation.request import DETAIL_TYPES, SOURCE
+
+    pattern = _pattern("RotationRule")
+    assert pattern["source"] == [SOURCE]
+    assert sorted(pattern["detail-type"]) == sorted(DETAIL_TYPES)
+    notification = copy.deepcopy(_sample("rotation/legacy-to-karpenter.json"))
+    notification["detail-type"] = "Lifeboat Action Taken"
+    assert not _matches(pattern, notification)

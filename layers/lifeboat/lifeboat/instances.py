@@ -26,6 +26,8 @@ class InstanceInfo:
     auto_scaling_group: str | None = None
     zone: str | None = None
     instance_type: str | None = None
+    # The AMI it was launched from (a rotation may select nodes by AMI).
+    image_id: str | None = None
     tags: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -57,6 +59,7 @@ def info_from_ec2(instance: Mapping[str, Any]) -> InstanceInfo:
         auto_scaling_group=tags.get("aws:autoscaling:groupName"),
         zone=(instance.get("Placement") or {}).get("AvailabilityZone"),
         instance_type=instance.get("InstanceType"),
+        image_id=instance.get("ImageId"),
         tags=tags,
     )
 

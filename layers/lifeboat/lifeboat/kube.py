@@ -271,6 +271,11 @@ class KubeApi:
             raise
         return Eviction.EVICTED
 
+    def list_pods(self, namespace: str, label_selector: str) -> list[MutableObj]:
+        """Pods of one namespace by label: a workload's pods, never the whole cluster's."""
+        path = f"/api/v1/namespaces/{_seg(namespace)}/pods"
+        return list(self._list(path, [("labelSelector", label_selector)]))
+
     def list_pdbs(self, namespace: str) -> list[MutableObj]:
         path = f"/apis/policy/v1/namespaces/{_seg(namespace)}/poddisruptionbudgets"
         return list(self._list(path, []))
@@ -324,6 +329,26 @@ class KubeApi:
         name = body["metadata"]["name"]
         return self.request("PUT", _lease_path(namespace, name), body=body)
 
+    # -- config maps (a rotation's state) -------------------------------------------------
+
+    def get_configmap(self, namespace: str, name: str) -> MutableObj | None:
+        return self._get_or_none(_configmap_path(namespace, name))
+
+    def list_configmaps(self, namespace: str, label_selector: str) -> list[MutableObj]:
+        """For the operator tools (``lifeboat status``); the Lambda reads them by name."""
+        path = f"/api/v1/namespaces/{_seg(namespace)}/configmaps"
+        return list(self._list(path, [("labelSelector", label_selector)]))
+
+    def create_configmap(self, namespace: str, body: MutableObj) -> MutableObj:
+        """409 (:class:`Conflict`) when one of that name exists already."""
+        path = f"/api/v1/namespaces/{_seg(namespace)}/configmaps"
+        return self.request("POST", path, body=body)
+
+    def update_configmap(self, namespace: str, body: MutableObj) -> MutableObj:
+        """PUT with the read ``resourceVersion``: 409 when another writer got there first."""
+        name = body["metadata"]["name"]
+        return self.request("PUT", _configmap_path(namespace, name), body=body)
+
 
 def _disable_transport_retries(api_client: ApiClient) -> None:
     """Leave retries to :class:`RetryPolicy` alone. urllib3's default retries a GET three
@@ -340,6 +365,10 @@ def _disable_transport_retries(api_client: ApiClient) -> None:
 
 def _lease_path(namespace: str, name: str) -> str:
     return f"/apis/coordination.k8s.io/v1/namespaces/{_seg(namespace)}/leases/{_seg(name)}"
+
+
+def _configmap_path(namespace: str, name: str) -> str:
+    return f"/api/v1/namespaces/{_seg(namespace)}/configmaps/{_seg(name)}"
 
 
 def _seg(value: str) -> str:

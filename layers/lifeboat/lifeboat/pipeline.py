@@ -33,6 +33,8 @@ from lifeboat.pool_lock import PoolLock
 from lifeboat.recorder import record
 from lifeboat.report import Outcome, Report, decision_report
 from lifeboat.resolve import Resolver
+from lifeboat.rotation import RotationCommand, RotationRunner, is_rotation_event, parse_command
+from lifeboat.rotation import concerns as rotation_concerns
 from lifeboat.routing import triage, triage_follow_up
 from lifeboat.settings import Settings
 from lifeboat.target import Target
@@ -67,7 +69,7 @@ class MessageResult:
     deadline: datetime | None = None
 
 
-Parsed = MessageResult | Wakeup | list[Notice]
+Parsed = MessageResult | Wakeup | list[Notice] | RotationCommand
 
 
 class _Batch:
@@ -139,6 +141,8 @@ class Pipeline:
             message = load_body(body)  # decoded once, for both kinds of message
             if is_wakeup(message):
                 return decode(message)
+            if is_rotation_event(message):  # an operator's command (lifeboat.rotation)
+                return parse_command(message)
             return parse_message(message, received_at=self.clock())
         except MalformedMessage as error:
             return MessageResult([Report.rejected(error.reason, error.event_id, error.kind)])
@@ -151,6 +155,10 @@ class Pipeline:
         deadline = min((n.deadline for n in _notices_of(item) if n.deadline), default=None)
         try:
             with retrying_for(retry_window(deadline, self.clock())):
+                if isinstance(item, RotationCommand) or (
+                    isinstance(item, Wakeup) and rotation_concerns(item)
+                ):
+                    return MessageResult(self._rotations(batch).handle(item))
                 if isinstance(item, Wakeup):
                     report = replace(self._wake(batch, item), wakeup=str(item.task))
                     return MessageResult([report], deadline=deadline)
@@ -325,6 +333,38 @@ class Pipeline:
         return self._carry_out(
             resolver.kube, notice, target, decision, wakeup=wakeup, cluster=checked.cluster
         )
+
+    # -- rotations -------------------------------------------------------------------------
+
+    def _rotations(self, batch: _Batch) -> RotationRunner:
+        """Rotations (lifeboat.rotation) hand their nodes to this pipeline as notices."""
+        return RotationRunner(
+            kube_for=self.clusters.kube,
+            settings=self.settings,
+            clock=self.clock,
+            nodes=_RotationNodes(self, batch),
+            describe=self.directory.describe,
+            wakeups=self.wakeups,
+            ledger=self.ledger,
+        )
+
+
+@dataclass(frozen=True)
+class _RotationNodes:
+    """The pipeline's triage, resolve, decide and act, lent to a rotation for its nodes."""
+
+    pipeline: Pipeline
+    batch: _Batch
+
+    def decide(self, notices: list[Notice]) -> list[Report]:
+        infos = self.batch.infos
+        wanted = sorted({n.instance_id for n in notices if n.instance_id} - infos.keys())
+        if wanted:  # one DescribeInstances for the nodes a look starts
+            infos.update(self.pipeline.directory.describe(wanted))
+        return [self.pipeline._handle(self.batch, notice) for notice in notices]
+
+    def wake(self, wakeup: Wakeup) -> Report:
+        return self.pipeline._wake(self.batch, wakeup)
 
 
 def _lanes(parsed: Sequence[Parsed]) -> list[list[int]]:

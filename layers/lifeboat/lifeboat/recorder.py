@@ -36,23 +36,45 @@ def node_event(
     """A core/v1 Event about ``node``; the name is derived from the notice and the outcome,
     so a redelivery answers 409 AlreadyExists instead of adding a duplicate."""
     meta = node["metadata"]
+    involved = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "name": meta["name"],
+        "uid": meta.get("uid", ""),
+    }
+    return object_event(
+        involved,
+        namespace=EVENT_NAMESPACE,
+        reason=event_reason(notice, decision),
+        message=f"{decision.outcome}: {decision.reason}",
+        warning=decision.forced or notice.involuntary,
+        key=f"{notice.dedup_key}|{decision.outcome}|{decision.deferred_until}",
+        now=now,
+    )
+
+
+def object_event(
+    involved: Mapping[str, Any],
+    *,
+    namespace: str,
+    reason: str,
+    message: str,
+    warning: bool,
+    key: str,
+    now: datetime,
+) -> dict[str, Any]:
+    """A core/v1 Event about ``involved`` (its apiVersion, kind, name, uid and, for a
+    namespaced object, namespace), stored in ``namespace``. Its name is ``involved``'s name
+    and a digest of ``key``: the same key twice answers 409 AlreadyExists, no duplicate."""
     stamp = format_instant(now)
-    digest = hashlib.sha256(
-        f"{notice.dedup_key}|{decision.outcome}|{decision.deferred_until}".encode()
-    ).hexdigest()[:12]
-    warning = decision.forced or notice.involuntary
+    digest = hashlib.sha256(key.encode()).hexdigest()[:12]
     return {
         "apiVersion": "v1",
         "kind": "Event",
-        "metadata": {"name": f"{meta['name']}.lifeboat.{digest}", "namespace": EVENT_NAMESPACE},
-        "involvedObject": {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "name": meta["name"],
-            "uid": meta.get("uid", ""),
-        },
-        "reason": event_reason(notice, decision),
-        "message": f"{decision.outcome}: {decision.reason}"[:1024],
+        "metadata": {"name": f"{involved['name']}.lifeboat.{digest}", "namespace": namespace},
+        "involvedObject": dict(involved),
+        "reason": reason,
+        "message": message[:1024],
         "type": "Warning" if warning else "Normal",
         "source": {"component": COMPONENT},
         "reportingComponent": COMPONENT,
@@ -68,8 +90,13 @@ def record(
 ) -> None:
     """Best effort: the Event is the audit trail of an action already taken (and logged).
     Failing the message for it would redo the decision and schedule its follow-ups twice."""
+    record_event(kube, node_event(node, notice, decision, now))
+
+
+def record_event(kube: KubeApi, event: dict[str, Any]) -> None:
+    """Create ``event`` (from :func:`object_event`), best effort, as :func:`record` does."""
     try:
-        kube.create_event(EVENT_NAMESPACE, node_event(node, notice, decision, now))
+        kube.create_event(event["metadata"]["namespace"], event)
     except Conflict:
         pass  # the same decision was recorded by an earlier delivery
     except KubeError as error:

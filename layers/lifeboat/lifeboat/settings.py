@@ -98,6 +98,11 @@ def _kind_actions(raw: str) -> dict[Kind, str]:
                 f"LIFEBOAT_KIND_ACTIONS: {kind}={action!r}; "
                 f"expected one of {', '.join(KIND_ACTIONS)}"
             )
+        if kind is Kind.ROTATION and action.strip() == "cordon":
+            raise SettingsError(
+                "LIFEBOAT_KIND_ACTIONS: rotation=cordon: a rotation drains each node and waits "
+                "for its pods to run elsewhere; use replace (the default) or ignore"
+            )
         actions[kind] = action.strip()
     return actions
 

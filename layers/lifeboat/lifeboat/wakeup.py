@@ -38,6 +38,7 @@ class Task(StrEnum):
     DECIDE = "decide"  # a deferred voluntary notice: decide again against today's cluster
     FINISH_REPLACEMENT = "finish-replacement"  # delete the old claim once replaced
     CONTINUE_DRAIN = "continue-drain"  # evictions a PDB held back
+    ROTATE = "rotate"  # look at a rotation again (lifeboat.rotation); about no one instance
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,7 @@ def decode(message: Mapping[str, Any]) -> Wakeup:
 def _inconsistency(wakeup: Wakeup) -> str | None:
     """What no wake-up Lifeboat schedules could hold."""
     notice = wakeup.notice
-    if notice.instance_id is None:
+    if notice.instance_id is None and wakeup.task is not Task.ROTATE:
         return "notice.instance_id: a wake-up is always about an instance"
     if wakeup.task is Task.DECIDE and notice.involuntary:
         return f"task decide: a {notice.kind} notice is never deferred"

@@ -8,7 +8,8 @@ from enum import StrEnum
 
 
 class Kind(StrEnum):
-    """What AWS announced. The values are the ``kind`` field of ``lifeboat replay --json``."""
+    """What AWS announced (or, for ``ROTATION``, what an operator asked for). The values are
+    the ``kind`` field of ``lifeboat replay --json``."""
 
     SPOT_INTERRUPTION = "spot-interruption"
     REBALANCE_RECOMMENDATION = "rebalance-recommendation"
@@ -16,6 +17,9 @@ class Kind(StrEnum):
     STATE_CHANGE = "state-change"
     ASG_TERMINATION = "asg-termination"
     CAPACITY_RESERVATION_INTERRUPTION = "capacity-reservation-interruption"
+    # A node of a planned rotation (lifeboat.rotation): voluntary, like a scheduled change
+    # without a deadline.
+    ROTATION = "rotation"
     UNSUPPORTED = "unsupported"
 
     @property
@@ -45,6 +49,7 @@ _NAMES = {
         "capacity reservation interruption",
         "CapacityReservationInterruption",
     ),
+    Kind.ROTATION: ("rotation", "Rotation"),
     Kind.UNSUPPORTED: ("unsupported event", "Unsupported"),
 }
 

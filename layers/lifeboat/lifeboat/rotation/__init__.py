@@ -1,0 +1,23 @@
+"""Planned rotation of nodes (issue: migrate a node group to Karpenter, roll an AMI).
+
+An operator's request (an EventBridge event, ``request``) names nodes by label or AMI; the
+rotation then cordons, drains (or replaces) and checks them node by node through the same
+pipeline as AWS's warnings: each node becomes a notice of kind ``rotation``, weighed against
+NodePool budgets, windows, do-not-disrupt and PodDisruptionBudgets like a scheduled change.
+What is the rotation's own: which node goes next and how many at once, the health gate
+(the evicted pods' workloads Ready elsewhere before the next node), pause, resume and
+cancel. ``plan`` decides (pure), ``observe`` reads the cluster, ``store`` keeps the state in
+a ConfigMap, ``look`` and ``runner`` carry it out.
+"""
+
+from lifeboat.rotation.request import RotationCommand, is_rotation_event, parse_command
+from lifeboat.rotation.runner import NodeHandling, RotationRunner, concerns
+
+__all__ = [
+    "NodeHandling",
+    "RotationCommand",
+    "RotationRunner",
+    "concerns",
+    "is_rotation_event",
+    "parse_command",
+]

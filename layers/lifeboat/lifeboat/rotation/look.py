@@ -1,0 +1,268 @@
+"""One look at a rotation: read the cluster, judge (``plan``), write the state, act.
+
+A look runs when a rotation is requested or resumed, and then whenever its next look comes
+due (a wake-up of task ``rotate``, through the queue like every wake-up), or at once when
+one of its nodes was just acted on. In order:
+
+1. read the state and the nodes in flight, move them on, apply the health gate, pick the
+   nodes to start and write it all back, guarded by the ConfigMap's ``resourceVersion``
+   (a concurrent command or look makes this step start over, never both win);
+2. let go the waiting nodes of a rotation that stopped (clear their waiting mark);
+3. hand each started node to the pipeline as a notice of kind ``rotation``: the same
+   triage, resolve, decide (budgets, windows, do-not-disrupt) and act as an AWS warning;
+4. write what was decided about them, schedule the next look, record Events.
+
+A node is started (written ``waiting``, note ``started``) before its notice is handed over,
+so a look that dies in between leaves it to the next look, which hands it over again:
+deciding again from scratch is what every notice does, and every action is idempotent.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from lifeboat.act import Actor
+from lifeboat.decide import Decision, Step
+from lifeboat.events.notice import Kind, Notice
+from lifeboat.kube import KubeApi
+from lifeboat.recorder import EVENT_NAMESPACE, object_event, record_event
+from lifeboat.report import Outcome, Report
+from lifeboat.rotation import observe, plan, store
+from lifeboat.rotation.model import NodePhase, Phase, Rotation, RotationNode
+from lifeboat.settings import Settings
+from lifeboat.target import Target
+from lifeboat.wakeup import Task, Wakeup, WakeupSink
+
+# The note of a node started whose notice was not decided yet: "started by <look>".
+STARTED = "started by "
+
+HandleNotices = Callable[[list[Notice]], list[Report]]
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a look works with: one cluster, one instant."""
+
+    kube: KubeApi
+    namespace: str
+    settings: Settings
+    now: datetime
+    handle: HandleNotices
+    wakeups: WakeupSink | None
+    cluster: str | None
+
+
+def look(ctx: Context, name: str, request_id: str) -> list[Report]:
+    """Look at rotation ``name`` (of request ``request_id``) once; its reports.
+
+    One read and at most one write of the state when no node is started; a second write
+    records what the pipeline decided about the nodes this look started."""
+    now = ctx.now
+    me = uuid.uuid4().hex[:12]  # this look: it hands over the nodes it started, not others'
+
+    def progress(current: store.Stored) -> tuple[Rotation | None, plan.Advance | None]:
+        rotation = current.rotation
+        if rotation.request_id != request_id:
+            return None, None
+        step = plan.advance(
+            rotation, {n.name: observe.view(ctx.kube, n) for n in rotation.in_flight}, now
+        )
+        rotation, changes = step.rotation, list(step.changes)
+        for _ in rotation.nodes:  # bounded: each round starts or skips at least one node
+            names = plan.candidates(rotation)
+            if not names:
+                break
+            for node_name in names:
+                snap = observe.snapshot(ctx.kube, rotation.node(node_name))
+                started = plan.start(rotation, node_name, snap, now)
+                rotation = started.rotation
+                if rotation.node(node_name).phase is NodePhase.WAITING:
+                    rotation = rotation.with_nodes(
+                        [replace(rotation.node(node_name), note=STARTED + me)]
+                    )
+                changes += started.changes
+        finished = plan.finish_if_done(rotation, now)
+        rotation = finished.rotation
+        if not _to_hand_over(rotation, me, now):  # nothing for the pipeline: schedule now
+            rotation = _schedule_next(ctx, rotation, current.rotation.next_tick, acted=False)
+        step = plan.Advance(rotation, (*changes, *finished.changes), step.release)
+        if rotation == current.rotation:
+            return None, step  # nothing changed: no write
+        return store.stamped(rotation, now), step
+
+    try:
+        stored, first = store.update(ctx.kube, ctx.namespace, name, progress)
+    except store.Gone:
+        first = None
+    if first is None:
+        why = f"rotation {name}: gone (deleted, or replaced by a newer request): nothing to do"
+        return [Report(request_id, str(Kind.ROTATION), Outcome.IGNORED, why)]
+    changes = list(first.changes)
+    release(ctx, stored.rotation, first.release, why=f"rotation {name} {stored.rotation.phase}")
+    reports = _hand_over(ctx, stored.rotation, me)
+    if reports:
+        acted = any(r.outcome is Outcome.ACTED for r in reports)
+
+        def settle(current: store.Stored) -> tuple[Rotation | None, list[plan.Change]]:
+            rotation, more = current.rotation, list[plan.Change]()
+            for report in reports:
+                node = _node_of(rotation, report.instance_id)
+                if node is not None and node.note.startswith(STARTED):
+                    step = plan.decided(rotation, node.name, report.outcome, report.reason, now)
+                    rotation, more = step.rotation, more + list(step.changes)
+            rotation = _schedule_next(ctx, rotation, current.rotation.next_tick, acted=acted)
+            return store.stamped(rotation, now), more
+
+        stored, settled = store.update(ctx.kube, ctx.namespace, name, settle)
+        changes += settled
+    record_changes(ctx, stored.rotation, changes)
+    own = [change_report(stored.rotation, change) for change in changes]
+    if not own and not reports:
+        own = [_waiting_report(stored.rotation)]
+    return own + reports
+
+
+def _schedule_next(
+    ctx: Context, rotation: Rotation, planned: datetime | None, *, acted: bool
+) -> Rotation:
+    """Schedule the next look unless one already planned will do (``plan.needs_scheduling``).
+    A node just acted on is looked at soon, whatever it waited for before."""
+    now = ctx.now
+    due = plan.next_look(rotation, now)
+    if acted and rotation.phase.active:
+        due = min(due or now + plan.GATE_INTERVAL, now + plan.GATE_INTERVAL)
+    if due is None or not plan.needs_scheduling(planned, due, now):
+        return rotation
+    schedule_look(ctx, rotation, due)  # the same due on a retried write: the same schedule
+    return replace(rotation, next_tick=due)
+
+
+def schedule_look(ctx: Context, rotation: Rotation, due: datetime) -> None:
+    """The next look, through the queue like every wake-up."""
+    if ctx.wakeups is not None:
+        ctx.wakeups.schedule(Wakeup(Task.ROTATE, look_notice(rotation), due, cluster=ctx.cluster))
+
+
+def look_notice(rotation: Rotation) -> Notice:
+    """What a look's wake-up carries: the request (its id) and the rotation's name."""
+    return Notice(
+        Kind.ROTATION, rotation.request_id, rotation.requested_at, detail=rotation.spec.name
+    )
+
+
+def node_notice(rotation: Rotation, node: RotationNode, now: datetime) -> Notice:
+    """A started node as a notice: voluntary, no deadline, sent when the node's turn came
+    (a node the pool never allows within a day is then let go, as any such notice)."""
+    return Notice(
+        Kind.ROTATION,
+        rotation.request_id,
+        now,
+        instance_id=node.instance_id,
+        detail=rotation.spec.name,
+    )
+
+
+def release(ctx: Context, rotation: Rotation, names: Sequence[str], *, why: str) -> None:
+    """Clear the waiting mark of nodes the rotation lets go (nothing else was done to them)."""
+    for name in names:
+        node = rotation.node(name)
+        current = ctx.kube.get_node(name)
+        if current is None:
+            continue
+        notice = node_notice(rotation, node, ctx.now)
+        target = Target(node.instance_id, node=current)
+        let_go = Decision(Outcome.IGNORED, why, (Step.CLEAR_PENDING,))
+        Actor(ctx.kube, ctx.settings, None, clock=lambda: ctx.now).carry_out(notice, target, let_go)
+
+
+def record_changes(ctx: Context, rotation: Rotation, changes: Sequence[plan.Change]) -> None:
+    """An Event per change: on the node it concerns (``kubectl describe node``), and on the
+    rotation's ConfigMap (``kubectl describe configmap -n lifeboat lifeboat-rotation-<name>``)."""
+    if ctx.settings.dry_run:
+        return
+    holder = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "namespace": ctx.namespace,
+        "name": store.configmap_name(rotation.spec.name),
+    }
+    for change in changes:
+        key = f"{rotation.request_id}|{change.reason}|{change.node.name if change.node else '-'}"
+        message = f"rotation {rotation.spec.name}: {change.message}"
+        about: list[tuple[dict[str, str], str]] = [(holder, ctx.namespace)]
+        if change.node is not None:  # node Events live in "default", where describe looks
+            node = {"apiVersion": "v1", "kind": "Node", "name": change.node.name}
+            about.append((node, EVENT_NAMESPACE))
+        for involved, namespace in about:
+            event = object_event(
+                involved,
+                namespace=namespace,
+                reason=change.reason,
+                message=message,
+                warning=change.warning,
+                key=key,
+                now=ctx.now,
+            )
+            record_event(ctx.kube, event)
+
+
+def change_report(rotation: Rotation, change: plan.Change) -> Report:
+    """A change as a report: progress is ``acted``; a skip or a stop ``ignored`` (given up)."""
+    node = change.node
+    return Report(
+        rotation.request_id,
+        str(Kind.ROTATION),
+        Outcome.ACTED if change.ok else Outcome.IGNORED,
+        f"rotation {rotation.spec.name}: {change.message}",
+        instance_id=node.instance_id if node else None,
+        node=node.name if node else None,
+        event_time=rotation.requested_at,
+    )
+
+
+def _to_hand_over(rotation: Rotation, me: str, now: datetime) -> list[RotationNode]:
+    """The nodes this look started, and those an earlier look started but did not hand
+    over (it died in between). A node a concurrent look is starting now is left to it."""
+    if rotation.phase is not Phase.RUNNING:
+        return []
+    stale = now - plan.GATE_INTERVAL
+    return [
+        node
+        for node in rotation.nodes
+        if node.note == STARTED + me
+        or (node.note.startswith(STARTED) and node.since is not None and node.since <= stale)
+    ]
+
+
+def _hand_over(ctx: Context, rotation: Rotation, me: str) -> list[Report]:
+    """Their notices, through the pipeline."""
+    nodes = _to_hand_over(rotation, me, ctx.now)
+    if not nodes:
+        return []
+    return ctx.handle([node_notice(rotation, node, ctx.now) for node in nodes])
+
+
+def _node_of(rotation: Rotation, instance_id: str | None) -> RotationNode | None:
+    return next((n for n in rotation.nodes if n.instance_id == instance_id), None)
+
+
+def _waiting_report(rotation: Rotation) -> Report:
+    """The report of a look that changed nothing: still waiting (on what), or idle."""
+    if rotation.phase.active and rotation.in_flight:
+        outcome, until = Outcome.DEFERRED, rotation.next_tick
+        why = f"rotation {rotation.spec.name}: {plan.progress_text(rotation)}"
+    else:
+        outcome, until = Outcome.IGNORED, None
+        why = f"rotation {rotation.spec.name} {rotation.summary()}"
+        why += (f" ({rotation.reason})" if rotation.reason else "") + ": nothing to do"
+    return Report(
+        rotation.request_id,
+        str(Kind.ROTATION),
+        outcome,
+        why,
+        deferred_until=until,
+        event_time=rotation.requested_at,
+    )

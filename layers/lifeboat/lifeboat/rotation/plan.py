@@ -1,0 +1,326 @@
+"""What a rotation does next. Pure: no I/O, the clock passed in.
+
+The caller reads the cluster (``observe``), this judges what it read, and the caller writes
+the result (``store``) and carries it out: a node to start becomes a notice of kind
+``rotation`` that the pipeline triages, resolves, decides and acts on like any AWS warning
+(budgets, windows, do-not-disrupt, PodDisruptionBudgets, replace before delete).
+
+What is decided here and nowhere else:
+
+- a node's progress, from what the cluster shows: out of service (Lifeboat's taint), its
+  drain started (no NodeClaim, or its NodeClaim being deleted), its pods gone;
+- the **health gate**: a drained node is done when every workload that had pods on it has
+  as many pods Ready elsewhere as it had Ready before; if that takes longer than the
+  request's timeout, counted from the start of the drain, the rotation stops (``failed``)
+  and touches no further node, until it is resumed (the failed gates start again);
+- which pending nodes start: only while ``running``, oldest first, up to ``maxInFlight``
+  nodes in flight (waiting ones included);
+- when to look again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+
+from lifeboat.decide.model import RECHECK_INTERVAL
+from lifeboat.instants import format_instant
+from lifeboat.report import Outcome
+from lifeboat.rotation.model import NodePhase, Phase, Rotation, RotationNode, Workload
+from lifeboat.rotation.request import Verb
+
+# How often nodes out of service are looked at (their drain, then their health gate).
+GATE_INTERVAL = timedelta(seconds=30)
+# Nodes whose notice waits (a window, a budget, do-not-disrupt) come back through their own
+# wake-up, which looks at the rotation at once when the node is acted on; this is the net.
+WAITING_INTERVAL = RECHECK_INTERVAL
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """What the cluster shows of a node in flight (``observe.view``)."""
+
+    present: bool  # the node, with the same instance, still exists
+    out_of_service: bool = False  # it carries Lifeboat's NoSchedule taint: acted on
+    drain_started: bool = False  # its pods are leaving: no NodeClaim, or its claim is going
+    pods_left: tuple[str, ...] = ()  # pods a drain must still evict ("namespace/name")
+    ready_elsewhere: Mapping[str, int] = field(default_factory=dict)  # by workload uid
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A pending node as read just before it is started (``observe.snapshot``)."""
+
+    present: bool
+    going: str | None = None  # why it is already going (another notice, Karpenter, deleted)
+    workloads: tuple[Workload, ...] = ()
+    unmanaged: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Change:
+    """Something worth an Event and a line in the report. ``node`` None: the rotation."""
+
+    reason: str  # the Kubernetes Event's reason
+    message: str
+    node: RotationNode | None = None
+    warning: bool = False
+    # Progress (a node done, the rotation completed, a command applied), or not: a node
+    # skipped, a health gate failed, the rotation stopped.
+    ok: bool = True
+
+
+@dataclass(frozen=True)
+class Advance:
+    rotation: Rotation
+    changes: tuple[Change, ...] = ()
+    release: tuple[str, ...] = ()  # waiting nodes let go: their mark is to be cleared
+
+
+def advance(rotation: Rotation, views: Mapping[str, NodeView], now: datetime) -> Advance:
+    """Move the nodes in flight on, from ``views`` (those not viewed stay as they are);
+    stop the rotation if a health gate failed; let waiting nodes go if it stopped."""
+    changes: list[Change] = []
+    moved: list[RotationNode] = []
+    for node in rotation.in_flight:
+        view = views.get(node.name)
+        if view is None:
+            continue
+        after, change = _progress(node, view, rotation.spec.health_timeout, now)
+        moved.append(after)
+        if change is not None:
+            changes.append(change)
+    rotation = rotation.with_nodes(moved)
+    failed = [c for c in changes if c.reason == HEALTH_GATE_FAILED]
+    if failed and rotation.phase.active:
+        why = f"health gate of {failed[0].message}"
+        rotation = replace(rotation, phase=Phase.FAILED, reason=why)
+        stopped = f"stopped, touching no further node: {why}"
+        changes.append(Change(ROTATION_FAILED, stopped, None, warning=True, ok=False))
+    rotation, released = _release_if_stopped(rotation, now)
+    return Advance(rotation, tuple(changes), released)
+
+
+def candidates(rotation: Rotation) -> list[str]:
+    """The pending nodes to start now: oldest first, as many as free slots allow."""
+    if rotation.phase is not Phase.RUNNING:
+        return []
+    slots = rotation.spec.max_in_flight - len(rotation.in_flight)
+    return [node.name for node in rotation.in_phase(NodePhase.PENDING)][: max(slots, 0)]
+
+
+def start(rotation: Rotation, name: str, snapshot: Snapshot, now: datetime) -> Advance:
+    """``name`` as read just before it is started: waiting for its notice's decision, or
+    skipped when it is gone or already going (nothing for the rotation to do there)."""
+    node = rotation.node(name)
+    if not snapshot.present:
+        after = _to(node, NodePhase.SKIPPED, now, "gone before its turn")
+    elif snapshot.going is not None:
+        after = _to(node, NodePhase.SKIPPED, now, f"already going: {snapshot.going}")
+    else:
+        # A node taken up again keeps what it had (its evicted pods are gone from it now).
+        known = {w.uid for w in node.workloads}
+        after = replace(
+            _to(node, NodePhase.WAITING, now, "started"),
+            workloads=node.workloads + tuple(w for w in snapshot.workloads if w.uid not in known),
+            unmanaged=tuple(dict.fromkeys(node.unmanaged + snapshot.unmanaged)),
+        )
+    change = None
+    if after.phase is NodePhase.SKIPPED:
+        change = Change(NODE_SKIPPED, f"{name} skipped: {after.note}", after, ok=False)
+    return Advance(rotation.with_nodes([after]), (change,) if change else ())
+
+
+def decided(rotation: Rotation, name: str, outcome: Outcome, reason: str, now: datetime) -> Advance:
+    """What a waiting node's notice was decided: acted on takes it out of service now (a node
+    group's drain, and its health gate's clock, start with that act; a Karpenter node's
+    replacement launches); let go (ignored: an opted-out pool, patience run out, ...) skips
+    it; deferred leaves it waiting, the reason its latest word."""
+    node = rotation.node(name)
+    if node.phase is not NodePhase.WAITING:
+        return Advance(rotation)  # the cluster moved it on already
+    if outcome is Outcome.ACTED:
+        if node.nodeclaim is not None:
+            after = _to(node, NodePhase.REPLACING, now, reason)
+        else:
+            after = replace(_to(node, NodePhase.DRAINING, now, reason), gate_started=now)
+        return Advance(rotation.with_nodes([after]))
+    if outcome is Outcome.IGNORED:
+        after = _to(node, NodePhase.SKIPPED, now, reason)
+        skipped = Change(NODE_SKIPPED, f"{name} skipped: {reason}", after, ok=False)
+        return Advance(rotation.with_nodes([after]), (skipped,))
+    return Advance(rotation.with_nodes([replace(node, note=reason)]))
+
+
+def finish_if_done(rotation: Rotation, now: datetime) -> Advance:
+    """A rotation with nothing pending or in flight is complete (paused or running)."""
+    if not rotation.phase.active or rotation.in_flight or rotation.in_phase(NodePhase.PENDING):
+        return Advance(rotation)
+    done = len(rotation.in_phase(NodePhase.DONE))
+    skipped = len(rotation.in_phase(NodePhase.SKIPPED))
+    why = f"{done} of {len(rotation.nodes)} node(s) rotated" + (
+        f", {skipped} skipped" if skipped else ""
+    )
+    completed = replace(rotation, phase=Phase.COMPLETED, reason=why)
+    return Advance(completed, (Change(ROTATION_COMPLETED, f"completed: {why}"),))
+
+
+def command(rotation: Rotation, verb: Verb, now: datetime) -> Advance | str:
+    """Pause, resume or cancel ``rotation``; a string says why the command changes nothing."""
+    allowed = {
+        Verb.PAUSE: ({Phase.RUNNING}, Phase.PAUSED),
+        Verb.RESUME: ({Phase.PAUSED, Phase.FAILED}, Phase.RUNNING),
+        Verb.CANCEL: ({Phase.RUNNING, Phase.PAUSED}, Phase.CANCELLED),
+    }
+    if verb not in allowed:
+        return f"{verb} is not a command for an existing rotation"
+    sources, target = allowed[verb]
+    if rotation.phase not in sources:
+        return f"it is {rotation.phase}" + (f" ({rotation.reason})" if rotation.reason else "")
+    if rotation.phase is Phase.FAILED:
+        rotation = _retry_failed(rotation, now)
+    changed = replace(rotation, phase=target, reason=f"{verb} requested at {format_instant(now)}")
+    changed, released = _release_if_stopped(changed, now)
+    what = {
+        Verb.PAUSE: "paused: no further node is started; nodes out of service finish",
+        Verb.RESUME: "resumed",
+        Verb.CANCEL: "cancelled: waiting nodes let go; nodes out of service finish",
+    }[verb]
+    return Advance(changed, (Change(_COMMAND_REASONS[verb], what),), released)
+
+
+def next_look(rotation: Rotation, now: datetime) -> datetime | None:
+    """When the rotation must be looked at again (None: nothing to watch until a command)."""
+    if any(node.phase.out_of_service for node in rotation.nodes):
+        return now + GATE_INTERVAL
+    if rotation.in_flight:
+        return now + WAITING_INTERVAL
+    if rotation.phase is Phase.RUNNING and rotation.in_phase(NodePhase.PENDING):
+        return now + GATE_INTERVAL
+    return None
+
+
+def needs_scheduling(planned: datetime | None, due: datetime | None, now: datetime) -> bool:
+    """Whether a look at ``due`` must be scheduled, given the one ``planned`` already (the
+    state's ``next_tick``). Looks scheduled out of turn (a node just acted on asks for one
+    at once) must not each start a chain of their own: a look already planned in the
+    future, no later than ``due``, makes another one needless, so chains converge."""
+    if due is None:
+        return False
+    return not (planned is not None and now < planned <= due)
+
+
+def progress_text(rotation: Rotation) -> str:
+    """One line on the nodes in flight, for reports: what each waits for."""
+    flying = rotation.in_flight
+    if not flying:
+        return rotation.summary()
+    return "; ".join(f"{node.name}: {node.note or node.phase}" for node in flying)
+
+
+# -- a node in flight ---------------------------------------------------------------------------
+
+NODE_DONE = "RotationNodeDone"
+NODE_SKIPPED = "RotationNodeSkipped"
+HEALTH_GATE_FAILED = "RotationHealthGateFailed"
+ROTATION_FAILED = "RotationFailed"
+ROTATION_COMPLETED = "RotationCompleted"
+_COMMAND_REASONS = {
+    Verb.PAUSE: "RotationPaused",
+    Verb.RESUME: "RotationResumed",
+    Verb.CANCEL: "RotationCancelled",
+}
+
+
+def _progress(
+    node: RotationNode, view: NodeView, timeout: timedelta, now: datetime
+) -> tuple[RotationNode, Change | None]:
+    if view.present and not view.out_of_service:
+        if node.phase.out_of_service:
+            # Someone took Lifeboat's taint off: the node is back in service, not ours.
+            why = "taken back into service (Lifeboat's taint was removed)"
+            after = _to(node, NodePhase.SKIPPED, now, why)
+            return after, Change(NODE_SKIPPED, f"{node.name} skipped: {why}", after, ok=False)
+        return node, None  # still waiting for its notice to act
+    phase = node.phase
+    if not view.present:
+        phase = NodePhase.RESCHEDULING  # gone: whatever was on it left
+    elif phase is NodePhase.WAITING:
+        phase = NodePhase.DRAINING if view.drain_started else NodePhase.REPLACING
+    elif phase is NodePhase.REPLACING and view.drain_started:
+        phase = NodePhase.DRAINING
+    if phase is NodePhase.DRAINING and not view.pods_left:
+        phase = NodePhase.RESCHEDULING
+    if phase is not node.phase:
+        node = replace(node, phase=phase, since=now)
+    if phase is NodePhase.REPLACING:
+        return replace(node, note="out of service; its replacement is launching"), None
+    if node.gate_started is None:
+        node = replace(node, gate_started=now)
+    return _health_gate(node, view, timeout, now)
+
+
+def _health_gate(
+    node: RotationNode, view: NodeView, timeout: timedelta, now: datetime
+) -> tuple[RotationNode, Change | None]:
+    assert node.gate_started is not None
+    short = [
+        (w, view.ready_elsewhere.get(w.uid, 0))
+        for w in node.workloads
+        if view.ready_elsewhere.get(w.uid, 0) < w.ready_before
+    ]
+    left = view.pods_left if view.present else ()
+    if not left and not short:
+        moved = sum(w.on_node for w in node.workloads)
+        text = (
+            f"drained; its {moved} pod(s) of {len(node.workloads)} workload(s) run Ready elsewhere"
+        )
+        if node.unmanaged:
+            text += f" ({len(node.unmanaged)} pod(s) without a controller not recreated)"
+        after = _to(node, NodePhase.DONE, now, text + ": health gate passed")
+        return after, Change(NODE_DONE, f"{node.name} {after.note}", after)
+    missing = []
+    if left:
+        missing.append(f"{len(left)} pod(s) still on the node ({', '.join(left[:3])})")
+    missing += [f"{w.describe()} {ready} of {w.ready_before} Ready elsewhere" for w, ready in short]
+    deadline = node.gate_started + timeout
+    if now >= deadline:
+        why = f"{node.name} failed after {_duration(timeout)}: " + "; ".join(missing)
+        after = _to(node, NodePhase.FAILED, now, "health gate failed: " + "; ".join(missing))
+        return after, Change(HEALTH_GATE_FAILED, why, after, warning=True, ok=False)
+    what = "draining" if left else "rescheduling"
+    note = f"{what}: " + "; ".join(missing) + f"; health gate until {format_instant(deadline)}"
+    return replace(node, note=note), None
+
+
+def _retry_failed(rotation: Rotation, now: datetime) -> Rotation:
+    """Resuming a failed rotation (the operator fixed what kept the pods from running): its
+    failed and let-go nodes wait for their turn again, the failed ones first (they were
+    started first) and with the workloads they had, so their drain is taken up again and
+    their health gate waits for what it waited for, from now."""
+    again = [
+        _to(node, NodePhase.PENDING, now, "to be taken up again")
+        for node in rotation.in_phase(NodePhase.FAILED, NodePhase.RELEASED)
+    ]
+    return rotation.with_nodes(again)
+
+
+def _release_if_stopped(rotation: Rotation, now: datetime) -> tuple[Rotation, tuple[str, ...]]:
+    """A cancelled or failed rotation lets its waiting nodes go (never touched: only their
+    waiting mark is to be cleared); nodes already out of service finish their drain."""
+    if rotation.phase not in (Phase.CANCELLED, Phase.FAILED):
+        return rotation, ()
+    waiting = rotation.in_phase(NodePhase.WAITING, NodePhase.PENDING)
+    released = [_to(n, NodePhase.RELEASED, now, f"rotation {rotation.phase}") for n in waiting]
+    names = tuple(n.name for n in waiting if n.phase is NodePhase.WAITING)
+    return rotation.with_nodes(released), names
+
+
+def _to(node: RotationNode, phase: NodePhase, now: datetime, note: str) -> RotationNode:
+    return replace(node, phase=phase, since=now, note=note)
+
+
+def _duration(delta: timedelta) -> str:
+    seconds = int(delta.total_seconds())
+    return f"{seconds // 60}m" if seconds % 60 == 0 else f"{seconds}s"

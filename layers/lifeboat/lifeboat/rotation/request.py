@@ -1,0 +1,256 @@
+"""What operators send about rotations: custom EventBridge events with source ``lifeboat``.
+
+- ``Lifeboat Rotation Requested``: ``rotation`` (its name), ``cluster``, ``selector``
+  (``labels`` and/or ``amis``), ``maxInFlight`` (default 1), ``healthGate.timeoutSeconds``
+  (default 600);
+- ``Lifeboat Rotation Pause Requested``, ``... Resume Requested``, ``... Cancel Requested``:
+  ``rotation``, ``cluster``.
+
+``lifeboat rotate`` puts them on the bus, and so may any automation; the stack's rotation rule
+brings them into the queue. Anyone who may put events on the bus can send one, so they are
+validated as strictly as AWS's events, and more: a field this schema does not know is an
+error (a typo such as ``maxInflight`` must not silently become the default).
+
+>>> command = parse_command({
+...     "id": "0b5c3a52-0000-4000-8000-000000000001", "source": "lifeboat",
+...     "detail-type": "Lifeboat Rotation Requested", "time": "2026-12-01T14:05:00Z",
+...     "detail": {"rotation": "legacy", "selector": {"labels": {"team": "web"}}}})
+>>> command.verb, command.spec.label_selector, command.spec.max_in_flight
+(<Verb.REQUEST: 'request'>, 'team=web', 1)
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Annotated, Any
+
+from pydantic import ConfigDict, Field, StringConstraints, field_validator, model_validator
+
+from lifeboat.events.base import Model
+from lifeboat.events.envelope import EventBridgeEvent
+from lifeboat.events.notice import Kind, Notice
+from lifeboat.instants import format_instant
+from lifeboat.labels import label_key_problems, label_value_problems
+from lifeboat.wakeup import ClusterName
+
+SOURCE = "lifeboat"
+DEFAULT_HEALTH_TIMEOUT = timedelta(minutes=10)
+# A rotation's name is part of its ConfigMap's name (``lifeboat-rotation-<name>``) and the
+# value of a label: a DNS-1123 label short enough for both.
+NAME_MAX = 40
+
+
+class Verb(StrEnum):
+    REQUEST = "request"
+    PAUSE = "pause"
+    RESUME = "resume"
+    CANCEL = "cancel"
+
+
+DETAIL_TYPES: dict[str, Verb] = {
+    "Lifeboat Rotation Requested": Verb.REQUEST,
+    "Lifeboat Rotation Pause Requested": Verb.PAUSE,
+    "Lifeboat Rotation Resume Requested": Verb.RESUME,
+    "Lifeboat Rotation Cancel Requested": Verb.CANCEL,
+}
+DETAIL_TYPE_OF = {verb: detail_type for detail_type, verb in DETAIL_TYPES.items()}
+
+
+@dataclass(frozen=True)
+class RotationSpec:
+    """Which nodes to rotate, how many at once, and how long their pods may take to run
+    Ready elsewhere. ``labels`` and ``amis`` both select (a node must match both)."""
+
+    name: str
+    cluster: str | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+    amis: tuple[str, ...] = ()
+    max_in_flight: int = 1
+    health_timeout: timedelta = DEFAULT_HEALTH_TIMEOUT
+
+    @property
+    def label_selector(self) -> str:
+        """The labels as a Kubernetes label selector ("" when the AMIs alone select)."""
+        return ",".join(f"{key}={value}" for key, value in sorted(self.labels.items()))
+
+    def describe_selector(self) -> str:
+        parts = [self.label_selector] if self.labels else []
+        if self.amis:
+            parts.append("AMI " + " or ".join(self.amis))
+        return " and ".join(parts)
+
+    def detail(self) -> dict[str, Any]:
+        """The ``detail`` of the request event (what :func:`parse_command` reads back)."""
+        selector: dict[str, Any] = {}
+        if self.labels:
+            selector["labels"] = dict(self.labels)
+        if self.amis:
+            selector["amis"] = list(self.amis)
+        body: dict[str, Any] = {"rotation": self.name}
+        if self.cluster:
+            body["cluster"] = self.cluster
+        body["selector"] = selector
+        body["maxInFlight"] = self.max_in_flight
+        body["healthGate"] = {"timeoutSeconds": int(self.health_timeout.total_seconds())}
+        return body
+
+
+@dataclass(frozen=True)
+class RotationCommand:
+    """One operator request: start (with its ``spec``), pause, resume or cancel a rotation."""
+
+    verb: Verb
+    name: str
+    event_id: str
+    event_time: datetime
+    cluster: str | None = None
+    account: str | None = None
+    region: str | None = None
+    spec: RotationSpec | None = None
+
+    @property
+    def dedup_key(self) -> str:
+        """Once per event, as an AWS event is once per (event, instance)."""
+        return f"{self.event_id}#-"
+
+    def notice(self) -> Notice:
+        """The command as the notice the checks every message passes take (its origin)."""
+        return Notice(
+            Kind.ROTATION,
+            self.event_id,
+            self.event_time,
+            account=self.account,
+            region=self.region,
+            detail=self.name,
+        )
+
+
+def is_rotation_event(message: Mapping[str, Any]) -> bool:
+    """Whether ``message`` is one of the rotation events (checked before AWS's parsers)."""
+    detail_type = message.get("detail-type")
+    return (
+        message.get("source") == SOURCE
+        and isinstance(detail_type, str)
+        and (detail_type in DETAIL_TYPES)
+    )
+
+
+def parse_command(message: Mapping[str, Any]) -> RotationCommand:
+    """The command ``message`` (an EventBridge event) carries; :class:`MalformedMessage`
+    naming the field when it is not valid."""
+    event = EventBridgeEvent.load(message)
+    verb = DETAIL_TYPES[event.detail_type]
+    if verb is Verb.REQUEST:
+        request = event.detail_as(_RequestDetail)
+        spec = RotationSpec(
+            name=request.rotation,
+            cluster=request.cluster,
+            labels=dict(request.selector.labels),
+            amis=tuple(dict.fromkeys(request.selector.amis)),
+            max_in_flight=request.max_in_flight,
+            health_timeout=timedelta(seconds=request.health_gate.timeout_seconds),
+        )
+        name, cluster = request.rotation, request.cluster
+    else:
+        control = event.detail_as(_ControlDetail)
+        spec, name, cluster = None, control.rotation, control.cluster
+    return RotationCommand(
+        verb=verb,
+        name=name,
+        event_id=event.id,
+        event_time=event.time,
+        cluster=cluster,
+        account=event.account,
+        region=event.region,
+        spec=spec,
+    )
+
+
+def command_event(
+    verb: Verb,
+    name: str,
+    *,
+    cluster: str | None = None,
+    spec: RotationSpec | None = None,
+    now: datetime,
+    event_id: str | None = None,
+) -> dict[str, Any]:
+    """The EventBridge event of a command, as :func:`parse_command` reads it (and as
+    ``lifeboat rotate --out`` writes it for ``lifeboat replay``)."""
+    if verb is Verb.REQUEST:
+        if spec is None:
+            raise ValueError("a rotation request needs its spec")
+        detail = spec.detail()
+    else:
+        detail = {"rotation": name, **({"cluster": cluster} if cluster else {})}
+    return {
+        "version": "0",
+        "id": event_id or str(uuid.uuid4()),
+        "detail-type": DETAIL_TYPE_OF[verb],
+        "source": SOURCE,
+        "time": format_instant(now),
+        "resources": [],
+        "detail": detail,
+    }
+
+
+# -- the wire format, validated ---------------------------------------------------------------
+
+RotationName = Annotated[
+    str,
+    StringConstraints(max_length=NAME_MAX, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"),
+]
+AmiId = Annotated[str, StringConstraints(pattern=r"^ami-[0-9a-f]{8,17}$")]
+
+
+class _Strict(Model):
+    """Operators write these: an unknown field is a mistake to report, not to ignore."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+
+class _Selector(_Strict):
+    labels: dict[str, str] = Field(default_factory=dict, max_length=20)
+    amis: list[AmiId] = Field(default_factory=list, max_length=50)
+
+    @field_validator("labels")
+    @classmethod
+    def _valid_labels(cls, labels: dict[str, str]) -> dict[str, str]:
+        for key, value in labels.items():
+            for problem in label_key_problems(key):
+                raise ValueError(f"key {key[:80]!r}: {problem}")
+            for problem in label_value_problems(value):
+                raise ValueError(f"value {value[:80]!r} of {key!r}: {problem}")
+        return labels
+
+    @model_validator(mode="after")
+    def _selects_something(self) -> _Selector:
+        if not self.labels and not self.amis:
+            # Rotating every node of a cluster is never what a typo should do.
+            raise ValueError("give labels, amis or both: an empty selector would select every node")
+        return self
+
+
+class _HealthGate(_Strict):
+    timeout_seconds: int = Field(
+        int(DEFAULT_HEALTH_TIMEOUT.total_seconds()), alias="timeoutSeconds", ge=30, le=86_400
+    )
+
+
+class _RequestDetail(_Strict):
+    rotation: RotationName
+    cluster: ClusterName | None = None
+    selector: _Selector
+    max_in_flight: int = Field(1, alias="maxInFlight", ge=1, le=100)
+    health_gate: _HealthGate = Field(
+        default_factory=lambda: _HealthGate.model_validate({}), alias="healthGate"
+    )
+
+
+class _ControlDetail(_Strict):
+    rotation: RotationName
+    cluster: ClusterName | None = None

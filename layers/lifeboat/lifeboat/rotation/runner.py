@@ -1,0 +1,300 @@
+"""The rotation's share of the pipeline: its commands, its looks, and its nodes' wake-ups.
+
+The pipeline hands over what concerns rotations (:func:`concerns`) and lends its own
+triage, resolve, decide and act for the nodes (``NodeHandling``): a rotated node is decided
+and acted on exactly as an AWS warning about it would be.
+
+Which wake-ups of a node's notice pass through here, and why:
+
+- a deferred decision (``decide``): only a ``running`` rotation lets it act; a paused one
+  holds it (decided again every five minutes until resumed); a cancelled, failed or
+  replaced one lets the node go (its waiting mark cleared);
+- a drain PodDisruptionBudgets held back (``continue-drain``): it goes on while the
+  rotation is active (a node out of service finishes), and stops once it was cancelled or
+  failed (the node stays cordoned, reported), rather than retrying evictions for ever;
+- finishing a replacement is not held: deleting the old claim once its replacement is Ready
+  is how a node already out of service finishes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import datetime
+from typing import Protocol
+
+from lifeboat.events.notice import Kind, Notice
+from lifeboat.kube import KubeApi
+from lifeboat.ledger import Ledger
+from lifeboat.report import Outcome, Report
+from lifeboat.rotation import observe, plan, store
+from lifeboat.rotation.look import (
+    Context,
+    change_report,
+    look,
+    node_notice,
+    record_changes,
+    release,
+    schedule_look,
+)
+from lifeboat.rotation.model import NodePhase, Phase, Rotation, StateError
+from lifeboat.rotation.request import RotationCommand, Verb
+from lifeboat.routing import foreign_origin
+from lifeboat.settings import Settings
+from lifeboat.wakeup import Task, Wakeup, WakeupSink
+
+
+class NodeHandling(Protocol):
+    """What the pipeline lends a rotation for its nodes."""
+
+    def decide(self, notices: list[Notice]) -> list[Report]:
+        """New notices: triage, resolve, decide and act, as for an AWS event's notices."""
+        ...
+
+    def wake(self, wakeup: Wakeup) -> Report:
+        """A node's wake-up (a deferred decision, a held-back drain), as any wake-up."""
+        ...
+
+
+def concerns(wakeup: Wakeup) -> bool:
+    """Whether the pipeline hands ``wakeup`` to the rotation (commands always go there)."""
+    if wakeup.task is Task.ROTATE:
+        return True
+    return wakeup.notice.kind is Kind.ROTATION and wakeup.task in (
+        Task.DECIDE,
+        Task.CONTINUE_DRAIN,
+    )
+
+
+class RotationRunner:
+    def __init__(
+        self,
+        *,
+        kube_for: Callable[[str | None], KubeApi],
+        settings: Settings,
+        clock: Callable[[], datetime],
+        nodes: NodeHandling,
+        describe: observe.Describe,
+        wakeups: WakeupSink | None = None,
+        ledger: Ledger | None = None,
+    ) -> None:
+        self._kube_for = kube_for
+        self._settings = settings
+        self._clock = clock
+        self._nodes = nodes
+        self._describe = describe
+        self._wakeups = wakeups
+        self._ledger = ledger
+
+    def handle(self, item: RotationCommand | Wakeup) -> list[Report]:
+        if isinstance(item, RotationCommand):
+            return self._command(item)
+        reports = self._look(item) if item.task is Task.ROTATE else [self._node_wakeup(item)]
+        return [replace(report, wakeup=str(item.task)) for report in reports]
+
+    def _look(self, wakeup: Wakeup) -> list[Report]:
+        name, request_id = wakeup.notice.detail, wakeup.notice.event_id
+        try:
+            return look(self._context(wakeup.cluster), name, request_id)
+        except StateError as error:
+            why = f"rotation {name}: state unreadable: {error}; fix or delete its ConfigMap"
+            return [Report(request_id, str(Kind.ROTATION), Outcome.IGNORED, why)]
+
+    # -- commands ------------------------------------------------------------------------------
+
+    def _command(self, command: RotationCommand) -> list[Report]:
+        problem = self._refusal(command)
+        if problem is not None:
+            return [problem]
+        if self._ledger is None:
+            return self._carry_out(command)
+        extra: list[Report] = []
+
+        def once() -> Report:
+            reports = self._carry_out(command)
+            extra.extend(reports[1:])
+            return reports[0]
+
+        first = self._ledger.once(command.dedup_key, once)
+        if first is None:
+            return [_report(command, Outcome.IGNORED, "duplicate delivery: already handled")]
+        return [first, *extra]
+
+    def _refusal(self, command: RotationCommand) -> Report | None:
+        """The checks every message passes: origin, and a cluster this stack manages."""
+        foreign = foreign_origin(command.notice(), self._settings)
+        if foreign is not None:
+            return _report(command, Outcome.REJECTED, foreign)
+        clusters = self._settings.clusters
+        if command.cluster is None and len(clusters) > 1:
+            why = f"detail.cluster: required, this stack manages {len(clusters)} clusters"
+            return _report(command, Outcome.REJECTED, why)
+        if command.cluster is not None and clusters and command.cluster not in clusters:
+            why = f"rotation for cluster {command.cluster}, not managed here"
+            return replace(_report(command, Outcome.IGNORED, why), unmanaged=True)
+        return None
+
+    def _carry_out(self, command: RotationCommand) -> list[Report]:
+        ctx = self._context(command.cluster)
+        try:
+            if command.verb is Verb.REQUEST:
+                return self._request(ctx, command)
+            return self._control(ctx, command)
+        except StateError as error:
+            return [_report(command, Outcome.IGNORED, f"rotation state unreadable: {error}")]
+
+    def _request(self, ctx: Context, command: RotationCommand) -> list[Report]:
+        spec = command.spec
+        assert spec is not None
+        existing = store.load(ctx.kube, ctx.namespace, spec.name)
+        if existing is not None:
+            old = existing.rotation
+            if old.request_id == command.event_id:
+                return [_report(command, Outcome.IGNORED, "duplicate delivery: already handled")]
+            if old.phase.active:
+                why = (
+                    f"rotation {spec.name} exists and is {old.phase} (requested by event "
+                    f"{old.request_id}): pause or cancel it first, or choose another name"
+                )
+                return [_report(command, Outcome.IGNORED, why)]
+        selected = observe.select(ctx.kube, spec, self._describe)
+        if not selected:
+            why = f"rotation {spec.name}: no node matches {spec.describe_selector()}: nothing to do"
+            return [_report(command, Outcome.IGNORED, why)]
+        rotation = Rotation(spec, command.event_id, command.event_time, tuple(selected))
+        what = (
+            f"rotation {spec.name} requested: {len(selected)} node(s) selected by "
+            f"{spec.describe_selector()}; at most {spec.max_in_flight} in flight, health gate "
+            f"{int(spec.health_timeout.total_seconds())}s"
+        )
+        if self._settings.dry_run:
+            return self._dry_run(rotation, what, command)
+        stamped = store.stamped(rotation, ctx.now)
+        stored = (
+            store.save(ctx.kube, ctx.namespace, existing, stamped)
+            if existing is not None
+            else store.create(ctx.kube, ctx.namespace, stamped)
+        )
+        if stored is None:  # another delivery created it between our read and write
+            return [_report(command, Outcome.IGNORED, "being requested by another delivery")]
+        requested = plan.Change("RotationRequested", what.removeprefix(f"rotation {spec.name} "))
+        record_changes(ctx, rotation, [requested])
+        return [_report(command, Outcome.ACTED, what), *look(ctx, spec.name, command.event_id)]
+
+    def _dry_run(self, rotation: Rotation, what: str, command: RotationCommand) -> list[Report]:
+        """What the first look would hand over, decided without changing anything."""
+        now = self._clock()
+        first = rotation.nodes[: rotation.spec.max_in_flight]
+        order = ", ".join(node.name for node in rotation.nodes)
+        report = _report(command, Outcome.ACTED, f"dry run, nothing changed: {what} ({order})")
+        return [report, *self._nodes.decide([node_notice(rotation, n, now) for n in first])]
+
+    def _control(self, ctx: Context, command: RotationCommand) -> list[Report]:
+        name = command.name
+        if store.load(ctx.kube, ctx.namespace, name) is None:
+            return [_report(command, Outcome.IGNORED, f"no rotation {name} in this cluster")]
+        if self._settings.dry_run:
+            return [_report(command, Outcome.IGNORED, f"dry run: rotation {name} not changed")]
+
+        def apply(current: store.Stored) -> tuple[Rotation | None, plan.Advance | str]:
+            result = plan.command(current.rotation, command.verb, ctx.now)
+            if isinstance(result, str):
+                return None, result
+            return store.stamped(result.rotation, ctx.now), result
+
+        stored, result = store.update(ctx.kube, ctx.namespace, name, apply)
+        if isinstance(result, str):
+            why = f"rotation {name}: {command.verb} changes nothing: {result}"
+            return [_report(command, Outcome.IGNORED, why)]
+        rotation = stored.rotation
+        release(ctx, rotation, result.release, why=f"rotation {name} {rotation.phase}")
+        record_changes(ctx, rotation, result.changes)
+        reports = [change_report(rotation, change) for change in result.changes]
+        reports = [replace(r, event_id=command.event_id) for r in reports]
+        if command.verb is Verb.RESUME:
+            reports += look(ctx, name, rotation.request_id)
+        return reports
+
+    # -- a node's wake-ups ---------------------------------------------------------------------
+
+    def _node_wakeup(self, wakeup: Wakeup) -> Report:
+        notice = wakeup.notice
+        ctx = self._context(wakeup.cluster)
+        try:
+            stored = store.load(ctx.kube, ctx.namespace, notice.detail)
+        except StateError as error:
+            stored, unreadable = None, f"; its state is unreadable ({error})"
+        else:
+            unreadable = ""
+        rotation = stored.rotation if stored else None
+        if rotation is not None and rotation.request_id != notice.event_id:
+            rotation = None  # a newer request of the same name: this node is not its own
+        phase = rotation.phase if rotation else None
+        if wakeup.task is Task.CONTINUE_DRAIN:
+            if phase is not None and phase.active:
+                return self._nodes.wake(wakeup)
+            why = (
+                f"rotation {notice.detail} is {phase or 'gone'}{unreadable}: its drain stops "
+                "here; the node stays cordoned"
+            )
+            return Report.for_notice(notice, Outcome.IGNORED, why)
+        if phase is Phase.RUNNING:
+            assert rotation is not None
+            return self._decide_node(ctx, rotation, wakeup)
+        if phase is Phase.PAUSED:
+            if ctx.wakeups is not None:
+                ctx.wakeups.schedule(wakeup.again(ctx.now + plan.WAITING_INTERVAL))
+            why = f"rotation {notice.detail} is paused: the node waits for it to resume"
+            return Report.for_notice(
+                notice, Outcome.DEFERRED, why, deferred_until=ctx.now + plan.WAITING_INTERVAL
+            )
+        why = f"rotation {notice.detail} is {phase or 'gone'}{unreadable}: node let go"
+        if rotation is not None:
+            node = next((n for n in rotation.nodes if n.instance_id == notice.instance_id), None)
+            if node is not None:
+                release(ctx, rotation, [node.name], why=why)
+        return Report.for_notice(notice, Outcome.IGNORED, why)
+
+    def _decide_node(self, ctx: Context, rotation: Rotation, wakeup: Wakeup) -> Report:
+        """A waiting node's deferred decision, taken again; the rotation hears the outcome:
+        acted on (a look at once), let go (the node is skipped) or deferred again (why)."""
+        notice = wakeup.notice
+        node = next((n for n in rotation.nodes if n.instance_id == notice.instance_id), None)
+        if node is None or node.phase is not NodePhase.WAITING:
+            # Moved on (acted on already, skipped, let go): nothing is left to decide.
+            where = f"is {node.phase}" if node else "is not"
+            why = f"rotation {notice.detail}: the node {where} in it: nothing to decide"
+            return Report.for_notice(notice, Outcome.IGNORED, why)
+        report = self._nodes.wake(wakeup)
+        if self._settings.dry_run:
+            return report
+
+        def note(current: store.Stored) -> tuple[Rotation | None, plan.Advance]:
+            step = plan.decided(current.rotation, node.name, report.outcome, report.reason, ctx.now)
+            return store.stamped(step.rotation, ctx.now), step
+
+        try:
+            stored, step = store.update(ctx.kube, ctx.namespace, rotation.spec.name, note)
+        except store.Gone:
+            return report  # deleted meanwhile: nothing left to tell
+        record_changes(ctx, stored.rotation, step.changes)
+        if report.outcome is not Outcome.DEFERRED:
+            schedule_look(ctx, stored.rotation, ctx.now)  # the node moved: look now
+        return report
+
+    # -- shared --------------------------------------------------------------------------------
+
+    def _context(self, cluster: str | None) -> Context:
+        return Context(
+            kube=self._kube_for(cluster),
+            namespace=self._settings.lease_namespace,
+            settings=self._settings,
+            now=self._clock(),
+            handle=self._nodes.decide,
+            wakeups=None if self._settings.dry_run else self._wakeups,
+            cluster=cluster,
+        )
+
+
+def _report(command: RotationCommand, outcome: Outcome, reason: str) -> Report:
+    return Report.for_notice(command.notice(), outcome, reason)

@@ -1,0 +1,118 @@
+"""``lifeboat status``: the rotations of a cluster and how far each has got.
+
+Reads the rotations' ConfigMaps (``lifeboat-rotation-<name>`` in Lifeboat's namespace) from a
+live cluster (``--kubeconfig``, with the operator's credentials: one list request) or from a
+cluster file, such as the one ``lifeboat replay --state-out`` writes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, TextIO
+
+from lifeboat.instants import format_instant
+from lifeboat.kube import KubeError
+from lifeboat.rotation import store
+from lifeboat.rotation.model import NodePhase, Rotation, StateError, to_json
+from lifeboat.settings import Settings
+from lifeboat_local.common import EXIT_OK, EXIT_USAGE, UsageError, add_cluster_flags, add_command
+from lifeboat_local.source import open_cluster
+
+# Active rotations first, then the finished ones, newest first within each.
+_ORDER = {"running": 0, "paused": 1, "failed": 2, "cancelled": 3, "completed": 4}
+
+
+def add_parser(commands: Any) -> None:
+    parser = add_command(
+        commands,
+        "status",
+        summary="the rotations of a cluster and their progress",
+        description="The rotations of a cluster (running ones first) and, per node, how far "
+        "it has got: waiting, replacing, draining, rescheduling (its health gate), done.",
+        examples="""
+            lifeboat status --kubeconfig ~/.kube/config
+            lifeboat status legacy-to-karpenter --kubeconfig ~/.kube/config --json
+            lifeboat status --cluster state.yaml
+        """,
+    )
+    parser.add_argument("rotation", nargs="?", metavar="ROTATION", help="only this rotation")
+    add_cluster_flags(
+        parser,
+        cluster_help="a cluster file, e.g. what lifeboat replay --state-out wrote",
+        kubeconfig_help="a live cluster (read only: one list of ConfigMaps)",
+    )
+    parser.add_argument(
+        "--namespace",
+        default=Settings().lease_namespace,
+        help="Lifeboat's namespace (LIFEBOAT_LEASE_NAMESPACE; default: %(default)s)",
+    )
+    parser.add_argument("--json", action="store_true", help="one JSON document")
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    with open_cluster(args.cluster, args.kubeconfig, args.context) as source:
+        selector = f"{store.NAME_LABEL}={args.rotation}" if args.rotation else store.NAME_LABEL
+        try:
+            found = source.kube.list_configmaps(args.namespace, selector)
+        except KubeError as error:
+            raise UsageError(f"{source.description}: {error}") from None
+    rotations, unreadable = [], []
+    for configmap in found:
+        try:
+            rotations.append(store.read(configmap).rotation)
+        except StateError as error:
+            unreadable.append(str(error))
+    rotations.sort(key=lambda r: (_ORDER.get(str(r.phase), 9), -r.requested_at.timestamp()))
+    if args.json:
+        document = {
+            "rotations": [json.loads(to_json(rotation)) for rotation in rotations],
+            "unreadable": unreadable,
+        }
+        out.write(json.dumps(document, indent=2) + "\n")
+    else:
+        write_human(rotations, unreadable, args.namespace, source.description, out)
+    if args.rotation and not rotations:
+        print(f"lifeboat: error: no rotation {args.rotation} in {args.namespace}", file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_OK
+
+
+def write_human(
+    rotations: list[Rotation], unreadable: list[str], namespace: str, where: str, out: TextIO
+) -> None:
+    if not rotations and not unreadable:
+        out.write(f"no rotation in namespace {namespace} of {where}\n")
+    for index, rotation in enumerate(rotations):
+        if index:
+            out.write("\n")
+        out.write(describe(rotation))
+    for problem in unreadable:
+        out.write(f"unreadable: {problem}\n")
+
+
+def describe(rotation: Rotation) -> str:
+    spec = rotation.spec
+    lines = [
+        f"rotation {spec.name}: {rotation.phase}"
+        + (f" ({rotation.reason})" if rotation.reason else ""),
+        f"  requested {format_instant(rotation.requested_at)} (event {rotation.request_id})"
+        + (f" for cluster {spec.cluster}" if spec.cluster else ""),
+        f"  nodes: {spec.describe_selector()}; at most {spec.max_in_flight} in flight; "
+        f"health gate {int(spec.health_timeout.total_seconds())}s",
+        f"  progress: {rotation.summary().split(': ', 1)[1]}",
+    ]
+    if rotation.next_tick and rotation.phase.active:
+        lines.append(f"  next look: {format_instant(rotation.next_tick)}")
+    rows = [("NODE", "INSTANCE", "PHASE", "SINCE", "NOTE")]
+    for node in rotation.nodes:
+        since = format_instant(node.since) if node.since else "-"
+        note = node.note if node.phase is not NodePhase.PENDING else ""
+        rows.append((node.name, node.instance_id, str(node.phase), since, note))
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    for row in rows:
+        cells = [cell.ljust(width) for cell, width in zip(row[:4], widths, strict=True)]
+        lines.append(("  " + "  ".join([*cells, row[4]])).rstrip())
+    return "\n".join(lines) + "\n"

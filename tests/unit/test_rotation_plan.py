@@ -1,0 +1,319 @@
+"""The rotation's pure decisions (lifeboat.rotation.plan) and its stored state's JSON."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from lifeboat.report import Outcome
+from lifeboat.rotation import plan
+from lifeboat.rotation.model import (
+    NodePhase,
+    Phase,
+    Rotation,
+    RotationNode,
+    StateError,
+    Workload,
+    from_json,
+    to_json,
+)
+from lifeboat.rotation.plan import NodeView, Snapshot
+from lifeboat.rotation.request import RotationSpec, Verb
+
+NOW = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
+TIMEOUT = timedelta(minutes=10)
+WEB = Workload(
+    "ReplicaSet", "shop", "web-5d8f7", "uid-web", {"app": "web"}, ready_before=3, on_node=2
+)
+DB = Workload("StatefulSet", "shop", "db", "uid-db", {"app": "db"}, ready_before=2, on_node=1)
+
+
+def rotation(
+    *nodes: RotationNode, max_in_flight: int = 1, phase: Phase = Phase.RUNNING
+) -> Rotation:
+    spec = RotationSpec("legacy", labels={"group": "legacy"}, max_in_flight=max_in_flight)
+    return Rotation(spec, "request-1", NOW - timedelta(hours=1), tuple(nodes), phase)
+
+
+def node(
+    name: str,
+    phase: NodePhase = NodePhase.PENDING,
+    *,
+    claim: str | None = None,
+    gate_started: datetime | None = None,
+    workloads: tuple[Workload, ...] = (),
+) -> RotationNode:
+    return RotationNode(
+        name,
+        f"i-0000000000000{name[-3:]}",
+        claim,
+        phase,
+        since=NOW - timedelta(minutes=1) if phase is not NodePhase.PENDING else None,
+        gate_started=gate_started,
+        workloads=workloads,
+    )
+
+
+def out(pods_left: tuple[str, ...] = (), *, drain_started: bool = True, **ready: int) -> NodeView:
+    return NodeView(True, True, drain_started, pods_left, {f"uid-{k}": v for k, v in ready.items()})
+
+
+# -- starting nodes ---------------------------------------------------------------------------
+
+
+def test_pending_nodes_start_oldest_first_up_to_max_in_flight_waiting_ones_included() -> None:
+    r = rotation(
+        node("n-001", NodePhase.WAITING),
+        node("n-002"),
+        node("n-003"),
+        node("n-004"),
+        max_in_flight=3,
+    )
+    assert plan.candidates(r) == ["n-002", "n-003"]
+    assert plan.candidates(replace(r, phase=Phase.PAUSED)) == []
+    assert plan.candidates(replace(r, phase=Phase.FAILED)) == []
+
+
+def test_a_started_node_waits_with_its_workloads_or_is_skipped_when_gone_or_going() -> None:
+    r = rotation(node("n-001"), node("n-002"), node("n-003"))
+    r = plan.start(r, "n-001", Snapshot(True, None, (WEB,), ("default/debug",)), NOW).rotation
+    started = r.node("n-001")
+    assert (started.phase, started.workloads, started.unmanaged, started.since) == (
+        NodePhase.WAITING,
+        (WEB,),
+        ("default/debug",),
+        NOW,
+    )
+    gone = plan.start(r, "n-002", Snapshot(False), NOW)
+    assert gone.rotation.node("n-002").phase is NodePhase.SKIPPED
+    assert [c.reason for c in gone.changes] == [plan.NODE_SKIPPED]
+    going = plan.start(r, "n-003", Snapshot(True, "Karpenter is disrupting it"), NOW)
+    assert going.rotation.node("n-003").note == "already going: Karpenter is disrupting it"
+
+
+def test_a_decision_acted_takes_the_node_out_of_service_at_once() -> None:
+    """A node group's drain starts with the act (the gate's clock too); a Karpenter node's
+    replacement launches first, and its drain starts when its old claim goes."""
+    r = rotation(
+        node("n-001", NodePhase.WAITING),
+        node("n-002", NodePhase.WAITING, claim="general-abc"),
+        max_in_flight=2,
+    )
+    r = plan.decided(r, "n-001", Outcome.ACTED, "drained", NOW).rotation
+    r = plan.decided(r, "n-002", Outcome.ACTED, "replacing", NOW).rotation
+    assert (r.node("n-001").phase, r.node("n-001").gate_started) == (NodePhase.DRAINING, NOW)
+    assert (r.node("n-002").phase, r.node("n-002").gate_started) == (NodePhase.REPLACING, None)
+
+
+def test_a_decision_let_go_skips_the_node_and_frees_its_slot() -> None:
+    r = rotation(node("n-001", NodePhase.WAITING), node("n-002"))
+    step = plan.decided(r, "n-001", Outcome.IGNORED, "NodePool general opted out", NOW)
+    assert step.rotation.node("n-001").phase is NodePhase.SKIPPED
+    assert [c.ok for c in step.changes] == [False]
+    assert plan.candidates(step.rotation) == ["n-002"]
+    deferred = plan.decided(r, "n-001", Outcome.DEFERRED, "window closed", NOW).rotation
+    assert (deferred.node("n-001").phase, deferred.node("n-001").note) == (
+        NodePhase.WAITING,
+        "window closed",
+    )
+
+
+# -- progress and the health gate -----------------------------------------------------------
+
+
+def test_a_waiting_node_stays_while_the_cluster_shows_it_in_service() -> None:
+    r = rotation(node("n-001", NodePhase.WAITING, workloads=(WEB,)))
+    step = plan.advance(r, {"n-001": NodeView(True)}, NOW)
+    assert step.rotation == r and step.changes == ()
+
+
+def test_a_karpenter_node_is_replacing_until_its_claim_goes_then_draining() -> None:
+    r = rotation(node("n-001", NodePhase.WAITING, claim="general-abc", workloads=(WEB,)))
+    r = plan.advance(r, {"n-001": out(("shop/web-a",), drain_started=False)}, NOW).rotation
+    assert (r.node("n-001").phase, r.node("n-001").gate_started) == (NodePhase.REPLACING, None)
+    later = NOW + timedelta(minutes=5)
+    r = plan.advance(r, {"n-001": out(("shop/web-a",), web=1)}, later).rotation
+    assert (r.node("n-001").phase, r.node("n-001").gate_started) == (NodePhase.DRAINING, later)
+
+
+def test_the_gate_passes_only_with_the_node_drained_and_every_workload_ready_elsewhere() -> None:
+    r = rotation(node("n-001", NodePhase.DRAINING, gate_started=NOW, workloads=(WEB, DB)))
+    step = plan.advance(r, {"n-001": out(("shop/web-b",), web=3, db=2)}, NOW)
+    assert step.rotation.node("n-001").phase is NodePhase.DRAINING  # a pod is still there
+    step = plan.advance(r, {"n-001": out(web=2, db=2)}, NOW)
+    drained = step.rotation.node("n-001")
+    assert drained.phase is NodePhase.RESCHEDULING
+    assert "ReplicaSet shop/web-5d8f7 2 of 3 Ready elsewhere" in drained.note
+    step = plan.advance(r, {"n-001": out(web=3, db=2)}, NOW)
+    assert step.rotation.node("n-001").phase is NodePhase.DONE
+    assert [c.reason for c in step.changes] == [plan.NODE_DONE]
+    assert "its 3 pod(s) of 2 workload(s) run Ready elsewhere" in step.changes[0].message
+
+
+def test_a_node_gone_is_judged_by_its_workloads_alone() -> None:
+    r = rotation(node("n-001", NodePhase.REPLACING, claim="c", workloads=(WEB,)))
+    gone = NodeView(False, ready_elsewhere={"uid-web": 3})
+    assert plan.advance(r, {"n-001": gone}, NOW).rotation.node("n-001").phase is NodePhase.DONE
+
+
+def test_a_gate_that_times_out_stops_the_rotation_and_touches_no_further_node() -> None:
+    started = NOW - TIMEOUT
+    r = rotation(
+        node("n-001", NodePhase.RESCHEDULING, gate_started=started, workloads=(WEB,)),
+        node("n-002", NodePhase.WAITING),
+        node("n-003"),
+        max_in_flight=2,
+    )
+    early = plan.advance(r, {"n-001": out(web=2)}, NOW - timedelta(seconds=1))
+    assert early.rotation.phase is Phase.RUNNING  # a second before the deadline: still waiting
+    step = plan.advance(r, {"n-001": out(web=2)}, NOW)
+    after = step.rotation
+    assert after.phase is Phase.FAILED
+    assert after.node("n-001").phase is NodePhase.FAILED
+    assert "ReplicaSet shop/web-5d8f7 2 of 3 Ready elsewhere" in after.reason
+    # The waiting node is let go (its mark to be cleared), the pending one never starts.
+    assert step.release == ("n-002",)
+    assert [after.node(n).phase for n in ("n-002", "n-003")] == [NodePhase.RELEASED] * 2
+    assert plan.candidates(after) == []
+    assert [(c.reason, c.warning, c.ok) for c in step.changes] == [
+        (plan.HEALTH_GATE_FAILED, True, False),
+        (plan.ROTATION_FAILED, True, False),
+    ]
+
+
+def test_a_node_put_back_into_service_by_someone_else_is_skipped() -> None:
+    r = rotation(node("n-001", NodePhase.DRAINING, gate_started=NOW, workloads=(WEB,)))
+    step = plan.advance(r, {"n-001": NodeView(True)}, NOW)
+    assert step.rotation.node("n-001").phase is NodePhase.SKIPPED
+    assert "taken back into service" in step.rotation.node("n-001").note
+
+
+def test_a_rotation_with_nothing_pending_or_in_flight_completes() -> None:
+    r = rotation(node("n-001", NodePhase.DONE), node("n-002", NodePhase.SKIPPED))
+    step = plan.finish_if_done(r, NOW)
+    assert step.rotation.phase is Phase.COMPLETED
+    assert step.rotation.reason == "1 of 2 node(s) rotated, 1 skipped"
+    busy = rotation(node("n-001", NodePhase.DONE), node("n-002", NodePhase.WAITING))
+    assert plan.finish_if_done(busy, NOW).rotation.phase is Phase.RUNNING
+
+
+# -- commands ---------------------------------------------------------------------------------
+
+
+def test_pause_resume_and_cancel() -> None:
+    r = rotation(
+        node("n-001", NodePhase.DRAINING),
+        node("n-002", NodePhase.WAITING),
+        node("n-003"),
+        max_in_flight=2,
+    )
+    paused = plan.command(r, Verb.PAUSE, NOW)
+    assert isinstance(paused, plan.Advance)
+    assert paused.rotation.phase is Phase.PAUSED and paused.release == ()
+    assert (
+        plan.command(paused.rotation, Verb.PAUSE, NOW)
+        == "it is paused (pause requested at 2026-12-01T14:05:00Z)"
+    )
+    resumed = plan.command(paused.rotation, Verb.RESUME, NOW)
+    assert isinstance(resumed, plan.Advance) and resumed.rotation.phase is Phase.RUNNING
+    assert plan.command(r, Verb.RESUME, NOW) == "it is running"
+    cancelled = plan.command(paused.rotation, Verb.CANCEL, NOW)
+    assert isinstance(cancelled, plan.Advance)
+    assert cancelled.release == ("n-002",)
+    phases = [n.phase for n in cancelled.rotation.nodes]
+    assert phases == [NodePhase.DRAINING, NodePhase.RELEASED, NodePhase.RELEASED]
+    refused = plan.command(cancelled.rotation, Verb.RESUME, NOW)
+    assert isinstance(refused, str) and refused.startswith("it is cancelled")
+
+
+def test_resuming_a_failed_rotation_restarts_its_gates_and_its_let_go_nodes() -> None:
+    """The operator fixed what kept the pods from running: the failed node is taken up again
+    first (its drain and its gate), the nodes let go wait for their turn again."""
+    r = rotation(
+        node("n-001", NodePhase.RESCHEDULING, gate_started=NOW - TIMEOUT, workloads=(WEB,)),
+        node("n-002"),
+    )
+    failed = plan.advance(r, {"n-001": out(web=1)}, NOW).rotation
+    assert failed.phase is Phase.FAILED
+    later = NOW + timedelta(hours=1)
+    resumed = plan.command(failed, Verb.RESUME, later)
+    assert isinstance(resumed, plan.Advance)
+    after = resumed.rotation
+    assert after.phase is Phase.RUNNING
+    assert [n.phase for n in after.nodes] == [NodePhase.PENDING] * 2
+    assert plan.candidates(after) == ["n-001"]  # the failed node first, taken up again
+    # Started again, it keeps the workloads its gate waits for (its pods are gone now).
+    again = plan.start(after, "n-001", Snapshot(True, None, (DB,)), later).rotation
+    assert again.node("n-001").workloads == (WEB, DB)
+
+
+def test_a_cancelled_rotation_still_watches_its_node_out_of_service() -> None:
+    r = rotation(
+        node("n-001", NodePhase.DRAINING, gate_started=NOW, workloads=(WEB,)), phase=Phase.CANCELLED
+    )
+    assert plan.next_look(r, NOW) == NOW + plan.GATE_INTERVAL
+    done = plan.advance(r, {"n-001": out(web=3)}, NOW).rotation
+    assert (done.node("n-001").phase, done.phase) == (NodePhase.DONE, Phase.CANCELLED)
+    assert plan.next_look(done, NOW) is None
+
+
+# -- when to look again ---------------------------------------------------------------------
+
+
+def test_next_look_every_30_s_out_of_service_every_5_min_waiting_none_when_idle() -> None:
+    assert plan.next_look(rotation(node("n", NodePhase.DRAINING)), NOW) == NOW + timedelta(
+        seconds=30
+    )
+    assert plan.next_look(rotation(node("n", NodePhase.WAITING)), NOW) == NOW + timedelta(minutes=5)
+    assert plan.next_look(rotation(node("n"), phase=Phase.PAUSED), NOW) is None
+    assert plan.next_look(rotation(node("n", NodePhase.DONE), phase=Phase.COMPLETED), NOW) is None
+
+
+@given(st.lists(st.integers(min_value=0, max_value=600), min_size=1, max_size=30))
+def test_looks_scheduled_out_of_turn_converge_on_one_chain(offsets: list[int]) -> None:
+    """Each look asks for the next one 30 s on; extra looks (a node acted on asks for one at
+    once) may arrive at any time. However many there are, once they have run, at most one
+    look remains scheduled: no chain of looks multiplies."""
+    planned: datetime | None = None
+    pending = {NOW}
+    extra = sorted(NOW + timedelta(seconds=s) for s in offsets)
+    for _ in range(4 * len(offsets) + 4):  # bounded: a working rule ends far sooner
+        if not extra and len(pending) <= 1:
+            break
+        now = min(pending | set(extra[:1]))
+        if extra and extra[0] == now:
+            extra.pop(0)
+        pending.discard(now)
+        due = now + plan.GATE_INTERVAL
+        if plan.needs_scheduling(planned, due, now):
+            planned = due
+            pending.add(due)
+    assert len(pending) <= 1
+
+
+# -- state ------------------------------------------------------------------------------------
+
+
+def test_the_state_round_trips_through_json() -> None:
+    r = rotation(
+        node("n-001", NodePhase.DONE, gate_started=NOW, workloads=(WEB, DB)),
+        node("n-002", NodePhase.WAITING),
+        max_in_flight=2,
+    )
+    r = replace(r, next_tick=NOW, reason="x")
+    assert from_json(to_json(r)) == r
+    assert r.summary() == "running: 1 of 2 node(s) done, 1 in flight (n-002: waiting)"
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [("{}", "spec"), ('{"spec": {"name": "x"}}', "request_id"), ("not json", "state")],
+)
+def test_an_unreadable_state_is_a_state_error_naming_the_field(text: str, where: str) -> None:
+    with pytest.raises(StateError) as error:
+        from_json(text)
+    assert str(error.value).startswith(where)
