@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from lifeboat.events.notice import Kind
+from lifeboat.godurations import parse_go_duration
 from lifeboat.instants import parse_timestamp
 from lifeboat.objects import Obj
 
@@ -167,14 +168,12 @@ def do_not_disrupt_blocker(
 
 
 def _do_not_disrupt_until(pod: Obj, value: str) -> datetime | None:
-    from lifeboat.budgets import BudgetError, parse_go_duration
-
     created = parse_timestamp(pod["metadata"].get("creationTimestamp"))
     if created is None:
         return None
     try:
         duration: timedelta = parse_go_duration(value)
-    except (BudgetError, ValueError):
+    except ValueError:
         # Karpenter ignores a value it cannot parse as a duration (only "true" is special).
         return None
     return created + duration
