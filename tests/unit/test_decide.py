@@ -603,3 +603,105 @@ def test_a_notice_let_go_takes_its_pending_mark_with_it() -> None:
         TUESDAY_AFTERNOON,
     )
     assert decision.steps == ()
+
+
+# -- the window search is bounded (issue 10.9) and never wakes at once (issue 11.4) -----------
+
+
+def _count_cron_lookups(monkeypatch: pytest.MonkeyPatch, limit: int) -> list[int]:
+    """Fail a decision that looks up far more cron hits than a bounded search needs."""
+    from lifeboat import cron
+
+    calls = [0]
+    original = cron.CronCursor.next_after
+
+    def counted(cursor: cron.CronCursor, moment: datetime) -> datetime | None:
+        calls[0] += 1
+        if calls[0] > limit:
+            raise AssertionError(f"more than {limit} cron lookups for one decision")
+        return original(cursor, moment)
+
+    monkeypatch.setattr(cron.CronCursor, "next_after", counted)
+    return calls
+
+
+@pytest.mark.parametrize(
+    ("budgets", "node_count", "disrupting", "deadline"),
+    [
+        # A freeze every other minute, capacity used up, maintenance 60 days away.
+        (
+            [{"nodes": "1"}, {"nodes": "0", "schedule": "*/2 * * * *", "duration": "1m"}],
+            10,
+            1,
+            TUESDAY_AFTERNOON + timedelta(days=60),
+        ),
+        # The business-hours pool with its 20 % used up, and an AWS startTime in the year 2400.
+        ([{"nodes": "20%"}, FREEZE], 6, 2, datetime(2400, 1, 1, 9, tzinfo=UTC)),
+    ],
+    ids=["freeze-every-other-minute-60d", "start-time-2400"],
+)
+def test_a_deferral_does_not_walk_every_window_up_to_its_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+    budgets: list[dict[str, str]],
+    node_count: int,
+    disrupting: int,
+    deadline: datetime,
+) -> None:
+    """Issue 10.9: these took 1-15 s of CPU per decision (every window up to the deadline
+    visited). Waiting for capacity needs no window at all; the decision now looks up a
+    handful of cron hits."""
+    calls = _count_cron_lookups(monkeypatch, limit=100)
+    change = notice(Kind.SCHEDULED_CHANGE, deadline=deadline)
+    the_target = target(pool=nodepool(budgets), node_count=node_count, disrupting=disrupting)
+    decision = decide(change, the_target, Settings(), TUESDAY_AFTERNOON)
+    assert decision.outcome is Outcome.DEFERRED
+    assert decision.deferred_until == deadline - Settings().scheduled_change_lead
+    assert decision.recheck_at == TUESDAY_AFTERNOON + RECHECK_INTERVAL
+    assert calls[0] <= 100
+
+
+def test_endless_windows_defer_to_where_the_bounded_search_stopped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two freezes taking turns every minute never open: the search stops after a bounded
+    number of hops and the notice is decided again there, not at its deadline in 2400."""
+    _count_cron_lookups(monkeypatch, limit=20_000)
+    alternating = nodepool(
+        [
+            {"nodes": "0", "schedule": "0-58/2 * * * *", "duration": "1m"},
+            {"nodes": "0", "schedule": "1-59/2 * * * *", "duration": "1m"},
+        ]
+    )
+    change = notice(Kind.SCHEDULED_CHANGE, deadline=datetime(2400, 1, 1, tzinfo=UTC))
+    decision = decide(change, target(pool=alternating), Settings(), TUESDAY_AFTERNOON)
+    assert decision.outcome is Outcome.DEFERRED
+    assert decision.deferred_until is not None
+    assert TUESDAY_AFTERNOON < decision.deferred_until <= TUESDAY_AFTERNOON + timedelta(days=1)
+    assert "deciding again then" in decision.reason
+
+
+LEAP_FREEZE = {"nodes": "0", "schedule": "0 0 29 2 *", "duration": "1h"}
+IN_ROBFIGS_BLIND_SPOT = datetime(2097, 6, 1, 12, tzinfo=UTC)
+
+
+def test_a_budget_active_through_robfigs_horizon_never_defers_to_now() -> None:
+    """Issue 11.4: from March 2096 to the end of 2098 robfig's Next cannot see 2104-02-29 and
+    returns the zero time, so Karpenter reads the freeze as active (``Budget.IsActive``). The
+    deferral used to wake "at the window's end" = now, in a loop; it now waits until robfig
+    can see the next hit (2099-01-01 00:59:59, after the 1h duration)."""
+    pool = nodepool([{"nodes": "5"}, LEAP_FREEZE])
+    change = notice(
+        Kind.SCHEDULED_CHANGE,
+        at=IN_ROBFIGS_BLIND_SPOT - timedelta(minutes=3),
+        deadline=datetime(2100, 6, 1, tzinfo=UTC),
+    )
+    decision = decide(change, target(pool=pool), Settings(), IN_ROBFIGS_BLIND_SPOT)
+    assert decision.outcome is Outcome.DEFERRED
+    assert decision.deferred_until == datetime(2099, 1, 1, 0, 59, 59, tzinfo=UTC)
+    rebalance = notice(
+        Kind.REBALANCE_RECOMMENDATION, at=IN_ROBFIGS_BLIND_SPOT - timedelta(minutes=3)
+    )
+    decision = decide(rebalance, target(pool=pool), Settings(), IN_ROBFIGS_BLIND_SPOT)
+    # Nothing opens within a rebalance recommendation's day of patience: it is let go.
+    assert decision.outcome is Outcome.IGNORED
+    assert "giving up" in decision.reason

@@ -26,6 +26,11 @@ _DEFAULT_NODES: Final = "10%"
 # CRD patterns of budgets[].nodes and budgets[].duration (karpenter.sh/v1).
 _NODES_PATTERN: Final = re.compile(r"^((100|[0-9]{1,2})%|[0-9]+)$")
 _DURATION_PATTERN: Final = re.compile(r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$")
+# What Go's strconv.Atoi accepts, and the ranges that matter for intstr.
+_GO_INT: Final = re.compile(r"[+-]?[0-9]+")
+_INT64_MIN: Final = -(1 << 63)
+_INT64_MAX: Final = (1 << 63) - 1
+_INT32_OFFSET: Final = 1 << 31
 
 
 class BudgetError(ValueError):
@@ -173,13 +178,41 @@ def is_active(budget: Budget, now: datetime) -> bool:
 
 
 def budget_limit(budget: Budget, node_count: int) -> int:
-    """The budget's ``nodes`` for a pool of ``node_count`` nodes; percentages round up."""
+    """The budget's ``nodes`` for a pool of ``node_count`` nodes, as Karpenter computes it.
+
+    ``Budget.GetAllowedDisruptions``: ``GetIntStrFromValue`` tries ``strconv.Atoi`` first, and
+    an integer becomes ``intstr.FromInt``, which keeps its low 32 bits (two's complement):
+    ``"4294967296"`` is 0, ``"4294967297"`` is 1, ``"2147483648"`` is -2147483648 (a negative
+    limit allows nothing). A string Atoi refuses (a percentage, or an integer beyond 64 bits)
+    goes through ``GetScaledValueFromIntOrPercent(..., roundUp=true)``: a percentage rounds up
+    against ``node_count``; anything else is an error, raised as ``BudgetError`` (which blocks
+    the whole pool while this budget is active).
+    """
     if node_count < 0:
         raise ValueError(f"node_count must not be negative, got {node_count}")
-    if budget.nodes.endswith("%"):
-        percent = int(budget.nodes[:-1])
-        return -(-percent * node_count // 100)  # ceil, as roundUp=true
-    return int(budget.nodes)
+    whole = _go_atoi(budget.nodes)
+    if whole is not None:
+        return (whole + _INT32_OFFSET) % (2 * _INT32_OFFSET) - _INT32_OFFSET
+    if not budget.nodes.endswith("%"):
+        raise BudgetError(
+            f'budget[{budget.index}]: nodes "{budget.nodes}": invalid value for IntOrString: '
+            "invalid type: string is not a percentage"
+        )
+    percent = _go_atoi(budget.nodes[:-1])
+    if percent is None:
+        raise BudgetError(
+            f'budget[{budget.index}]: nodes "{budget.nodes}": invalid value for IntOrString: '
+            f'invalid value "{budget.nodes}"'
+        )
+    return -(-percent * node_count // 100)  # ceil, as roundUp=true
+
+
+def _go_atoi(text: str) -> int | None:
+    """Go's ``strconv.Atoi`` on a 64-bit platform: None where it fails (syntax or range)."""
+    if not _GO_INT.fullmatch(text):
+        return None
+    value = int(text)
+    return value if _INT64_MIN <= value <= _INT64_MAX else None
 
 
 def applies_to(budget: Budget, reason: str | None) -> bool:

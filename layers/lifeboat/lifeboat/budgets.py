@@ -16,10 +16,12 @@ Mirrored behaviour (karpenter.sh/v1, ``NodePool.GetAllowedDisruptionsByReason``)
   Lifeboat's voluntary replacements (rebalance recommendation, scheduled maintenance) count
   as ``Drifted``: the node must be replaced, as for drift.
 * The allowed number is the minimum over active applicable budgets, minus the pool's nodes
-  already disrupting, floored at 0. No active budget means no limit.
+  already disrupting, floored at 0. No active budget means no limit. An integer ``nodes``
+  keeps only its low 32 bits, as ``intstr.FromInt`` does (``"4294967296"`` is 0).
 * Any invalid budget blocks the whole pool (``MustGetAllowedDisruptions`` returns 0 on error):
   fail closed, and say which budget and why. "Invalid" covers what Karpenter's CRD validation
-  or its parser would refuse.
+  or its parser would refuse, and an active budget whose ``nodes`` intstr cannot evaluate
+  (an integer beyond 64 bits).
 """
 
 from __future__ import annotations
@@ -42,7 +44,13 @@ from lifeboat.budget_spec import (
     is_active,
     parse_budgets,
 )
-from lifeboat.budget_windows import Segment, next_allowed_at, window_timeline
+from lifeboat.budget_windows import (
+    Opening,
+    Segment,
+    earliest_permitted,
+    next_allowed_at,
+    window_timeline,
+)
 from lifeboat.godurations import format_go_duration, parse_go_duration
 from lifeboat.instants import require_utc
 
@@ -53,10 +61,12 @@ __all__ = [
     "Allowance",
     "Budget",
     "BudgetError",
+    "Opening",
     "Segment",
     "allowed_disruptions",
     "applies_to",
     "budget_limit",
+    "earliest_permitted",
     "format_go_duration",
     "is_active",
     "next_allowed_at",
@@ -106,14 +116,29 @@ def allowed_disruptions(
         budgets = parse_budgets(nodepool)
     except BudgetError as err:
         return Allowance(0, 0, disrupting, f"pool blocked: {err}", blocked_by_error=True)
-    active = [b for b in budgets if applies_to(b, reason) and is_active(b, now)]
+    # GetAllowedDisruptionsByReason: every *active* budget's value is computed, whatever its
+    # reasons, and an error in any of them blocks the pool for every reason.
+    limits: dict[int, int] = {}
+    errors: list[str] = []
+    for budget in budgets:
+        if not is_active(budget, now):
+            continue
+        try:
+            limits[budget.index] = budget_limit(budget, node_count)
+        except BudgetError as err:
+            errors.append(str(err))
+    if errors:
+        return Allowance(
+            0, 0, disrupting, f"pool blocked: {'; '.join(errors)}", blocked_by_error=True
+        )
+    active = [b for b in budgets if b.index in limits and applies_to(b, reason)]
     if not active:
         return Allowance(
             None, None, disrupting, f"no active budget for {_reason_label(reason)}: no limit"
         )
     # min() keeps the first of equal limits: the lowest index binds.
-    binding = min(active, key=lambda b: budget_limit(b, node_count))
-    limit = budget_limit(binding, node_count)
+    binding = min(active, key=lambda b: limits[b.index])
+    limit = limits[binding.index]
     text = (
         f"{binding.describe()} of {node_count} nodes = {limit}, {disrupting} disrupting"
         if binding.nodes.endswith("%")

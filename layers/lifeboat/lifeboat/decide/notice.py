@@ -13,7 +13,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from lifeboat import nodes
-from lifeboat.budgets import allowed_disruptions, next_allowed_at
+from lifeboat.budgets import allowed_disruptions, earliest_permitted
 from lifeboat.decide.model import (
     RECHECK_INTERVAL,
     VOLUNTARY_PATIENCE,
@@ -134,17 +134,21 @@ def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime
     if allowance.blocked_by_error:
         return _defer(f"{what}: NodePool {name} blocked: {allowance.reason}", None, latest, now)
     until = latest if latest is not None else notice.event_time + VOLUNTARY_PATIENCE
-    opens = next_allowed_at(nodepool, counts.node_count, counts.disrupting, now, until)
+    opening = earliest_permitted(nodepool, counts.node_count, counts.disrupting, now, until)
     why = f"{what}: NodePool {name} budget: {allowance.reason}"
+    if opening.at is not None and opening.at > now:
+        return _defer(why, opening.at, latest, now)
+    if not opening.complete:
+        # The search is bounded: nothing permitted up to where it stopped. Look again there
+        # rather than walk every window up to a distant deadline now.
+        return _defer_beyond_search(why, opening.searched_until, latest, now)
     # Give up only if a window would stay shut even with every disrupting node gone:
     # nodes still disrupting now may well be gone before the window opens.
-    if (
-        opens is None
-        and latest is None
-        and next_allowed_at(nodepool, counts.node_count, 0, now, until) is None
-    ):
-        return ignore(f"{why}; no window opens before {_fmt(until)}: giving up")
-    return _defer(why, opens, latest, now)
+    if latest is None:
+        empty_pool = earliest_permitted(nodepool, counts.node_count, 0, now, until)
+        if empty_pool.at is None and empty_pool.complete:
+            return ignore(f"{why}; no window opens before {_fmt(until)}: giving up")
+    return _defer(why, None, latest, now)
 
 
 def _voluntary_action(notice: Notice, action: str, karpenter_owned: bool) -> Decision:
@@ -188,6 +192,20 @@ def _defer(reason: str, until: datetime | None, latest: datetime | None, now: da
             deferred_until=latest,
         )
     return Decision(Outcome.DEFERRED, f"{reason}; next permitted at {_fmt(until)}", pending, until)
+
+
+def _defer_beyond_search(
+    reason: str, searched_until: datetime, latest: datetime | None, now: datetime
+) -> Decision:
+    """No permitted time found before ``searched_until``, where the bounded search stopped."""
+    if latest is not None and searched_until >= latest:
+        return _defer(reason, latest, latest, now)
+    return Decision(
+        Outcome.DEFERRED,
+        f"{reason}; no permitted time found before {_fmt(searched_until)}: deciding again then",
+        (Step.MARK_PENDING,),
+        deferred_until=searched_until,
+    )
 
 
 def _latest_start(notice: Notice, settings: Settings) -> datetime | None:
