@@ -454,6 +454,7 @@ def test_rbac_grants_exactly_what_lifeboat_uses() -> None:
         ("", "pods"): ["list"],
         ("", "pods/eviction"): ["create"],
         ("", "events"): ["create"],
+        ("policy", "poddisruptionbudgets"): ["list"],
         ("karpenter.sh", "nodepools"): ["get"],
         ("karpenter.sh", "nodeclaims"): ["create", "delete", "get", "list"],
     }
