@@ -23,8 +23,9 @@ NODE = "ip-10-0-1-11.ec2.internal"
 CLAIM = "general-7xkqz"
 
 KARPENTER_STEPS = (Step.TAINT_AND_CORDON, Step.CREATE_REPLACEMENT, Step.DELETE_NODECLAIM)
-# Replace before delete: the old claim is deleted later, once the replacement is Ready.
-VOLUNTARY_KARPENTER_STEPS = (Step.TAINT_AND_CORDON, Step.CREATE_REPLACEMENT)
+# The hand-over: a voluntary replacement is created and the old claim deleted at once, as for
+# an involuntary notice (only the budget decides when).
+VOLUNTARY_KARPENTER_STEPS = KARPENTER_STEPS
 INVOLUNTARY = (
     Kind.SPOT_INTERRUPTION,
     Kind.STATE_CHANGE,
@@ -112,19 +113,28 @@ def pod(
     annotations: Mapping[str, str] | None = None,
     phase: str = "Running",
     created: datetime | None = None,
+    started: datetime | str | None = "created",
     deleting: bool = False,
+    owner: str | None = None,
 ) -> dict[str, Any]:
+    """A pod on NODE; ``started`` is its ``status.startTime`` (by default its creation; None:
+    not started yet)."""
+    created = created or datetime(2026, 11, 1, tzinfo=UTC)
     meta: dict[str, Any] = {
         "name": name,
         "namespace": "shop",
         "annotations": dict(annotations or {}),
-        "creationTimestamp": (created or datetime(2026, 11, 1, tzinfo=UTC)).strftime(
-            "%Y-%m-%dT%H:%M:%SZ"
-        ),
+        "creationTimestamp": created.strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
     if deleting:
         meta["deletionTimestamp"] = "2026-12-01T14:00:00Z"
-    return {"metadata": meta, "spec": {"nodeName": NODE}, "status": {"phase": phase}}
+    if owner is not None:
+        meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": owner, "name": "x"}]
+    status: dict[str, Any] = {"phase": phase}
+    start = created if started == "created" else started
+    if isinstance(start, datetime):
+        status["startTime"] = start.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {"metadata": meta, "spec": {"nodeName": NODE}, "status": status}
 
 
 def target(
@@ -260,7 +270,7 @@ def test_finished_or_deleting_pods_do_not_block(finished: dict[str, Any]) -> Non
     assert decision.outcome is Outcome.ACTED
     assert (decision.steps, decision.delete_claim_when_replaced) == (
         VOLUNTARY_KARPENTER_STEPS,
-        True,
+        False,
     )
 
 
@@ -294,6 +304,50 @@ def test_do_not_disrupt_duration_blocks_only_while_the_pod_is_younger() -> None:
     assert decide(rebalance, target(pods=[old]), Settings(), at).outcome is Outcome.ACTED
 
 
+def test_do_not_disrupt_duration_counts_from_the_pods_start_time_not_its_creation() -> None:
+    """``IsDoNotDisruptActive``: ``podAge := clk.Now().Sub(pod.Status.StartTime.Time)``. A pod
+    created two hours ago that started (was scheduled) 20 minutes ago is still protected."""
+    late_start = pod(
+        annotations={"karpenter.sh/do-not-disrupt": "1h"},
+        created=SATURDAY - timedelta(hours=2),
+        started=SATURDAY - timedelta(minutes=20),
+    )
+    rebalance = notice(Kind.REBALANCE_RECOMMENDATION, at=SATURDAY - timedelta(minutes=1))
+    decision = decide(rebalance, target(pods=[late_start]), Settings(), SATURDAY)
+    assert decision.outcome is Outcome.DEFERRED
+    assert decision.deferred_until == SATURDAY + timedelta(minutes=40)
+
+
+def test_do_not_disrupt_duration_on_a_pod_without_start_time_stays_active() -> None:
+    """``IsDoNotDisruptActive``: "If we can't determine start time, fail safe": active, with
+    no known end, so the notice is looked at again rather than deferred to a time."""
+    unstarted = pod(annotations={"karpenter.sh/do-not-disrupt": "5m"}, started=None)
+    rebalance = notice(Kind.REBALANCE_RECOMMENDATION, at=SATURDAY - timedelta(minutes=1))
+    decision = decide(rebalance, target(pods=[unstarted]), Settings(), SATURDAY)
+    assert decision.outcome is Outcome.DEFERRED
+    assert decision.deferred_until is None
+    assert decision.recheck_at == SATURDAY + RECHECK_INTERVAL
+    assert "no status.startTime yet" in decision.reason
+
+
+@pytest.mark.parametrize("value", ["0s", "-5m", "false", "yes", "TRUE"])
+def test_do_not_disrupt_values_karpenter_ignores_do_not_block(value: str) -> None:
+    """``parseDoNotDisrupt``: anything but "true" must be a positive Go duration; otherwise
+    Karpenter ignores the annotation (and emits InvalidDoNotDisruptAnnotation)."""
+    marked = pod(annotations={"karpenter.sh/do-not-disrupt": value})
+    rebalance = notice(Kind.REBALANCE_RECOMMENDATION, at=SATURDAY - timedelta(minutes=1))
+    assert decide(rebalance, target(pods=[marked]), Settings(), SATURDAY).outcome is (Outcome.ACTED)
+
+
+def test_do_not_disrupt_on_a_daemonset_pod_blocks_like_karpenter() -> None:
+    """``ValidatePodsDisruptable`` looks at every pod bound to the node: "we will allow Mirror
+    Pods and DaemonSets to block disruption using this annotation"."""
+    daemon = pod(annotations={"karpenter.sh/do-not-disrupt": "true"}, owner="DaemonSet")
+    rebalance = notice(Kind.REBALANCE_RECOMMENDATION, at=SATURDAY - timedelta(minutes=1))
+    decision = decide(rebalance, target(pods=[daemon]), Settings(), SATURDAY)
+    assert decision.outcome is Outcome.DEFERRED
+
+
 # -- voluntary: budgets and windows --------------------------------------------------------
 
 
@@ -307,7 +361,7 @@ def test_budget_allows_a_voluntary_replacement() -> None:
     assert decision.outcome is Outcome.ACTED
     assert (decision.steps, decision.delete_claim_when_replaced) == (
         VOLUNTARY_KARPENTER_STEPS,
-        True,
+        False,
     )
     assert "allows" in decision.reason
 
@@ -418,7 +472,7 @@ def test_scheduled_change_at_or_after_start_minus_lead_is_forced(past_latest: ti
     assert decision.forced
     assert (decision.steps, decision.delete_claim_when_replaced) == (
         VOLUNTARY_KARPENTER_STEPS,
-        True,
+        False,
     )
 
 
