@@ -129,6 +129,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             wakeups=wakeups,
             ledger=MemoryLedger(),
         )
+        # No Karpenter to simulate on a live cluster (--kubeconfig): the real one runs there.
+        # Built before the first event, so that it knows the pods Lifeboat may evict.
+        karpenter = KarpenterSimulation(emulator, clock.now) if emulator is not None else None
         for bodies in bodies_per_file:
             for result in pipeline.process(bodies):
                 for report in result.reports:
@@ -137,10 +140,13 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
                 if result.error is not None:
                     failed = True
                     print(f"lifeboat: error: {result.error}", file=sys.stderr)
-        # No Karpenter to simulate on a live cluster (--kubeconfig): the real one runs there.
-        karpenter = KarpenterSimulation(emulator, clock.now) if emulator is not None else None
         for _ in range(MAX_FOLLOW_STEPS if args.follow else 0):
             due = wakeups.next_due()
+            if karpenter is not None:
+                # Follow the simulated cluster too, until it settles: the hand-over (drain,
+                # pods moving, the old node removed) plays out after Lifeboat's last step.
+                simulated = karpenter.next_due()
+                due = min((d for d in (due, simulated) if d is not None), default=None)
             if due is None:
                 break
             clock.now = max(clock.now, due)
