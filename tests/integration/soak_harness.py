@@ -88,8 +88,9 @@ class SoakConfig:
     poison_nodes: int = 2
     seed: int = 20261201
     ledger: str = "memory"  # or "dynamodb": PowertoolsLedger on moto
-    # Simulated minutes of wake-ups (replacements finishing, drains continuing) to follow.
-    follow_minutes: int = 1
+    # Simulated minutes of wake-ups (deferred notices looked at again, drains continuing) to
+    # follow: past the first 5-minute recheck of the notices waiting for capacity.
+    follow_minutes: int = 6
 
 
 # --------------------------------------------------------------------------------------------
@@ -191,6 +192,9 @@ def build_cluster(
             claim_name = f"{pool}-{index:05d}"
             claim_uid = str(uuid.UUID(int=rng.getrandbits(128), version=4))
             labels[nodes.NODEPOOL_LABEL] = pool
+            # As on a live cluster: only initialized nodes count for the budgets, and
+            # Karpenter's finalizer keeps a deleted claim until its instance is gone.
+            labels[nodes.INITIALIZED_LABEL] = "true"
             node["metadata"]["ownerReferences"] = [
                 {
                     "apiVersion": "karpenter.sh/v1",
@@ -207,6 +211,7 @@ def build_cluster(
                         "name": claim_name,
                         "uid": claim_uid,
                         "labels": {nodes.NODEPOOL_LABEL: pool},
+                        "finalizers": [nodes.TERMINATION_FINALIZER],
                     },
                     "spec": {
                         "nodeClassRef": {

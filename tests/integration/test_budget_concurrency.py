@@ -94,11 +94,18 @@ def _cluster(budget: str) -> list[dict[str, Any]]:
             (f"aws:///us-east-1a/{_instance(i)}"),
         )
         labels = {nodes.NODEPOOL_LABEL: POOL, nodes.ZONE_LABEL: "us-east-1a"}
+        # As on a live cluster: Karpenter's finalizer keeps a deleted claim (and its slot)
+        # until the instance is gone, and only initialized nodes count (counting.py).
         objects.append(
             {
                 "apiVersion": "karpenter.sh/v1",
                 "kind": "NodeClaim",
-                "metadata": {"name": claim, "uid": f"uid-{claim}", "labels": labels},
+                "metadata": {
+                    "name": claim,
+                    "uid": f"uid-{claim}",
+                    "labels": labels,
+                    "finalizers": [nodes.TERMINATION_FINALIZER],
+                },
                 "spec": {
                     "nodeClassRef": {
                         "group": "karpenter.k8s.aws",
@@ -115,7 +122,7 @@ def _cluster(budget: str) -> list[dict[str, Any]]:
                 "kind": "Node",
                 "metadata": {
                     "name": node,
-                    "labels": labels,
+                    "labels": {**labels, nodes.INITIALIZED_LABEL: "true"},
                     "ownerReferences": [
                         {
                             "apiVersion": "karpenter.sh/v1",
@@ -241,7 +248,12 @@ def test_concurrent_rebalances_never_exceed_the_budget(run: int) -> None:
     assert all(r.deferred_until is None for r in deferred)
     assert all("waiting for disrupting nodes to finish" in r.reason for r in deferred)
     for report in acted:
-        assert [a["type"] for a in report.actions] == ["taint", "cordon", "create-nodeclaim"]
+        assert [a["type"] for a in report.actions] == [
+            "taint",
+            "cordon",
+            "create-nodeclaim",
+            "delete-nodeclaim",
+        ]
     pool_nodes = [n for n in emu.objects("Node") if nodes.labels_of(n).get(nodes.NODEPOOL_LABEL)]
     assert sum(1 for n in pool_nodes if _disrupting(n)) == BUDGET
     assert {r.node for r in acted} == {nodes.name_of(n) for n in pool_nodes if _disrupting(n)}

@@ -6,9 +6,10 @@ cluster: NodePool ``general`` has 6 nodes and the budgets "20%" always (2 nodes)
 Mon-Fri 09:00-17:00 UTC; NodePool ``batch`` has 2 nodes and the budget "1". 2026-12-01 is a
 Tuesday.
 
-With ``--follow`` the replay moves a simulated clock from wake-up to wake-up while a
-simulated Karpenter (lifeboat_local.karpenter_sim) launches replacement NodeClaims 60 s
-after they are created and removes a node 90 s after its NodeClaim is deleted.
+With ``--follow`` the replay moves a simulated clock from wake-up to wake-up, and through
+what a simulated Karpenter (lifeboat_local.karpenter_sim) does meanwhile: a claim launches
+5 s after it is created and its Node is Ready 60 s after; a deleted claim's node is drained
+(pods move to where they fit, their replacement) and removed 90 s after the deletion.
 """
 
 from __future__ import annotations
@@ -16,10 +17,9 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import pytest
 
@@ -154,10 +154,10 @@ def test_rebalance_after_the_window_acts(
     assert line["outcome"] == "acted"
     assert line["deferred_until"] is None
     assert 'budget[0] "20%" of 6 nodes = 2, 0 disrupting' in line["reason"]
-    assert _types(line) == ["taint", "cordon", "create-nodeclaim"]
+    # The hand-over: the replacement is created and the old claim deleted at once.
+    assert _types(line) == ["taint", "cordon", "create-nodeclaim", "delete-nodeclaim"]
     assert line["actions"][0]["effect"] == "NoSchedule"
-    # Replace before delete: the old claim stays until the replacement is Ready.
-    assert "delete-nodeclaim" not in _types(line)
+    assert line["actions"][3] == {"type": "delete-nodeclaim", "name": "general-b4wpl"}
 
     objects = load_cluster_file(state)
     node = next(o for o in objects if o["kind"] == "Node" and o["metadata"]["name"] == line["node"])
@@ -173,9 +173,11 @@ def test_rebalance_after_the_window_acts(
     )
     assert nodes.labels_of(replacement)[nodes.NODEPOOL_LABEL] == "general"
     assert nodes.labels_of(replacement)[nodes.REPLACES_LABEL] == "general-b4wpl"
-    assert any(
-        o["kind"] == "NodeClaim" and o["metadata"]["name"] == "general-b4wpl" for o in objects
+    old = next(
+        o for o in objects if o["kind"] == "NodeClaim" and o["metadata"]["name"] == "general-b4wpl"
     )
+    # Deleted: Karpenter's termination finalizer keeps it while it drains the node.
+    assert old["metadata"]["deletionTimestamp"]
 
 
 def test_follow_acts_on_the_deferred_rebalance_when_the_window_closes(
@@ -200,12 +202,10 @@ def test_follow_acts_on_the_deferred_rebalance_when_the_window_closes(
     acted = [line for line in timeline if line["outcome"] == "acted"]
     # 17:00 exactly: the wake-up was scheduled for the window's end, nothing earlier acted.
     assert acted[0]["at"] == "2026-12-01T17:00:00Z"
-    assert _types(acted[0]) == ["taint", "cordon", "create-nodeclaim"]
+    assert _types(acted[0]) == ["taint", "cordon", "create-nodeclaim", "delete-nodeclaim"]
     assert all(_at(line) >= _at(acted[0]) for line in timeline)
-    # Then the old claim goes once the replacement is Ready (launched 60 s later).
-    assert acted[-1]["actions"] == [{"type": "delete-nodeclaim", "name": "general-b4wpl"}]
-    assert _at(acted[-1]) - _at(acted[0]) <= timedelta(minutes=2)
-    assert len(acted) == 2
+    # One decision does it all: no follow-up for the replacement.
+    assert len(acted) == 1
 
 
 # -- (c): the 20 % used up --------------------------------------------------------------------
@@ -241,7 +241,7 @@ def test_scheduled_change_acts_on_one_batch_node_and_defers_the_other(
     first, second = _only(lines, "i-0a1b2c3d4e5f60004"), _only(lines, "i-0a1b2c3d4e5f60005")
     assert (first["nodepool"], second["nodepool"]) == ("batch", "batch")
     assert first["outcome"] == "acted"
-    assert _types(first) == ["taint", "cordon", "create-nodeclaim"]
+    assert _types(first) == ["taint", "cordon", "create-nodeclaim", "delete-nodeclaim"]
     assert second["outcome"] == "deferred"
     assert 'budget[0] "1" = 1, 1 disrupting' in second["reason"]
     # Waits for capacity, but never past startTime minus the 30-minute lead.
@@ -284,20 +284,16 @@ def test_follow_acts_on_the_deferred_batch_node_once_the_first_is_replaced(
         ]
         return line
 
-    old_claim_deleted = acted("i-0a1b2c3d4e5f60004", "delete-nodeclaim")
-    assert old_claim_deleted["actions"] == [{"type": "delete-nodeclaim", "name": "batch-q2vtn"}]
-    assert "is Ready" in old_claim_deleted["reason"]
     second = acted("i-0a1b2c3d4e5f60005", "create-nodeclaim")
-    assert _types(second) == ["taint", "cordon", "create-nodeclaim"]
+    assert _types(second) == ["taint", "cordon", "create-nodeclaim", "delete-nodeclaim"]
     # Within the budget again (not forced by the deadline) ...
     assert 'NodePool batch allows it (budget[0] "1" = 1, 0 disrupting)' in second["reason"]
-    # ... once the first node went: its claim deleted, then the simulated termination.
-    assert _at(second) >= _at(old_claim_deleted) + TERMINATE_TIME
+    # ... once the first node went (its claim deleted at --at, then the simulated drain and
+    # termination), at its 5-minute recheck ...
+    assert _at(second) >= parse_instant(IN_WINDOW) + TERMINATE_TIME
     # ... and well before AWS's startTime minus the lead.
     assert _at(second) < parse_instant("2026-12-08T08:30:00Z")
-    last = acted("i-0a1b2c3d4e5f60005", "delete-nodeclaim")
-    assert last["actions"] == [{"type": "delete-nodeclaim", "name": "batch-zk8rm"}]
-    assert last is timeline[-1]
+    assert second is timeline[-1]
     # Never two batch nodes disrupted at once: the second started after the first went.
     assert len(lines) < 20
 
@@ -308,15 +304,18 @@ def test_follow_acts_on_the_deferred_batch_node_once_the_first_is_replaced(
         if o["kind"] == "Node" and nodes.labels_of(o).get(nodes.NODEPOOL_LABEL) == "batch"
     ]
     by_name = {nodes.name_of(n): n for n in batch_nodes}
-    # The first old node is gone. The replay stops when Lifeboat has nothing left to do,
-    # which is right after the second old claim's deletion: Karpenter (simulated) has not
-    # terminated that node yet, so it is still there, cordoned, its claim gone.
+    # --follow runs until the simulated cluster settles: both old nodes are gone, their
+    # claims too; the two replacements joined, Ready, with the pool's template, and hold the
+    # pods that were on the old nodes (the hand-over).
     assert "ip-10-0-2-14.ec2.internal" not in by_name
-    leaving = by_name.pop("ip-10-0-3-15.ec2.internal")
-    assert leaving["spec"]["unschedulable"] is True
-    assert nodes.nodeclaim_owner(leaving) == ("batch-zk8rm", mock.ANY)
-    # The two replacements launched and joined, Ready, with the pool's template.
+    assert "ip-10-0-3-15.ec2.internal" not in by_name
     assert len(by_name) == 2
+    pods_on = {
+        o["spec"]["nodeName"]
+        for o in objects
+        if o["kind"] == "Pod" and o["metadata"]["name"].startswith("nightly-report")
+    }
+    assert pods_on == set(by_name)
     for node in by_name.values():
         assert nodes.is_ready(node)
         assert not nodes.is_disrupting(node)
