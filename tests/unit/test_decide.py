@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -759,3 +760,82 @@ def test_a_budget_active_through_robfigs_horizon_never_defers_to_now() -> None:
     # Nothing opens within a rebalance recommendation's day of patience: it is let go.
     assert decision.outcome is Outcome.IGNORED
     assert "giving up" in decision.reason
+
+
+# -- beside Karpenter (issue 11.7), PDBs (11.6), pools that want no replacement (11.2) -------
+
+
+def test_a_claim_karpenter_is_deleting_gets_nothing_more_from_any_notice() -> None:
+    """AWS interruption controller ``deleteNodeClaim``: a claim already being deleted is left
+    alone. Lifeboat reports it, with no taint, no replacement and no second delete."""
+    deleting = replace(target(), claim=ClaimRef(CLAIM, "u1", deleting=True))
+    for kind in (Kind.SPOT_INTERRUPTION, Kind.REBALANCE_RECOMMENDATION):
+        decision = decide(notice(kind), deleting, Settings(), SATURDAY)
+        assert decision.outcome is Outcome.IGNORED
+        assert decision.steps == ()
+        assert f"NodeClaim {CLAIM} is already being deleted" in decision.reason
+
+
+def test_a_node_being_deleted_says_karpenter_terminates_it_without_reading_the_claim() -> None:
+    gone = node()
+    gone["metadata"]["deletionTimestamp"] = "2026-12-01T14:00:00Z"
+    decision = decide(
+        notice(Kind.SPOT_INTERRUPTION), target(gone, with_budget_state=False), Settings(), SATURDAY
+    )
+    assert decision.outcome is Outcome.IGNORED
+    assert "is already being deleted" in decision.reason
+
+
+def test_an_auto_scaling_hook_still_gets_its_answer_when_karpenter_terminates_the_node() -> None:
+    deleting = replace(target(), claim=ClaimRef(CLAIM, "u1", deleting=True))
+    decision = decide(notice(Kind.ASG_TERMINATION), deleting, Settings(), SATURDAY)
+    assert decision.outcome is Outcome.ACTED
+    assert Step.COMPLETE_LIFECYCLE in decision.steps
+
+
+def test_karpenters_command_in_flight_makes_a_voluntary_notice_wait_without_marks() -> None:
+    tainted = node(taints=[{"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}])
+    decision = decide(weekend_rebalance(), target(tainted), Settings(), SATURDAY)
+    assert decision.outcome is Outcome.DEFERRED
+    assert decision.steps == ()
+    assert decision.recheck_at == SATURDAY + RECHECK_INTERVAL
+    assert "Karpenter is already disrupting node" in decision.reason
+
+
+def _pdb(allowed: int) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "web", "namespace": "shop"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}}},
+        "status": {"disruptionsAllowed": allowed},
+    }
+
+
+def test_a_pdb_allowing_no_disruption_defers_the_voluntary_replacement() -> None:
+    """``ValidatePodsDisruptable``: such a node is no candidate (``CanEvictPods`` fails)."""
+    web = pod(owner="ReplicaSet")
+    web["metadata"]["labels"] = {"app": "web"}
+    held = replace(target(pods=[web]), pdbs=(_pdb(0),))
+    decision = decide(weekend_rebalance(), held, Settings(), SATURDAY)
+    assert decision.outcome is Outcome.DEFERRED
+    assert "PDB shop/web allows no disruption now (pod shop/web-1)" in decision.reason
+    assert decision.steps == (Step.MARK_PENDING,)
+    free = replace(target(pods=[web]), pdbs=(_pdb(1),))
+    assert decide(weekend_rebalance(), free, Settings(), SATURDAY).outcome is Outcome.ACTED
+    # Cordoning drains nothing: a PDB does not hold it back.
+    cordon = Settings(kind_actions={Kind.REBALANCE_RECOMMENDATION: "cordon"})
+    assert decide(weekend_rebalance(), held, cordon, SATURDAY).outcome is Outcome.ACTED
+
+
+def test_a_static_pool_is_handed_over_without_a_replacement() -> None:
+    static = nodepool([{"nodes": "20%"}])
+    static["spec"]["replicas"] = 5
+    for kind in (Kind.SPOT_INTERRUPTION, Kind.REBALANCE_RECOMMENDATION):
+        decision = decide(
+            notice(kind, at=SATURDAY - timedelta(minutes=1)),
+            target(pool=static),
+            Settings(),
+            SATURDAY,
+        )
+        assert decision.outcome is Outcome.ACTED
+        assert decision.steps == (Step.TAINT_AND_CORDON, Step.DELETE_NODECLAIM)
+        assert "no replacement: NodePool general is static (spec.replicas 5)" in decision.reason
