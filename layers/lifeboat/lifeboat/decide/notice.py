@@ -138,7 +138,7 @@ def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime
             act,
             reason=f"{what}: maintenance starts {_fmt(notice.deadline)}, within the "
             f"{_minutes(settings.scheduled_change_lead)} lead: acting regardless of budgets, "
-            "do-not-disrupt and PodDisruptionBudgets",
+            "do-not-disrupt and PodDisruptionBudgets" + _without_replacement(act, target),
             forced=True,
         )
 
@@ -156,12 +156,14 @@ def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime
     if not karpenter_owned or nodepool is None or counts is None:
         # No NodePool, no budget: a node group node is handled like the Node Termination
         # Handler does (cordon on rebalance, cordon and drain on scheduled maintenance).
-        return replace(act, reason=f"{what}: node has no NodePool budget to honour")
+        why = f"{what}: node has no NodePool budget to honour"
+        return replace(act, reason=why + _without_replacement(act, target))
 
     name = nodes.name_of(nodepool)
     allowance = allowed_disruptions(nodepool, counts.node_count, counts.disrupting, now)
     if allowance.permits_one:
-        return replace(act, reason=f"{what}: NodePool {name} allows it ({allowance.reason})")
+        why = f"{what}: NodePool {name} allows it ({allowance.reason})"
+        return replace(act, reason=why + _without_replacement(act, target))
     if allowance.blocked_by_error:
         return _defer(f"{what}: NodePool {name} blocked: {allowance.reason}", None, latest, now)
     until = latest if latest is not None else notice.event_time + VOLUNTARY_PATIENCE
@@ -195,6 +197,15 @@ def _voluntary_action(notice: Notice, action: str, target: Target) -> Decision:
     if notice.kind is Kind.REBALANCE_RECOMMENDATION:
         return Decision(Outcome.ACTED, "", (Step.TAINT_AND_CORDON,))
     return Decision(Outcome.ACTED, "", (Step.TAINT_AND_CORDON, Step.EVICT))
+
+
+def _without_replacement(act: Decision, target: Target) -> str:
+    """The reason's tail when a Karpenter node is handed over without a replacement."""
+    if target.claim is None or Step.DELETE_NODECLAIM not in act.steps:
+        return ""
+    if Step.CREATE_REPLACEMENT in act.steps:
+        return ""
+    return f"; deleting NodeClaim {target.claim.name}, no replacement: {_no_replacement(target)}"
 
 
 def _pdb_blocker(act: Decision, target: Target, now: datetime) -> str | None:
