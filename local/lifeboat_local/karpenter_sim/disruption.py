@@ -23,7 +23,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from lifeboat import nodes
 from lifeboat.budgets import allowed_disruptions, earliest_permitted, parse_go_duration
@@ -32,8 +32,9 @@ from lifeboat.instants import parse_timestamp
 from lifeboat.nodepool_hash import HASH_ANNOTATION, HASH_VERSION_ANNOTATION
 from lifeboat.pdbs import pdb_blocker
 from lifeboat.requirements import Requirement
+from lifeboat.target import PoolCounts
 
-from .scheduling import _launch_for, synced
+from .scheduling import launch_for, synced
 from .state import (
     COMMAND_TIMEOUT,
     DISRUPTION_POLL,
@@ -102,13 +103,17 @@ class _View:
     def node_of(self, claim: Obj) -> Obj | None:
         return self.nodes.get((claim.get("status") or {}).get("nodeName", ""))
 
-    def allowed(self, pool: Obj, reason: str) -> int:
+    def counts(self, pool: Obj) -> PoolCounts:
+        """The pool as Karpenter's budget math sees it (with its in-memory marks)."""
         name = nodes.name_of(pool)
         members = [
             n for n in self.nodes.values() if nodes.labels_of(n).get(nodes.NODEPOOL_LABEL) == name
         ]
         claims = [c for c in self.claims if nodes.labels_of(c).get(nodes.NODEPOOL_LABEL) == name]
-        counts = count_pool(members, claims, view=View.KARPENTER, marked=self.state.marked)
+        return count_pool(members, claims, view=View.KARPENTER, marked=self.state.marked)
+
+    def allowed(self, pool: Obj, reason: str) -> int:
+        counts = self.counts(pool)
         allowance = allowed_disruptions(
             pool, counts.node_count, counts.disrupting, self.state.now, reason
         )
@@ -163,23 +168,14 @@ def _consolidatable_at(claim: Obj, pool: Obj) -> datetime | None:
 
 
 def _budget_opens(state: SimState, view: _View, pool: Obj, reason: str) -> datetime | None:
+    """When the pool's budget for ``reason`` lets one more go (None: not within a day)."""
     if view.allowed(pool, reason) > 0:
         return state.now
-    name = nodes.name_of(pool)
-    members = [
-        n for n in view.nodes.values() if nodes.labels_of(n).get(nodes.NODEPOOL_LABEL) == name
-    ]
-    claims = [c for c in view.claims if nodes.labels_of(c).get(nodes.NODEPOOL_LABEL) == name]
-    counts = count_pool(members, claims, view=View.KARPENTER, marked=state.marked)
-    opening = earliest_permitted(
-        pool,
-        counts.node_count,
-        counts.disrupting,
-        state.now,
-        state.now + COMMAND_TIMEOUT * 6 * 24,
-        reason,
-    )
-    return opening.at
+    counts = view.counts(pool)
+    horizon = state.now + timedelta(days=1)
+    return earliest_permitted(
+        pool, counts.node_count, counts.disrupting, state.now, horizon, reason
+    ).at
 
 
 def _emptiness(state: SimState, view: _View) -> bool:
@@ -268,7 +264,7 @@ def _start(state: SimState, command: Command, view: _View) -> None:
     _mark_disrupted(state, claim, node, command.reason)
     pool = view.pools[nodes.labels_of(claim)[nodes.NODEPOOL_LABEL]]
     before = {nodes.name_of(c) for c in state.objects("NodeClaim")}
-    _launch_for(state, pool, f"replacement for drifted {name}")
+    launch_for(state, pool, f"replacement for drifted {name}")
     command.replacements = sorted({nodes.name_of(c) for c in state.objects("NodeClaim")} - before)
     state.marked.add(name)  # MarkForDeletion, after the replacement exists
 
@@ -283,7 +279,21 @@ def _finish_drift(state: SimState, command: Command, view: _View) -> None:
     elif state.now >= command.started + COMMAND_TIMEOUT or name not in claims:
         state.commands.remove(command)
         state.marked.discard(name)
+        if name in claims:
+            _unmark_disrupted(state, claims[name], view.node_of(claims[name]))
         state.step("disruption-abandoned", claim=name, detail="replacement not initialized in time")
+
+
+def _unmark_disrupted(state: SimState, claim: Obj, node: Obj | None) -> None:
+    """A failed command (``CompleteCommand`` with an error): taint and condition go."""
+    if node is not None:
+        node["spec"]["taints"] = [
+            t for t in nodes.taints(node) if t.get("key") != nodes.KARPENTER_DISRUPTED_TAINT
+        ]
+        state.put(node)
+    conditions = (claim.get("status") or {}).get("conditions") or []
+    claim["status"]["conditions"] = [c for c in conditions if c.get("type") != "DisruptionReason"]
+    state.put(claim)
 
 
 def _mark_disrupted(state: SimState, claim: Obj, node: Obj, reason: str) -> None:

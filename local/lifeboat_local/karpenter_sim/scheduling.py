@@ -257,7 +257,7 @@ def provision(state: SimState) -> None:
         )
         placeable = [p for p in homeless[pool_name] if _fits_a_fresh_node(p)]
         if placeable and not in_flight:
-            _launch_for(state, wanted, f"{len(placeable)} pod(s) fit nowhere")
+            launch_for(state, wanted, f"{len(placeable)} pod(s) fit nowhere")
     for pool in pools.values():
         replicas = pool.get("spec", {}).get("replicas")
         if replicas is None:
@@ -269,7 +269,7 @@ def provision(state: SimState) -> None:
             and not nodes.is_deleting(c)
         ]
         for _ in range(int(replicas) - len(active)):
-            _launch_for(state, pool, f"static NodePool keeps {replicas} node(s)")
+            launch_for(state, pool, f"static NodePool keeps {replicas} node(s)")
 
 
 def _existing_rooms(
@@ -296,7 +296,7 @@ def _existing_rooms(
     return rooms
 
 
-def _launch_for(state: SimState, pool: Obj, why: str) -> None:
+def launch_for(state: SimState, pool: Obj, why: str) -> None:
     """A claim as Karpenter's provisioner builds it from the pool's template."""
     built = replacement_nodeclaim(pool, {"metadata": {"name": "-"}}, "-", "-").claim
     if built is None:
