@@ -37,22 +37,22 @@ def write(tmp_path: Path, name: str, event: dict[str, Any]) -> Path:
     return path
 
 
-def rebalance_event(tmp_path: Path, instance: str, time: str = "2026-12-01T14:01:30Z") -> Path:
-    event = sample("rebalance-recommendation.json")
-    event["id"] = f"rebalance-{instance}"
+def _event(tmp_path: Path, kind: str, instance: str, time: str) -> Path:
+    """The sample of ``kind`` (a file name stem) about ``instance``, sent at ``time``."""
+    event = sample(f"{kind}.json")
+    event["id"] = f"{kind}-{instance}"
     event["time"] = time
     event["resources"] = [f"arn:aws:ec2:us-east-1a:instance/{instance}"]
     event["detail"]["instance-id"] = instance
-    return write(tmp_path, f"rebalance-{instance}.json", event)
+    return write(tmp_path, f"{kind}-{instance}.json", event)
+
+
+def rebalance_event(tmp_path: Path, instance: str, time: str = "2026-12-01T14:01:30Z") -> Path:
+    return _event(tmp_path, "rebalance-recommendation", instance, time)
 
 
 def spot_event(tmp_path: Path, instance: str, time: str) -> Path:
-    event = sample("spot-interruption.json")
-    event["id"] = f"spot-{instance}"
-    event["time"] = time
-    event["resources"] = [f"arn:aws:ec2:us-east-1a:instance/{instance}"]
-    event["detail"]["instance-id"] = instance
-    return write(tmp_path, f"spot-{instance}.json", event)
+    return _event(tmp_path, "spot-interruption", instance, time)
 
 
 def replay(capsys: pytest.CaptureFixture[str], *args: str | Path) -> Lines:
@@ -61,6 +61,17 @@ def replay(capsys: pytest.CaptureFixture[str], *args: str | Path) -> Lines:
     assert code == 0, captured.err
     assert captured.err == ""
     return [json.loads(line) for line in captured.out.splitlines()]
+
+
+def follow(
+    capsys: pytest.CaptureFixture[str], event: Path, cluster: Path, at: str, state: Path
+) -> Lines:
+    """``replay EVENT --cluster CLUSTER --at AT --follow --state-out STATE``, bounded in time."""
+    return run_with_timeout(
+        lambda: replay(
+            capsys, event, "--cluster", cluster, "--at", at, "--follow", "--state-out", state
+        )
+    )
 
 
 def only(lines: Lines, instance: str) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from replaying import (
     IN_WINDOW,
     Obj,
     find,
+    follow,
     of_kind,
     rebalance_event,
     replay,
@@ -200,19 +201,7 @@ def test_replacement_has_karpenters_labels_and_is_not_drifted(
             )
     cluster = save(objects, tmp_path / "custom-keys.yaml")
     state = tmp_path / "after.yaml"
-    lines = run_with_timeout(
-        lambda: replay(
-            capsys,
-            rebalance_event(tmp_path, REBALANCE_INSTANCE),
-            "--cluster",
-            cluster,
-            "--at",
-            EVENING,
-            "--follow",
-            "--state-out",
-            state,
-        )
-    )
+    lines = follow(capsys, rebalance_event(tmp_path, REBALANCE_INSTANCE), cluster, EVENING, state)
     assert lines[0]["outcome"] == "acted"
     after = load_cluster_file(state)
     (replacement,) = _replacements(after)
@@ -247,18 +236,8 @@ def test_static_nodepool_gets_no_replacement_karpenter_keeps_its_count(
     batch["spec"]["limits"] = {"nodes": "4"}  # only limits.nodes on static pools (CRD rule)
     cluster = save(objects, tmp_path / "static.yaml")
     state = tmp_path / "after.yaml"
-    lines = run_with_timeout(
-        lambda: replay(
-            capsys,
-            sample_path().parent / "scheduled-change.json",
-            "--cluster",
-            cluster,
-            "--at",
-            IN_WINDOW,
-            "--follow",
-            "--state-out",
-            state,
-        )
+    lines = follow(
+        capsys, sample_path().parent / "scheduled-change.json", cluster, IN_WINDOW, state
     )
     first = next(line for line in lines if line["instance_id"] == "i-0a1b2c3d4e5f60004")
     assert first["outcome"] == "acted"
@@ -656,19 +635,7 @@ def test_the_hand_over_keeps_the_replacement_until_the_old_nodes_pods_have_moved
     find(objects, "NodePool", "general")["spec"]["disruption"]["consolidateAfter"] = "0s"
     cluster = save(objects, tmp_path / "eager.yaml")
     state = tmp_path / "after.yaml"
-    lines = run_with_timeout(
-        lambda: replay(
-            capsys,
-            rebalance_event(tmp_path, REBALANCE_INSTANCE),
-            "--cluster",
-            cluster,
-            "--at",
-            EVENING,
-            "--follow",
-            "--state-out",
-            state,
-        )
-    )
+    lines = follow(capsys, rebalance_event(tmp_path, REBALANCE_INSTANCE), cluster, EVENING, state)
     assert lines[0]["outcome"] == "acted"
     replacement = lines[0]["actions"][2]["name"]
     assert [s for s in steps if s.action == "nominated" and s.claim == replacement]
@@ -709,19 +676,7 @@ def test_a_replacement_left_empty_beside_a_live_old_node_is_consolidated(
     assert built is not None
     cluster = save([*objects, dict(built)], tmp_path / "by-hand.yaml")
     state = tmp_path / "after.yaml"
-    run_with_timeout(
-        lambda: replay(
-            capsys,
-            sample_path().parent / "scheduled-change.json",
-            "--cluster",
-            cluster,
-            "--at",
-            EVENING,
-            "--follow",
-            "--state-out",
-            state,
-        )
-    )
+    follow(capsys, sample_path().parent / "scheduled-change.json", cluster, EVENING, state)
     name = built["metadata"]["name"]
     (deleted,) = [s for s in steps if s.claim == name and s.action == "disruption-deleted"]
     (ready,) = [s for s in steps if s.claim == name and s.action == "node-ready"]

@@ -178,19 +178,32 @@ def _budget_opens(state: SimState, view: _View, pool: Obj, reason: str) -> datet
     ).at
 
 
+class _Budgets:
+    """``BuildDisruptionBudgetMapping`` once per pool, decremented per candidate taken (as
+    ``ComputeCommands`` does with its map)."""
+
+    def __init__(self, view: _View, reason: str) -> None:
+        self._view, self._reason = view, reason
+        self._left: dict[str, int] = {}
+
+    def take(self, pool: Obj) -> bool:
+        name = nodes.name_of(pool)
+        left = self._left.setdefault(name, self._view.allowed(pool, self._reason))
+        if left <= 0:
+            return False
+        self._left[name] = left - 1
+        return True
+
+
 def _emptiness(state: SimState, view: _View) -> bool:
-    budget: dict[str, int] = {}
+    budgets = _Budgets(view, EMPTY)
     chosen: list[Obj] = []
     for claim, node, pool in view.candidates():
         after = _consolidatable_at(claim, pool)
         if after is None or state.now < after or not view.empty(node):
             continue
-        pool_name = nodes.name_of(pool)
-        budget.setdefault(pool_name, view.allowed(pool, EMPTY))
-        if budget[pool_name] <= 0:
-            continue
-        budget[pool_name] -= 1
-        chosen.append(claim)
+        if budgets.take(pool):
+            chosen.append(claim)
     if not chosen:
         return False
     names = [nodes.name_of(c) for c in chosen]
@@ -227,20 +240,13 @@ def _run_commands(state: SimState) -> None:
 def _validate_and_execute(state: SimState, command: Command, view: _View) -> None:
     """Validation re-reads candidates and budgets: what was nominated, filled or used up
     meanwhile (Lifeboat's deletions included) is dropped."""
-    budget: dict[str, int] = {}
+    budgets = _Budgets(view, EMPTY)
     keep = []
     view.in_commands -= set(command.candidates)
     still = {nodes.name_of(c): (c, n, p) for c, n, p in view.candidates()}
     for name in command.candidates:
-        if name not in still or not view.empty(still[name][1]):
-            continue
-        pool = still[name][2]
-        pool_name = nodes.name_of(pool)
-        budget.setdefault(pool_name, view.allowed(pool, EMPTY))
-        if budget[pool_name] <= 0:
-            continue
-        budget[pool_name] -= 1
-        keep.append(name)
+        if name in still and view.empty(still[name][1]) and budgets.take(still[name][2]):
+            keep.append(name)
     if not keep:
         state.commands.remove(command)
         state.step("consolidation-abandoned", detail=", ".join(command.candidates))
