@@ -346,6 +346,15 @@ def test_never_more_than_the_crds_100_requirements() -> None:
     assert "left out to stay within 100" in built.note
 
 
+def test_a_malformed_bound_yields_no_claim_instead_of_an_exception() -> None:
+    """A replacement never holds up the notice: a template Karpenter could not use either
+    (a Gt without an integer) gives no claim and says why, it does not raise."""
+    pool = nodepool([{"key": "example.com/gen", "operator": "Gt", "values": ["four"]}])
+    built = replacement_nodeclaim(pool, node(), "general-7xkqz", "evt")
+    assert built.claim is None
+    assert "needs one integer value" in built.note
+
+
 def test_a_template_that_no_value_satisfies_yields_no_claim() -> None:
     pool = nodepool(
         [{"key": "team", "operator": "In", "values": ["data"]}], labels={"team": "platform"}

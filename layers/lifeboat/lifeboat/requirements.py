@@ -119,7 +119,12 @@ class Requirement:
             return cls(key, frozenset(), True, min_values=min_values)
         if operator == "DoesNotExist":
             return cls(key, frozenset(), False, min_values=min_values)
-        bound = int(values[0]) if values else 0
+        try:
+            bound = int(values[0])
+        except (IndexError, ValueError):
+            raise Unsatisfiable(
+                f"requirement {key}: {operator} needs one integer value, got {values}"
+            ) from None
         bounds: dict[str, tuple[int | None, int | None]] = {
             "Gt": (bound + 1, None),
             "Gte": (bound, None),
