@@ -53,7 +53,11 @@ INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 
 
 def _replacements(objects: list[Obj]) -> list[Obj]:
-    return [c for c in of_kind(objects, "NodeClaim") if nodes.REPLACES_LABEL in nodes.labels_of(c)]
+    """Lifeboat's replacements in a cluster; each must be one the API server accepts."""
+    found = [c for c in of_kind(objects, "NodeClaim") if nodes.REPLACES_LABEL in nodes.labels_of(c)]
+    for claim in found:
+        assert crd_problems(claim) == [], claim["metadata"]["name"]
+    return found
 
 
 def _deleting(objects: list[Obj], claim: str) -> bool:
