@@ -37,5 +37,6 @@ class SoakConfig:
     poison_nodes: int = 2
     seed: int = 20261201
     ledger: str = "memory"  # or "dynamodb": PowertoolsLedger on moto
-    # Simulated minutes of wake-ups (replacements finishing, drains continuing) to follow.
-    follow_minutes: int = 1
+    # Simulated minutes of wake-ups (deferred notices looked at again, drains continuing) to
+    # follow: past the first 5-minute recheck of the notices waiting for capacity.
+    follow_minutes: int = 6

@@ -37,7 +37,6 @@ from lifeboat_local.directory import directory_from_objects
 from lifeboat_local.harness import RecordedLifecycle, SimulatedClock, local_pipeline
 from lifeboat_local.karpenter_sim import KarpenterSimulation, SimStep
 from lifeboat_local.serve import add_serve_flags, serve
-from lifeboat_local.sim_pods import PodSimulation
 from lifeboat_local.source import live_directory, open_cluster
 from lifeboat_local.timeline import WIDTH, Timeline
 
@@ -182,26 +181,28 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     with replay_target(args) as (emulator, kube, directory, tool):
         tool.announce()
         pipeline = local_pipeline(kube, directory, tool.settings, clock, wakeups)
-        # The workloads as they are before any event: what their controllers keep running.
-        pods = PodSimulation(emulator, clock.now) if emulator is not None else None
-        for file in files:
-            for index, result in enumerate(pipeline.process(file.bodies)):
-                output.result(result, clock.now, file.origin(index), file.where(index))
         # No Karpenter to simulate on a live cluster (--kubeconfig): the real one runs there.
+        # Built before the first event, so that it knows the pods Lifeboat may evict (the
+        # workload controllers it plays recreate them).
         karpenter = KarpenterSimulation(emulator, clock.now) if emulator is not None else None
         if emulator is not None:
             emulator.clock.set(clock.now)  # pods terminate and objects age on replay time
+        for file in files:
+            for index, result in enumerate(pipeline.process(file.bodies)):
+                output.result(result, clock.now, file.origin(index), file.where(index))
         for _ in range(MAX_FOLLOW_STEPS if args.follow else 0):
             due = wakeups.next_due()
+            if karpenter is not None:
+                # Follow the simulated cluster too, until it settles: the hand-over (drain,
+                # pods moving, the old node removed) plays out after Lifeboat's last step.
+                simulated = karpenter.next_due()
+                due = min((d for d in (due, simulated) if d is not None), default=None)
             if due is None:
                 break
             clock.now = max(clock.now, due)
             if emulator is not None:
                 emulator.clock.set(clock.now)
-            steps = list(karpenter.advance(clock.now)) if karpenter is not None else []
-            # After Karpenter: the pods of the nodes it removed come back elsewhere.
-            steps += pods.advance(clock.now) if pods is not None else []
-            for step in sorted(steps, key=lambda step: step.at):
+            for step in karpenter.advance(clock.now) if karpenter is not None else ():
                 output.step(step)
             batch = [encode(w) for w in wakeups.pop_due(clock.now)]
             for result in pipeline.process(batch):

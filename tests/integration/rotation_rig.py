@@ -26,7 +26,6 @@ from lifeboat.settings import Settings
 from lifeboat.wakeup import MemoryWakeups, encode
 from lifeboat_local.directory import directory_from_objects
 from lifeboat_local.karpenter_sim import KarpenterSimulation
-from lifeboat_local.sim_pods import PodSimulation
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events"
@@ -69,8 +68,9 @@ class Rig:
     pipeline: Pipeline
     clock: Clock
     wakeups: MemoryWakeups
+    # Karpenter, and the workload controllers and kube-scheduler that bring evicted pods
+    # back elsewhere (the health gate waits for them).
     karpenter: KarpenterSimulation
-    pods: PodSimulation
     # (when, report) of everything the pipeline reported, in order.
     log: list[tuple[datetime, Report]] = field(default_factory=list)
 
@@ -113,7 +113,6 @@ class Rig:
         # The emulator's own clock too: evicted pods terminate after their grace period.
         self.emu.clock.set(self.clock.now)
         self.karpenter.advance(self.clock.now)
-        self.pods.advance(self.clock.now)
 
     def rotation(self, name: str = "legacy-to-karpenter") -> Rotation:
         stored = store.load(self.kube, "lifeboat", name)
@@ -174,7 +173,6 @@ def rig(
             clock,
             wakeups,
             KarpenterSimulation(emu, start),
-            PodSimulation(emu, start),
         )
 
 

@@ -73,14 +73,53 @@ def _cluster(budget: str) -> list[dict[str, Any]]:
         ),
     ]
     for i in range(NODES):
-        claim = f"{POOL}-{i:03d}"
-        objects += kube.nodeclaim_and_node(
-            name=claim,
-            uid=f"uid-{claim}",
-            nodepool=POOL,
-            nodepool_uid=None,
-            instance_id=_instance(i),
-            node_name=f"ip-10-9-0-{i}.ec2.internal",
+        claim, node, provider = (
+            f"{POOL}-{i:03d}",
+            f"ip-10-9-0-{i}.ec2.internal",
+            (f"aws:///us-east-1a/{_instance(i)}"),
+        )
+        labels = {nodes.NODEPOOL_LABEL: POOL, nodes.ZONE_LABEL: "us-east-1a"}
+        # As on a live cluster: Karpenter's finalizer keeps a deleted claim (and its slot)
+        # until the instance is gone, and only initialized nodes count (counting.py).
+        objects.append(
+            {
+                "apiVersion": "karpenter.sh/v1",
+                "kind": "NodeClaim",
+                "metadata": {
+                    "name": claim,
+                    "uid": f"uid-{claim}",
+                    "labels": labels,
+                    "finalizers": [nodes.TERMINATION_FINALIZER],
+                },
+                "spec": {
+                    "nodeClassRef": {
+                        "group": "karpenter.k8s.aws",
+                        "kind": "EC2NodeClass",
+                        "name": "default",
+                    }
+                },
+                "status": {"providerID": provider, "nodeName": node},
+            }
+        )
+        objects.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {
+                    "name": node,
+                    "labels": {**labels, nodes.INITIALIZED_LABEL: "true"},
+                    "ownerReferences": [
+                        {
+                            "apiVersion": "karpenter.sh/v1",
+                            "kind": "NodeClaim",
+                            "name": claim,
+                            "uid": f"uid-{claim}",
+                        }
+                    ],
+                },
+                "spec": {"providerID": provider},
+                "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+            }
         )
     return objects
 
@@ -189,7 +228,12 @@ def test_concurrent_rebalances_never_exceed_the_budget(run: int) -> None:
     assert all(r.deferred_until is None for r in deferred)
     assert all("waiting for disrupting nodes to finish" in r.reason for r in deferred)
     for report in acted:
-        assert [a["type"] for a in report.actions] == ["taint", "cordon", "create-nodeclaim"]
+        assert [a["type"] for a in report.actions] == [
+            "taint",
+            "cordon",
+            "create-nodeclaim",
+            "delete-nodeclaim",
+        ]
     pool_nodes = [n for n in emu.objects("Node") if nodes.labels_of(n).get(nodes.NODEPOOL_LABEL)]
     assert sum(1 for n in pool_nodes if _disrupting(n)) == BUDGET
     assert {r.node for r in acted} == {nodes.name_of(n) for n in pool_nodes if _disrupting(n)}

@@ -6,102 +6,38 @@ cluster: NodePool ``general`` has 6 nodes and the budgets "20%" always (2 nodes)
 Mon-Fri 09:00-17:00 UTC; NodePool ``batch`` has 2 nodes and the budget "1". 2026-12-01 is a
 Tuesday.
 
-With ``--follow`` the replay moves a simulated clock from wake-up to wake-up while a
-simulated Karpenter (lifeboat_local.karpenter_sim) launches replacement NodeClaims 60 s
-after they are created and removes a node 90 s after its NodeClaim is deleted.
+With ``--follow`` the replay moves a simulated clock from wake-up to wake-up, and through
+what a simulated Karpenter (lifeboat_local.karpenter_sim) does meanwhile: a claim launches
+5 s after it is created and its Node is Ready 60 s after; a deleted claim's node is drained
+(pods move to where they fit, their replacement) and removed 90 s after the deletion.
 """
 
 from __future__ import annotations
 
-import json
-import threading
-from collections.abc import Callable
-from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import pytest
+from replaying import (
+    CLUSTER,
+    EVENING,
+    EVENTS,
+    IN_WINDOW,
+    Lines,
+    at_of,
+    only,
+    rebalance_event,
+    replay,
+    run_with_timeout,
+    spot_event,
+    types,
+)
 
 from kubemu import dump_cluster_file, load_cluster_file
 from lifeboat import nodes
 from lifeboat_local.cli import main
 from lifeboat_local.common import parse_instant
 from lifeboat_local.karpenter_sim import TERMINATE_TIME
-from tests.support.events import aws_event
-from tests.support.paths import EVENTS, SAMPLE_CLUSTER
-
-CLUSTER = SAMPLE_CLUSTER
-
-IN_WINDOW = "2026-12-01T14:05:00Z"  # Tuesday, inside general's 09:00-17:00 zero budget
-EVENING = "2026-12-01T18:00:00Z"  # Tuesday, after the window: general allows 20 % (2)
-
-Lines = list[dict[str, Any]]
-
-
-# -- helpers ----------------------------------------------------------------------------------
-
-
-def _write(tmp_path: Path, name: str, event: dict[str, Any]) -> Path:
-    path = tmp_path / name
-    path.write_text(json.dumps(event))
-    return path
-
-
-def _rebalance(tmp_path: Path, instance: str, time: str = "2026-12-01T14:01:30Z") -> Path:
-    event = aws_event(
-        "rebalance-recommendation", instance=instance, event_id=f"rebalance-{instance}", time=time
-    )
-    return _write(tmp_path, f"rebalance-{instance}.json", event)
-
-
-def _spot(tmp_path: Path, instance: str, time: str) -> Path:
-    event = aws_event(
-        "spot-interruption", instance=instance, event_id=f"spot-{instance}", time=time
-    )
-    return _write(tmp_path, f"spot-{instance}.json", event)
-
-
-def _replay(capsys: pytest.CaptureFixture[str], *args: str | Path) -> Lines:
-    code = main(["replay", *map(str, args), "--json"])
-    captured = capsys.readouterr()
-    assert code == 0, captured.err
-    assert captured.err == ""
-    return [json.loads(line) for line in captured.out.splitlines()]
-
-
-def _only(lines: Lines, instance: str) -> dict[str, Any]:
-    (line,) = [item for item in lines if item["instance_id"] == instance]
-    return line
-
-
-def _types(line: dict[str, Any]) -> list[str]:
-    return [action["type"] for action in line["actions"]]
-
-
-def _at(line: dict[str, Any]) -> datetime:
-    return parse_instant(line["at"])
-
-
-def _run_with_timeout(target: Callable[[], Lines], seconds: float = 60) -> Lines:
-    """``--follow`` must terminate by itself: run it where a hang fails instead of blocking."""
-    result: list[Lines] = []
-    errors: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            result.append(target())
-        except BaseException as error:  # re-raised below, in the test's thread
-            errors.append(error)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"replay --follow did not terminate within {seconds} s"
-    if errors:
-        raise errors[0]
-    return result[0]
-
 
 # -- (a), (b), (f): the business-hours window -------------------------------------------------
 
@@ -109,7 +45,7 @@ def _run_with_timeout(target: Callable[[], Lines], seconds: float = 60) -> Lines
 def test_rebalance_inside_the_window_is_deferred_to_its_end(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    lines = _replay(
+    lines = replay(
         capsys, EVENTS / "rebalance-recommendation.json", "--cluster", CLUSTER, "--at", IN_WINDOW
     )
     (line,) = lines
@@ -132,7 +68,7 @@ def test_rebalance_after_the_window_acts(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     state = tmp_path / "after.yaml"
-    lines = _replay(
+    lines = replay(
         capsys,
         EVENTS / "rebalance-recommendation.json",
         "--cluster",
@@ -146,10 +82,10 @@ def test_rebalance_after_the_window_acts(
     assert line["outcome"] == "acted"
     assert line["deferred_until"] is None
     assert 'budget[0] "20%" of 6 nodes = 2, 0 disrupting' in line["reason"]
-    assert _types(line) == ["taint", "cordon", "create-nodeclaim"]
+    # The hand-over: the replacement is created and the old claim deleted at once.
+    assert types(line) == ["taint", "cordon", "create-nodeclaim", "delete-nodeclaim"]
     assert line["actions"][0]["effect"] == "NoSchedule"
-    # Replace before delete: the old claim stays until the replacement is Ready.
-    assert "delete-nodeclaim" not in _types(line)
+    assert line["actions"][3] == {"type": "delete-nodeclaim", "name": "general-b4wpl"}
 
     objects = load_cluster_file(state)
     node = next(o for o in objects if o["kind"] == "Node" and o["metadata"]["name"] == line["node"])
@@ -165,16 +101,18 @@ def test_rebalance_after_the_window_acts(
     )
     assert nodes.labels_of(replacement)[nodes.NODEPOOL_LABEL] == "general"
     assert nodes.labels_of(replacement)[nodes.REPLACES_LABEL] == "general-b4wpl"
-    assert any(
-        o["kind"] == "NodeClaim" and o["metadata"]["name"] == "general-b4wpl" for o in objects
+    old = next(
+        o for o in objects if o["kind"] == "NodeClaim" and o["metadata"]["name"] == "general-b4wpl"
     )
+    # Deleted: Karpenter's termination finalizer keeps it while it drains the node.
+    assert old["metadata"]["deletionTimestamp"]
 
 
 def test_follow_acts_on_the_deferred_rebalance_when_the_window_closes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    lines = _run_with_timeout(
-        lambda: _replay(
+    lines = run_with_timeout(
+        lambda: replay(
             capsys,
             EVENTS / "rebalance-recommendation.json",
             "--cluster",
@@ -187,17 +125,15 @@ def test_follow_acts_on_the_deferred_rebalance_when_the_window_closes(
     first, *timeline = lines
     assert first["outcome"] == "deferred"
     assert "at" not in first  # decided at --at, before the clock moved
-    ats = [_at(line) for line in timeline]
+    ats = [at_of(line) for line in timeline]
     assert ats == sorted(ats)
     acted = [line for line in timeline if line["outcome"] == "acted"]
     # 17:00 exactly: the wake-up was scheduled for the window's end, nothing earlier acted.
     assert acted[0]["at"] == "2026-12-01T17:00:00Z"
-    assert _types(acted[0]) == ["taint", "cordon", "create-nodeclaim"]
-    assert all(_at(line) >= _at(acted[0]) for line in timeline)
-    # Then the old claim goes once the replacement is Ready (launched 60 s later).
-    assert acted[-1]["actions"] == [{"type": "delete-nodeclaim", "name": "general-b4wpl"}]
-    assert _at(acted[-1]) - _at(acted[0]) <= timedelta(minutes=2)
-    assert len(acted) == 2
+    assert types(acted[0]) == ["taint", "cordon", "create-nodeclaim", "delete-nodeclaim"]
+    assert all(at_of(line) >= at_of(acted[0]) for line in timeline)
+    # One decision does it all: no follow-up for the replacement.
+    assert len(acted) == 1
 
 
 # -- (c): the 20 % used up --------------------------------------------------------------------
@@ -206,8 +142,8 @@ def test_follow_acts_on_the_deferred_rebalance_when_the_window_closes(
 def test_third_rebalance_waits_for_capacity_when_twenty_percent_is_used(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    files = [_rebalance(tmp_path, f"i-0a1b2c3d4e5f6000{n}") for n in (2, 3, 7)]
-    lines = _replay(capsys, *files, "--cluster", CLUSTER, "--at", EVENING)
+    files = [rebalance_event(tmp_path, f"i-0a1b2c3d4e5f6000{n}") for n in (2, 3, 7)]
+    lines = replay(capsys, *files, "--cluster", CLUSTER, "--at", EVENING)
     assert [line["outcome"] for line in lines] == ["acted", "acted", "deferred"]
     assert 'budget[0] "20%" of 6 nodes = 2, 1 disrupting' in lines[1]["reason"]
     third = lines[2]
@@ -217,7 +153,7 @@ def test_third_rebalance_waits_for_capacity_when_twenty_percent_is_used(
     assert third["deferred_until"] is None
     assert 'budget[0] "20%" of 6 nodes = 2, 2 disrupting' in third["reason"]
     assert "waiting for disrupting nodes to finish" in third["reason"]
-    assert _types(third) == ["taint"]
+    assert types(third) == ["taint"]
     assert third["actions"][0]["effect"] == "PreferNoSchedule"
 
 
@@ -227,13 +163,13 @@ def test_third_rebalance_waits_for_capacity_when_twenty_percent_is_used(
 def test_scheduled_change_acts_on_one_batch_node_and_defers_the_other(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    lines = _replay(
+    lines = replay(
         capsys, EVENTS / "scheduled-change.json", "--cluster", CLUSTER, "--at", IN_WINDOW
     )
-    first, second = _only(lines, "i-0a1b2c3d4e5f60004"), _only(lines, "i-0a1b2c3d4e5f60005")
+    first, second = only(lines, "i-0a1b2c3d4e5f60004"), only(lines, "i-0a1b2c3d4e5f60005")
     assert (first["nodepool"], second["nodepool"]) == ("batch", "batch")
     assert first["outcome"] == "acted"
-    assert _types(first) == ["taint", "cordon", "create-nodeclaim"]
+    assert types(first) == ["taint", "cordon", "create-nodeclaim", "delete-nodeclaim"]
     assert second["outcome"] == "deferred"
     assert 'budget[0] "1" = 1, 1 disrupting' in second["reason"]
     # Waits for capacity, but never past startTime minus the 30-minute lead.
@@ -245,8 +181,8 @@ def test_follow_acts_on_the_deferred_batch_node_once_the_first_is_replaced(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     state = tmp_path / "after.yaml"
-    lines = _run_with_timeout(
-        lambda: _replay(
+    lines = run_with_timeout(
+        lambda: replay(
             capsys,
             EVENTS / "scheduled-change.json",
             "--cluster",
@@ -262,7 +198,7 @@ def test_follow_acts_on_the_deferred_batch_node_once_the_first_is_replaced(
     timeline = [line for line in lines if "at" in line]
     assert lines == initial + timeline  # the decisions at --at come first
     assert [line["outcome"] for line in initial] == ["acted", "deferred"]
-    ats = [_at(line) for line in timeline]
+    ats = [at_of(line) for line in timeline]
     assert ats == sorted(ats), "the timeline is not in time order"
     assert ats[0] >= parse_instant(IN_WINDOW)
 
@@ -272,24 +208,20 @@ def test_follow_acts_on_the_deferred_batch_node_once_the_first_is_replaced(
             for item in timeline
             if item["instance_id"] == instance
             and item["outcome"] == "acted"
-            and action in _types(item)
+            and action in types(item)
         ]
         return line
 
-    old_claim_deleted = acted("i-0a1b2c3d4e5f60004", "delete-nodeclaim")
-    assert old_claim_deleted["actions"] == [{"type": "delete-nodeclaim", "name": "batch-q2vtn"}]
-    assert "is Ready" in old_claim_deleted["reason"]
     second = acted("i-0a1b2c3d4e5f60005", "create-nodeclaim")
-    assert _types(second) == ["taint", "cordon", "create-nodeclaim"]
+    assert types(second) == ["taint", "cordon", "create-nodeclaim", "delete-nodeclaim"]
     # Within the budget again (not forced by the deadline) ...
     assert 'NodePool batch allows it (budget[0] "1" = 1, 0 disrupting)' in second["reason"]
-    # ... once the first node went: its claim deleted, then the simulated termination.
-    assert _at(second) >= _at(old_claim_deleted) + TERMINATE_TIME
+    # ... once the first node went (its claim deleted at --at, then the simulated drain and
+    # termination), at its 5-minute recheck ...
+    assert at_of(second) >= parse_instant(IN_WINDOW) + TERMINATE_TIME
     # ... and well before AWS's startTime minus the lead.
-    assert _at(second) < parse_instant("2026-12-08T08:30:00Z")
-    last = acted("i-0a1b2c3d4e5f60005", "delete-nodeclaim")
-    assert last["actions"] == [{"type": "delete-nodeclaim", "name": "batch-zk8rm"}]
-    assert last is timeline[-1]
+    assert at_of(second) < parse_instant("2026-12-08T08:30:00Z")
+    assert second is timeline[-1]
     # Never two batch nodes disrupted at once: the second started after the first went.
     assert len(lines) < 20
 
@@ -300,16 +232,18 @@ def test_follow_acts_on_the_deferred_batch_node_once_the_first_is_replaced(
         if o["kind"] == "Node" and nodes.labels_of(o).get(nodes.NODEPOOL_LABEL) == "batch"
     ]
     by_name = {nodes.name_of(n): n for n in batch_nodes}
-    # The first old node is gone. The replay stops when Lifeboat has nothing left to do,
-    # which is right after the second old claim's deletion: Karpenter (simulated) has not
-    # terminated that node yet, so it is still there, cordoned, its claim being deleted
-    # (Karpenter's termination finalizer holds it until the node is gone).
+    # --follow runs until the simulated cluster settles: both old nodes are gone, their
+    # claims too; the two replacements joined, Ready, with the pool's template, and hold the
+    # pods that were on the old nodes (the hand-over).
     assert "ip-10-0-2-14.ec2.internal" not in by_name
-    leaving = by_name.pop("ip-10-0-3-15.ec2.internal")
-    assert leaving["spec"]["unschedulable"] is True
-    assert nodes.nodeclaim_owner(leaving) == ("batch-zk8rm", mock.ANY)
-    # The two replacements launched and joined, Ready, with the pool's template.
+    assert "ip-10-0-3-15.ec2.internal" not in by_name
     assert len(by_name) == 2
+    pods_on = {
+        o["spec"]["nodeName"]
+        for o in objects
+        if o["kind"] == "Pod" and o["metadata"]["name"].startswith("nightly-report")
+    }
+    assert pods_on == set(by_name)
     for node in by_name.values():
         assert nodes.is_ready(node)
         assert not nodes.is_disrupting(node)
@@ -337,7 +271,7 @@ def test_follow_prints_a_readable_timeline_in_time_order(
         assert code == 0
         return [{"text": line} for line in capsys.readouterr().out.splitlines()]
 
-    lines = [item["text"] for item in _run_with_timeout(run)]
+    lines = [item["text"] for item in run_with_timeout(run)]
     assert lines[0].split() == ["TIME", "(UTC)", "WHAT", "KIND", "INSTANCE", "NODE", "POOL"]
     rows = [line.split() for line in lines[1:] if not line.startswith(" ")]
     assert rows[0][:3] == [IN_WINDOW, "acted", "scheduled-change"]
@@ -362,10 +296,10 @@ def test_unparseable_budget_blocks_the_pool(
     cluster = tmp_path / "broken.yaml"
     dump_cluster_file(objects, cluster)
 
-    lines = _replay(
+    lines = replay(
         capsys,
-        _rebalance(tmp_path, "i-0a1b2c3d4e5f60002"),
-        _spot(tmp_path, "i-0a1b2c3d4e5f60003", "2026-12-01T17:59:00Z"),
+        rebalance_event(tmp_path, "i-0a1b2c3d4e5f60002"),
+        spot_event(tmp_path, "i-0a1b2c3d4e5f60003", "2026-12-01T17:59:00Z"),
         "--cluster",
         cluster,
         "--at",
@@ -380,7 +314,7 @@ def test_unparseable_budget_blocks_the_pool(
     assert "tue-mon" in rebalance["reason"]
     # Involuntary notices are not held back by budgets, valid or not.
     assert spot["outcome"] == "acted"
-    assert "delete-nodeclaim" in _types(spot)
+    assert "delete-nodeclaim" in types(spot)
 
 
 # -- (h): do-not-disrupt ----------------------------------------------------------------------
@@ -390,10 +324,10 @@ def test_do_not_disrupt_pod_defers_a_rebalance_but_not_a_spot_interruption(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     instance = "i-0a1b2c3d4e5f60008"
-    lines = _replay(
+    lines = replay(
         capsys,
-        _rebalance(tmp_path, instance),
-        _spot(tmp_path, instance, "2026-12-01T17:59:00Z"),
+        rebalance_event(tmp_path, instance),
+        spot_event(tmp_path, instance, "2026-12-01T17:59:00Z"),
         "--cluster",
         CLUSTER,
         "--at",
@@ -407,5 +341,5 @@ def test_do_not_disrupt_pod_defers_a_rebalance_but_not_a_spot_interruption(
     assert "karpenter.sh/do-not-disrupt=true" in rebalance["reason"]
     assert spot["kind"] == "spot-interruption"
     assert spot["outcome"] == "acted"
-    assert _types(spot) == ["taint", "cordon", "create-nodeclaim", "delete-nodeclaim"]
+    assert types(spot) == ["taint", "cordon", "create-nodeclaim", "delete-nodeclaim"]
     assert spot["actions"][-1]["name"] == "general-t6gdw"

@@ -148,6 +148,7 @@ def test_one_handler_serves_two_clusters_and_counts_the_unmanaged(ec2: Any) -> N
             assert node is not None
             assert node["spec"].get("unschedulable") is True
             assert {t["key"] for t in node["spec"]["taints"]} == {nodes.taint_key(Kind(spot))}
+            # Deleted; Karpenter's termination finalizer keeps it until the instance is gone.
             assert emu.get_object("NodeClaim", "general-7xkqz")["metadata"]["deletionTimestamp"]
         # Each cluster was reached through its own client, and only for its own instance.
         assert set(router.asked) == {"prod", "stage"}
@@ -356,5 +357,6 @@ def test_a_follow_up_finds_its_cluster_when_ec2_no_longer_knows_the_instance() -
         [result] = pipeline.process([encode(wakeup)])
         assert result.error is None
         assert result.reports[0].actions == ({"type": "delete-nodeclaim", "name": "general-7xkqz"},)
+        # Deleted; Karpenter's termination finalizer keeps it until the instance is gone.
         assert emu.get_object("NodeClaim", "general-7xkqz")["metadata"]["deletionTimestamp"]
         assert set(router.asked) == {"prod"}

@@ -1,8 +1,9 @@
 """deploy/rbac.yaml against what Lifeboat really does to a cluster.
 
 Every sample is replayed on the emulator enforcing the rules of rbac.yaml, then the deferred
-work is followed through time (wake-ups due, a replacement becoming Ready, the old claim's
-deletion), with a stand-in for Karpenter between steps. Two promises are checked:
+work is followed through time (wake-ups due, with the replay's Karpenter simulation launching
+replacements and terminating nodes between steps), and a follow-up an earlier version
+scheduled (finish a replacement) is handled too. Two promises are checked:
 
 * enough: no request was refused, and every request is allowed by the rules *as a real API
   server scopes them* (each Role's rules only in its namespace: the leases in "lifeboat",
@@ -27,16 +28,16 @@ import yaml
 
 from kubemu import Emulator, load_cluster_file
 from kubemu.rbac import Request, rule_allows
-from lifeboat import nodes
+from lifeboat.events import parse_message
 from lifeboat.kube import KubeApi, RetryPolicy
 from lifeboat.ledger import MemoryLedger
 from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.report import Outcome
 from lifeboat.settings import Settings
-from lifeboat.wakeup import MemoryWakeups, Task, encode
+from lifeboat.wakeup import MemoryWakeups, Task, Wakeup, encode
 from lifeboat_local.directory import directory_from_objects
+from lifeboat_local.karpenter_sim import KarpenterSimulation
 from lifeboat_local.replay import RecordedLifecycle, SimulatedClock
-from lifeboat_local.sim_pods import PodSimulation
 from tests.support.paths import EVENTS, ROOT
 
 START = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
@@ -111,26 +112,6 @@ def all_sample_bodies() -> list[str]:
     return [path.read_text() for path in paths]
 
 
-def play_karpenter(emu: Emulator) -> None:
-    """What Karpenter would do meanwhile: a replacement claim launches and becomes Ready;
-    the node of a deleted claim is drained and goes away."""
-    claims = {nodes.name_of(c): c for c in emu.objects("NodeClaim")}
-    for claim in claims.values():
-        if nodes.REPLACES_LABEL in nodes.labels_of(claim) and not claim.get("status"):
-            claim["status"] = {"conditions": [{"type": "Ready", "status": "True"}]}
-            emu.put_object(claim)
-    # A deleted claim stays (Karpenter's termination finalizer) until its node is gone.
-    live = {name for name, c in claims.items() if not c["metadata"].get("deletionTimestamp")}
-    for node in emu.objects("Node"):
-        owner = nodes.nodeclaim_owner(node)
-        if owner and owner[0] not in live:
-            for pod in emu.objects("Pod"):
-                if pod["spec"].get("nodeName") == nodes.name_of(node):
-                    emu.delete_object("Pod", nodes.name_of(pod), pod["metadata"]["namespace"])
-            emu.delete_object("Node", nodes.name_of(node))
-            emu.delete_object("NodeClaim", owner[0])
-
-
 @dataclass
 class Run:
     emulator: Emulator
@@ -150,7 +131,6 @@ def run() -> Iterator[Run]:
     errors: list[BaseException] = []
     with Emulator(objects) as emu:
         emu.enforce_rbac(rbac.cluster_rules + rbac.role_rules)
-        pods = PodSimulation(emu, START)  # the rotation's evicted pods come back elsewhere
         pipeline = Pipeline(
             clusters=OneCluster(KubeApi(emu.api_client(), RetryPolicy(attempts=2))),
             directory=directory_from_objects(objects),
@@ -167,32 +147,44 @@ def run() -> Iterator[Run]:
                 if result.error is not None:
                     errors.append(result.error)
 
+        karpenter = KarpenterSimulation(emu, clock.now)
         process(all_sample_bodies(), [""] * len(all_sample_bodies()))
-        # First look at the replacement while it is still launching, then let Karpenter run.
         for _ in range(MAX_ROUNDS):
             due = wakeups.next_due()
             if due is None:
                 break
             clock.now = max(clock.now, due)
+            karpenter.advance(clock.now)
             batch = wakeups.pop_due(clock.now)
             process([encode(w) for w in batch], [str(w.task) for w in batch])
-            play_karpenter(emu)
-            pods.advance(clock.now)
             clock.now += timedelta(seconds=1)
         else:
             pytest.fail(f"wake-ups still pending after {MAX_ROUNDS} rounds: {wakeups.pending}")
+        # A finish-replacement follow-up scheduled by an earlier version (which waited for
+        # the replacement to be Ready) still comes through the queue after an upgrade.
+        spot_sample = (EVENTS / "spot-interruption.json").read_text()
+        [spot] = parse_message(spot_sample, received_at=clock.now)
+        legacy = Wakeup(
+            Task.FINISH_REPLACEMENT,
+            spot,
+            clock.now,
+            replacement="general-from-before",
+            old_nodeclaim="general-x3mhb",
+            started=clock.now,
+        )
+        process([encode(legacy)], [str(Task.FINISH_REPLACEMENT)])
         yield Run(emu, outcomes, errors)
 
 
 def test_the_run_took_every_path_rbac_must_cover(run: Run) -> None:
-    """The run is worth checking only if it acted, drained, leased and finished replacements."""
+    """The run is worth checking only if it acted, drained, leased, weighed PDBs and finished
+    a replacement."""
     assert not run.errors, run.errors
     seen = set(run.outcomes)
     assert ("spot-interruption", Outcome.ACTED) in seen
     assert ("asg-termination", Outcome.ACTED) in seen
     assert ("rebalance-recommendation", Outcome.DEFERRED) in seen
     assert (str(Task.DECIDE), Outcome.ACTED) in seen  # a deferred notice acted on later
-    assert (str(Task.FINISH_REPLACEMENT), Outcome.DEFERRED) in seen  # waited for Ready
     assert (str(Task.FINISH_REPLACEMENT), Outcome.ACTED) in seen  # old claim deleted
     assert ("rotation", Outcome.ACTED) in seen  # a rotation requested, its nodes drained
     assert (str(Task.ROTATE), Outcome.DEFERRED) in seen  # a look waiting on a health gate
@@ -200,6 +192,7 @@ def test_the_run_took_every_path_rbac_must_cover(run: Run) -> None:
     verbs = {(resource, verb) for _, resource, verb in run.emulator.seen_permissions}
     assert {("leases", "create"), ("leases", "update"), ("pods/eviction", "create")} <= verbs
     assert {("configmaps", "create"), ("configmaps", "update")} <= verbs
+    assert ("poddisruptionbudgets", "list") in verbs
 
 
 def test_no_request_was_forbidden(run: Run) -> None:

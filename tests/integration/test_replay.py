@@ -195,7 +195,9 @@ def test_spot_interruption_replaces_the_nodeclaim(
     ]
 
     claims = of_kind(after, "NodeClaim")
+    # Deleted: Karpenter's termination finalizer keeps it until the instance is gone.
     assert claims["general-7xkqz"]["metadata"]["deletionTimestamp"]
+    assert claims["general-7xkqz"]["metadata"]["finalizers"] == ["karpenter.sh/termination"]
     assert created in claims
     claim = claims[created]
     assert created.startswith("general-")
@@ -217,9 +219,10 @@ def test_spot_interruption_replaces_the_nodeclaim(
     } in claim["spec"]["requirements"]
     # Everything else in the cluster is as it was.
     before = yaml.safe_load(CLUSTER.read_text())["items"]
-    # Deleted: Karpenter's termination finalizer holds the claim while it drains the node.
-    assert claims["general-7xkqz"]["metadata"]["deletionTimestamp"]
+    assert set(of_kind(before, "NodeClaim")) <= set(claims)
     assert set(claims) - set(of_kind(before, "NodeClaim")) == {created}
+    deleting = {n for n, c in claims.items() if c["metadata"].get("deletionTimestamp")}
+    assert deleting == {"general-7xkqz"}
 
 
 def test_sqs_batches_give_the_same_decisions_as_eventbridge_events(
@@ -278,8 +281,9 @@ def test_duplicate_delivery_acts_once(lifeboat: Callable[..., Run], tmp_path: Pa
     ]
     assert len(replacements) == 1
     before = of_kind(yaml.safe_load(CLUSTER.read_text())["items"], "NodeClaim")
-    # One created; the old one is being deleted (Karpenter's finalizer holds it).
+    # One created; the one deleted waits on Karpenter's termination finalizer.
     assert len(claims) == len(before) + 1
+    assert claims["general-7xkqz"]["metadata"]["deletionTimestamp"]
     events = list(of_kind(load_state(state_out), "Event").values())
     assert len([e for e in events if e["involvedObject"]["name"] == SPOT_NODE]) == 1
 

@@ -41,6 +41,7 @@ class Seen:
     resource: str
     name: str
     query: dict[str, str]
+    namespace: str = ""
 
 
 @dataclass
@@ -74,8 +75,8 @@ def rig(monkeypatch: pytest.MonkeyPatch) -> Iterator[Rig]:
         ) -> Any:
             logged = len(backend.stats.log)
             response = handle(method, path, query, content_type, raw)
-            for verb, _group, resource, _namespace, name in backend.stats.log[logged:]:
-                seen.append(Seen(verb, resource, name, dict(query)))
+            for verb, _group, resource, namespace, name in backend.stats.log[logged:]:
+                seen.append(Seen(verb, resource, name, dict(query), namespace or ""))
             return response
 
         monkeypatch.setattr(backend, "handle", recording)
@@ -95,7 +96,8 @@ def rig(monkeypatch: pytest.MonkeyPatch) -> Iterator[Rig]:
 
 
 def assert_every_list_is_bounded(seen: list[Seen]) -> None:
-    """Nodes and NodeClaims only by a NodePool's label; pods only by their node."""
+    """Nodes and NodeClaims only by a NodePool's label; pods only by their node;
+    PodDisruptionBudgets only in one namespace (that of a pod on the node)."""
     for request in seen:
         if request.verb != "list":
             continue
@@ -104,6 +106,8 @@ def assert_every_list_is_bounded(seen: list[Seen]) -> None:
             assert selector.startswith("karpenter.sh/nodepool="), request
         elif request.resource == "pods":
             assert request.query.get("fieldSelector", "").startswith("spec.nodeName="), request
+        elif request.resource == "poddisruptionbudgets":
+            assert request.namespace, request
         else:
             pytest.fail(f"unexpected list: {request}")
 
@@ -189,8 +193,12 @@ def test_voluntary_notice_lists_only_by_selector(rig: Rig) -> None:
     show("rebalance recommendation, Karpenter node (deferred by the freeze)", rig)
     assert [r.outcome for r in reports] == [Outcome.DEFERRED]
     lists = [r for r in rig.seen if r.verb == "list"]
-    assert {r.resource for r in lists} == {"nodes", "nodeclaims", "pods"}
+    assert {r.resource for r in lists} == {"nodes", "nodeclaims", "pods", "poddisruptionbudgets"}
     assert_every_list_is_bounded(rig.seen)
+    # The PDBs of the namespaces of the pods Karpenter's drain would evict (IsEvictable:
+    # DaemonSet pods too): kube-system/aws-node-..., shop/checkout-....
+    pdb_lists = [r for r in lists if r.resource == "poddisruptionbudgets"]
+    assert [r.namespace for r in pdb_lists] == ["kube-system", "shop"]
     pod_lists = [r for r in lists if r.resource == "pods"]
     assert [r.query["fieldSelector"] for r in pod_lists] == [
         "spec.nodeName=ip-10-0-1-12.ec2.internal"

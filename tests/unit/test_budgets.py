@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from lifeboat.budget_windows import MAX_EDGES
 from lifeboat.budgets import (
     Budget,
     BudgetError,
@@ -23,6 +24,7 @@ from lifeboat.budgets import (
     allowed_disruptions,
     applies_to,
     budget_limit,
+    earliest_permitted,
     format_go_duration,
     is_active,
     next_allowed_at,
@@ -770,3 +772,196 @@ def test_timeline_matches_allowed_disruptions(
         assert segment.limit == allowance.limit
         # Segment edges are where limits change: check the state just inside each edge too.
         assert allowed_disruptions(nodepool, 10, 0, segment.start).limit == segment.limit
+
+
+# --------------------------------------------------------------------------------------------
+# Karpenter's arithmetic at the edges (issue 11.4): intstr's int32, robfig's overflow and its
+# five-year horizon
+
+
+@pytest.mark.parametrize(
+    ("nodes", "expected"),
+    [
+        ("4294967296", 0),  # 2**32: the low 32 bits are 0
+        ("4294967297", 1),
+        ("2147483647", 2147483647),
+        ("2147483648", -2147483648),  # 2**31 wraps to the most negative int32
+        ("4294967295", -1),
+        ("000007", 7),
+    ],
+)
+def test_nodes_integer_keeps_its_low_32_bits_like_intstr_fromint(nodes: str, expected: int) -> None:
+    """``Budget.GetAllowedDisruptions``: ``GetIntStrFromValue`` uses ``strconv.Atoi`` and
+    ``intstr.FromInt``, which truncates to int32 (apimachinery ``intstr.FromInt``)."""
+    assert budget_limit(one(nodes=nodes), 10) == expected
+
+
+@pytest.mark.parametrize("nodes", ["4294967296", "2147483648", "4294967295"])
+def test_truncated_nodes_allow_nothing_without_blocking_the_pool(nodes: str) -> None:
+    """A zero or negative limit allows nothing: ``max(allowed - disrupting, 0)`` in
+    ``BuildDisruptionBudgetMapping``; it is not an error."""
+    allowance = allowed_disruptions(pool({"nodes": nodes}), 10, 0, MONDAY)
+    assert allowance.allowed == 0
+    assert not allowance.blocked_by_error
+
+
+def test_nodes_beyond_64_bits_block_the_pool_while_active() -> None:
+    """Atoi fails beyond int64, so the value is taken as a string, which is not a percentage:
+    ``GetScaledValueFromIntOrPercent`` errors, and ``MustGetAllowedDisruptions`` returns 0 for
+    every reason, even for a budget listing other reasons (the error is collected before the
+    reasons are looked at in ``GetAllowedDisruptionsByReason``)."""
+    huge = "99999999999999999999"
+    with pytest.raises(BudgetError, match="not a percentage"):
+        budget_limit(one(nodes=huge), 10)
+    other_reason = pool({"nodes": "5"}, {"nodes": huge, "reasons": ["Underutilized"]})
+    allowance = allowed_disruptions(other_reason, 10, 0, MONDAY)
+    assert (allowance.allowed, allowance.blocked_by_error) == (0, True)
+    assert "budget[1]" in allowance.reason
+    # Outside its window the budget is not evaluated (IsActive comes first): no error.
+    windowed = pool({"nodes": "5"}, {"nodes": huge, "schedule": "0 9 * * *", "duration": "1h"})
+    assert allowed_disruptions(windowed, 10, 0, at(MONDAY, 12)).allowed == 5
+    assert allowed_disruptions(windowed, 10, 0, at(MONDAY, 9, 30)).blocked_by_error
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "*/99999999999999999999 * * * *",
+        "0 0 99999999999999999999 * *",
+        "0 0 1-99999999999999999999 * *",
+    ],
+)
+def test_cron_numbers_beyond_64_bits_fail_closed_like_robfig(spec: str) -> None:
+    """robfig ``mustParseInt`` is ``strconv.Atoi``: a number beyond int64 is a parse error
+    ("value out of range"), so ``Budget.IsActive`` errors and the pool is blocked."""
+    with pytest.raises(CronError, match="value out of range"):
+        parse_cron(spec)
+    allowance = allowed_disruptions(
+        pool({"nodes": "5"}, {"nodes": "0", "schedule": spec, "duration": "1h"}), 10, 0, MONDAY
+    )
+    assert allowance.blocked_by_error
+
+
+def test_a_huge_step_within_64_bits_selects_only_the_start_like_robfig() -> None:
+    """robfig ``getBits`` with a step beyond the range keeps only the start value."""
+    assert parse_cron("*/99999999999 * * * *").minute.values == {0}
+
+
+# 29 February: 2096 is a leap year, 2100 is not, the next is 2104. robfig's Next gives up
+# after the year start.year + 5, so from March 2096 until the end of 2098 it sees no hit and
+# returns the zero time, which Budget.IsActive reads as "active".
+LEAP_FREEZE = {"nodes": "0", "schedule": "0 0 29 2 *", "duration": "1h"}
+
+
+def test_a_hit_beyond_robfigs_horizon_makes_the_budget_active() -> None:
+    """``Budget.IsActive``: ``!schedule.Next(now - duration).After(now)``; the zero time is
+    never after now."""
+    budget = one(**LEAP_FREEZE)
+    assert is_active(budget, datetime(2097, 6, 1, tzinfo=UTC))
+    assert is_active(budget, datetime(2099, 1, 1, 0, 59, 58, tzinfo=UTC))
+    # From 2099-01-01 00:59:59, Next(now - 1h) starts in 2099 and sees 2104-02-29.
+    assert not is_active(budget, datetime(2099, 1, 1, 0, 59, 59, tzinfo=UTC))
+    assert not is_active(budget, datetime(2103, 6, 1, tzinfo=UTC))
+    assert is_active(budget, datetime(2104, 2, 29, 0, 30, tzinfo=UTC))
+    assert not is_active(budget, datetime(2024, 6, 1, tzinfo=UTC))  # 2028-02-29 is visible
+
+
+def test_windows_follow_robfigs_horizon_instead_of_opening_at_once() -> None:
+    """Before, windows were derived from hits only: the pool read as open at once while
+    ``allowed_disruptions`` said closed, so a deferral woke immediately, in a loop."""
+    nodepool = pool({"nodes": "5"}, LEAP_FREEZE)
+    now = datetime(2097, 6, 1, tzinfo=UTC)
+    assert not allowed_disruptions(nodepool, 10, 0, now).permits_one
+    reopens = datetime(2099, 1, 1, 0, 59, 59, tzinfo=UTC)
+    assert next_allowed_at(nodepool, 10, 0, now, now + timedelta(days=3650)) == reopens
+    (frozen, opened) = window_timeline(nodepool, 10, now, reopens + timedelta(days=1))
+    assert (frozen.start, frozen.end, frozen.limit) == (now, reopens, 0)
+    assert opened.limit == 5
+
+
+leap_moments = st.datetimes(
+    min_value=datetime(2095, 1, 1), max_value=datetime(2105, 12, 31), timezones=st.just(UTC)
+).map(lambda m: m.replace(microsecond=0))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    start=leap_moments,
+    duration=st.sampled_from(["1h", "48h", "0m", "720h"]),
+    probes=st.lists(st.floats(0, 1), min_size=1, max_size=4),
+)
+def test_timeline_agrees_with_is_active_across_robfigs_horizon(
+    start: datetime, duration: str, probes: list[float]
+) -> None:
+    nodepool = pool({"nodes": "3"}, {**LEAP_FREEZE, "duration": duration})
+    end = start + timedelta(days=3 * 365)
+    timeline = window_timeline(nodepool, 10, start, end)
+    assert timeline[0].start == start
+    for segment in timeline:
+        assert allowed_disruptions(nodepool, 10, 0, segment.start).limit == segment.limit
+        last = segment.end - timedelta(seconds=1)
+        assert allowed_disruptions(nodepool, 10, 0, last).limit == segment.limit
+    for fraction in probes:
+        moment = (start + (end - start) * fraction).replace(microsecond=0)
+        segment = next((s for s in timeline if s.start <= moment < s.end), None)
+        if segment is not None:
+            assert allowed_disruptions(nodepool, 10, 0, moment).limit == segment.limit
+
+
+# --------------------------------------------------------------------------------------------
+# The search for the next permitted instant is bounded (issue 10.9)
+
+
+class _CountingCron:
+    """Counts cron lookups and fails once a search does far more than a bounded one would."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, limit: int) -> None:
+        from lifeboat import cron
+
+        self.calls = 0
+        original = cron.CronCursor.next_after
+
+        def counted(cursor: cron.CronCursor, moment: datetime) -> datetime | None:
+            self.calls += 1
+            if self.calls > limit:
+                raise AssertionError(f"more than {limit} cron lookups for one search")
+            return original(cursor, moment)
+
+        monkeypatch.setattr(cron.CronCursor, "next_after", counted)
+
+
+def test_waiting_for_capacity_does_not_walk_windows_up_to_a_distant_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A used-up always-active budget means waiting for capacity: no window can help, so no
+    window is visited, however far the deadline (year 2400; a freeze every other minute)."""
+    counter = _CountingCron(monkeypatch, limit=50)
+    business = pool({"nodes": "20%"}, FREEZE)
+    now = at(MONDAY, 10)
+    opening = earliest_permitted(business, 6, 2, now, datetime(2400, 1, 1, tzinfo=UTC))
+    assert (opening.at, opening.complete) == (None, True)
+    every_other_minute = pool(
+        {"nodes": "1"}, {"nodes": "0", "schedule": "*/2 * * * *", "duration": "1m"}
+    )
+    opening = earliest_permitted(every_other_minute, 10, 1, now, now + timedelta(days=60))
+    assert (opening.at, opening.complete) == (None, True)
+    assert counter.calls <= 50
+
+
+def test_a_search_through_endless_windows_stops_at_its_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two freezes taking turns every minute never leave a gap: the search stops after a
+    bounded number of hops and says how far it got (not complete), instead of walking 374
+    years of minutes."""
+    counter = _CountingCron(monkeypatch, limit=20 * MAX_EDGES)
+    alternating = pool(
+        {"nodes": "0", "schedule": "0-58/2 * * * *", "duration": "1m"},
+        {"nodes": "0", "schedule": "1-59/2 * * * *", "duration": "1m"},
+    )
+    now = at(MONDAY, 10)
+    opening = earliest_permitted(alternating, 10, 0, now, datetime(2400, 1, 1, tzinfo=UTC))
+    assert opening.at is None
+    assert not opening.complete
+    assert now < opening.searched_until <= now + timedelta(minutes=MAX_EDGES + 1)
+    assert counter.calls <= 20 * MAX_EDGES

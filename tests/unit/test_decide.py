@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -14,7 +15,7 @@ from lifeboat.report import Outcome
 from lifeboat.settings import Settings
 from lifeboat.target import ClaimRef, PoolCounts, Target
 from tests.support import kube
-from tests.support.events import notice, stamp
+from tests.support.events import notice
 
 # 2026-12-01 is a Tuesday: 14:05 UTC is inside a Mon-Fri 09:00-17:00 freeze window.
 TUESDAY_AFTERNOON = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
@@ -25,8 +26,9 @@ NODE = "ip-10-0-1-11.ec2.internal"
 CLAIM = "general-7xkqz"
 
 KARPENTER_STEPS = (Step.TAINT_AND_CORDON, Step.CREATE_REPLACEMENT, Step.DELETE_NODECLAIM)
-# Replace before delete: the old claim is deleted later, once the replacement is Ready.
-VOLUNTARY_KARPENTER_STEPS = (Step.TAINT_AND_CORDON, Step.CREATE_REPLACEMENT)
+# The hand-over: a voluntary replacement is created and the old claim deleted at once, as for
+# an involuntary notice (only the budget decides when).
+VOLUNTARY_KARPENTER_STEPS = KARPENTER_STEPS
 INVOLUNTARY = (
     Kind.SPOT_INTERRUPTION,
     Kind.STATE_CHANGE,
@@ -72,17 +74,28 @@ def pod(
     annotations: Mapping[str, str] | None = None,
     phase: str = "Running",
     created: datetime | None = None,
+    started: datetime | str | None = "created",
     deleting: bool = False,
+    owner: str | None = None,
 ) -> dict[str, Any]:
-    return kube.pod(
-        name=name,
-        namespace="shop",
-        node_name=NODE,
-        annotations=annotations or {},
-        phase=phase,
-        created=stamp(created or datetime(2026, 11, 1, tzinfo=UTC)),
-        deleting="2026-12-01T14:00:00Z" if deleting else None,
-    )
+    """A pod on NODE; ``started`` is its ``status.startTime`` (by default its creation; None:
+    not started yet)."""
+    created = created or datetime(2026, 11, 1, tzinfo=UTC)
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": "shop",
+        "annotations": dict(annotations or {}),
+        "creationTimestamp": created.strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+    if deleting:
+        meta["deletionTimestamp"] = "2026-12-01T14:00:00Z"
+    if owner is not None:
+        meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": owner, "name": "x"}]
+    status: dict[str, Any] = {"phase": phase}
+    start = created if started == "created" else started
+    if isinstance(start, datetime):
+        status["startTime"] = start.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {"metadata": meta, "spec": {"nodeName": NODE}, "status": status}
 
 
 def target(
@@ -218,7 +231,7 @@ def test_finished_or_deleting_pods_do_not_block(finished: dict[str, Any]) -> Non
     assert decision.outcome is Outcome.ACTED
     assert (decision.steps, decision.delete_claim_when_replaced) == (
         VOLUNTARY_KARPENTER_STEPS,
-        True,
+        False,
     )
 
 
@@ -252,6 +265,50 @@ def test_do_not_disrupt_duration_blocks_only_while_the_pod_is_younger() -> None:
     assert decide(rebalance, target(pods=[old]), Settings(), at).outcome is Outcome.ACTED
 
 
+def test_do_not_disrupt_duration_counts_from_the_pods_start_time_not_its_creation() -> None:
+    """``IsDoNotDisruptActive``: ``podAge := clk.Now().Sub(pod.Status.StartTime.Time)``. A pod
+    created two hours ago that started (was scheduled) 20 minutes ago is still protected."""
+    late_start = pod(
+        annotations={"karpenter.sh/do-not-disrupt": "1h"},
+        created=SATURDAY - timedelta(hours=2),
+        started=SATURDAY - timedelta(minutes=20),
+    )
+    rebalance = notice(Kind.REBALANCE_RECOMMENDATION, at=SATURDAY - timedelta(minutes=1))
+    decision = decide(rebalance, target(pods=[late_start]), Settings(), SATURDAY)
+    assert decision.outcome is Outcome.DEFERRED
+    assert decision.deferred_until == SATURDAY + timedelta(minutes=40)
+
+
+def test_do_not_disrupt_duration_on_a_pod_without_start_time_stays_active() -> None:
+    """``IsDoNotDisruptActive``: "If we can't determine start time, fail safe": active, with
+    no known end, so the notice is looked at again rather than deferred to a time."""
+    unstarted = pod(annotations={"karpenter.sh/do-not-disrupt": "5m"}, started=None)
+    rebalance = notice(Kind.REBALANCE_RECOMMENDATION, at=SATURDAY - timedelta(minutes=1))
+    decision = decide(rebalance, target(pods=[unstarted]), Settings(), SATURDAY)
+    assert decision.outcome is Outcome.DEFERRED
+    assert decision.deferred_until is None
+    assert decision.recheck_at == SATURDAY + RECHECK_INTERVAL
+    assert "no status.startTime yet" in decision.reason
+
+
+@pytest.mark.parametrize("value", ["0s", "-5m", "false", "yes", "TRUE"])
+def test_do_not_disrupt_values_karpenter_ignores_do_not_block(value: str) -> None:
+    """``parseDoNotDisrupt``: anything but "true" must be a positive Go duration; otherwise
+    Karpenter ignores the annotation (and emits InvalidDoNotDisruptAnnotation)."""
+    marked = pod(annotations={"karpenter.sh/do-not-disrupt": value})
+    rebalance = notice(Kind.REBALANCE_RECOMMENDATION, at=SATURDAY - timedelta(minutes=1))
+    assert decide(rebalance, target(pods=[marked]), Settings(), SATURDAY).outcome is (Outcome.ACTED)
+
+
+def test_do_not_disrupt_on_a_daemonset_pod_blocks_like_karpenter() -> None:
+    """``ValidatePodsDisruptable`` looks at every pod bound to the node: "we will allow Mirror
+    Pods and DaemonSets to block disruption using this annotation"."""
+    daemon = pod(annotations={"karpenter.sh/do-not-disrupt": "true"}, owner="DaemonSet")
+    rebalance = notice(Kind.REBALANCE_RECOMMENDATION, at=SATURDAY - timedelta(minutes=1))
+    decision = decide(rebalance, target(pods=[daemon]), Settings(), SATURDAY)
+    assert decision.outcome is Outcome.DEFERRED
+
+
 # -- voluntary: budgets and windows --------------------------------------------------------
 
 
@@ -265,7 +322,7 @@ def test_budget_allows_a_voluntary_replacement() -> None:
     assert decision.outcome is Outcome.ACTED
     assert (decision.steps, decision.delete_claim_when_replaced) == (
         VOLUNTARY_KARPENTER_STEPS,
-        True,
+        False,
     )
     assert "allows" in decision.reason
 
@@ -376,7 +433,7 @@ def test_scheduled_change_at_or_after_start_minus_lead_is_forced(past_latest: ti
     assert decision.forced
     assert (decision.steps, decision.delete_claim_when_replaced) == (
         VOLUNTARY_KARPENTER_STEPS,
-        True,
+        False,
     )
 
 
@@ -561,3 +618,184 @@ def test_a_notice_let_go_takes_its_pending_mark_with_it() -> None:
         TUESDAY_AFTERNOON,
     )
     assert decision.steps == ()
+
+
+# -- the window search is bounded (issue 10.9) and never wakes at once (issue 11.4) -----------
+
+
+def _count_cron_lookups(monkeypatch: pytest.MonkeyPatch, limit: int) -> list[int]:
+    """Fail a decision that looks up far more cron hits than a bounded search needs."""
+    from lifeboat import cron
+
+    calls = [0]
+    original = cron.CronCursor.next_after
+
+    def counted(cursor: cron.CronCursor, moment: datetime) -> datetime | None:
+        calls[0] += 1
+        if calls[0] > limit:
+            raise AssertionError(f"more than {limit} cron lookups for one decision")
+        return original(cursor, moment)
+
+    monkeypatch.setattr(cron.CronCursor, "next_after", counted)
+    return calls
+
+
+@pytest.mark.parametrize(
+    ("budgets", "node_count", "disrupting", "deadline"),
+    [
+        # A freeze every other minute, capacity used up, maintenance 60 days away.
+        (
+            [{"nodes": "1"}, {"nodes": "0", "schedule": "*/2 * * * *", "duration": "1m"}],
+            10,
+            1,
+            TUESDAY_AFTERNOON + timedelta(days=60),
+        ),
+        # The business-hours pool with its 20 % used up, and an AWS startTime in the year 2400.
+        ([{"nodes": "20%"}, FREEZE], 6, 2, datetime(2400, 1, 1, 9, tzinfo=UTC)),
+    ],
+    ids=["freeze-every-other-minute-60d", "start-time-2400"],
+)
+def test_a_deferral_does_not_walk_every_window_up_to_its_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+    budgets: list[dict[str, str]],
+    node_count: int,
+    disrupting: int,
+    deadline: datetime,
+) -> None:
+    """Issue 10.9: these took 1-15 s of CPU per decision (every window up to the deadline
+    visited). Waiting for capacity needs no window at all; the decision now looks up a
+    handful of cron hits."""
+    calls = _count_cron_lookups(monkeypatch, limit=100)
+    change = notice(Kind.SCHEDULED_CHANGE, deadline=deadline)
+    the_target = target(pool=nodepool(budgets), node_count=node_count, disrupting=disrupting)
+    decision = decide(change, the_target, Settings(), TUESDAY_AFTERNOON)
+    assert decision.outcome is Outcome.DEFERRED
+    assert decision.deferred_until == deadline - Settings().scheduled_change_lead
+    assert decision.recheck_at == TUESDAY_AFTERNOON + RECHECK_INTERVAL
+    assert calls[0] <= 100
+
+
+def test_endless_windows_defer_to_where_the_bounded_search_stopped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two freezes taking turns every minute never open: the search stops after a bounded
+    number of hops and the notice is decided again there, not at its deadline in 2400."""
+    _count_cron_lookups(monkeypatch, limit=20_000)
+    alternating = nodepool(
+        [
+            {"nodes": "0", "schedule": "0-58/2 * * * *", "duration": "1m"},
+            {"nodes": "0", "schedule": "1-59/2 * * * *", "duration": "1m"},
+        ]
+    )
+    change = notice(Kind.SCHEDULED_CHANGE, deadline=datetime(2400, 1, 1, tzinfo=UTC))
+    decision = decide(change, target(pool=alternating), Settings(), TUESDAY_AFTERNOON)
+    assert decision.outcome is Outcome.DEFERRED
+    assert decision.deferred_until is not None
+    assert TUESDAY_AFTERNOON < decision.deferred_until <= TUESDAY_AFTERNOON + timedelta(days=1)
+    assert "deciding again then" in decision.reason
+
+
+LEAP_FREEZE = {"nodes": "0", "schedule": "0 0 29 2 *", "duration": "1h"}
+IN_ROBFIGS_BLIND_SPOT = datetime(2097, 6, 1, 12, tzinfo=UTC)
+
+
+def test_a_budget_active_through_robfigs_horizon_never_defers_to_now() -> None:
+    """Issue 11.4: from March 2096 to the end of 2098 robfig's Next cannot see 2104-02-29 and
+    returns the zero time, so Karpenter reads the freeze as active (``Budget.IsActive``). The
+    deferral used to wake "at the window's end" = now, in a loop; it now waits until robfig
+    can see the next hit (2099-01-01 00:59:59, after the 1h duration)."""
+    pool = nodepool([{"nodes": "5"}, LEAP_FREEZE])
+    change = notice(
+        Kind.SCHEDULED_CHANGE,
+        at=IN_ROBFIGS_BLIND_SPOT - timedelta(minutes=3),
+        deadline=datetime(2100, 6, 1, tzinfo=UTC),
+    )
+    decision = decide(change, target(pool=pool), Settings(), IN_ROBFIGS_BLIND_SPOT)
+    assert decision.outcome is Outcome.DEFERRED
+    assert decision.deferred_until == datetime(2099, 1, 1, 0, 59, 59, tzinfo=UTC)
+    rebalance = notice(
+        Kind.REBALANCE_RECOMMENDATION, at=IN_ROBFIGS_BLIND_SPOT - timedelta(minutes=3)
+    )
+    decision = decide(rebalance, target(pool=pool), Settings(), IN_ROBFIGS_BLIND_SPOT)
+    # Nothing opens within a rebalance recommendation's day of patience: it is let go.
+    assert decision.outcome is Outcome.IGNORED
+    assert "giving up" in decision.reason
+
+
+# -- beside Karpenter (issue 11.7), PDBs (11.6), pools that want no replacement (11.2) -------
+
+
+def test_a_claim_karpenter_is_deleting_gets_nothing_more_from_any_notice() -> None:
+    """AWS interruption controller ``deleteNodeClaim``: a claim already being deleted is left
+    alone. Lifeboat reports it, with no taint, no replacement and no second delete."""
+    deleting = replace(target(), claim=ClaimRef(CLAIM, "u1", deleting=True))
+    for kind in (Kind.SPOT_INTERRUPTION, Kind.REBALANCE_RECOMMENDATION):
+        decision = decide(notice(kind), deleting, Settings(), SATURDAY)
+        assert decision.outcome is Outcome.IGNORED
+        assert decision.steps == ()
+        assert f"NodeClaim {CLAIM} is already being deleted" in decision.reason
+
+
+def test_a_node_being_deleted_says_karpenter_terminates_it_without_reading_the_claim() -> None:
+    gone = node()
+    gone["metadata"]["deletionTimestamp"] = "2026-12-01T14:00:00Z"
+    decision = decide(
+        notice(Kind.SPOT_INTERRUPTION), target(gone, with_budget_state=False), Settings(), SATURDAY
+    )
+    assert decision.outcome is Outcome.IGNORED
+    assert "is already being deleted" in decision.reason
+
+
+def test_an_auto_scaling_hook_still_gets_its_answer_when_karpenter_terminates_the_node() -> None:
+    deleting = replace(target(), claim=ClaimRef(CLAIM, "u1", deleting=True))
+    decision = decide(notice(Kind.ASG_TERMINATION), deleting, Settings(), SATURDAY)
+    assert decision.outcome is Outcome.ACTED
+    assert Step.COMPLETE_LIFECYCLE in decision.steps
+
+
+def test_karpenters_command_in_flight_makes_a_voluntary_notice_wait_without_marks() -> None:
+    tainted = node(taints=[{"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}])
+    decision = decide(weekend_rebalance(), target(tainted), Settings(), SATURDAY)
+    assert decision.outcome is Outcome.DEFERRED
+    assert decision.steps == ()
+    assert decision.recheck_at == SATURDAY + RECHECK_INTERVAL
+    assert "Karpenter is already disrupting node" in decision.reason
+
+
+def _pdb(allowed: int) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "web", "namespace": "shop"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}}},
+        "status": {"disruptionsAllowed": allowed},
+    }
+
+
+def test_a_pdb_allowing_no_disruption_defers_the_voluntary_replacement() -> None:
+    """``ValidatePodsDisruptable``: such a node is no candidate (``CanEvictPods`` fails)."""
+    web = pod(owner="ReplicaSet")
+    web["metadata"]["labels"] = {"app": "web"}
+    held = replace(target(pods=[web]), pdbs=(_pdb(0),))
+    decision = decide(weekend_rebalance(), held, Settings(), SATURDAY)
+    assert decision.outcome is Outcome.DEFERRED
+    assert "PDB shop/web allows no disruption now (pod shop/web-1)" in decision.reason
+    assert decision.steps == (Step.MARK_PENDING,)
+    free = replace(target(pods=[web]), pdbs=(_pdb(1),))
+    assert decide(weekend_rebalance(), free, Settings(), SATURDAY).outcome is Outcome.ACTED
+    # Cordoning drains nothing: a PDB does not hold it back.
+    cordon = Settings(kind_actions={Kind.REBALANCE_RECOMMENDATION: "cordon"})
+    assert decide(weekend_rebalance(), held, cordon, SATURDAY).outcome is Outcome.ACTED
+
+
+def test_a_static_pool_is_handed_over_without_a_replacement() -> None:
+    static = nodepool([{"nodes": "20%"}])
+    static["spec"]["replicas"] = 5
+    for kind in (Kind.SPOT_INTERRUPTION, Kind.REBALANCE_RECOMMENDATION):
+        decision = decide(
+            notice(kind, at=SATURDAY - timedelta(minutes=1)),
+            target(pool=static),
+            Settings(),
+            SATURDAY,
+        )
+        assert decision.outcome is Outcome.ACTED
+        assert decision.steps == (Step.TAINT_AND_CORDON, Step.DELETE_NODECLAIM)
+        assert "no replacement: NodePool general is static (spec.replicas 5)" in decision.reason

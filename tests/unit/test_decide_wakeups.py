@@ -36,40 +36,43 @@ def finishing(started: datetime) -> Wakeup:
     )
 
 
-def claim(ready: bool) -> dict[str, object]:
-    status = "True" if ready else "False"
-    return {
-        "metadata": {"name": "general-new"},
-        "status": {"conditions": [{"type": "Ready", "status": status}]},
+def claim(
+    *, ready: bool = False, launched: bool = False, deleting: bool = False
+) -> dict[str, object]:
+    status: dict[str, object] = {
+        "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]
     }
+    if launched or ready:
+        status["providerID"] = "aws:///us-east-1a/i-0123456789abcdef0"
+    meta: dict[str, object] = {"name": "general-new"}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-12-01T14:04:00Z"
+    return {"metadata": meta, "status": status}
 
 
-def test_a_ready_replacement_lets_the_old_claim_go() -> None:
-    decision = finish_replacement(finishing(NOW), claim(ready=True), SETTINGS, NOW)
-    assert decision.outcome is Outcome.ACTED
+def test_a_follow_up_from_an_earlier_version_deletes_the_old_claim_at_once() -> None:
+    """Issue 11.3: waiting for Ready (and looking only every 30 s) left the replacement
+    empty and Ready, an emptiness candidate, while the old node's pods had not moved."""
+    for replacement, state in (
+        (claim(ready=True), "is Ready"),
+        (claim(launched=True), "is launched"),
+        (claim(), "is not launched yet"),
+        (None, "is gone"),
+    ):
+        decision = finish_replacement(finishing(NOW), replacement, SETTINGS, NOW)
+        assert decision.outcome is Outcome.ACTED
+        assert decision.steps == (Step.DELETE_NODECLAIM,)
+        assert decision.reason == (
+            f"replacement general-new {state}: deleting NodeClaim general-old now "
+            "(hand-over to Karpenter)"
+        )
+
+
+def test_a_replacement_being_deleted_is_not_taken_for_a_ready_one() -> None:
+    """Issue 11.3: a Ready replacement Karpenter is consolidating was accepted as done."""
+    decision = finish_replacement(finishing(NOW), claim(ready=True, deleting=True), SETTINGS, NOW)
+    assert decision.reason.startswith("replacement general-new is itself being deleted")
     assert decision.steps == (Step.DELETE_NODECLAIM,)
-    assert decision.reason == "replacement general-new is Ready: deleting NodeClaim general-old"
-
-
-def test_an_unready_replacement_is_waited_for_but_never_past_the_timeout() -> None:
-    started = NOW - timedelta(minutes=14, seconds=50)
-    decision = finish_replacement(finishing(started), claim(ready=False), SETTINGS, NOW)
-    assert decision.outcome is Outcome.DEFERRED
-    # 30 s later would be past started + 15 min: the next look is at the timeout itself.
-    assert decision.deferred_until == started + timedelta(minutes=15)
-
-
-def test_after_the_timeout_the_old_claim_goes_anyway() -> None:
-    started = NOW - timedelta(minutes=15)
-    decision = finish_replacement(finishing(started), claim(ready=False), SETTINGS, NOW)
-    assert decision.outcome is Outcome.ACTED
-    assert "not Ready after the timeout" in decision.reason
-
-
-def test_a_vanished_replacement_does_not_hold_the_old_claim() -> None:
-    decision = finish_replacement(finishing(NOW), None, SETTINGS, NOW)
-    assert decision.outcome is Outcome.ACTED
-    assert decision.reason.startswith("replacement general-new is gone")
 
 
 def test_a_drain_continues_unless_the_node_is_gone() -> None:

@@ -541,6 +541,7 @@ def test_rbac_grants_exactly_what_lifeboat_uses() -> None:
         ("", "nodes"): ["get", "list", "patch"],
         ("", "pods"): ["list"],
         ("", "pods/eviction"): ["create"],
+        ("policy", "poddisruptionbudgets"): ["list"],
         ("karpenter.sh", "nodepools"): ["get"],
         ("karpenter.sh", "nodeclaims"): ["create", "delete", "get", "list"],
     }

@@ -46,6 +46,8 @@ class ActResult:
     actions: list[Action] = field(default_factory=list)
     replacement: str | None = None
     pods_remaining: int = 0
+    # The replacement already existed: an earlier notice or delivery acted on this claim.
+    replaced_before: bool = False
 
 
 class Actor:
@@ -81,7 +83,7 @@ class Actor:
             elif step is Step.CREATE_REPLACEMENT:
                 outcome.replacement = self._replace(notice, target, outcome, dry)
             elif step is Step.DELETE_NODECLAIM:
-                outcome.actions += self._delete_claim(target, dry)
+                outcome.actions += self._delete_claim(target, dry, outcome.replaced_before)
             elif step is Step.EVICT:
                 self._drain(notice, target, outcome, dry)
             elif step is Step.COMPLETE_LIFECYCLE and outcome.pods_remaining == 0:
@@ -149,30 +151,57 @@ class Actor:
     # -- Karpenter -------------------------------------------------------------------------
 
     def _replace(self, notice: Notice, target: Target, outcome: ActResult, dry: bool) -> str | None:
+        """Create the replacement. Never holds up what follows (the old claim's deletion):
+        a claim that cannot be built, or that the API server refuses (422, 403, 5xx after
+        retries), is reported on the action, and Karpenter's provisioner makes capacity for
+        the drained pods itself."""
         assert target.node is not None
         if target.claim is None or target.nodepool is None:
             return None
-        if dry:
-            outcome.actions.append({"type": "create-nodeclaim", "name": None})
-            return None
-        body = replacement_nodeclaim(
+        built = replacement_nodeclaim(
             target.nodepool, target.node, target.claim.name, notice.dedup_key
         )
-        name = nodes.name_of(body)
+        if built.claim is None:
+            outcome.actions.append({"type": "create-nodeclaim", "name": None, "error": built.note})
+            return None
+        name = nodes.name_of(built.claim)
+        action: Action = {"type": "create-nodeclaim", "name": name}
+        if built.note:
+            action["note"] = built.note
+        if dry:
+            outcome.actions.append(action)
+            return None
         try:
-            self._kube.create_nodeclaim(dict(body))
+            self._kube.create_nodeclaim(dict(built.claim))
         except Conflict:
             # AlreadyExists: the replacement's name derives from the old claim, so another
             # notice, delivery or invocation already made this one. Never a second one.
-            outcome.actions.append({"type": "create-nodeclaim", "name": name, "existing": True})
-            return name
-        outcome.actions.append({"type": "create-nodeclaim", "name": name})
+            action["existing"] = True
+            outcome.replaced_before = True
+        except KubeError as error:
+            action["error"] = f"{error.status}: {error}"[:500]
+            outcome.actions.append(action)
+            return None
+        outcome.actions.append(action)
         return name
 
-    def _delete_claim(self, target: Target, dry: bool) -> list[Action]:
+    def _delete_claim(self, target: Target, dry: bool, replaced_before: bool) -> list[Action]:
+        """Delete the old claim, unless it is already being deleted: known from the target,
+        or, when an earlier notice already made its replacement, read back (one GET, only
+        then: a first notice costs nothing more). No second delete for one claim."""
         claim = target.claim
         if claim is None:
             return []
+        deleting = claim.deleting
+        if replaced_before and not deleting and not dry:
+            current = self._kube.get_nodeclaim(claim.name)
+            namesake = current is not None and claim.uid not in (
+                None,
+                current["metadata"].get("uid"),
+            )
+            deleting = current is None or namesake or nodes.is_deleting(current)
+        if deleting:
+            return [{"type": "delete-nodeclaim", "name": claim.name, "existing": True}]
         if not dry:
             try:
                 self._kube.delete_nodeclaim(claim.name, claim.uid)

@@ -31,7 +31,15 @@ from croniter import CroniterBadDateError, croniter
 
 from lifeboat.instants import require_utc
 
-__all__ = ["CronCursor", "CronError", "CronField", "CronSchedule", "parse_cron"]
+__all__ = [
+    "CronCursor",
+    "CronError",
+    "CronField",
+    "CronSchedule",
+    "parse_cron",
+    "robfig_horizon_opens",
+    "robfig_search_start",
+]
 
 
 class CronError(ValueError):
@@ -55,8 +63,10 @@ _DOW_NAMES: Final = {
     name: number for number, name in enumerate(("sun", "mon", "tue", "wed", "thu", "fri", "sat"))
 }
 
-# Go's strconv.Atoi: optional sign, decimal digits only.
+# Go's strconv.Atoi: optional sign, decimal digits only, within 64 bits.
 _GO_INT: Final = re.compile(r"[+-]?[0-9]+")
+_INT64_MIN: Final = -(1 << 63)
+_INT64_MAX: Final = (1 << 63) - 1
 
 # Longest month length, February counted with its leap day (robfig finds it in leap years).
 _MAX_DAYS: Final = {
@@ -68,6 +78,9 @@ _MAX_DAYS: Final = {
 _ROBFIG_YEAR_HORIZON: Final = 5
 # Croniter's own search limit, a little beyond robfig's so that robfig's horizon decides.
 _CRONITER_MAX_YEARS: Final = _ROBFIG_YEAR_HORIZON + 2
+# How far the hit robfig cannot see is looked for: the longest gap a valid schedule can have
+# is eight years (29 February across a century that is not a leap year, 2096 to 2104).
+_DEEP_SEARCH_YEARS: Final = 12
 
 
 @dataclass(frozen=True)
@@ -114,6 +127,12 @@ def _go_atoi(text: str) -> int:
             f'failed to parse int from {text}: strconv.Atoi: parsing "{text}": invalid syntax'
         )
     number = int(text)
+    if not _INT64_MIN <= number <= _INT64_MAX:
+        # Go's Atoi fails beyond 64 bits: the schedule does not parse, and Karpenter blocks
+        # the pool (fail closed), where Python would happily carry on with a huge step.
+        raise CronError(
+            f'failed to parse int from {text}: strconv.Atoi: parsing "{text}": value out of range'
+        )
     if number < 0:
         raise CronError(f"negative number ({number}) not allowed: {text}")
     return number
@@ -325,27 +344,31 @@ class CronCursor:
 
     def __init__(self, schedule: CronSchedule) -> None:
         self.schedule = schedule
-        self._iterator: croniter | None = None
-        if not schedule.never_fires:
-            self._iterator = croniter(
-                schedule.croniter_expression,
-                datetime(2000, 1, 1, tzinfo=UTC),
-                ret_type=datetime,
-                day_or=True,
-                max_years_between_matches=_CRONITER_MAX_YEARS,
-            )
+        self._iterator = self._croniter(_CRONITER_MAX_YEARS)
+        self._deep: croniter | None = None
 
-    def _step(self, start: datetime, backwards: bool) -> datetime | None:
-        if self._iterator is None:
+    def _croniter(self, max_years: int) -> croniter | None:
+        if self.schedule.never_fires:
             return None
-        self._iterator.set_current(start, force=True)
+        return croniter(
+            self.schedule.croniter_expression,
+            datetime(2000, 1, 1, tzinfo=UTC),
+            ret_type=datetime,
+            day_or=True,
+            max_years_between_matches=max_years,
+        )
+
+    @staticmethod
+    def _step(iterator: croniter | None, start: datetime, backwards: bool) -> datetime | None:
+        if iterator is None:
+            return None
         try:
+            iterator.set_current(start, force=True)
             hit: datetime = (
-                self._iterator.get_prev(datetime)
-                if backwards
-                else self._iterator.get_next(datetime)
+                iterator.get_prev(datetime) if backwards else iterator.get_next(datetime)
             )
-        except CroniterBadDateError:
+        except (CroniterBadDateError, OverflowError):
+            # No hit within croniter's search, or the search ran off the calendar (year 9999).
             return None
         return hit.astimezone(UTC)
 
@@ -357,17 +380,38 @@ class CronCursor:
         """
         moment = require_utc(moment)
         # Hits fall on whole minutes, so "after moment" equals "after moment's minute".
-        hit = self._step(_floor_minute(moment), backwards=False)
-        robfig_start = moment.replace(microsecond=0) + timedelta(seconds=1)
-        if hit is None or hit.year > robfig_start.year + _ROBFIG_YEAR_HORIZON:
+        hit = self._step(self._iterator, _floor_minute(moment), backwards=False)
+        if hit is None or hit.year > robfig_search_start(moment).year + _ROBFIG_YEAR_HORIZON:
             return None
         return hit
+
+    def next_beyond_horizon(self, moment: datetime) -> datetime | None:
+        """The first hit strictly after ``moment`` even where robfig cannot see it (up to
+        twelve years ahead); None when there is none that close."""
+        moment = require_utc(moment)
+        if self._deep is None:
+            self._deep = self._croniter(_DEEP_SEARCH_YEARS)
+        return self._step(self._deep, _floor_minute(moment), backwards=False)
 
     def last_at_or_before(self, moment: datetime) -> datetime | None:
         """The latest hit at or before ``moment`` (None if none within croniter's search)."""
         moment = require_utc(moment)
         # Croniter's get_prev is strictly before its start; hits fall on whole minutes.
-        return self._step(_floor_minute(moment) + timedelta(minutes=1), backwards=True)
+        return self._step(
+            self._iterator, _floor_minute(moment) + timedelta(minutes=1), backwards=True
+        )
+
+
+def robfig_search_start(moment: datetime) -> datetime:
+    """Where robfig's ``Schedule.Next(moment)`` starts looking: the next whole second."""
+    return moment.replace(microsecond=0) + timedelta(seconds=1)
+
+
+def robfig_horizon_opens(hit: datetime) -> datetime:
+    """The earliest ``moment`` from which robfig's ``Next(moment)`` can return ``hit``:
+    it gives up after the year ``start.year + 5``, so ``start`` must lie in the year
+    ``hit.year - 5`` or later (``start`` being the whole second after ``moment``)."""
+    return datetime(hit.year - _ROBFIG_YEAR_HORIZON, 1, 1, tzinfo=UTC) - timedelta(seconds=1)
 
 
 def parse_cron(spec: str) -> CronSchedule:

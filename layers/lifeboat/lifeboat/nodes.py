@@ -7,10 +7,11 @@ see a node the same way.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from lifeboat.events.notice import Kind
+from lifeboat.godurations import parse_go_duration
 from lifeboat.instants import parse_timestamp
 from lifeboat.objects import Obj
 
@@ -24,6 +25,11 @@ OPT_OUT_ANNOTATION = f"{DOMAIN}/disabled"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
+# Karpenter marks a Node initialized (labels.go NodeInitializedLabelKey); only such nodes count
+# towards a pool's size for its budgets.
+INITIALIZED_LABEL = "karpenter.sh/initialized"
+# The finalizer Karpenter's lifecycle controller puts on every NodeClaim it manages.
+TERMINATION_FINALIZER = "karpenter.sh/termination"
 
 
 def taint_key(kind: Kind) -> str:
@@ -78,10 +84,14 @@ def acted_on(node: Obj) -> bool:
 
 
 def disruption_reason(node: Obj) -> str | None:
-    """Why the node counts as disrupting (None: it does not). Karpenter's notion, widened to
-    Lifeboat's own taints (design.md); the NodeClaim's deletion is the pool's to add.
+    """Why the node counts as disrupting, from the Node alone (None: it does not).
 
-    A PreferNoSchedule taint (a deferred notice) does not count: the node is still in use.
+    Karpenter's own test is "not Ready" (``BuildDisruptionBudgetMapping``); the NodeClaim's
+    deletion is the pool count's to add (:mod:`lifeboat.counting`). Lifeboat also counts what
+    it can see of work in flight that Karpenter keeps in memory or cannot see at all: a Node
+    being deleted, Karpenter's ``karpenter.sh/disrupted`` taint (written before Karpenter
+    launches replacements), and Lifeboat's own NoSchedule/NoExecute taint. A PreferNoSchedule
+    taint (a deferred notice) does not count: the node is still in use.
     """
     if node.get("metadata", {}).get("deletionTimestamp"):
         return "node being deleted"
@@ -100,6 +110,34 @@ def is_disrupting(node: Obj) -> bool:
     return disruption_reason(node) is not None
 
 
+def is_initialized(node: Obj) -> bool:
+    """Karpenter's ``StateNode.Initialized`` for a managed node: the Node carries
+    ``karpenter.sh/initialized: "true"``."""
+    return labels_of(node).get(INITIALIZED_LABEL) == "true"
+
+
+def condition_true(obj: Obj, kind: str) -> bool:
+    """Whether ``status.conditions`` holds ``kind`` with status "True"."""
+    return any(
+        c.get("type") == kind and c.get("status") == "True"
+        for c in obj.get("status", {}).get("conditions") or []
+    )
+
+
+def is_deleting(obj: Obj) -> bool:
+    return bool(obj.get("metadata", {}).get("deletionTimestamp"))
+
+
+def karpenter_disrupting(node: Obj) -> bool:
+    """Karpenter's disruption or termination is under way on this node: its
+    ``karpenter.sh/disrupted:NoSchedule`` taint (``RequireNoScheduleTaint``, written by the
+    disruption queue's ``markDisrupted`` and by the termination controller)."""
+    return any(
+        t.get("key") == KARPENTER_DISRUPTED_TAINT and t.get("effect") == "NoSchedule"
+        for t in taints(node)
+    )
+
+
 def nodeclaim_owner(node: Obj) -> tuple[str, str | None] | None:
     """(name, uid) of the NodeClaim that owns the node, from its ownerReferences."""
     for ref in node.get("metadata", {}).get("ownerReferences") or []:
@@ -115,6 +153,13 @@ def provider_id(node: Obj) -> str | None:
     return str(value) if value else None
 
 
+def _owned_by(pod: Obj, api_version: str, kind: str) -> bool:
+    return any(
+        ref.get("apiVersion") == api_version and ref.get("kind") == kind
+        for ref in pod["metadata"].get("ownerReferences") or []
+    )
+
+
 def is_daemonset_pod(pod: Obj) -> bool:
     return any(
         ref.get("kind") == "DaemonSet" for ref in pod["metadata"].get("ownerReferences") or []
@@ -122,13 +167,55 @@ def is_daemonset_pod(pod: Obj) -> bool:
 
 
 def is_mirror_pod(pod: Obj) -> bool:
-    return "kubernetes.io/config.mirror" in annotations_of(pod)
+    """A static pod's mirror: the kubelet's annotation, or Karpenter's ``IsOwnedByNode``."""
+    return "kubernetes.io/config.mirror" in annotations_of(pod) or _owned_by(pod, "v1", "Node")
 
 
 def is_active_pod(pod: Obj) -> bool:
-    """Running or about to: not finished and not already being deleted."""
+    """Karpenter's ``IsActive``: not terminal (Succeeded, Failed) and not being deleted."""
     phase = pod.get("status", {}).get("phase")
     return phase not in ("Succeeded", "Failed") and not pod["metadata"].get("deletionTimestamp")
+
+
+def is_reschedulable(pod: Obj) -> bool:
+    """Karpenter's ``IsReschedulable``: pods that need a place when their node goes (active,
+    or a terminating StatefulSet pod), not DaemonSet or mirror pods."""
+    active = is_active_pod(pod) or (
+        _owned_by(pod, "apps/v1", "StatefulSet") and bool(pod["metadata"].get("deletionTimestamp"))
+    )
+    return active and not _owned_by(pod, "apps/v1", "DaemonSet") and not is_mirror_pod(pod)
+
+
+def tolerates(pod: Obj, key: str, effect: str, value: str = "") -> bool:
+    """Whether one of the pod's tolerations tolerates the taint (``Toleration.ToleratesTaint``:
+    an empty effect matches every effect, an empty key with Exists matches every key)."""
+    for toleration in pod.get("spec", {}).get("tolerations") or []:
+        if toleration.get("effect") and toleration.get("effect") != effect:
+            continue
+        operator = toleration.get("operator") or "Equal"
+        if toleration.get("key"):
+            if toleration.get("key") != key:
+                continue
+        elif operator != "Exists":
+            continue
+        if operator == "Exists" or (toleration.get("value") or "") == value:
+            return True
+    return False
+
+
+def drained_by_karpenter(pod: Obj) -> bool:
+    """Active, not a mirror pod, and not tolerating ``karpenter.sh/disrupted:NoSchedule``:
+    a pod Karpenter's drain evicts (unless do-not-disrupt holds it, see ``is_evictable``)."""
+    return (
+        is_active_pod(pod)
+        and not tolerates(pod, KARPENTER_DISRUPTED_TAINT, "NoSchedule")
+        and not is_mirror_pod(pod)
+    )
+
+
+def is_evictable(pod: Obj, now: datetime) -> bool:
+    """Karpenter's ``IsEvictable``: what a drain would evict and a PDB could hold back."""
+    return drained_by_karpenter(pod) and do_not_disrupt_until(pod, now) is None
 
 
 def evictable_pods(pods: Iterable[Obj]) -> list[Obj]:
@@ -140,41 +227,62 @@ def evictable_pods(pods: Iterable[Obj]) -> list[Obj]:
     ]
 
 
+# A do-not-disrupt that blocks without an end ("true", or a duration on a pod not started).
+FOREVER = datetime.max.replace(tzinfo=UTC)
+
+
+def do_not_disrupt_until(pod: Obj, now: datetime) -> datetime | None:
+    """Until when the pod's ``karpenter.sh/do-not-disrupt`` blocks (``FOREVER``: no end);
+    None when it does not block now. Karpenter's ``IsDoNotDisruptActive``:
+
+    - only active pods block (terminal and terminating pods never do, ``IsDisruptable``);
+    - ``"true"`` blocks; any other value must be a positive Go duration, counted from the
+      pod's ``status.startTime`` (not its creation), active while ``now - startTime < d``;
+    - a pod with no ``status.startTime`` yet keeps a duration active ("fail safe");
+    - a value that is not a positive duration is ignored (Karpenter emits an event).
+    """
+    if not is_active_pod(pod):
+        return None
+    value = annotations_of(pod).get(DO_NOT_DISRUPT)
+    if value is None:
+        return None
+    if value == "true":
+        return FOREVER
+    try:
+        duration: timedelta = parse_go_duration(value)
+    except ValueError:
+        return None
+    if duration <= timedelta(0):
+        return None
+    started = parse_timestamp(pod.get("status", {}).get("startTime"))
+    if started is None:
+        return FOREVER
+    until = started + duration
+    return until if now < until else None
+
+
 def do_not_disrupt_blocker(
     node: Obj, pods: Iterable[Obj], now: datetime
 ) -> tuple[str, datetime | None] | None:
     """Who blocks voluntary disruption, and until when (None: indefinitely).
 
-    Karpenter: ``karpenter.sh/do-not-disrupt: "true"`` on the Node or an active pod blocks;
-    on a pod, a duration ("1h") blocks while the pod is younger than it.
+    Karpenter (``StateNode.ValidateNodeDisruptable``, ``ValidatePodsDisruptable``):
+    ``karpenter.sh/do-not-disrupt: "true"`` on the Node (no duration there), or an active
+    do-not-disrupt on any pod bound to it, DaemonSet and mirror pods included.
     """
     if annotations_of(node).get(DO_NOT_DISRUPT) == "true":
         return f"node {name_of(node)} has {DO_NOT_DISRUPT}=true", None
     latest: tuple[str, datetime | None] | None = None
     for pod in pods:
-        if not is_active_pod(pod):
+        until = do_not_disrupt_until(pod, now)
+        if until is None:
             continue
-        value = annotations_of(pod).get(DO_NOT_DISRUPT)
-        if value is None:
-            continue
+        value = annotations_of(pod)[DO_NOT_DISRUPT]
         who = f"pod {pod['metadata'].get('namespace', 'default')}/{name_of(pod)}"
-        if value == "true":
-            return f"{who} has {DO_NOT_DISRUPT}=true", None
-        until = _do_not_disrupt_until(pod, value)
-        if until is not None and until > now and (latest is None or (latest[1] or now) < until):
+        if until is FOREVER:
+            started = pod.get("status", {}).get("startTime")
+            why = "" if value == "true" or started else " (no status.startTime yet)"
+            return f"{who} has {DO_NOT_DISRUPT}={value}{why}", None
+        if latest is None or (latest[1] or now) < until:
             latest = (f"{who} has {DO_NOT_DISRUPT}={value}", until)
     return latest
-
-
-def _do_not_disrupt_until(pod: Obj, value: str) -> datetime | None:
-    from lifeboat.budgets import BudgetError, parse_go_duration
-
-    created = parse_timestamp(pod["metadata"].get("creationTimestamp"))
-    if created is None:
-        return None
-    try:
-        duration: timedelta = parse_go_duration(value)
-    except (BudgetError, ValueError):
-        # Karpenter ignores a value it cannot parse as a duration (only "true" is special).
-        return None
-    return created + duration

@@ -1,28 +1,57 @@
-"""Build a replacement NodeClaim from a NodePool's template. Pure.
+"""The replacement NodeClaim: built as Karpenter's provisioner builds a claim from a NodePool
+template, or not built at all where Karpenter would not add one. Pure.
 
-What Karpenter itself puts on a NodeClaim it launches for a NodePool: the template's labels,
-annotations, requirements, taints, startup taints, ``nodeClassRef``, ``expireAfter`` and
-``terminationGracePeriod``; the ``karpenter.sh/nodepool``
-label; an ownerReference to the NodePool; and the pool's hash annotations, so Karpenter's
-drift detection sees the claim as current rather than drifted.
+What a claim of Karpenter's carries (``NewNodeClaimTemplate`` and ``ToNodeClaim``,
+pkg/controllers/provisioning/scheduling/nodeclaimtemplate.go), and so does the replacement:
+
+- labels: the template's, ``karpenter.sh/nodepool``, the node class label
+  (``karpenter.k8s.aws/ec2nodeclass: <name>``), and a value for every custom requirement key
+  (:mod:`lifeboat.requirements`); never the well-known ones, which come from the instance;
+- annotations: the template's, and the NodePool hash with its version
+  (:mod:`lifeboat.nodepool_hash`), so the drift controller sees a current claim;
+- an ownerReference to the NodePool (its uid, ``blockOwnerDeletion``, no ``controller``);
+- spec: ``nodeClassRef``, taints and startup taints, ``expireAfter`` (as written),
+  ``terminationGracePeriod`` (as Go prints a duration: ``48h0m0s``), and the requirements
+  with their ``minValues``, at most 100 of them;
+- no finalizer and no status: Karpenter's lifecycle controller adds both.
+
+Lifeboat adds ``lifeboat.dev/replaces`` (the old claim) and ``lifeboat.dev/notice``, excludes
+the Spot instance type being reclaimed (never below ``minValues``), and asks for most of the
+old node's cpu and memory so the replacement can hold what it held.
+
+No replacement (:func:`replacement_blocker`) for a static NodePool (``spec.replicas``: Karpenter
+keeps the count and replaces the node itself; an extra claim would be deleted by its static
+deprovisioning), a NodePool being deleted, or a NodePool at or past its ``spec.limits``.
 """
 
 from __future__ import annotations
 
 import copy
 import hashlib
-from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Final
 
 from lifeboat import nodes
+from lifeboat.godurations import format_go_duration, parse_go_duration
+from lifeboat.nodepool_hash import hash_annotations
 from lifeboat.objects import Obj
+from lifeboat.quantities import parse_quantity, parse_resources
+from lifeboat.requirements import Unsatisfiable, custom_labels, entries, exclude, merge
 
-# Karpenter's drift detection compares these between a NodePool and its claims.
-HASH_ANNOTATIONS = ("karpenter.sh/nodepool-hash", "karpenter.sh/nodepool-hash-version")
 # A replacement should hold what the old node held: ask for most of its allocatable cpu and
 # memory (not all: Karpenter's estimate of an instance type's allocatable is conservative,
 # and asking for 100 % could rule out the very instance type being replaced).
-REQUEST_FRACTION = 0.9
+REQUEST_FRACTION: Final = 0.9
+# Set by Karpenter's scheduler on every dynamic claim it creates (since v1.6).
+MIN_VALUES_RELAXED: Final = "karpenter.sh/nodeclaim-min-values-relaxed"
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """The claim to create, or why there is none (``claim`` None)."""
+
+    claim: Obj | None
+    note: str = ""  # what was left out, or why there is no claim
 
 
 def replacement_name(pool_name: str, old_claim: str) -> str:
@@ -34,30 +63,91 @@ def replacement_name(pool_name: str, old_claim: str) -> str:
     return f"{pool_name}-{digest}"
 
 
-def replacement_nodeclaim(nodepool: Obj, node: Obj, old_claim: str, notice_key: str) -> Obj:
-    """A NodeClaim to create in place of ``old_claim`` (which runs on ``node``)."""
-    pool_name = nodes.name_of(nodepool)
-    template = nodepool.get("spec", {}).get("template", {})
-    template_meta = template.get("metadata", {})
-    template_spec = template.get("spec", {})
+def node_class_label(nodepool: Obj) -> tuple[str, str] | None:
+    """``v1.NodeClassLabelKey``: ``<group>/<lowercased kind>`` = the node class's name."""
+    reference = ((nodepool.get("spec") or {}).get("template") or {}).get("spec", {})
+    reference = reference.get("nodeClassRef") or {}
+    group, kind, name = reference.get("group"), reference.get("kind"), reference.get("name")
+    if not (group and kind and name):
+        return None
+    return f"{group}/{str(kind).lower()}", str(name)
 
-    labels = dict(template_meta.get("labels") or {})
+
+def replacement_blocker(nodepool: Obj, node: Obj) -> str | None:
+    """Why Karpenter would not want a replacement claim in this pool (None: it would)."""
+    name = nodes.name_of(nodepool)
+    spec = nodepool.get("spec") or {}
+    if nodes.is_deleting(nodepool):
+        return f"NodePool {name} is being deleted"
+    if spec.get("replicas") is not None:
+        return (
+            f"NodePool {name} is static (spec.replicas {spec['replicas']}): Karpenter keeps "
+            "its node count and replaces the node itself"
+        )
+    del node  # like-for-like: the old node's capacity is in the usage and leaves with it
+    return _limits_blocker(name, spec.get("limits"), nodepool.get("status") or {})
+
+
+def _limits_blocker(name: str, limits: Any, status: Obj) -> str | None:
+    """Karpenter's scheduler only launches what fits ``limits - usage of the pool's other
+    nodes`` (``filterByRemainingResources``). The replacement is taken to be like the old
+    node, which leaves with it: it fits exactly when the pool's usage, old node included,
+    is within every limit. Usage is Karpenter's own count, ``status.resources`` (nodepool
+    counter); a pool with limits but no count yet gets no replacement from Lifeboat."""
+    wanted = parse_resources(limits)
+    if not wanted:
+        return None
+    if "resources" not in status:
+        return f"NodePool {name} has limits but Karpenter has not counted its usage yet"
+    used = parse_resources(status.get("resources"))
+    for resource, limit in sorted(wanted.items()):
+        usage = used.get(resource, parse_quantity(0))
+        if usage > limit:
+            return f"NodePool {name} is past its limit {resource}: {usage} used of {limit}"
+    return None
+
+
+def replacement_nodeclaim(nodepool: Obj, node: Obj, old_claim: str, notice_key: str) -> Replacement:
+    """The claim to create in place of ``old_claim`` (which runs on ``node``)."""
+    pool_name = nodes.name_of(nodepool)
+    template = (nodepool.get("spec") or {}).get("template") or {}
+    template_meta = template.get("metadata") or {}
+    template_spec = template.get("spec") or {}
+
+    labels = {str(k): str(v) for k, v in (template_meta.get("labels") or {}).items()}
     labels[nodes.NODEPOOL_LABEL] = pool_name
+    class_label = node_class_label(nodepool)
+    if class_label is not None:
+        labels[class_label[0]] = class_label[1]
+    notes: list[str] = []
+    try:
+        requirements = merge(template_spec.get("requirements") or [], labels)
+        skipped = _exclude_reclaimed_spot_type(requirements, node)
+        if skipped:
+            notes.append(f"the reclaimed instance type stays allowed: {skipped}")
+        spec_requirements, dropped = entries(requirements)
+    except Unsatisfiable as problem:
+        return Replacement(None, f"NodePool {pool_name} yields no valid NodeClaim: {problem}")
+    if dropped:
+        notes.append(f"requirements left out to stay within 100: {', '.join(dropped)}")
+    labels.update(custom_labels(requirements, nodes.labels_of(node)))
     labels[nodes.REPLACES_LABEL] = old_claim
-    annotations = dict(template_meta.get("annotations") or {})
-    pool_annotations = nodes.annotations_of(nodepool)
-    for key in HASH_ANNOTATIONS:
-        if key in pool_annotations:
-            annotations[key] = pool_annotations[key]
+
+    annotations = {str(k): str(v) for k, v in (template_meta.get("annotations") or {}).items()}
+    annotations.update(hash_annotations(nodepool))
+    annotations[MIN_VALUES_RELAXED] = "false"
     annotations[nodes.NOTICE_ANNOTATION] = notice_key
 
     spec: dict[str, Any] = {
         "nodeClassRef": copy.deepcopy(template_spec.get("nodeClassRef")),
-        "requirements": _requirements(template_spec.get("requirements") or [], node),
+        "requirements": spec_requirements,
     }
-    for field in ("taints", "startupTaints", "expireAfter", "terminationGracePeriod"):
+    for field in ("taints", "startupTaints", "expireAfter"):
         if field in template_spec:
             spec[field] = copy.deepcopy(template_spec[field])
+    grace = template_spec.get("terminationGracePeriod")
+    if grace is not None:
+        spec["terminationGracePeriod"] = _go_duration_string(str(grace))
     requests = _requests(node)
     if requests:
         spec["resources"] = {"requests": requests}
@@ -68,10 +158,10 @@ def replacement_nodeclaim(nodepool: Obj, node: Obj, old_claim: str, notice_key: 
         "name": pool_name,
         "blockOwnerDeletion": True,
     }
-    uid = nodepool.get("metadata", {}).get("uid")
+    uid = (nodepool.get("metadata") or {}).get("uid")
     if uid:
         owner["uid"] = uid
-    return {
+    claim = {
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodeClaim",
         "metadata": {
@@ -82,75 +172,33 @@ def replacement_nodeclaim(nodepool: Obj, node: Obj, old_claim: str, notice_key: 
         },
         "spec": spec,
     }
+    return Replacement(claim, "; ".join(notes))
 
 
-def _requirements(template: list[Mapping[str, Any]], node: Obj) -> list[dict[str, Any]]:
-    """The pool's requirements, minus the Spot offering being reclaimed.
-
-    NodeClaim requirements are ANDed per key, so "not this type in this zone" cannot be said;
-    Lifeboat excludes the instance type (in every zone) for a Spot node, which still leaves
-    a flexible pool plenty of offerings and never re-launches into the capacity AWS is
-    taking back. A pool pinned to that single type keeps it: a replacement that cannot
-    launch helps nobody.
-    """
-    requirements = [copy.deepcopy(dict(r)) for r in template]
+def _exclude_reclaimed_spot_type(requirements: Any, node: Obj) -> str | None:
+    """NodeClaim requirements are ANDed per key, so "not this type in this zone" cannot be
+    said: for a Spot node the instance type is excluded in every zone, which never
+    re-launches into the capacity AWS is taking back."""
     node_labels = nodes.labels_of(node)
     instance_type = node_labels.get(nodes.INSTANCE_TYPE_LABEL)
     if node_labels.get(nodes.CAPACITY_TYPE_LABEL) != "spot" or not instance_type:
-        return requirements
-    key = nodes.INSTANCE_TYPE_LABEL
-    for requirement in requirements:
-        if requirement.get("key") != key:
-            continue
-        values = list(requirement.get("values") or [])
-        if requirement.get("operator") == "In":
-            remaining = [v for v in values if v != instance_type]
-            if not remaining:
-                return requirements
-            requirement["values"] = remaining
-            return requirements
-        if requirement.get("operator") == "NotIn":
-            if instance_type not in values:
-                requirement["values"] = [*values, instance_type]
-            return requirements
-    requirements.append({"key": key, "operator": "NotIn", "values": [instance_type]})
-    return requirements
+        return None
+    return exclude(requirements, nodes.INSTANCE_TYPE_LABEL, instance_type)
+
+
+def _go_duration_string(text: str) -> str:
+    """``metav1.Duration`` is re-printed by Go's ``Duration.String``: ``48h`` is ``48h0m0s``."""
+    try:
+        return format_go_duration(parse_go_duration(text))
+    except ValueError:
+        return text
 
 
 def _requests(node: Obj) -> dict[str, str]:
-    allocatable = node.get("status", {}).get("allocatable") or {}
+    allocatable = parse_resources(node.get("status", {}).get("allocatable"))
     requests: dict[str, str] = {}
-    cpu = _cpu_millis(allocatable.get("cpu"))
-    if cpu:
-        requests["cpu"] = f"{int(cpu * REQUEST_FRACTION)}m"
-    memory = _bytes(allocatable.get("memory"))
-    if memory:
-        requests["memory"] = f"{int(memory * REQUEST_FRACTION) // 2**20}Mi"
+    if allocatable.get("cpu"):
+        requests["cpu"] = f"{int(allocatable['cpu'] * 1000 * REQUEST_FRACTION)}m"
+    if allocatable.get("memory"):
+        requests["memory"] = f"{int(allocatable['memory'] * REQUEST_FRACTION) // 2**20}Mi"
     return requests
-
-
-def _cpu_millis(value: Any) -> int | None:
-    if value is None:
-        return None
-    text = str(value)
-    try:
-        return int(text[:-1]) if text.endswith("m") else int(float(text) * 1000)
-    except ValueError:
-        return None
-
-
-_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
-_DECIMAL = {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
-
-
-def _bytes(value: Any) -> int | None:
-    if value is None:
-        return None
-    text = str(value)
-    try:
-        for suffix, factor in (*_BINARY.items(), *_DECIMAL.items()):
-            if text.endswith(suffix):
-                return int(float(text[: -len(suffix)]) * factor)
-        return int(float(text))
-    except ValueError:
-        return None

@@ -100,6 +100,11 @@ def decision_report(
         reason = f"dry run, nothing changed: {reason}"
     if pods_remaining:
         reason += f"; {pods_remaining} pod(s) held by PodDisruptionBudgets, retrying"
+    for action in actions:
+        # A step that could not be done but did not stop the others (a replacement the API
+        # server refused): the reason says so, as the action does.
+        if action.get("error"):
+            reason += f"; {action['type']} not done: {action['error']}"
     return Report.for_notice(
         notice,
         decision.outcome,

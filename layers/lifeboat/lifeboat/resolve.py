@@ -2,9 +2,9 @@
 
 Per batch: one DescribeInstances for every instance (``instances``), then per instance one
 GET of its Node by name, and one GET per NodePool. Only voluntary notices, which must be
-weighed against the pool's budgets, list the pool's nodes and claims (by label) and the
-node's pods (by field selector): each of those requests is bounded by the pool or the node,
-never by the cluster.
+weighed against the pool's budgets, list the pool's nodes and claims (by label), the node's
+pods (by field selector) and the PodDisruptionBudgets of those pods' namespaces: each of
+those requests is bounded by the pool or the node, never by the cluster.
 """
 
 from __future__ import annotations
@@ -15,8 +15,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from lifeboat import nodes
+from lifeboat.counting import count_pool
 from lifeboat.instances import InstanceInfo, instance_id_from_provider_id
 from lifeboat.kube import KubeApi
+from lifeboat.objects import Obj
+from lifeboat.pdbs import pdb_namespaces
 from lifeboat.target import ClaimRef, PoolCounts, Target
 
 
@@ -68,13 +71,24 @@ class Resolver:
         return ClaimRef(nodes.name_of(claim), claim["metadata"].get("uid"))
 
     def with_budget_state(self, target: Target) -> Target:
-        """Add what a voluntary decision weighs: the node's pods and its pool's counts.
-        Call it while holding the pool's lease, so the counts are still true when acted on."""
+        """Add what a voluntary decision weighs: the node's pods, the PodDisruptionBudgets of
+        their namespaces, and its pool's counts. Call it while holding the pool's lease, so
+        the counts are still true when acted on."""
         if target.node is None:
             return target
         pods = tuple(self.kube.list_pods_on_node(nodes.name_of(target.node)))
-        counts = self.pool_counts(target.nodepool) if target.nodepool is not None else None
-        return replace(target, pods=pods, counts=counts)
+        pdbs = tuple(pdb for ns in pdb_namespaces(pods) for pdb in self.kube.list_pdbs(ns))
+        if target.nodepool is None:
+            return replace(target, pods=pods, pdbs=pdbs)
+        pool_nodes, claims = self._pool_members(target.nodepool)
+        claim = target.claim
+        if claim is not None:
+            mine = next((c for c in claims if nodes.name_of(c) == claim.name), None)
+            claim = replace(
+                claim, deleting=claim.deleting or bool(mine and nodes.is_deleting(mine))
+            )
+        counts = count_pool(pool_nodes, claims)
+        return replace(target, pods=pods, pdbs=pdbs, counts=counts, claim=claim)
 
     def nodepool(self, name: str) -> Mapping[str, Any] | None:
         """One GET per NodePool per batch, however many of its nodes the batch names."""
@@ -84,34 +98,17 @@ class Resolver:
             return self._nodepools[name]
 
     def pool_counts(self, nodepool: Mapping[str, Any]) -> PoolCounts:
-        """Count the pool's nodes and those already disrupting. Always read fresh: callers
-        hold the pool's lease, and a cached count is how budgets get exceeded."""
-        name = nodes.name_of(nodepool)
-        selector = f"{nodes.NODEPOOL_LABEL}={name}"
-        pool_nodes = self.kube.list_nodes(selector)
-        claims = self.kube.list_nodeclaims(selector)
-        deleting_claims = {
-            nodes.name_of(c) for c in claims if c["metadata"].get("deletionTimestamp")
-        }
-        disrupting: list[tuple[str, str]] = []
-        claims_with_nodes: set[str] = set()
-        for node in pool_nodes:
-            owner = nodes.nodeclaim_owner(node)
-            if owner:
-                claims_with_nodes.add(owner[0])
-            why = nodes.disruption_reason(node)
-            if why is None and owner and owner[0] in deleting_claims:
-                why = f"NodeClaim {owner[0]} deleting"
-            if why is not None:
-                disrupting.append((nodes.name_of(node), why))
-        # A claim being deleted whose node is already gone still holds its slot until it goes.
-        for claim in sorted(deleting_claims - claims_with_nodes):
-            disrupting.append((f"(NodeClaim {claim})", "NodeClaim deleting, node gone"))
-        return PoolCounts(
-            node_count=len(pool_nodes),
-            disrupting=len(disrupting),
-            disrupting_nodes=tuple(disrupting),
-        )
+        """Count the pool's nodes and those already disrupting, as Karpenter counts them
+        (:mod:`lifeboat.counting`). Always read fresh: callers hold the pool's lease, and a
+        cached count is how budgets get exceeded."""
+        return count_pool(*self._pool_members(nodepool))
+
+    def _pool_members(self, nodepool: Mapping[str, Any]) -> tuple[list[Obj], list[Obj]]:
+        """The pool's Nodes and NodeClaims: two lists by the ``karpenter.sh/nodepool`` label."""
+        selector = f"{nodes.NODEPOOL_LABEL}={nodes.name_of(nodepool)}"
+        pool_nodes: list[Obj] = list(self.kube.list_nodes(selector))
+        claims: list[Obj] = list(self.kube.list_nodeclaims(selector))
+        return pool_nodes, claims
 
     def _find_node(self, instance_id: str, info: InstanceInfo) -> _Found:
         """GET the node by the name EC2 gave; if that misses (custom hostnames), ask the

@@ -15,6 +15,9 @@ class ClaimRef:
 
     name: str
     uid: str | None = None
+    # Already being deleted (Karpenter, or an earlier notice, is terminating the node); known
+    # when the claim was read (voluntary notices list the pool's claims).
+    deleting: bool = False
 
 
 @dataclass(frozen=True)
@@ -32,8 +35,8 @@ class PoolCounts:
 class Target:
     """Everything known about the instance a notice names.
 
-    ``counts`` and ``pods`` are loaded only when the decision needs them (voluntary kinds, or
-    a drain), so a Spot warning costs no list request.
+    ``counts``, ``pods`` and ``pdbs`` are loaded only when the decision needs them (voluntary
+    kinds), so a Spot warning costs no list request.
     """
 
     instance_id: str
@@ -46,6 +49,8 @@ class Target:
     nodepool: Obj | None = None
     counts: PoolCounts | None = None
     pods: tuple[Obj, ...] | None = None
+    # The PodDisruptionBudgets of the namespaces of the pods a drain would evict.
+    pdbs: tuple[Obj, ...] | None = None
 
     @property
     def node_name(self) -> str | None:

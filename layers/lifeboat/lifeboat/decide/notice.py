@@ -23,9 +23,14 @@ from lifeboat.decide.model import (
 )
 from lifeboat.events.notice import Kind, Notice
 from lifeboat.instants import format_instant
+from lifeboat.pdbs import pdb_blocker
+from lifeboat.replacement import replacement_blocker
 from lifeboat.report import Outcome
 from lifeboat.settings import Settings
 from lifeboat.target import Target
+
+# Karpenter-owned node: taint and cordon, create the replacement, delete the old claim.
+KARPENTER_REPLACE = (Step.TAINT_AND_CORDON, Step.CREATE_REPLACEMENT, Step.DELETE_NODECLAIM)
 
 
 def decide(notice: Notice, target: Target, settings: Settings, now: datetime) -> Decision:
@@ -59,6 +64,12 @@ def _decide(notice: Notice, target: Target, settings: Settings, now: datetime) -
         return ignore(
             f"NodePool {nodes.name_of(target.nodepool)} opted out ({nodes.OPT_OUT_ANNOTATION})"
         )
+    # Karpenter is already terminating the node (its interruption queue, or an earlier notice
+    # of ours): say so, and send no second delete and no replacement. An Auto Scaling hook
+    # still needs its answer, which only Lifeboat gives.
+    handled = _already_terminating(target)
+    if handled is not None and notice.lifecycle is None:
+        return ignore(f"{_describe(notice)}: {handled}; nothing to add")
     if notice.involuntary:
         return _involuntary(notice, target)
     return _voluntary(notice, target, settings, now)
@@ -69,15 +80,21 @@ def _involuntary(notice: Notice, target: Target) -> Decision:
     # An Auto Scaling group waits for our answer before it terminates, so a hook's node is
     # drained here and then let go, even if a NodeClaim (unusually) also owns it.
     if target.claim and notice.lifecycle is None:
-        steps = [Step.TAINT_AND_CORDON]
-        if not _karpenter_already_replacing(target):
-            steps.append(Step.CREATE_REPLACEMENT)
-        steps.append(Step.DELETE_NODECLAIM)
+        # As Karpenter's interruption controller: delete the claim at once, whatever the
+        # budgets say; the replacement is created first, unless Karpenter would not want one.
+        no_replacement = _no_replacement(target)
+        if no_replacement is None:
+            return Decision(
+                Outcome.ACTED,
+                f"{what}: replacing NodeClaim {target.claim.name} and deleting it so Karpenter "
+                "drains the node",
+                KARPENTER_REPLACE,
+            )
         return Decision(
             Outcome.ACTED,
-            f"{what}: replacing NodeClaim {target.claim.name} and deleting it so Karpenter "
-            "drains the node",
-            tuple(steps),
+            f"{what}: deleting NodeClaim {target.claim.name} so Karpenter drains the node; no "
+            f"replacement: {no_replacement}",
+            (Step.TAINT_AND_CORDON, Step.DELETE_NODECLAIM),
         )
     steps = [Step.TAINT_AND_CORDON, Step.EVICT]
     if notice.lifecycle is not None:
@@ -96,11 +113,20 @@ def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime
     if action == "ignore":
         return ignore(f"{what}: configured to ignore {notice.kind}")
     karpenter_owned = target.claim is not None
-    act = _voluntary_action(notice, action, karpenter_owned)
+    act = _voluntary_action(notice, action, target)
 
     if nodes.acted_on(target.node):
         # Already acted on (an earlier delivery or notice): carry on, it holds its budget slot.
         return replace(act, reason=f"{what}: node already being replaced; continuing")
+    if karpenter_owned and nodes.karpenter_disrupting(target.node):
+        # Karpenter's own command (drift, consolidation) is replacing it: no second
+        # replacement, no slot taken twice; look again in case its command is abandoned.
+        return Decision(
+            Outcome.DEFERRED,
+            f"{what}: Karpenter is already disrupting node {target.node_name} "
+            f"({nodes.KARPENTER_DISRUPTED_TAINT}); looking again later",
+            recheck_at=now + RECHECK_INTERVAL,
+        )
 
     latest = _latest_start(notice, settings)
     if latest is None and now >= notice.event_time + VOLUNTARY_PATIENCE:
@@ -111,8 +137,8 @@ def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime
         return replace(
             act,
             reason=f"{what}: maintenance starts {_fmt(notice.deadline)}, within the "
-            f"{_minutes(settings.scheduled_change_lead)} lead: acting regardless of budgets "
-            "and do-not-disrupt",
+            f"{_minutes(settings.scheduled_change_lead)} lead: acting regardless of budgets, "
+            "do-not-disrupt and PodDisruptionBudgets" + _without_replacement(act, target),
             forced=True,
         )
 
@@ -120,48 +146,110 @@ def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime
     if blocker is not None:
         who, until = blocker
         return _defer(f"{what}: blocked by {who}", until, latest, now)
+    # Karpenter's candidate filter (ValidatePodsDisruptable): a node whose pods a PDB keeps
+    # now is no candidate; taking a slot and a spare node would only wait on the drain.
+    held = _pdb_blocker(act, target, now)
+    if held is not None:
+        return _defer(f"{what}: {held}", None, latest, now)
 
     nodepool, counts = target.nodepool, target.counts
     if not karpenter_owned or nodepool is None or counts is None:
         # No NodePool, no budget: a node group node is handled like the Node Termination
         # Handler does (cordon on rebalance, cordon and drain on scheduled maintenance).
-        return replace(act, reason=f"{what}: node has no NodePool budget to honour")
+        why = f"{what}: node has no NodePool budget to honour"
+        return replace(act, reason=why + _without_replacement(act, target))
 
     # Imported here: budgets (and the cron parser behind them) are for voluntary notices
     # only, and a Lambda whose batches are Spot warnings never loads them.
-    from lifeboat.budgets import allowed_disruptions, next_allowed_at
+    from lifeboat.budgets import allowed_disruptions, earliest_permitted
 
     name = nodes.name_of(nodepool)
     allowance = allowed_disruptions(nodepool, counts.node_count, counts.disrupting, now)
     if allowance.permits_one:
-        return replace(act, reason=f"{what}: NodePool {name} allows it ({allowance.reason})")
+        why = f"{what}: NodePool {name} allows it ({allowance.reason})"
+        return replace(act, reason=why + _without_replacement(act, target))
     if allowance.blocked_by_error:
         return _defer(f"{what}: NodePool {name} blocked: {allowance.reason}", None, latest, now)
     until = latest if latest is not None else notice.event_time + VOLUNTARY_PATIENCE
-    opens = next_allowed_at(nodepool, counts.node_count, counts.disrupting, now, until)
+    opening = earliest_permitted(nodepool, counts.node_count, counts.disrupting, now, until)
     why = f"{what}: NodePool {name} budget: {allowance.reason}"
+    if opening.at is not None and opening.at > now:
+        return _defer(why, opening.at, latest, now)
+    if not opening.complete:
+        # The search is bounded: nothing permitted up to where it stopped. Look again there
+        # rather than walk every window up to a distant deadline now.
+        return _defer_beyond_search(why, opening.searched_until, latest, now)
     # Give up only if a window would stay shut even with every disrupting node gone:
     # nodes still disrupting now may well be gone before the window opens.
-    if (
-        opens is None
-        and latest is None
-        and next_allowed_at(nodepool, counts.node_count, 0, now, until) is None
-    ):
-        return give_up(f"{why}; no window opens before {_fmt(until)}: giving up")
-    return _defer(why, opens, latest, now)
+    if latest is None:
+        empty_pool = earliest_permitted(nodepool, counts.node_count, 0, now, until)
+        if empty_pool.at is None and empty_pool.complete:
+            return give_up(f"{why}; no window opens before {_fmt(until)}: giving up")
+    return _defer(why, None, latest, now)
 
 
-def _voluntary_action(notice: Notice, action: str, karpenter_owned: bool) -> Decision:
+def _voluntary_action(notice: Notice, action: str, target: Target) -> Decision:
     """What acting on a voluntary notice means (the reason is filled in by the caller)."""
     if action == "cordon":
         return Decision(Outcome.ACTED, "", (Step.TAINT_AND_CORDON,))
-    if karpenter_owned:
-        # Replace before delete: the old claim goes once the replacement is Ready.
-        steps = (Step.TAINT_AND_CORDON, Step.CREATE_REPLACEMENT)
-        return Decision(Outcome.ACTED, "", steps, delete_claim_when_replaced=True)
+    if target.claim is not None:
+        # Hand the node to Karpenter at once: the replacement is created and the old claim
+        # deleted in the same breath (README: "The hand-over").
+        if _no_replacement(target) is None:
+            return Decision(Outcome.ACTED, "", KARPENTER_REPLACE)
+        return Decision(Outcome.ACTED, "", (Step.TAINT_AND_CORDON, Step.DELETE_NODECLAIM))
     if notice.kind is Kind.REBALANCE_RECOMMENDATION:
         return Decision(Outcome.ACTED, "", (Step.TAINT_AND_CORDON,))
     return Decision(Outcome.ACTED, "", (Step.TAINT_AND_CORDON, Step.EVICT))
+
+
+def _without_replacement(act: Decision, target: Target) -> str:
+    """The reason's tail when a Karpenter node is handed over without a replacement."""
+    if target.claim is None or Step.DELETE_NODECLAIM not in act.steps:
+        return ""
+    if Step.CREATE_REPLACEMENT in act.steps:
+        return ""
+    return f"; deleting NodeClaim {target.claim.name}, no replacement: {_no_replacement(target)}"
+
+
+def _pdb_blocker(act: Decision, target: Target, now: datetime) -> str | None:
+    """The PDB that keeps the node's pods, when acting means draining them."""
+    drains = Step.DELETE_NODECLAIM in act.steps or Step.EVICT in act.steps
+    if not drains or target.pdbs is None:
+        return None
+    return pdb_blocker(target.pods or (), target.pdbs, now)
+
+
+def _already_terminating(target: Target) -> str | None:
+    """Why the node needs nothing more from Lifeboat: its NodeClaim (or its Node, which
+    Karpenter deletes right after the claim) is already being deleted."""
+    if target.claim is None or target.node is None:
+        return None
+    node = target.node_name
+    if target.claim.deleting:
+        return (
+            f"NodeClaim {target.claim.name} is already being deleted: Karpenter drains and "
+            f"terminates node {node}"
+        )
+    if nodes.is_deleting(target.node):
+        return (
+            f"node {node} is already being deleted: Karpenter's termination finalizer drains "
+            f"it and deletes NodeClaim {target.claim.name}"
+        )
+    return None
+
+
+def _no_replacement(target: Target) -> str | None:
+    """Why the node gets no replacement from Lifeboat (None: it gets one)."""
+    assert target.node is not None
+    if nodes.karpenter_disrupting(target.node):
+        return (
+            f"Karpenter is already replacing node {target.node_name} "
+            f"({nodes.KARPENTER_DISRUPTED_TAINT})"
+        )
+    if target.nodepool is None:
+        return f"NodePool {target.nodepool_name or '(unknown)'} not found"
+    return replacement_blocker(target.nodepool, target.node)
 
 
 def _defer(reason: str, until: datetime | None, latest: datetime | None, now: datetime) -> Decision:
@@ -194,17 +282,25 @@ def _defer(reason: str, until: datetime | None, latest: datetime | None, now: da
     return Decision(Outcome.DEFERRED, f"{reason}; next permitted at {_fmt(until)}", pending, until)
 
 
+def _defer_beyond_search(
+    reason: str, searched_until: datetime, latest: datetime | None, now: datetime
+) -> Decision:
+    """No permitted time found before ``searched_until``, where the bounded search stopped."""
+    if latest is not None and searched_until >= latest:
+        return _defer(reason, latest, latest, now)
+    return Decision(
+        Outcome.DEFERRED,
+        f"{reason}; no permitted time found before {_fmt(searched_until)}: deciding again then",
+        (Step.MARK_PENDING,),
+        deferred_until=searched_until,
+    )
+
+
 def _latest_start(notice: Notice, settings: Settings) -> datetime | None:
     """The last moment a voluntary notice with a deadline may still wait for a window."""
     if notice.deadline is None:
         return None
     return notice.deadline - settings.scheduled_change_lead
-
-
-def _karpenter_already_replacing(target: Target) -> bool:
-    """Karpenter taints a node it is disrupting after it launched the replacement."""
-    assert target.node is not None
-    return any(t.get("key") == nodes.KARPENTER_DISRUPTED_TAINT for t in nodes.taints(target.node))
 
 
 def _describe(notice: Notice) -> str:

@@ -2,9 +2,14 @@
 cluster, this judges it.
 
 A deferred notice (``Task.DECIDE``) is simply decided again by :func:`decide`; the two other
-tasks carry out what an earlier decision started: finishing a replacement (delete the old
-NodeClaim once its replacement is Ready) and continuing a drain that PodDisruptionBudgets
-held back.
+tasks carry out what an earlier decision started: finishing a replacement and continuing a
+drain that PodDisruptionBudgets held back.
+
+Finishing a replacement is no longer scheduled: a voluntary replacement hands the old node
+to Karpenter at once (README, "The hand-over"). A follow-up scheduled by an earlier version,
+which waited for the replacement to be Ready, is still honoured when it comes due: the old
+claim is deleted now. Waiting longer is what left an empty replacement to Karpenter's
+emptiness consolidation, and a replacement being deleted is no replacement at all.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from lifeboat import nodes
-from lifeboat.decide.model import FOLLOW_UP_INTERVAL, Decision, Step
+from lifeboat.decide.model import Decision, Step
 from lifeboat.instances import instance_id_from_provider_id
 from lifeboat.report import Outcome
 from lifeboat.settings import Settings
@@ -25,26 +30,24 @@ from lifeboat.wakeup import Wakeup
 def finish_replacement(
     wakeup: Wakeup, replacement: Mapping[str, Any] | None, settings: Settings, now: datetime
 ) -> Decision:
-    """Delete the old NodeClaim once its ``replacement`` (as read now; None: gone) is Ready,
-    or when waiting longer would only risk the deadline (``replacement_timeout``)."""
-    started = wakeup.started or now
-    ready = replacement is not None and nodes.is_ready(replacement)
-    give_up = started + settings.replacement_timeout
-    if replacement is not None and not ready and now < give_up:
-        return Decision(
-            Outcome.DEFERRED,
-            f"waiting for replacement {wakeup.replacement} to become Ready",
-            deferred_until=min(now + FOLLOW_UP_INTERVAL, give_up),
-        )
-    if ready:
-        why = f"replacement {wakeup.replacement} is Ready"
-    elif replacement is None:
-        why = f"replacement {wakeup.replacement or '(none)'} is gone"
+    """Delete the old NodeClaim now, whatever state its ``replacement`` (as read now; None:
+    gone) is in; the reason says which. Karpenter's provisioner nominates the replacement for
+    the old node's pods while they move, which keeps it from being consolidated."""
+    del settings, now  # kept for the caller's signature; nothing is waited for any more
+    name = wakeup.replacement or "(none)"
+    if replacement is None:
+        state = f"replacement {name} is gone"
+    elif nodes.is_deleting(replacement):
+        state = f"replacement {name} is itself being deleted"
+    elif nodes.is_ready(replacement):
+        state = f"replacement {name} is Ready"
+    elif (replacement.get("status") or {}).get("providerID"):
+        state = f"replacement {name} is launched"
     else:
-        why = f"replacement {wakeup.replacement} not Ready after the timeout"
+        state = f"replacement {name} is not launched yet"
     return Decision(
         Outcome.ACTED,
-        f"{why}: deleting NodeClaim {wakeup.old_nodeclaim}",
+        f"{state}: deleting NodeClaim {wakeup.old_nodeclaim} now (hand-over to Karpenter)",
         (Step.DELETE_NODECLAIM,),
     )
 

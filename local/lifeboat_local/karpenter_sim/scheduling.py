@@ -1,0 +1,335 @@
+"""Where pods go: the workload controllers, the kube-scheduler, and Karpenter's provisioner.
+
+- Workload controllers: a pod of a ReplicaSet, StatefulSet or Job that disappears (evicted)
+  comes back Pending (a new name, or the same one for a StatefulSet), as its controller
+  would recreate it.
+- kube-scheduler: a Pending pod is bound to a Ready, schedulable Node whose taints it
+  tolerates and whose allocatable cpu and memory hold it, the least allocated first
+  (``NodeResourcesFit`` LeastAllocated); the claim's ``lastPodEventTime`` is set
+  (``podevents`` controller), which restarts its ``consolidateAfter`` clock.
+- Karpenter's provisioner (``Provisioner.Schedule``), while no claim is waiting for its
+  launch (``Cluster.Synced``): the pods that need a place (Pending pods, and the pods of
+  nodes being deleted, ``Deleting().CurrentlyReschedulablePods``) are placed on existing
+  nodes, launched claims included before their Node exists; each node chosen is nominated
+  for ``NOMINATION`` (``Results.Record``), which keeps it from being a disruption candidate.
+  Pods that fit nowhere get a new claim from their pool's template; a static pool
+  (``spec.replicas``) gets claims until it has its count (static provisioning).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from lifeboat import nodes
+from lifeboat.replacement import replacement_nodeclaim
+
+from .state import (
+    NOMINATION,
+    PROVISIONING_POLL,
+    Obj,
+    SimState,
+    allocatable_of,
+    by_name,
+    pod_key,
+    requests_of,
+)
+
+_RECREATED_BY = ("ReplicaSet", "StatefulSet", "Job")
+
+
+def recreate_evicted(state: SimState) -> None:
+    pods = state.objects("Pod")
+    present = {pod_key(p) for p in pods}
+    for key, pod in list(state.known_pods.items()):
+        if key in present:
+            continue
+        owner = _controller(pod)
+        if owner is None:
+            continue
+        meta = pod["metadata"]
+        name = (
+            meta["name"]
+            if owner == "StatefulSet"
+            else state.next_name(meta["name"].rsplit("-", 1)[0])
+        )
+        fresh = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "namespace": meta.get("namespace", "default"),
+                "labels": dict(meta.get("labels") or {}),
+                "annotations": dict(meta.get("annotations") or {}),
+                "ownerReferences": list(meta.get("ownerReferences") or []),
+            },
+            "spec": {k: v for k, v in pod.get("spec", {}).items() if k != "nodeName"},
+            "status": {
+                "phase": "Pending",
+                "conditions": [
+                    {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+                ],
+            },
+        }
+        state.put(fresh)
+        came_from = state.pool_of_node.get(pod.get("spec", {}).get("nodeName", ""), "")
+        state.origin[pod_key(fresh)] = state.origin.pop(key, came_from)
+    state.known_pods = {
+        pod_key(p): p
+        for p in state.objects("Pod")
+        if _controller(p) is not None and not nodes.is_deleting(p)
+    }
+    for pod in state.known_pods.values():
+        node_name = pod.get("spec", {}).get("nodeName")
+        if node_name and node_name in state.pool_of_node:
+            state.origin[pod_key(pod)] = state.pool_of_node[node_name]
+
+
+def _controller(pod: Obj) -> str | None:
+    for ref in pod["metadata"].get("ownerReferences") or []:
+        if ref.get("kind") in _RECREATED_BY:
+            return str(ref["kind"])
+    return None
+
+
+@dataclass
+class _Room:
+    """Room left on a node (or on a launched claim whose Node has not joined yet)."""
+
+    name: str
+    node: Obj | None
+    claim: Obj | None
+    cpu: float
+    memory: float
+    taints: list[dict[str, object]]
+
+    def holds(self, pod: Obj) -> bool:
+        cpu, memory = requests_of(pod)
+        tolerated = all(
+            t.get("effect") not in ("NoSchedule", "NoExecute")
+            or nodes.tolerates(
+                pod, str(t.get("key")), str(t.get("effect")), str(t.get("value") or "")
+            )
+            for t in self.taints
+        )
+        return tolerated and cpu <= self.cpu + 1e-9 and memory <= self.memory + 1e-9
+
+    def take(self, pod: Obj) -> None:
+        cpu, memory = requests_of(pod)
+        self.cpu -= cpu
+        self.memory -= memory
+
+
+def _used(pods: list[Obj]) -> dict[str, tuple[float, float]]:
+    used: dict[str, tuple[float, float]] = {}
+    for pod in pods:
+        node_name = pod.get("spec", {}).get("nodeName")
+        if not node_name or not nodes.is_active_pod(pod):
+            continue
+        cpu, memory = requests_of(pod)
+        before = used.get(node_name, (0.0, 0.0))
+        used[node_name] = (before[0] + cpu, before[1] + memory)
+    return used
+
+
+def _node_taints(node: Obj) -> list[dict[str, object]]:
+    taints = list(nodes.taints(node))
+    if node.get("spec", {}).get("unschedulable"):
+        taints.append({"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"})
+    return taints
+
+
+def bind_pending(state: SimState) -> None:
+    """The kube-scheduler: bind Pending pods to Ready nodes that hold them."""
+    pods = state.objects("Pod")
+    used = _used(pods)
+    claims_by_node = {
+        (c.get("status") or {}).get("nodeName"): c for c in state.objects("NodeClaim")
+    }
+    rooms = []
+    for node in state.objects("Node"):
+        if not nodes.is_ready(node) or nodes.is_deleting(node):
+            continue
+        if state.now < state.first_seen(f"ready/{nodes.name_of(node)}") + state.bind_delay:
+            continue
+        cpu, memory = allocatable_of(node)
+        taken = used.get(nodes.name_of(node), (0.0, 0.0))
+        rooms.append(
+            _Room(
+                nodes.name_of(node),
+                node,
+                None,
+                cpu - taken[0],
+                memory - taken[1],
+                _node_taints(node),
+            )
+        )
+    for pod in sorted(_pending(pods), key=pod_key):
+        fitting = [r for r in rooms if r.holds(pod)]
+        if not fitting:
+            continue
+        room = max(fitting, key=lambda r: (r.cpu, r.name))
+        room.take(pod)
+        pod["spec"]["nodeName"] = room.name
+        pod["status"] = {
+            "phase": "Running",
+            "startTime": state.stamp(),
+            "conditions": [
+                {"type": "PodScheduled", "status": "True"},
+                {"type": "Ready", "status": "True"},
+            ],
+        }
+        state.put(pod)
+        claim = claims_by_node.get(room.name)
+        if claim is not None:
+            claim.setdefault("status", {})["lastPodEventTime"] = state.stamp()
+            state.put(claim)
+        state.step("pod-scheduled", room.node, f"pod {pod_key(pod)}")
+
+
+def _pending(pods: list[Obj]) -> list[Obj]:
+    return [
+        p
+        for p in pods
+        if not p.get("spec", {}).get("nodeName")
+        and nodes.is_active_pod(p)
+        and not nodes.is_daemonset_pod(p)
+    ]
+
+
+def synced(state: SimState) -> bool:
+    """``Cluster.Synced``: no claim is waiting for its launch."""
+    return all(
+        (c.get("status") or {}).get("providerID") or nodes.is_deleting(c)
+        for c in state.objects("NodeClaim")
+    )
+
+
+def provision(state: SimState) -> None:
+    """Karpenter's provisioner: nominate the nodes the waiting pods will go to, and create
+    claims for pods that fit nowhere, and for static pools short of their count."""
+    if not synced(state):
+        return
+    claims = state.objects("NodeClaim")
+    all_nodes = by_name(state.objects("Node"))
+    pods = state.objects("Pod")
+    used = _used(pods)
+    deleting = {
+        (c.get("status") or {}).get("nodeName")
+        for c in claims
+        if nodes.is_deleting(c) or nodes.name_of(c) in state.marked
+    }
+    waiting = _pending(pods) + [
+        p
+        for p in pods
+        if p.get("spec", {}).get("nodeName") in deleting
+        and nodes.is_reschedulable(p)
+        and nodes.do_not_disrupt_until(p, state.now) is None
+    ]
+    rooms = _existing_rooms(state, claims, all_nodes, used, deleting)
+    homeless: dict[str, list[Obj]] = {}
+    for pod in sorted(waiting, key=pod_key):
+        room = next((r for r in rooms if r.holds(pod)), None)
+        if room is None:
+            origin = state.origin.get(pod_key(pod)) or state.pool_of_node.get(
+                pod.get("spec", {}).get("nodeName", ""), ""
+            )
+            if origin:
+                homeless.setdefault(origin, []).append(pod)
+            continue
+        room.take(pod)
+        if state.nominated.get(room.name, state.now) <= state.now:
+            state.step("nominated", room.claim or room.node, f"for pod {pod_key(pod)}")
+        state.nominated[room.name] = state.now + NOMINATION
+        if room.claim is not None and room.node is not None:
+            state.nominated[nodes.name_of(room.claim)] = state.now + NOMINATION
+    pools = by_name(state.objects("NodePool"))
+    for pool_name in sorted(homeless):
+        wanted = pools.get(pool_name)
+        if wanted is None or wanted.get("spec", {}).get("replicas") is not None:
+            continue
+        # One launch at a time per pool, and only for pods a fresh node can hold.
+        in_flight = any(
+            nodes.labels_of(c).get(nodes.NODEPOOL_LABEL) == pool_name
+            and not nodes.is_deleting(c)
+            and (c.get("status") or {}).get("nodeName") not in all_nodes
+            for c in claims
+        )
+        placeable = [p for p in homeless[pool_name] if _fits_a_fresh_node(p)]
+        if placeable and not in_flight:
+            launch_for(state, wanted, f"{len(placeable)} pod(s) fit nowhere")
+    for pool in pools.values():
+        replicas = pool.get("spec", {}).get("replicas")
+        if replicas is None:
+            continue
+        active = [
+            c
+            for c in claims
+            if nodes.labels_of(c).get(nodes.NODEPOOL_LABEL) == nodes.name_of(pool)
+            and not nodes.is_deleting(c)
+        ]
+        for _ in range(int(replicas) - len(active)):
+            launch_for(state, pool, f"static NodePool keeps {replicas} node(s)")
+
+
+def _existing_rooms(
+    state: SimState,
+    claims: list[Obj],
+    all_nodes: dict[str, Obj],
+    used: dict[str, tuple[float, float]],
+    deleting: set[str | None],
+) -> list[_Room]:
+    rooms = []
+    for claim in sorted(claims, key=nodes.name_of):
+        status = claim.get("status") or {}
+        if not status.get("providerID") or nodes.is_deleting(claim):
+            continue
+        if nodes.name_of(claim) in state.marked or status.get("nodeName") in deleting:
+            continue
+        node = all_nodes.get(status.get("nodeName", ""))
+        source = node if node is not None else claim
+        cpu, memory = allocatable_of(source)
+        name = nodes.name_of(node) if node is not None else nodes.name_of(claim)
+        taken = used.get(name, (0.0, 0.0))
+        taints = _node_taints(node) if node is not None else list(claim["spec"].get("taints") or [])
+        rooms.append(_Room(name, node, claim, cpu - taken[0], memory - taken[1], taints))
+    return rooms
+
+
+def launch_for(state: SimState, pool: Obj, why: str) -> None:
+    """A claim as Karpenter's provisioner builds it from the pool's template."""
+    built = replacement_nodeclaim(pool, {"metadata": {"name": "-"}}, "-", "-").claim
+    if built is None:
+        return
+    claim = dict(built)
+    meta = dict(claim["metadata"])
+    meta["name"] = state.next_name(nodes.name_of(pool))
+    meta["labels"] = {k: v for k, v in meta["labels"].items() if k != nodes.REPLACES_LABEL}
+    meta["annotations"] = {
+        k: v for k, v in meta["annotations"].items() if k != nodes.NOTICE_ANNOTATION
+    }
+    claim["metadata"] = meta
+    state.put(claim)
+    state.step("provisioned", claim, why)
+
+
+def _fits_a_fresh_node(pod: Obj) -> bool:
+    cpu, memory = requests_of(pod)
+    return cpu <= 7.9 and memory <= 14 * 2**30
+
+
+def due(state: SimState) -> list[datetime]:
+    """The provisioner runs again while pods wait for a place (Karpenter: every pending pod,
+    and every node carrying karpenter.sh/disrupted, triggers a pass about every 10 s)."""
+    pods = state.objects("Pod")
+    deleting = {
+        (c.get("status") or {}).get("nodeName")
+        for c in state.objects("NodeClaim")
+        if nodes.is_deleting(c) or nodes.name_of(c) in state.marked
+    }
+    waiting = _pending(pods) or [
+        p
+        for p in pods
+        if p.get("spec", {}).get("nodeName") in deleting and nodes.is_reschedulable(p)
+    ]
+    return [state.now + PROVISIONING_POLL] if waiting else []

@@ -1,0 +1,146 @@
+"""Karpenter's termination finalizer (``nodeclaim.lifecycle`` finalize and ``node/termination``),
+and Auto Scaling taking away a drained node-group node.
+
+A NodeClaim being deleted: never launched, it goes at once. Otherwise its Node gets
+``karpenter.sh/disrupted:NoSchedule`` and is drained through eviction, honouring
+PodDisruptionBudgets (against their current status, recomputed by the emulator) and
+``karpenter.sh/do-not-disrupt`` (such pods are waited for), in Karpenter's order: the pods
+that are not DaemonSet pods first. Pods still there at the claim's
+``terminationGracePeriod`` are deleted regardless. Once drained, and at least
+``TERMINATE_TIME`` after the deletion, the instance is terminated: the Node, its remaining
+(DaemonSet) pods and the claim go.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from lifeboat import nodes
+from lifeboat.godurations import parse_go_duration
+from lifeboat.pdbs import pdb_blocker
+
+from .state import TERMINATE_TIME, Obj, SimState, by_name, pod_key
+
+
+def reconcile(state: SimState) -> None:
+    all_nodes = by_name(state.objects("Node"))
+    pods_by_node: dict[str, list[Obj]] = {}
+    for pod in state.objects("Pod"):
+        pods_by_node.setdefault(pod.get("spec", {}).get("nodeName", ""), []).append(pod)
+    live_claims = set()
+    for claim in state.objects("NodeClaim"):
+        if not nodes.is_deleting(claim):
+            live_claims.add(nodes.name_of(claim))
+            continue
+        name = nodes.name_of(claim)
+        deleted = state.first_seen(f"deleted/{name}")
+        node = all_nodes.get((claim.get("status") or {}).get("nodeName", ""))
+        if not (claim.get("status") or {}).get("providerID") or node is None:
+            state.delete(claim)  # never launched, or its Node already gone: finalizer done
+            state.marked.discard(name)
+            continue
+        pods = pods_by_node.get(nodes.name_of(node), [])
+        _taint(state, node)
+        if _drain(state, node, pods, _grace_ends(claim, deleted)) and (
+            state.now >= deleted + TERMINATE_TIME
+        ):
+            _remove(state, node, pods, claim)
+    for node in all_nodes.values():
+        if _node_group_node_done(
+            state, node, live_claims, pods_by_node.get(nodes.name_of(node), [])
+        ):
+            _remove(state, node, pods_by_node.get(nodes.name_of(node), []), None)
+
+
+def due(state: SimState) -> list[datetime]:
+    return [
+        state.seen.get(f"deleted/{nodes.name_of(c)}", state.now) + TERMINATE_TIME
+        for c in state.objects("NodeClaim")
+        if nodes.is_deleting(c)
+    ] + [seen + TERMINATE_TIME for key, seen in state.seen.items() if key.startswith("drained/")]
+
+
+def _grace_ends(claim: Obj, deleted: datetime) -> datetime | None:
+    grace = claim.get("spec", {}).get("terminationGracePeriod")
+    if not grace:
+        return None
+    try:
+        return deleted + parse_go_duration(str(grace))
+    except ValueError:
+        return None
+
+
+def _taint(state: SimState, node: Obj) -> None:
+    if nodes.karpenter_disrupting(node):
+        return
+    taints = [t for t in nodes.taints(node) if t.get("key") != nodes.KARPENTER_DISRUPTED_TAINT]
+    node.setdefault("spec", {})["taints"] = [
+        *taints,
+        {"key": nodes.KARPENTER_DISRUPTED_TAINT, "effect": "NoSchedule"},
+    ]
+    state.put(node)
+    state.step("drain-started", node, "tainted karpenter.sh/disrupted:NoSchedule, evicting pods")
+
+
+def _drain(state: SimState, node: Obj, pods: list[Obj], grace_ends: datetime | None) -> bool:
+    """Evict what may be evicted now; True when nothing is left to wait for."""
+    forced = grace_ends is not None and state.now >= grace_ends
+    waiting = [p for p in pods if nodes.drained_by_karpenter(p)]
+    first_tier = [p for p in waiting if not nodes.is_daemonset_pod(p)]
+    if not first_tier:
+        return True
+    for pod in sorted(first_tier, key=pod_key):
+        if not forced:
+            if not nodes.is_evictable(pod, state.now):
+                _waiting(state, node, f"pod {pod_key(pod)} has karpenter.sh/do-not-disrupt")
+                continue
+            blocker = pdb_blocker([pod], state.objects("PodDisruptionBudget"), state.now)
+            if blocker is not None:
+                _waiting(state, node, blocker)
+                continue
+        state.delete(pod)
+        state.step(
+            "evicted", node, f"pod {pod_key(pod)}" + (" (grace period over)" if forced else "")
+        )
+    return False
+
+
+def _waiting(state: SimState, node: Obj, why: str) -> None:
+    key = f"waiting/{nodes.name_of(node)}/{why}"
+    if key not in state.seen:
+        state.seen[key] = state.now
+        state.step("drain-waiting", node, why)
+
+
+def _remove(state: SimState, node: Obj, pods: list[Obj], claim: Obj | None) -> None:
+    for pod in pods:
+        state.known_pods.pop(pod_key(pod), None)  # DaemonSet pods: not recreated
+        state.delete(pod)
+    state.delete(node)
+    if claim is not None:
+        state.delete(claim)
+        state.marked.discard(nodes.name_of(claim))
+    state.seen.pop(f"drained/{nodes.name_of(node)}", None)
+    state.step("node-removed", node, "drained and terminated")
+
+
+def _node_group_node_done(
+    state: SimState, node: Obj, live_claims: set[str], pods: list[Obj]
+) -> bool:
+    """A node-group node Lifeboat cordoned for an involuntary notice and fully drained: the
+    Auto Scaling group terminates it once the lifecycle hook completes. A Karpenter Node
+    whose claim is gone entirely goes too."""
+    owner = nodes.nodeclaim_owner(node)
+    if owner is not None:
+        if owner[0] in live_claims or any(
+            nodes.name_of(c) == owner[0] for c in state.objects("NodeClaim")
+        ):
+            return False
+    else:
+        taint = nodes.lifeboat_taint(node)
+        if taint is None or taint.get("effect") == "PreferNoSchedule":
+            return False
+        if nodes.evictable_pods(pods):
+            return False
+    drained = state.first_seen(f"drained/{nodes.name_of(node)}")
+    return state.now >= drained + TERMINATE_TIME
