@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -44,6 +44,11 @@ __all__ = ["RecordedLifecycle", "SimulatedClock", "add_parser", "check_args", "r
 
 # --follow stops after this many wake-up batches, so a loop in the policy cannot hang it.
 MAX_FOLLOW_STEPS = 10_000
+# The simulated Karpenter polls while pods wait for a place (a pod a PDB or do-not-disrupt
+# holds on a draining node waits forever when the claim has no terminationGracePeriod, as it
+# would on a live cluster). Once it has done nothing for this long, the replay stops
+# following its polls and moves on to Lifeboat's next wake-up, or ends.
+SIMULATION_QUIET = timedelta(minutes=15)
 
 EXAMPLES = """
 lifeboat replay events/*.json --cluster events/cluster.yaml --at 2026-12-01T14:05:00Z
@@ -190,9 +195,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         for file in files:
             for index, result in enumerate(pipeline.process(file.bodies)):
                 output.result(result, clock.now, file.origin(index), file.where(index))
+        last_activity = clock.now
         for _ in range(MAX_FOLLOW_STEPS if args.follow else 0):
             due = wakeups.next_due()
-            if karpenter is not None:
+            if karpenter is not None and clock.now - last_activity < SIMULATION_QUIET:
                 # Follow the simulated cluster too, until it settles: the hand-over (drain,
                 # pods moving, the old node removed) plays out after Lifeboat's last step.
                 simulated = karpenter.next_due()
@@ -204,7 +210,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
                 emulator.clock.set(clock.now)
             for step in karpenter.advance(clock.now) if karpenter is not None else ():
                 output.step(step)
+                last_activity = clock.now
             batch = [encode(w) for w in wakeups.pop_due(clock.now)]
+            if batch:
+                last_activity = clock.now
             for result in pipeline.process(batch):
                 output.result(result, clock.now, None)
         status = output.finish()

@@ -40,12 +40,15 @@ _RECREATED_BY = ("ReplicaSet", "StatefulSet", "Job")
 
 def recreate_evicted(state: SimState) -> None:
     pods = state.objects("Pod")
-    present = {pod_key(p) for p in pods}
+    current = {pod_key(p): p for p in pods}
     for key, pod in list(state.known_pods.items()):
-        if key in present:
-            continue
         owner = _controller(pod)
         if owner is None:
+            continue
+        now = current.get(key)
+        # A ReplicaSet or Job does not count a terminating pod and makes a new one at once;
+        # a StatefulSet reuses the name, so it waits until the old pod is gone.
+        if now is not None and (owner == "StatefulSet" or not nodes.is_deleting(now)):
             continue
         meta = pod["metadata"]
         name = (
@@ -77,7 +80,8 @@ def recreate_evicted(state: SimState) -> None:
     state.known_pods = {
         pod_key(p): p
         for p in state.objects("Pod")
-        if _controller(p) is not None and not nodes.is_deleting(p)
+        if _controller(p) == "StatefulSet"
+        or (_controller(p) is not None and not nodes.is_deleting(p))
     }
     for pod in state.known_pods.values():
         node_name = pod.get("spec", {}).get("nodeName")

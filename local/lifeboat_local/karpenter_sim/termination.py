@@ -113,8 +113,9 @@ def _waiting(state: SimState, node: Obj, why: str) -> None:
 
 
 def _remove(state: SimState, node: Obj, pods: list[Obj], claim: Obj | None) -> None:
+    # The pods still there go with the node (pod garbage collection); their controllers
+    # recreate them (recreate_evicted), DaemonSet pods excepted.
     for pod in pods:
-        state.known_pods.pop(pod_key(pod), None)  # DaemonSet pods: not recreated
         state.delete(pod)
     state.delete(node)
     if claim is not None:
