@@ -191,7 +191,9 @@ def test_a_batch_is_judged_in_order_the_second_node_of_a_budget_1_pool_waits() -
     assert second["pool"]["disrupting_nodes"] == [
         {
             "node": "ip-10-0-2-14.ec2.internal",
-            "why": "taint lifeboat.dev/scheduled-change:NoSchedule",
+            # The first claim is deleted at once (the hand-over to Karpenter): the node
+            # counts as Karpenter counts it, its NodeClaim being deleted.
+            "why": "NodeClaim batch-q2vtn deleting",
         }
     ]
     _, text = explain(*argv)
@@ -274,7 +276,11 @@ def test_production_settings_cordon_a_rebalance_instead_of_replacing() -> None:
     argv += ("--at", "2026-12-01T18:05:00Z", "--config-file", str(ROOT / "samconfig.toml"))
     _, [default] = explain_json(*argv[:-2])
     _, [production] = explain_json(*argv, "--config-env", "production")
-    assert default["decision"]["steps"] == ["taint-and-cordon", "create-nodeclaim"]
+    assert default["decision"]["steps"] == [
+        "taint-and-cordon",
+        "create-nodeclaim",
+        "delete-nodeclaim",
+    ]
     assert production["decision"]["steps"] == ["taint-and-cordon"]
     assert [a["type"] for a in production["decision"]["actions"]] == ["taint", "cordon"]
 

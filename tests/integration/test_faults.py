@@ -173,7 +173,8 @@ def test_timeouts_are_retried_by_the_policy_and_bounded(emu: Emulator) -> None:
 
 
 def test_a_timeout_then_an_answer_succeeds(emu: Emulator) -> None:
-    kube = _kube(emu, attempts=3, request_timeout=0.1)
+    # A timeout long enough for a loaded machine to answer the retry in time.
+    kube = _kube(emu, attempts=3, request_timeout=0.5)
     backend = emu._backend
     original = backend.handle
     dropped: list[str] = []
@@ -181,7 +182,7 @@ def test_a_timeout_then_an_answer_succeeds(emu: Emulator) -> None:
     def drop_first(method: str, path: str, *rest: Any) -> Any:
         if method == "PATCH" and not dropped:
             dropped.append(path)
-            return Drop(0.3)
+            return Drop(1.0)
         return original(method, path, *rest)
 
     backend.handle = drop_first  # type: ignore[method-assign]

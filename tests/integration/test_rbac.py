@@ -162,7 +162,11 @@ def run() -> Iterator[Run]:
             pytest.fail(f"wake-ups still pending after {MAX_ROUNDS} rounds: {wakeups.pending}")
         # A finish-replacement follow-up scheduled by an earlier version (which waited for
         # the replacement to be Ready) still comes through the queue after an upgrade.
+        # It names a node still there at the end of the run: ip-10-0-2-19's instance and
+        # claim (a wake-up acts only on a claim whose providerID names its instance).
         spot_sample = (EVENTS / "spot-interruption.json").read_text()
+        spot_sample = spot_sample.replace("i-0a1b2c3d4e5f60001", "i-0a1b2c3d4e5f60009")
+        spot_sample = spot_sample.replace("us-east-1a:instance", "us-east-1c:instance")
         [spot] = parse_message(spot_sample, received_at=clock.now)
         legacy = Wakeup(
             Task.FINISH_REPLACEMENT,
@@ -170,6 +174,7 @@ def run() -> Iterator[Run]:
             clock.now,
             replacement="general-from-before",
             old_nodeclaim="general-x3mhb",
+            old_nodeclaim_uid=emu.get_object("NodeClaim", "general-x3mhb")["metadata"]["uid"],
             started=clock.now,
         )
         process([encode(legacy)], [str(Task.FINISH_REPLACEMENT)])

@@ -14,6 +14,7 @@ from kubernetes import client as k8s
 from kubemu import Emulator, load_cluster_file
 from lifeboat import nodes
 from lifeboat.kube import KubeApi
+from lifeboat.nodepool_hash import nodepool_hash
 from lifeboat.resolve import Resolver
 from lifeboat_local.directory import directory_from_objects
 from tests.support import kube
@@ -33,6 +34,16 @@ def _sample(kind: str, name: str) -> dict[str, Any]:
 # registered/initialized labels are the Node's (registration.go, initialization.go).
 LIFECYCLE_LABELS = {"karpenter.sh/registered", "karpenter.sh/initialized"}
 NODE_CLASS_LABEL = {"karpenter.k8s.aws/ec2nodeclass": "default"}
+# What Karpenter itself puts on a claim (nodeclaimtemplate.go, the launch) and on its Node
+# (registration.go, initialization.go), and the drift hashes (nodepool/hash controller).
+_CLAIM_LABELS = {
+    "karpenter.sh/nodepool",
+    "karpenter.k8s.aws/ec2nodeclass",
+    "karpenter.sh/capacity-type",
+    "node.kubernetes.io/instance-type",
+    "topology.kubernetes.io/zone",
+}
+KARPENTER_SET = {"NodeClaim": _CLAIM_LABELS, "Node": _CLAIM_LABELS | LIFECYCLE_LABELS}
 
 
 @pytest.mark.parametrize(
@@ -50,15 +61,29 @@ def test_the_defaults_are_the_sample_clusters_first_karpenter_node(
     expected = dict(sample["metadata"]["labels"]) | NODE_CLASS_LABEL
     if kind == "NodeClaim":
         expected = {k: v for k, v in expected.items() if k not in LIFECYCLE_LABELS}
-    assert built["metadata"]["labels"] == expected
+    labels = built["metadata"]["labels"]
+    # The sample is a full dump (the AWS provider's instance-type labels, the kubelet's
+    # beta labels, ...); the builders make the labels Lifeboat and Karpenter's scheduling
+    # read, each with the sample's value, and those include every label Karpenter sets.
+    assert {k: expected.get(k) for k in labels} == labels
+    assert KARPENTER_SET[kind] <= set(labels)
     assert built["metadata"]["ownerReferences"] == sample["metadata"]["ownerReferences"]
-    assert built["metadata"].get("annotations") == sample["metadata"].get("annotations")
+    annotations = dict(built["metadata"].get("annotations") or {})
+    sample_annotations = sample["metadata"].get("annotations") or {}
+    if kind == "NodeClaim":
+        # Not drifted from the pool it was built from (the builders' default NodePool is
+        # smaller than the sample's): the hash Karpenter's nodepool/hash controller computes.
+        assert annotations.pop("karpenter.sh/nodepool-hash") == nodepool_hash(kube.nodepool())
+        assert annotations.pop("karpenter.sh/nodepool-hash-version") == "v3"
+    assert {k: sample_annotations.get(k) for k in annotations} == annotations
     if kind == "NodeClaim":
         assert built["status"]["providerID"] == sample["status"]["providerID"]
         assert built["status"]["nodeName"] == sample["status"]["nodeName"]
-        assert [c["type"] for c in built["status"]["conditions"]] == [
+        # The lifecycle conditions (the sample also has ConsistentStateFound, which only
+        # Karpenter's consistency controller reads).
+        assert {c["type"] for c in built["status"]["conditions"]} <= {
             c["type"] for c in sample["status"]["conditions"]
-        ]
+        }
     else:
         assert built["spec"] == sample["spec"]
 

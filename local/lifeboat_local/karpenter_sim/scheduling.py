@@ -18,11 +18,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
 from lifeboat import nodes
 from lifeboat.replacement import replacement_nodeclaim
+from lifeboat.selectors import selector_matches
 
 from .state import (
     NOMINATION,
@@ -116,12 +118,39 @@ class _Room:
             )
             for t in self.taints
         )
-        return tolerated and cpu <= self.cpu + 1e-9 and memory <= self.memory + 1e-9
+        return (
+            tolerated
+            and _selects(pod, nodes.labels_of(self.node or self.claim or {}))
+            and cpu <= self.cpu + 1e-9
+            and memory <= self.memory + 1e-9
+        )
 
     def take(self, pod: Obj) -> None:
         cpu, memory = requests_of(pod)
         self.cpu -= cpu
         self.memory -= memory
+
+
+def _selects(pod: Obj, labels: Mapping[str, str]) -> bool:
+    """The kube-scheduler's NodeAffinity filter: the pod's ``nodeSelector`` and its required
+    node affinity (any of the ``nodeSelectorTerms``, each one's expressions all) match the
+    node's labels (a launched claim's, before its Node joins: registration copies them)."""
+    spec = pod.get("spec", {})
+    wanted = spec.get("nodeSelector") or {}
+    if any(labels.get(key) != value for key, value in wanted.items()):
+        return False
+    required = (
+        ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        )
+        or {}
+    ).get("nodeSelectorTerms")
+    if not required:
+        return True
+    return any(
+        selector_matches({"matchExpressions": term.get("matchExpressions") or []}, labels)
+        for term in required
+    )
 
 
 def _used(pods: list[Obj]) -> dict[str, tuple[float, float]]:
@@ -259,7 +288,14 @@ def provision(state: SimState) -> None:
             and (c.get("status") or {}).get("nodeName") not in all_nodes
             for c in claims
         )
-        placeable = [p for p in homeless[pool_name] if _fits_a_fresh_node(p)]
+        template = _template_claim(wanted)
+        placeable = [
+            p
+            for p in homeless[pool_name]
+            if template is not None
+            and _fits_a_fresh_node(p)
+            and _selects(p, nodes.labels_of(template))
+        ]
         if placeable and not in_flight:
             launch_for(state, wanted, f"{len(placeable)} pod(s) fit nowhere")
     for pool in pools.values():
@@ -300,19 +336,27 @@ def _existing_rooms(
     return rooms
 
 
-def launch_for(state: SimState, pool: Obj, why: str) -> None:
-    """A claim as Karpenter's provisioner builds it from the pool's template."""
+def _template_claim(pool: Obj) -> Obj | None:
+    """A claim as Karpenter's provisioner builds it from the pool's template (unnamed)."""
     built = replacement_nodeclaim(pool, {"metadata": {"name": "-"}}, "-", "-").claim
     if built is None:
-        return
+        return None
     claim = dict(built)
     meta = dict(claim["metadata"])
-    meta["name"] = state.next_name(nodes.name_of(pool))
     meta["labels"] = {k: v for k, v in meta["labels"].items() if k != nodes.REPLACES_LABEL}
     meta["annotations"] = {
         k: v for k, v in meta["annotations"].items() if k != nodes.NOTICE_ANNOTATION
     }
     claim["metadata"] = meta
+    return claim
+
+
+def launch_for(state: SimState, pool: Obj, why: str) -> None:
+    """A claim as Karpenter's provisioner builds it from the pool's template."""
+    claim = _template_claim(pool)
+    if claim is None:
+        return
+    claim["metadata"]["name"] = state.next_name(nodes.name_of(pool))
     state.put(claim)
     state.step("provisioned", claim, why)
 
