@@ -125,6 +125,16 @@ class _Room:
             and memory <= self.memory + 1e-9
         )
 
+    def soft_taints(self, pod: Obj) -> int:
+        return sum(
+            1
+            for t in self.taints
+            if t.get("effect") == "PreferNoSchedule"
+            and not nodes.tolerates(
+                pod, str(t.get("key")), "PreferNoSchedule", str(t.get("value") or "")
+            )
+        )
+
     def take(self, pod: Obj) -> None:
         cpu, memory = requests_of(pod)
         self.cpu -= cpu
@@ -201,7 +211,9 @@ def bind_pending(state: SimState) -> None:
         fitting = [r for r in rooms if r.holds(pod)]
         if not fitting:
             continue
-        room = max(fitting, key=lambda r: (r.cpu, r.name))
+        # TaintToleration scoring first (fewer PreferNoSchedule taints the pod does not
+        # tolerate: a node marked to go is used last), then NodeResourcesFit LeastAllocated.
+        room = max(fitting, key=lambda r: (-r.soft_taints(pod), r.cpu, r.name))
         room.take(pod)
         pod["spec"]["nodeName"] = room.name
         pod["status"] = {
