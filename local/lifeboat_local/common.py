@@ -163,7 +163,6 @@ class ToolSettings:
             f"taint effect {s.taint_effect}",
             actions,
             f"scheduled-change lead {format_go_duration(s.scheduled_change_lead)}",
-            f"replacement timeout {format_go_duration(s.replacement_timeout)}",
         ]
         if s.unknown_instance_grace:
             parts.append(f"unknown-instance grace {format_go_duration(s.unknown_instance_grace)}")

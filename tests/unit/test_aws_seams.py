@@ -427,7 +427,6 @@ def full_env() -> dict[str, str]:
         "LIFEBOAT_DRY_RUN": "false",
         "LIFEBOAT_TAINT_EFFECT": "NoSchedule",
         "LIFEBOAT_SCHEDULED_CHANGE_LEAD_SECONDS": "1800",
-        "LIFEBOAT_REPLACEMENT_TIMEOUT_SECONDS": "900",
         "LIFEBOAT_KIND_ACTIONS": "",
         "LIFEBOAT_MANAGED_TAG": "",
         "LIFEBOAT_UNKNOWN_INSTANCE_GRACE_SECONDS": "0",

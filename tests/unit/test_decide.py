@@ -229,10 +229,7 @@ def test_do_not_disrupt_on_an_active_pod_defers() -> None:
 def test_finished_or_deleting_pods_do_not_block(finished: dict[str, Any]) -> None:
     decision = decide(weekend_rebalance(), target(pods=[finished]), Settings(), SATURDAY)
     assert decision.outcome is Outcome.ACTED
-    assert (decision.steps, decision.delete_claim_when_replaced) == (
-        VOLUNTARY_KARPENTER_STEPS,
-        False,
-    )
+    assert decision.steps == VOLUNTARY_KARPENTER_STEPS
 
 
 def test_do_not_disrupt_false_does_not_block() -> None:
@@ -320,10 +317,7 @@ def test_budget_allows_a_voluntary_replacement() -> None:
         SATURDAY,
     )
     assert decision.outcome is Outcome.ACTED
-    assert (decision.steps, decision.delete_claim_when_replaced) == (
-        VOLUNTARY_KARPENTER_STEPS,
-        False,
-    )
+    assert decision.steps == VOLUNTARY_KARPENTER_STEPS
     assert "allows" in decision.reason
 
 
@@ -431,10 +425,7 @@ def test_scheduled_change_at_or_after_start_minus_lead_is_forced(past_latest: ti
     )
     assert decision.outcome is Outcome.ACTED
     assert decision.forced
-    assert (decision.steps, decision.delete_claim_when_replaced) == (
-        VOLUNTARY_KARPENTER_STEPS,
-        False,
-    )
+    assert decision.steps == VOLUNTARY_KARPENTER_STEPS
 
 
 def test_scheduled_change_just_before_the_lead_still_waits() -> None:

@@ -13,14 +13,12 @@ from lifeboat.events.notice import Kind, Notice
 from lifeboat.instances import InstanceInfo
 from lifeboat.report import Outcome
 from lifeboat.scheduler import schedule_name
-from lifeboat.settings import Settings
 from lifeboat.target import ClaimRef, Target
 from lifeboat.wakeup import Task, Wakeup
 
 NOW = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
 INSTANCE = "i-0a1b2c3d4e5f60002"
 NOTICE = Notice(Kind.REBALANCE_RECOMMENDATION, "ev-1", NOW - timedelta(minutes=1), INSTANCE)
-SETTINGS = Settings(replacement_timeout=timedelta(minutes=15))
 
 
 def finishing(started: datetime) -> Wakeup:
@@ -59,7 +57,7 @@ def test_a_follow_up_from_an_earlier_version_deletes_the_old_claim_at_once() -> 
         (claim(), "is not launched yet"),
         (None, "is gone"),
     ):
-        decision = finish_replacement(finishing(NOW), replacement, SETTINGS, NOW)
+        decision = finish_replacement(finishing(NOW), replacement)
         assert decision.outcome is Outcome.ACTED
         assert decision.steps == (Step.DELETE_NODECLAIM,)
         assert decision.reason == (
@@ -70,7 +68,7 @@ def test_a_follow_up_from_an_earlier_version_deletes_the_old_claim_at_once() -> 
 
 def test_a_replacement_being_deleted_is_not_taken_for_a_ready_one() -> None:
     """Issue 11.3: a Ready replacement Karpenter is consolidating was accepted as done."""
-    decision = finish_replacement(finishing(NOW), claim(ready=True, deleting=True), SETTINGS, NOW)
+    decision = finish_replacement(finishing(NOW), claim(ready=True, deleting=True))
     assert decision.reason.startswith("replacement general-new is itself being deleted")
     assert decision.steps == (Step.DELETE_NODECLAIM,)
 
@@ -89,13 +87,13 @@ def test_a_deferral_is_decided_again_at_its_earliest_time() -> None:
     decision = Decision(
         Outcome.DEFERRED, "window", deferred_until=later, recheck_at=NOW + timedelta(minutes=5)
     )
-    [wakeup] = follow_ups(
-        NOTICE, Target(INSTANCE), decision, replacement=None, pods_remaining=0, now=NOW
-    )
+    [wakeup] = follow_ups(NOTICE, Target(INSTANCE), decision, pods_remaining=0, now=NOW)
     assert (wakeup.task, wakeup.due) == (Task.DECIDE, NOW + timedelta(minutes=5))
 
 
-def test_replace_before_delete_schedules_the_hand_over_with_the_claim_uid() -> None:
+def test_a_replacement_hands_over_at_once_and_schedules_no_follow_up() -> None:
+    """Issue 11.3/17: the old claim is deleted in the same step as the replacement is made
+    (Karpenter then counts the node as disrupting); nothing is left to finish later."""
     target = Target(
         INSTANCE,
         info=InstanceInfo(INSTANCE, cluster="prod"),
@@ -104,57 +102,23 @@ def test_replace_before_delete_schedules_the_hand_over_with_the_claim_uid() -> N
     decision = Decision(
         Outcome.ACTED,
         "replace",
-        (Step.TAINT_AND_CORDON, Step.CREATE_REPLACEMENT),
-        delete_claim_when_replaced=True,
+        (Step.TAINT_AND_CORDON, Step.CREATE_REPLACEMENT, Step.DELETE_NODECLAIM),
     )
-    [wakeup] = follow_ups(
-        NOTICE, target, decision, replacement="general-new", pods_remaining=0, now=NOW
-    )
-    assert wakeup.task is Task.FINISH_REPLACEMENT
-    assert wakeup.old_claim == ClaimRef("general-old", "uid-old")
-    assert (wakeup.replacement, wakeup.started, wakeup.cluster) == ("general-new", NOW, "prod")
-    assert wakeup.due == NOW + FOLLOW_UP_INTERVAL
-
-
-def test_a_waiting_hand_over_is_the_same_follow_up_once_more() -> None:
-    """Timed from the wake-up's own due time (issue 10.6), not from the clock: delivered
-    late or twice, it schedules the same next look."""
-    wakeup = finishing(NOW - timedelta(minutes=1))
-    decision = Decision(Outcome.DEFERRED, "waiting", deferred_until=NOW + FOLLOW_UP_INTERVAL)
-    [again] = follow_ups(
-        NOTICE,
-        Target(INSTANCE),
-        decision,
-        replacement=None,
-        pods_remaining=0,
-        now=NOW,
-        wakeup=wakeup,
-    )
-    assert again.task is Task.FINISH_REPLACEMENT
-    assert (again.attempt, again.due, again.started) == (
-        1,
-        wakeup.due + FOLLOW_UP_INTERVAL,
-        wakeup.started,
-    )
+    assert follow_ups(NOTICE, target, decision, pods_remaining=0, now=NOW) == []
 
 
 def test_pods_held_by_pdbs_are_tried_again() -> None:
     decision = Decision(Outcome.ACTED, "drain", (Step.TAINT_AND_CORDON, Step.EVICT))
-    [wakeup] = follow_ups(
-        NOTICE, Target(INSTANCE), decision, replacement=None, pods_remaining=2, now=NOW
-    )
+    [wakeup] = follow_ups(NOTICE, Target(INSTANCE), decision, pods_remaining=2, now=NOW)
     assert (wakeup.task, wakeup.due) == (Task.CONTINUE_DRAIN, NOW + FOLLOW_UP_INTERVAL)
 
 
 def test_an_action_done_in_full_needs_no_follow_up() -> None:
     decision = Decision(Outcome.ACTED, "spot", (Step.TAINT_AND_CORDON, Step.DELETE_NODECLAIM))
-    assert (
-        follow_ups(NOTICE, Target(INSTANCE), decision, replacement="x", pods_remaining=0, now=NOW)
-        == []
-    )
+    assert follow_ups(NOTICE, Target(INSTANCE), decision, pods_remaining=0, now=NOW) == []
 
 
-@pytest.mark.parametrize("task", [Task.DECIDE, Task.FINISH_REPLACEMENT, Task.CONTINUE_DRAIN])
+@pytest.mark.parametrize("task", [Task.DECIDE, Task.CONTINUE_DRAIN])
 def test_a_follow_up_delivered_twice_schedules_the_same_next_one(task: Task) -> None:
     """Issue 10.6: two deliveries of one wake-up a second apart (SQS is at least once) once
     scheduled two follow-ups under two schedule names; the chain forked."""
@@ -174,11 +138,6 @@ def test_a_follow_up_delivered_twice_schedules_the_same_next_one(task: Task) -> 
                 Outcome.DEFERRED, "capacity", recheck_at=delivered + timedelta(minutes=5)
             )
             pods = 0
-        elif task is Task.FINISH_REPLACEMENT:  # still not Ready
-            decision = Decision(
-                Outcome.DEFERRED, "waiting", deferred_until=delivered + FOLLOW_UP_INTERVAL
-            )
-            pods = 0
         else:  # PDBs still hold pods back
             decision = Decision(Outcome.ACTED, "drain", (Step.EVICT,))
             pods = 1
@@ -187,7 +146,6 @@ def test_a_follow_up_delivered_twice_schedules_the_same_next_one(task: Task) -> 
                 NOTICE,
                 Target(INSTANCE),
                 decision,
-                replacement=None,
                 pods_remaining=pods,
                 now=delivered,
                 wakeup=wakeup,

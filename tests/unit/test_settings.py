@@ -15,7 +15,6 @@ def test_defaults_from_an_empty_environment() -> None:
     assert settings == Settings()
     assert settings.taint_effect == "NoSchedule"
     assert settings.scheduled_change_lead == timedelta(minutes=30)
-    assert settings.replacement_timeout == timedelta(minutes=15)
     assert settings.lease_namespace == "lifeboat"
     assert not settings.dry_run
     assert settings.action_for(Kind.REBALANCE_RECOMMENDATION) == "replace"
@@ -28,7 +27,6 @@ def test_good_values_are_read() -> None:
             "LIFEBOAT_DRY_RUN": "Yes",
             "LIFEBOAT_TAINT_EFFECT": "NoExecute",
             "LIFEBOAT_SCHEDULED_CHANGE_LEAD_SECONDS": "3600",
-            "LIFEBOAT_REPLACEMENT_TIMEOUT_SECONDS": "600",
             "LIFEBOAT_LEASE_NAMESPACE": "ops",
             "LIFEBOAT_KIND_ACTIONS": "rebalance-recommendation=cordon, scheduled-change=ignore",
             "LIFEBOAT_MANAGED_TAG": "lifeboat/managed",
@@ -41,7 +39,6 @@ def test_good_values_are_read() -> None:
     assert settings.dry_run
     assert settings.taint_effect == "NoExecute"
     assert settings.scheduled_change_lead == timedelta(hours=1)
-    assert settings.replacement_timeout == timedelta(minutes=10)
     assert settings.lease_namespace == "ops"
     assert settings.action_for(Kind.REBALANCE_RECOMMENDATION) == "cordon"
     assert settings.action_for(Kind.SCHEDULED_CHANGE) == "ignore"
@@ -66,7 +63,7 @@ def test_dry_run_flag_spellings(raw: str, expected: bool) -> None:
         ("LIFEBOAT_DRY_RUN", "maybe"),
         ("LIFEBOAT_SCHEDULED_CHANGE_LEAD_SECONDS", "30m"),
         ("LIFEBOAT_SCHEDULED_CHANGE_LEAD_SECONDS", "-5"),
-        ("LIFEBOAT_REPLACEMENT_TIMEOUT_SECONDS", "1.5"),
+        ("LIFEBOAT_UNKNOWN_INSTANCE_GRACE_SECONDS", "1.5"),
         ("LIFEBOAT_UNKNOWN_INSTANCE_GRACE_SECONDS", "soon"),
         ("LIFEBOAT_KIND_ACTIONS", "rebalance=cordon"),
         ("LIFEBOAT_KIND_ACTIONS", "spot-interruption=ignore"),

@@ -271,7 +271,6 @@ class Pipeline:
                     notice,
                     target,
                     decision,
-                    replacement=result.replacement,
                     pods_remaining=result.pods_remaining,
                     now=now,
                     wakeup=wakeup,
@@ -325,10 +324,7 @@ class Pipeline:
             old = resolver.kube.get_nodeclaim(wakeup.old_nodeclaim or "")
             name = wakeup.replacement
             decision = check_old_claim(wakeup, old) or finish_replacement(
-                wakeup,
-                resolver.kube.get_nodeclaim(name) if name else None,
-                self.settings,
-                self.clock(),
+                wakeup, resolver.kube.get_nodeclaim(name) if name else None
             )
         return self._carry_out(
             resolver.kube, notice, target, decision, wakeup=wakeup, cluster=checked.cluster

@@ -33,8 +33,6 @@ class Settings:
     taint_effect: str = "NoSchedule"
     # Scheduled maintenance must be acted on this long before AWS's startTime at the latest.
     scheduled_change_lead: timedelta = timedelta(minutes=30)
-    # How long a voluntary replacement may take to become Ready before the old node goes.
-    replacement_timeout: timedelta = timedelta(minutes=15)
     # Namespace of the per-NodePool Leases that serialise budget accounting.
     lease_namespace: str = "lifeboat"
     # Per-kind action for voluntary kinds: ignore, cordon (only), replace (default).
@@ -122,9 +120,6 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         taint_effect=effect,
         scheduled_change_lead=_seconds(
             env, "LIFEBOAT_SCHEDULED_CHANGE_LEAD_SECONDS", timedelta(minutes=30)
-        ),
-        replacement_timeout=_seconds(
-            env, "LIFEBOAT_REPLACEMENT_TIMEOUT_SECONDS", timedelta(minutes=15)
         ),
         lease_namespace=env.get("LIFEBOAT_LEASE_NAMESPACE") or "lifeboat",
         kind_actions=_kind_actions(env.get("LIFEBOAT_KIND_ACTIONS", "")),

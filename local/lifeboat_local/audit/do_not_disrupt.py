@@ -9,15 +9,14 @@ two minutes after its warning, annotation or not.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any, Final
+from collections.abc import Iterator
+from typing import Final
 
 from lifeboat import nodes
 from lifeboat.budgets import parse_go_duration
+from lifeboat.objects import Obj
 from lifeboat_local.audit.findings import Issue
 from lifeboat_local.audit.view import ClusterView, ref
-
-Obj = Mapping[str, Any]
 
 # Capacity-type labels of Spot nodes: Karpenter's, and EKS managed node groups'.
 SPOT_LABELS: Final = (

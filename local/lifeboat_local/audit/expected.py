@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from lifeboat import nodes
+from lifeboat.objects import Obj
 from lifeboat_local.audit.view import (
     ClusterView,
     controller_of,
@@ -35,8 +36,6 @@ from lifeboat_local.audit.view import (
     namespace_of,
     pod_phase,
 )
-
-Obj = Mapping[str, Any]
 
 # Controllers the disruption controller reads spec.replicas of (its dedicated finders, and
 # Deployment through the scale subresource when it directly controls a pod).

@@ -7,11 +7,11 @@ directly (see ``sources``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
-Obj = Mapping[str, Any]
+from lifeboat.objects import Obj
 
 # (apiVersion, kind) -> the Inventory field holding it. Workload controllers are the ones the
 # disruption controller asks for their scale (ReplicationController, Deployment, ReplicaSet,

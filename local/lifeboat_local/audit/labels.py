@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from lifeboat import nodes
+from lifeboat.objects import Obj
 from lifeboat_local.audit.findings import Issue
 from lifeboat_local.audit.label_rules import (
     karpenter_key_problems,
@@ -24,7 +25,6 @@ from lifeboat_local.audit.label_rules import (
 )
 from lifeboat_local.audit.view import ClusterView, ref
 
-Obj = Mapping[str, Any]
 Labelled = tuple[str, str, str | None]  # (where, key, value or None for a key alone)
 
 _FIX = (

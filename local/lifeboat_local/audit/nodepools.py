@@ -8,9 +8,9 @@ which holds every daily and weekly window pattern.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from datetime import datetime, timedelta
-from typing import Any, Final
+from typing import Final
 
 from lifeboat import nodes
 from lifeboat.budgets import (
@@ -24,10 +24,9 @@ from lifeboat.budgets import (
     parse_budgets,
     window_timeline,
 )
+from lifeboat.objects import Obj
 from lifeboat_local.audit.findings import Issue
 from lifeboat_local.audit.view import ClusterView, ref
-
-Obj = Mapping[str, Any]
 
 NEVER_HORIZON: Final = timedelta(days=366)
 UNLIMITED_HORIZON: Final = timedelta(days=8)

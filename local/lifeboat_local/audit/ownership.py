@@ -5,14 +5,13 @@ nobody either (Lifeboat builds a replacement NodeClaim from the pool's template)
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any, Final
+from collections.abc import Iterator
+from typing import Final
 
 from lifeboat import nodes
+from lifeboat.objects import Obj
 from lifeboat_local.audit.findings import Issue
 from lifeboat_local.audit.view import ClusterView, ref
-
-Obj = Mapping[str, Any]
 
 # Labels naming a node's group, and what owns it then.
 GROUP_LABELS: Final = (

@@ -10,16 +10,15 @@ one PDB is refused with 500, a Running pod is refused with 429 while its PDB's
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from functools import partial
-from typing import Any
 
 from lifeboat import nodes
+from lifeboat.objects import Obj
 from lifeboat_local.audit.expected import PdbState, is_ready, pdb_state
 from lifeboat_local.audit.findings import Issue
 from lifeboat_local.audit.view import ClusterView, key, namespace_of, pod_phase, ref
 
-Obj = Mapping[str, Any]
 MAX_NAMES = 3  # pods named in a message before "(+N more)"
 
 

@@ -15,9 +15,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, TextIO
 
+from lifeboat.instants import format_instant
 from lifeboat_local.audit.findings import Finding, Severity
 
 
@@ -36,7 +37,7 @@ class Report:
     def to_json(self) -> dict[str, Any]:
         return {
             "source": self.source,
-            "at": self.at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "at": format_instant(self.at),
             "status": self.status,
             "summary": {severity.value: self.count(severity) for severity in Severity},
             "notes": list(self.notes),
@@ -50,7 +51,7 @@ def _plural(count: int, word: str) -> str:
 
 
 def write_human(report: Report, out: TextIO) -> None:
-    at = report.at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    at = format_instant(report.at)
     out.write(f"lifeboat audit of {report.source} at {at}\n")
     for note in report.notes:
         out.write(f"  note: {note}\n")

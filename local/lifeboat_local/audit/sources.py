@@ -11,7 +11,6 @@ apps/v1) becomes a note, and the checks that need it say they estimated.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Final
@@ -19,10 +18,9 @@ from typing import Any, Final
 import yaml
 
 from lifeboat.kube import KARPENTER, KubeApi, KubeError
+from lifeboat.objects import Obj
 from lifeboat_local.audit.inventory import Inventory
 from lifeboat_local.common import UsageError
-
-Obj = Mapping[str, Any]
 
 # Inventory field -> (list path, apiVersion, kind) of each list a live audit makes.
 _REQUIRED: Final = (

@@ -13,11 +13,11 @@ from functools import cached_property
 from typing import Any, TypeVar, cast
 
 from lifeboat import nodes
+from lifeboat.objects import Obj
 from lifeboat.selectors import selector_matches
 from lifeboat_local.audit.findings import ObjectRef
 from lifeboat_local.audit.inventory import Inventory
 
-Obj = Mapping[str, Any]
 Key = tuple[str, str, str]  # (kind, namespace, name)
 T = TypeVar("T")
 

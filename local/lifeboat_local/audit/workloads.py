@@ -8,14 +8,13 @@ mirror pods, controller or not (``kubectl drain`` at least asks for ``--force`` 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any, Final
+from typing import Final
 
 from lifeboat import nodes
+from lifeboat.objects import Obj
 from lifeboat_local.audit.expected import replicas
 from lifeboat_local.audit.findings import Issue, ObjectRef
 from lifeboat_local.audit.view import ClusterView, controller_of, namespace_of, ref
-
-Obj = Mapping[str, Any]
 
 # Workloads whose pods a drain evicts and that keep a number of replicas running.
 _REPLICATED: Final = frozenset({"Deployment", "StatefulSet", "ReplicaSet", "ReplicationController"})

@@ -30,6 +30,7 @@ from lifeboat.budgets import allowed_disruptions, earliest_permitted, parse_go_d
 from lifeboat.counting import View, count_pool
 from lifeboat.instants import parse_timestamp
 from lifeboat.nodepool_hash import HASH_ANNOTATION, HASH_VERSION_ANNOTATION
+from lifeboat.objects import MutableObj as Obj
 from lifeboat.pdbs import pdb_blocker
 from lifeboat.requirements import Requirement
 from lifeboat.target import PoolCounts
@@ -40,7 +41,6 @@ from .state import (
     DISRUPTION_POLL,
     VALIDATION_DELAY,
     Command,
-    Obj,
     SimState,
     by_name,
     condition_time,

@@ -16,9 +16,10 @@ import hashlib
 from datetime import datetime
 
 from lifeboat import nodes
+from lifeboat.objects import MutableObj as Obj
 
 from . import instances
-from .state import INITIALIZE_TIME, LAUNCH_TIME, Obj, SimState, condition_time, set_condition
+from .state import INITIALIZE_TIME, LAUNCH_TIME, SimState, condition_time, set_condition
 
 _REGISTERED = "karpenter.sh/registered"
 

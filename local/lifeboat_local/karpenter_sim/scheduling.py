@@ -23,13 +23,13 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from lifeboat import nodes
+from lifeboat.objects import MutableObj as Obj
 from lifeboat.replacement import replacement_nodeclaim
 from lifeboat.selectors import selector_matches
 
 from .state import (
     NOMINATION,
     PROVISIONING_POLL,
-    Obj,
     SimState,
     allocatable_of,
     by_name,

@@ -11,9 +11,8 @@ from typing import Any
 from kubemu import Emulator
 from lifeboat import nodes
 from lifeboat.instants import format_instant
+from lifeboat.objects import MutableObj as Obj
 from lifeboat.quantities import parse_quantity
-
-Obj = dict[str, Any]
 
 # Karpenter's timings (and the kubelet's), as far as the replay needs them.
 LAUNCH_TIME = timedelta(seconds=5)  # CreateFleet answers: the claim gets its providerID

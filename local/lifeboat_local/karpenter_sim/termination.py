@@ -17,9 +17,10 @@ from datetime import datetime
 
 from lifeboat import nodes
 from lifeboat.godurations import parse_go_duration
+from lifeboat.objects import MutableObj as Obj
 from lifeboat.pdbs import pdb_blocker
 
-from .state import TERMINATE_TIME, Obj, SimState, by_name, pod_key
+from .state import TERMINATE_TIME, SimState, by_name, pod_key
 
 
 def reconcile(state: SimState) -> None:

@@ -20,13 +20,12 @@ def follow_ups(
     target: Target,
     decision: Decision,
     *,
-    replacement: str | None,
     pods_remaining: int,
     now: datetime,
     wakeup: Wakeup | None = None,
 ) -> list[Wakeup]:
-    """The wake-ups ``decision`` calls for, after act created ``replacement`` (if any) and
-    left ``pods_remaining`` pods that PodDisruptionBudgets would not let go yet.
+    """The wake-ups ``decision`` calls for, after act left ``pods_remaining`` pods that
+    PodDisruptionBudgets would not let go yet.
 
     ``wakeup`` is the follow-up being handled, when the decision was about one.
     """
@@ -37,33 +36,14 @@ def follow_ups(
     base = wakeup.due if wakeup is not None else now
     planned: list[Wakeup] = []
     if decision.outcome is Outcome.DEFERRED:
-        if wakeup is not None and wakeup.task is Task.FINISH_REPLACEMENT:
-            # Still waiting for the same replacement: the same follow-up, once more.
-            planned.append(
-                wakeup.again(_earliest(decision.deferred_until, base + FOLLOW_UP_INTERVAL))
-            )
-        else:
-            recheck = (
-                _earliest(decision.recheck_at, base + RECHECK_INTERVAL)
-                if decision.recheck_at is not None
-                else None
-            )
-            candidates = [t for t in (decision.deferred_until, recheck) if t]
-            due = min(candidates) if candidates else base + FOLLOW_UP_INTERVAL
-            planned.append(Wakeup(Task.DECIDE, notice, due))
-    if decision.delete_claim_when_replaced and target.claim is not None:
-        planned.append(
-            Wakeup(
-                Task.FINISH_REPLACEMENT,
-                notice,
-                base + FOLLOW_UP_INTERVAL,
-                replacement=replacement,
-                old_nodeclaim=target.claim.name,
-                old_nodeclaim_uid=target.claim.uid,
-                started=base,
-                cluster=cluster,
-            )
+        recheck = (
+            _earliest(decision.recheck_at, base + RECHECK_INTERVAL)
+            if decision.recheck_at is not None
+            else None
         )
+        candidates = [t for t in (decision.deferred_until, recheck) if t]
+        due = min(candidates) if candidates else base + FOLLOW_UP_INTERVAL
+        planned.append(Wakeup(Task.DECIDE, notice, due))
     if pods_remaining:
         planned.append(
             Wakeup(Task.CONTINUE_DRAIN, notice, base + FOLLOW_UP_INTERVAL, cluster=cluster)

@@ -42,8 +42,6 @@ class Decision:
     recheck_at: datetime | None = None
     # True when an action goes ahead although budgets or do-not-disrupt said no.
     forced: bool = False
-    # Replace before delete: the old NodeClaim is deleted later, once its replacement is Ready.
-    delete_claim_when_replaced: bool = False
     # True when a voluntary notice is let go because its pool never allowed it in time.
     gave_up: bool = False
 

@@ -15,25 +15,20 @@ emptiness consolidation, and a replacement being deleted is no replacement at al
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 from lifeboat import nodes
 from lifeboat.decide.model import Decision, Step
 from lifeboat.instances import instance_id_from_provider_id
 from lifeboat.report import Outcome
-from lifeboat.settings import Settings
 from lifeboat.target import Target
 from lifeboat.wakeup import Wakeup
 
 
-def finish_replacement(
-    wakeup: Wakeup, replacement: Mapping[str, Any] | None, settings: Settings, now: datetime
-) -> Decision:
+def finish_replacement(wakeup: Wakeup, replacement: Mapping[str, Any] | None) -> Decision:
     """Delete the old NodeClaim now, whatever state its ``replacement`` (as read now; None:
     gone) is in; the reason says which. Karpenter's provisioner nominates the replacement for
     the old node's pods while they move, which keeps it from being consolidated."""
-    del settings, now  # kept for the caller's signature; nothing is waited for any more
     name = wakeup.replacement or "(none)"
     if replacement is None:
         state = f"replacement {name} is gone"
