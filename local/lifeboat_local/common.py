@@ -165,6 +165,8 @@ class ToolSettings:
             f"scheduled-change lead {format_go_duration(s.scheduled_change_lead)}",
             f"replacement timeout {format_go_duration(s.replacement_timeout)}",
         ]
+        if not s.exclude_from_load_balancers:
+            parts.append("nodes not excluded from load balancers")
         if s.unknown_instance_grace:
             parts.append(f"unknown-instance grace {format_go_duration(s.unknown_instance_grace)}")
         if s.account_id or s.region:
