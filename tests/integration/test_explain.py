@@ -276,7 +276,7 @@ def test_production_settings_cordon_a_rebalance_instead_of_replacing() -> None:
     _, [production] = explain_json(*argv, "--config-env", "production")
     assert default["decision"]["steps"] == ["taint-and-cordon", "create-nodeclaim"]
     assert production["decision"]["steps"] == ["taint-and-cordon"]
-    assert [a["type"] for a in production["decision"]["actions"]] == ["taint", "cordon"]
+    assert [a["type"] for a in production["decision"]["actions"]] == ["taint", "cordon", "label"]
 
 
 @pytest.mark.parametrize(
