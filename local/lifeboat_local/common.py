@@ -164,6 +164,8 @@ class ToolSettings:
             actions,
             f"scheduled-change lead {format_go_duration(s.scheduled_change_lead)}",
         ]
+        if not s.exclude_from_load_balancers:
+            parts.append("nodes not excluded from load balancers")
         if s.unknown_instance_grace:
             parts.append(f"unknown-instance grace {format_go_duration(s.unknown_instance_grace)}")
         if s.account_id or s.region:

@@ -133,9 +133,12 @@ def _wrap(text: str, width: int, indent: int, hang: int = 0) -> list[str]:
 
 
 def action_text(action: Mapping[str, Any]) -> str:
-    """``taint lifeboat.dev/spot-interruption:NoSchedule``, ``evict shop/web-0``, ..."""
+    """``taint lifeboat.dev/spot-interruption:NoSchedule``, ``label node.kubernetes.io/
+    exclude-from-external-load-balancers=true``, ``evict shop/web-0``, ..."""
     kind = str(action.get("type"))
     if kind == "taint":
         return f"taint {action.get('key')}:{action.get('effect')}"
+    if kind == "label":
+        return f"label {action.get('key')}={action.get('value')}"
     values = [str(v) for k, v in action.items() if k != "type" and v not in (None, "")]
     return " ".join([kind, *values])

@@ -231,6 +231,7 @@ def test_concurrent_rebalances_never_exceed_the_budget(run: int) -> None:
         assert [a["type"] for a in report.actions] == [
             "taint",
             "cordon",
+            "label",
             "create-nodeclaim",
             "delete-nodeclaim",
         ]

@@ -83,9 +83,9 @@ def test_rebalance_after_the_window_acts(
     assert line["deferred_until"] is None
     assert 'budget[0] "20%" of 6 nodes = 2, 0 disrupting' in line["reason"]
     # The hand-over: the replacement is created and the old claim deleted at once.
-    assert types(line) == ["taint", "cordon", "create-nodeclaim", "delete-nodeclaim"]
+    assert types(line) == ["taint", "cordon", "label", "create-nodeclaim", "delete-nodeclaim"]
     assert line["actions"][0]["effect"] == "NoSchedule"
-    assert line["actions"][3] == {"type": "delete-nodeclaim", "name": "general-b4wpl"}
+    assert line["actions"][4] == {"type": "delete-nodeclaim", "name": "general-b4wpl"}
 
     objects = load_cluster_file(state)
     node = next(o for o in objects if o["kind"] == "Node" and o["metadata"]["name"] == line["node"])
@@ -97,7 +97,7 @@ def test_rebalance_after_the_window_acts(
     replacement = next(
         o
         for o in objects
-        if o["kind"] == "NodeClaim" and o["metadata"]["name"] == line["actions"][2]["name"]
+        if o["kind"] == "NodeClaim" and o["metadata"]["name"] == line["actions"][3]["name"]
     )
     assert nodes.labels_of(replacement)[nodes.NODEPOOL_LABEL] == "general"
     assert nodes.labels_of(replacement)[nodes.REPLACES_LABEL] == "general-b4wpl"
@@ -130,7 +130,7 @@ def test_follow_acts_on_the_deferred_rebalance_when_the_window_closes(
     acted = [line for line in timeline if line["outcome"] == "acted"]
     # 17:00 exactly: the wake-up was scheduled for the window's end, nothing earlier acted.
     assert acted[0]["at"] == "2026-12-01T17:00:00Z"
-    assert types(acted[0]) == ["taint", "cordon", "create-nodeclaim", "delete-nodeclaim"]
+    assert types(acted[0]) == ["taint", "cordon", "label", "create-nodeclaim", "delete-nodeclaim"]
     assert all(at_of(line) >= at_of(acted[0]) for line in timeline)
     # One decision does it all: no follow-up for the replacement.
     assert len(acted) == 1
@@ -169,7 +169,7 @@ def test_scheduled_change_acts_on_one_batch_node_and_defers_the_other(
     first, second = only(lines, "i-0a1b2c3d4e5f60004"), only(lines, "i-0a1b2c3d4e5f60005")
     assert (first["nodepool"], second["nodepool"]) == ("batch", "batch")
     assert first["outcome"] == "acted"
-    assert types(first) == ["taint", "cordon", "create-nodeclaim", "delete-nodeclaim"]
+    assert types(first) == ["taint", "cordon", "label", "create-nodeclaim", "delete-nodeclaim"]
     assert second["outcome"] == "deferred"
     assert 'budget[0] "1" = 1, 1 disrupting' in second["reason"]
     # Waits for capacity, but never past startTime minus the 30-minute lead.
@@ -213,7 +213,7 @@ def test_follow_acts_on_the_deferred_batch_node_once_the_first_is_replaced(
         return line
 
     second = acted("i-0a1b2c3d4e5f60005", "create-nodeclaim")
-    assert types(second) == ["taint", "cordon", "create-nodeclaim", "delete-nodeclaim"]
+    assert types(second) == ["taint", "cordon", "label", "create-nodeclaim", "delete-nodeclaim"]
     # Within the budget again (not forced by the deadline) ...
     assert 'NodePool batch allows it (budget[0] "1" = 1, 0 disrupting)' in second["reason"]
     # ... once the first node went (its claim deleted at --at, then the simulated drain and
@@ -341,5 +341,5 @@ def test_do_not_disrupt_pod_defers_a_rebalance_but_not_a_spot_interruption(
     assert "karpenter.sh/do-not-disrupt=true" in rebalance["reason"]
     assert spot["kind"] == "spot-interruption"
     assert spot["outcome"] == "acted"
-    assert types(spot) == ["taint", "cordon", "create-nodeclaim", "delete-nodeclaim"]
+    assert types(spot) == ["taint", "cordon", "label", "create-nodeclaim", "delete-nodeclaim"]
     assert spot["actions"][-1]["name"] == "general-t6gdw"

@@ -282,7 +282,7 @@ def test_production_settings_cordon_a_rebalance_instead_of_replacing() -> None:
         "delete-nodeclaim",
     ]
     assert production["decision"]["steps"] == ["taint-and-cordon"]
-    assert [a["type"] for a in production["decision"]["actions"]] == ["taint", "cordon"]
+    assert [a["type"] for a in production["decision"]["actions"]] == ["taint", "cordon", "label"]
 
 
 @pytest.mark.parametrize(

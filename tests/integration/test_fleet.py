@@ -264,7 +264,7 @@ def test_rebalance_configured_to_cordon_only_creates_no_replacement() -> None:
         [result] = pipeline.process([(EVENTS / "rebalance-recommendation.json").read_text()])
         [report] = result.reports
         assert report.outcome == "acted"
-        assert [a["type"] for a in report.actions] == ["taint", "cordon"]
+        assert [a["type"] for a in report.actions] == ["taint", "cordon", "label"]
         assert emu.requests_by_resource[("create", "nodeclaims")] == 0
 
 

@@ -111,8 +111,8 @@ def test_min_values_pool_gets_a_replacement_the_crd_accepts(
         state,
     )
     assert line["outcome"] == "acted"
-    assert types(line) == ["taint", "cordon", "create-nodeclaim", "delete-nodeclaim"]
-    created = line["actions"][2]
+    assert types(line) == ["taint", "cordon", "label", "create-nodeclaim", "delete-nodeclaim"]
+    created = line["actions"][3]
     assert "error" not in created
     assert "fewer than minValues 2" in created["note"]
     after = load_cluster_file(state)
@@ -167,9 +167,9 @@ def test_a_refused_replacement_does_not_hold_up_the_old_claims_deletion(
         )
     (line,) = replay(capsys, event, "--cluster", sample_path(), "--at", at, "--state-out", state)
     assert (line["instance_id"], line["outcome"]) == (instance, "acted")
-    assert types(line) == ["taint", "cordon", "create-nodeclaim", "delete-nodeclaim"]
-    assert line["actions"][2]["error"].startswith("422")
-    assert line["actions"][3] == {"type": "delete-nodeclaim", "name": claim}
+    assert types(line) == ["taint", "cordon", "label", "create-nodeclaim", "delete-nodeclaim"]
+    assert line["actions"][3]["error"].startswith("422")
+    assert line["actions"][4] == {"type": "delete-nodeclaim", "name": claim}
     assert "create-nodeclaim not done: 422" in line["reason"]
     after = load_cluster_file(state)
     assert _deleting(after, claim)
@@ -245,7 +245,7 @@ def test_static_nodepool_gets_no_replacement_karpenter_keeps_its_count(
     )
     first = next(line for line in lines if line["instance_id"] == "i-0a1b2c3d4e5f60004")
     assert first["outcome"] == "acted"
-    assert types(first) == ["taint", "cordon", "delete-nodeclaim"]
+    assert types(first) == ["taint", "cordon", "label", "delete-nodeclaim"]
     assert "static (spec.replicas 2)" in first["reason"]
     assert [s.claim for s in steps if s.action == "provisioned"]
     after = load_cluster_file(state)
@@ -278,7 +278,7 @@ def test_pool_past_its_limits_gets_no_replacement(
         "--state-out",
         state,
     )
-    assert types(line) == ["taint", "cordon", "delete-nodeclaim"]
+    assert types(line) == ["taint", "cordon", "label", "delete-nodeclaim"]
     assert "past its limit cpu: 12 used of 10" in line["reason"]
     assert _replacements(load_cluster_file(state)) == []
 
@@ -521,7 +521,7 @@ def test_scheduled_maintenance_still_acts_at_start_time_minus_lead_despite_the_p
     )
     assert line["outcome"] == "acted"
     assert "acting regardless of budgets, do-not-disrupt and PodDisruptionBudgets" in line["reason"]
-    assert types(line) == ["taint", "cordon", "create-nodeclaim", "delete-nodeclaim"]
+    assert types(line) == ["taint", "cordon", "label", "create-nodeclaim", "delete-nodeclaim"]
 
 
 # -- 11.7: beside Karpenter's interruption queue ----------------------------------------------
@@ -601,7 +601,7 @@ def test_a_node_karpenter_is_disrupting_gets_no_second_replacement(
         EVENING,
     )
     assert spot_line["outcome"] == "acted"
-    assert types(spot_line) == ["taint", "cordon", "delete-nodeclaim"]
+    assert types(spot_line) == ["taint", "cordon", "label", "delete-nodeclaim"]
     assert "Karpenter is already replacing node" in spot_line["reason"]
     assert rebalance_line["outcome"] == "deferred"
     assert "Karpenter is already disrupting node" in rebalance_line["reason"]
@@ -641,7 +641,7 @@ def test_the_hand_over_keeps_the_replacement_until_the_old_nodes_pods_have_moved
     state = tmp_path / "after.yaml"
     lines = follow(capsys, rebalance_event(tmp_path, REBALANCE_INSTANCE), cluster, EVENING, state)
     assert lines[0]["outcome"] == "acted"
-    replacement = lines[0]["actions"][2]["name"]
+    replacement = lines[0]["actions"][3]["name"]
     assert [s for s in steps if s.action == "nominated" and s.claim == replacement]
     assert not [
         s

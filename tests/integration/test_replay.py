@@ -50,6 +50,7 @@ OUTCOMES = {"acted", "deferred", "ignored", "rejected"}
 ACTION_TYPES = {
     "taint",
     "cordon",
+    "label",
     "create-nodeclaim",
     "delete-nodeclaim",
     "evict",
@@ -178,14 +179,14 @@ def test_spot_interruption_replaces_the_nodeclaim(
     assert (record["node"], record["nodepool"]) == (SPOT_NODE, "general")
     assert record["deferred_until"] is None
     types = [a["type"] for a in record["actions"]]
-    assert types == ["taint", "cordon", "create-nodeclaim", "delete-nodeclaim"]
+    assert types == ["taint", "cordon", "label", "create-nodeclaim", "delete-nodeclaim"]
     assert record["actions"][0] == {
         "type": "taint",
         "key": "lifeboat.dev/spot-interruption",
         "effect": "NoSchedule",
     }
-    created = record["actions"][2]["name"]
-    assert record["actions"][3] == {"type": "delete-nodeclaim", "name": "general-7xkqz"}
+    created = record["actions"][3]["name"]
+    assert record["actions"][4] == {"type": "delete-nodeclaim", "name": "general-7xkqz"}
 
     after = load_state(state_out)
     node = of_kind(after, "Node")[SPOT_NODE]
@@ -365,6 +366,7 @@ def test_managed_node_group_termination_drains_through_evictions(
     assert [a["type"] for a in record["actions"]] == [
         "taint",
         "cordon",
+        "label",
         "evict",
         "evict",
         "complete-lifecycle-action",

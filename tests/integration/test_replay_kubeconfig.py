@@ -59,6 +59,7 @@ def test_dry_run_changes_nothing(live: Emulator, kubeconfig: Path) -> None:
     assert [a["type"] for a in report["actions"]] == [
         "taint",
         "cordon",
+        "label",
         "create-nodeclaim",
         "delete-nodeclaim",
     ]

@@ -51,10 +51,16 @@ def test_production_cordons_a_rebalance_recommendation(capsys: pytest.CaptureFix
     status, [default], err = replay(capsys, *argv)
     assert status == 0
     assert err == ""  # built-in defaults: nothing to say
-    assert types(default) == ["taint", "cordon", "create-nodeclaim", "delete-nodeclaim"]
+    assert types(default) == [
+        "taint",
+        "cordon",
+        "label",
+        "create-nodeclaim",
+        "delete-nodeclaim",
+    ]
     status, [production], err = replay(capsys, *argv, "--config-env", "production", *CONFIG)
     assert status == 0
-    assert (production["outcome"], types(production)) == ("acted", ["taint", "cordon"])
+    assert (production["outcome"], types(production)) == ("acted", ["taint", "cordon", "label"])
     [line] = err.splitlines()
     assert line.startswith(
         f"lifeboat: settings from {ROOT / 'samconfig.toml'} [production] through "

@@ -99,3 +99,11 @@ def test_a_rotation_cannot_be_configured_to_cordon_only() -> None:
         load_settings({"LIFEBOAT_KIND_ACTIONS": "rotation=cordon"})
     settings = load_settings({"LIFEBOAT_KIND_ACTIONS": "rotation=ignore"})
     assert settings.action_for(Kind.ROTATION) == "ignore"
+
+
+def test_load_balancer_exclusion_is_on_by_default_and_can_be_turned_off() -> None:
+    assert load_settings({}).exclude_from_load_balancers is True
+    off = load_settings({"LIFEBOAT_EXCLUDE_FROM_LOAD_BALANCERS": "false"})
+    assert off.exclude_from_load_balancers is False
+    with pytest.raises(SettingsError, match="LIFEBOAT_EXCLUDE_FROM_LOAD_BALANCERS"):
+        load_settings({"LIFEBOAT_EXCLUDE_FROM_LOAD_BALANCERS": "maybe"})

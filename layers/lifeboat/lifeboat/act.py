@@ -18,13 +18,24 @@ from lifeboat import nodes
 from lifeboat.decide import Decision, Step
 from lifeboat.events.notice import LifecycleHook, Notice
 from lifeboat.kube import Conflict, Eviction, KubeApi, KubeError
-from lifeboat.node_patches import taint_operations, unread_taint_variants, untaint_operations
+from lifeboat.node_patches import (
+    releases_exclusion,
+    taint_operations,
+    unread_taint_variants,
+    untaint_operations,
+)
 from lifeboat.objects import Obj
 from lifeboat.replacement import replacement_nodeclaim
 from lifeboat.settings import Settings
 from lifeboat.target import Target
 
 Action = dict[str, Any]
+# What a node about to go gets besides the taint and cordon (``exclude_from_load_balancers``).
+EXCLUSION_ACTION: Action = {
+    "type": "label",
+    "key": nodes.EXCLUDE_FROM_LOAD_BALANCERS_LABEL,
+    "value": "true",
+}
 
 # A JSON patch whose ``test`` fails is answered 422 by the API server; a stale
 # resourceVersion 409. Both mean "re-read the node and try again".
@@ -93,17 +104,27 @@ class Actor:
     # -- taint and cordon ------------------------------------------------------------------
 
     def _taint(self, notice: Notice, target: Target, mode: str, dry: bool) -> list[Action]:
+        """Taint and cordon (``mode`` "cordon", a node about to go: also excluded from load
+        balancers) or only mark (``mode`` "prefer", a deferred notice), in one patch."""
         assert target.node is not None
         key = nodes.taint_key(notice.kind)
         effect = self._settings.taint_effect if mode == "cordon" else "PreferNoSchedule"
         cordon = mode == "cordon"
+        exclude = cordon and self._settings.exclude_from_load_balancers
         actions: list[Action] = [{"type": "taint", "key": key, "effect": effect}]
         if cordon:
             actions.append({"type": "cordon"})
-        if dry:
-            return actions
-        if not self._patch_node(target.node, lambda n: taint_operations(n, key, effect, cordon)):
+        node = self._patch_node(
+            target.node, lambda n: taint_operations(n, key, effect, cordon, exclude), dry
+        )
+        if node is None:
             return []  # the node went away while we were patching: nothing to cordon
+        # Reported when Lifeboat labels the node (now, or at an earlier delivery), not for
+        # a label the operator set: Lifeboat neither added that one nor will remove it.
+        if exclude and (
+            nodes.excluded_by_lifeboat(node) or not nodes.excluded_from_load_balancers(node)
+        ):
+            actions.append(dict(EXCLUSION_ACTION))
         return actions
 
     def taint_unread(self, node_name: str, provider_id: str, notice: Notice) -> Obj | None:
@@ -112,7 +133,13 @@ class Actor:
         when neither patch fits it (not this instance's node, our taint already there, no
         such node): the caller then reads it and decides as usual."""
         key = nodes.taint_key(notice.kind)
-        for operations in unread_taint_variants(provider_id, key, self._settings.taint_effect):
+        variants = unread_taint_variants(
+            provider_id,
+            key,
+            self._settings.taint_effect,
+            self._settings.exclude_from_load_balancers,
+        )
+        for operations in variants:
             try:
                 return self._kube.patch_node(node_name, operations)
             except KubeError as error:
@@ -123,30 +150,41 @@ class Actor:
         return None
 
     def _clear_pending(self, notice: Notice, target: Target, dry: bool) -> list[Action]:
+        """Remove the waiting mark of a notice let go, and the load balancer exclusion if
+        Lifeboat added it and no other of its taints keeps the node out of service."""
         assert target.node is not None
         key = nodes.taint_key(notice.kind)
-        if not dry and not self._patch_node(target.node, lambda n: untaint_operations(n, key)):
+        node = self._patch_node(target.node, lambda n: untaint_operations(n, key), dry)
+        if node is None:
             return []
-        return [{"type": "untaint", "key": key}]
+        actions: list[Action] = [{"type": "untaint", "key": key}]
+        if releases_exclusion(node, key):
+            actions.append({"type": "unlabel", "key": nodes.EXCLUDE_FROM_LOAD_BALANCERS_LABEL})
+        return actions
 
-    def _patch_node(self, node: Obj, operations_for: Callable[[Obj], list[dict[str, Any]]]) -> bool:
+    def _patch_node(
+        self, node: Obj, operations_for: Callable[[Obj], list[dict[str, Any]]], dry: bool
+    ) -> Obj | None:
         """Apply the JSON patch built from the node as read; on 409/422 (it changed since),
-        read it again and rebuild. False if the node is gone."""
+        read it again and rebuild. The node the applied patch was built from (None if the
+        node is gone); in a dry run, ``node`` itself, unpatched."""
+        if dry:
+            return node
         for attempt in range(PATCH_ATTEMPTS):
             operations = operations_for(node)
             if not operations:
-                return True
+                return node
             try:
                 self._kube.patch_node(nodes.name_of(node), operations)
-                return True
+                return node
             except KubeError as error:
                 if error.status not in (409, 422) or attempt == PATCH_ATTEMPTS - 1:
                     raise
             fresh = self._kube.get_node(nodes.name_of(node))
             if fresh is None:
-                return False
+                return None
             node = fresh
-        return True
+        return node
 
     # -- Karpenter -------------------------------------------------------------------------
 

@@ -5,10 +5,18 @@ replaces it whole, so a writer that read the list before another changed it woul
 other's taint. Lifeboat therefore sends JSON patches, guarded by ``test`` operations, and
 the API server (evanphx/json-patch) applies them to the object as stored, all or nothing:
 422 when a test fails.
+
+A node about to go is also labelled ``node.kubernetes.io/exclude-from-external-load-balancers``
+in that same patch (Kubernetes' well-known label, "Well-Known Labels, Annotations and Taints":
+the service controller and the AWS Load Balancer Controller take a node carrying it out of
+load balancers' target groups), so traffic is drained from it before its pods stop. The
+label is Lifeboat's to remove only if Lifeboat put it there, which
+``lifeboat.dev/excluded-from-load-balancers`` records, in the same patch.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from lifeboat import nodes
@@ -17,8 +25,11 @@ from lifeboat.objects import Obj
 Operation = dict[str, Any]
 
 
-def taint_operations(node: Obj, key: str, effect: str, cordon: bool) -> list[Operation]:
-    """The JSON patch that puts Lifeboat's taint on ``node`` and cordons it ([] if done).
+def taint_operations(
+    node: Obj, key: str, effect: str, cordon: bool, exclude_from_load_balancers: bool = False
+) -> list[Operation]:
+    """The JSON patch that puts Lifeboat's taint on ``node``, cordons it and (when asked)
+    excludes it from load balancers ([] if done).
 
     ``spec.taints`` is an atomic list in the API (a patch replaces it whole), so the patch
     tests the list it read: a concurrent writer makes it fail rather than lose its taint.
@@ -38,25 +49,121 @@ def taint_operations(node: Obj, key: str, effect: str, cordon: bool) -> list[Ope
             operations.append({"op": "add", "path": "/spec/taints", "value": updated})
     if cordon and not node.get("spec", {}).get("unschedulable"):
         operations.append({"op": "add", "path": "/spec/unschedulable", "value": True})
+    if exclude_from_load_balancers:
+        operations += exclusion_operations(node)
     return operations
 
 
+def exclusion_operations(node: Obj) -> list[Operation]:
+    """Label ``node`` out of load balancers and record that Lifeboat did ([] if it carries
+    the label already: the operator's, or ours from an earlier delivery, left as it is).
+
+    The label's absence is tested in the patch itself: an operator labelling the node
+    between our read and our write makes the patch fail (422, read again), so a label we
+    did not put there is never recorded as ours.
+    """
+    if nodes.excluded_from_load_balancers(node):
+        return []
+    metadata = node.get("metadata", {})
+    return _add_member(metadata, "labels") + _add_member(metadata, "annotations")
+
+
 def untaint_operations(node: Obj, key: str) -> list[Operation]:
-    """The JSON patch that removes the PreferNoSchedule mark ``key`` ([] if absent)."""
+    """The JSON patch that removes the PreferNoSchedule mark ``key`` ([] if absent), and
+    with it the load balancer exclusion Lifeboat added, unless the node stays out of
+    service under another of Lifeboat's taints."""
     existing = nodes.taints(node)
-    kept = [
-        t for t in existing if not (t.get("key") == key and t.get("effect") == "PreferNoSchedule")
-    ]
+    kept = _without_mark(existing, key)
     if len(kept) == len(existing):
         return []
-    return [
+    operations: list[Operation] = [
         {"op": "test", "path": "/spec/taints", "value": existing},
         {"op": "replace", "path": "/spec/taints", "value": kept},
     ]
+    if not any(_out_of_service(t) for t in kept):
+        operations += release_operations(node)
+    return operations
+
+
+def releases_exclusion(node: Obj, key: str) -> bool:
+    """Whether ``untaint_operations(node, key)`` takes Lifeboat's exclusion label off."""
+    existing = nodes.taints(node)
+    kept = _without_mark(existing, key)
+    return (
+        len(kept) < len(existing)
+        and not any(_out_of_service(t) for t in kept)
+        and nodes.excluded_by_lifeboat(node)
+        and nodes.excluded_from_load_balancers(node)
+    )
+
+
+def _without_mark(taints: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
+    return [
+        t for t in taints if not (t.get("key") == key and t.get("effect") == "PreferNoSchedule")
+    ]
+
+
+def release_operations(node: Obj) -> list[Operation]:
+    """Take the exclusion label off ``node`` if Lifeboat put it there ([] otherwise: an
+    operator's label is theirs). The recorded ownership is tested in the patch, so a
+    concurrent change makes it fail (422, read again) rather than remove the wrong label."""
+    if not nodes.excluded_by_lifeboat(node):
+        return []
+    annotation = _pointer("annotations", nodes.EXCLUDED_BY_LIFEBOAT_ANNOTATION)
+    owned = nodes.annotations_of(node)[nodes.EXCLUDED_BY_LIFEBOAT_ANNOTATION]
+    operations: list[Operation] = [
+        {"op": "test", "path": annotation, "value": owned},
+        {"op": "remove", "path": annotation},
+    ]
+    if nodes.excluded_from_load_balancers(node):
+        label = _pointer("labels", nodes.EXCLUDE_FROM_LOAD_BALANCERS_LABEL)
+        value = nodes.labels_of(node)[nodes.EXCLUDE_FROM_LOAD_BALANCERS_LABEL]
+        operations += [
+            {"op": "test", "path": label, "value": value},
+            {"op": "remove", "path": label},
+        ]
+    return operations
+
+
+def _out_of_service(taint: Mapping[str, Any]) -> bool:
+    """One of Lifeboat's taints that takes a node out of service (not a waiting mark)."""
+    key = str(taint.get("key", ""))
+    return key.startswith(f"{nodes.DOMAIN}/") and taint.get("effect") != "PreferNoSchedule"
+
+
+def _pointer(field: str, key: str) -> str:
+    """The JSON pointer (RFC 6901: "~" and "/" escaped) of ``metadata.<field>[key]``."""
+    return f"/metadata/{field}/" + key.replace("~", "~0").replace("/", "~1")
+
+
+# What the exclusion adds: the well-known label, and the record that Lifeboat added it.
+_EXCLUSION = {
+    "labels": nodes.EXCLUDE_FROM_LOAD_BALANCERS_LABEL,
+    "annotations": nodes.EXCLUDED_BY_LIFEBOAT_ANNOTATION,
+}
+
+
+def _add_member(metadata: Obj | None, field: str) -> list[Operation]:
+    """Set the exclusion's member of ``metadata.<field>`` to "true". ``add`` replaces what
+    is there, so the label is first tested absent (see ``exclusion_operations``); without
+    the map (``metadata`` None: not read, taken to have one), the whole map is added, first
+    tested absent as well."""
+    key = _EXCLUSION[field]
+    if metadata is not None and metadata.get(field) is None:
+        path = f"/metadata/{field}"
+        return [
+            {"op": "test", "path": path, "value": None},
+            {"op": "add", "path": path, "value": {key: "true"}},
+        ]
+    path = _pointer(field, key)
+    added: Operation = {"op": "add", "path": path, "value": "true"}
+    if field == "labels":
+        return [{"op": "test", "path": path, "value": None}, added]
+    return [added]
 
 
 def unread_taint_variants(
-    provider_id: str, key: str, effect: str
+    provider_id: str, key: str, effect: str, exclude_from_load_balancers: bool = False
 ) -> tuple[list[Operation], list[Operation]]:
     """Two JSON patches that taint and cordon a Node that was not read first, each valid for
     one shape of the node: (no ``spec.taints`` yet, some taints already).
@@ -68,6 +175,13 @@ def unread_taint_variants(
     appends to the list the node has (``/-``), which the API server applies to the list as
     stored, so a concurrent writer's taint is kept. If our taint is there already, the
     second is refused (a duplicate taint is invalid) and the caller reads the node instead.
+
+    With ``exclude_from_load_balancers`` both also label the node out of load balancers and
+    record that Lifeboat did, after testing that the label is absent: a node the operator
+    labelled already fits neither, and is read and patched without touching its label (two
+    requests more, only for such a node). Nodes always have labels (the kubelet registers
+    them with ``kubernetes.io/hostname``) and annotations (the attach-detach one); one
+    without the latter fits neither either, and is read.
     """
     guard: Operation = {"op": "test", "path": "/spec/providerID", "value": provider_id}
     taint = {"key": key, "effect": effect}
@@ -83,4 +197,8 @@ def unread_taint_variants(
         {"op": "add", "path": "/spec/taints/-", "value": taint},
         cordon,
     ]
+    if exclude_from_load_balancers:
+        exclusion = _add_member(None, "labels") + _add_member(None, "annotations")
+        no_taints_yet += exclusion
+        some_taints += exclusion
     return no_taints_yet, some_taints

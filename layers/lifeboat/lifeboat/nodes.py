@@ -30,6 +30,13 @@ CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
 INITIALIZED_LABEL = "karpenter.sh/initialized"
 # The finalizer Karpenter's lifecycle controller puts on every NodeClaim it manages.
 TERMINATION_FINALIZER = "karpenter.sh/termination"
+# Kubernetes' well-known label (k8s.io/api core/v1 LabelNodeExcludeBalancers): the service
+# controller (cloud-provider's nodeIncludedPredicate) and the AWS Load Balancer Controller
+# leave a node carrying it, whatever its value, out of load balancers' target groups.
+EXCLUDE_FROM_LOAD_BALANCERS_LABEL = "node.kubernetes.io/exclude-from-external-load-balancers"
+# Set with that label, only when Lifeboat put the label there: a label the operator set is
+# never removed by Lifeboat.
+EXCLUDED_BY_LIFEBOAT_ANNOTATION = f"{DOMAIN}/excluded-from-load-balancers"
 
 
 def taint_key(kind: Kind) -> str:
@@ -47,6 +54,16 @@ def labels_of(obj: Obj) -> Mapping[str, str]:
 
 def annotations_of(obj: Obj) -> Mapping[str, str]:
     return obj.get("metadata", {}).get("annotations") or {}
+
+
+def excluded_from_load_balancers(node: Obj) -> bool:
+    """The node carries the well-known exclusion label (its value does not matter)."""
+    return EXCLUDE_FROM_LOAD_BALANCERS_LABEL in labels_of(node)
+
+
+def excluded_by_lifeboat(node: Obj) -> bool:
+    """Lifeboat put the exclusion label on this node (and may take it off again)."""
+    return EXCLUDED_BY_LIFEBOAT_ANNOTATION in annotations_of(node)
 
 
 def opted_out(nodepool: Obj) -> bool:

@@ -36,6 +36,7 @@ MAX_VALUES = 99
 ACTION_METRICS = {
     "taint": "NodesTainted",
     "cordon": "NodesCordoned",
+    "label": "NodesExcludedFromLoadBalancers",
     "create-nodeclaim": "NodeClaimsCreated",
     "delete-nodeclaim": "NodeClaimsDeleted",
     "evict": "PodsEvicted",

@@ -31,6 +31,10 @@ class Settings:
     clusters: tuple[str, ...] = ()
     dry_run: bool = False
     taint_effect: str = "NoSchedule"
+    # Label a node about to go node.kubernetes.io/exclude-from-external-load-balancers (in
+    # the patch that taints and cordons it), as the Node Termination Handler's
+    # excludeFromLoadBalancers does, so load balancers stop sending it traffic first.
+    exclude_from_load_balancers: bool = True
     # Scheduled maintenance must be acted on this long before AWS's startTime at the latest.
     scheduled_change_lead: timedelta = timedelta(minutes=30)
     # Namespace of the per-NodePool Leases that serialise budget accounting.
@@ -118,6 +122,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         clusters=clusters,
         dry_run=_flag(env, "LIFEBOAT_DRY_RUN", False),
         taint_effect=effect,
+        exclude_from_load_balancers=_flag(env, "LIFEBOAT_EXCLUDE_FROM_LOAD_BALANCERS", True),
         scheduled_change_lead=_seconds(
             env, "LIFEBOAT_SCHEDULED_CHANGE_LEAD_SECONDS", timedelta(minutes=30)
         ),
