@@ -83,10 +83,11 @@ def is_ready(node: Obj) -> bool:
 
 
 def lifeboat_taint(node: Obj) -> dict[str, Any] | None:
-    for taint in taints(node):
-        if str(taint.get("key", "")).startswith(f"{DOMAIN}/"):
-            return taint
-    return None
+    """Lifeboat's taint on the node: one that takes it out of service if any (a node can
+    carry a waiting mark of one notice and the NoSchedule taint of another), else a mark."""
+    own = [t for t in taints(node) if str(t.get("key", "")).startswith(f"{DOMAIN}/")]
+    acting = [t for t in own if t.get("effect") != "PreferNoSchedule"]
+    return (acting or own or [None])[0]
 
 
 def pending_mark(node: Obj, key: str) -> bool:

@@ -1,0 +1,32 @@
+"""What a Node's taints say about Lifeboat's work on it (lifeboat.nodes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lifeboat import nodes
+
+
+def node_with(*taints: dict[str, Any]) -> dict[str, Any]:
+    return {"metadata": {"name": "ip-10-0-1-12.ec2.internal"}, "spec": {"taints": list(taints)}}
+
+
+MARK = {"key": "lifeboat.dev/rebalance-recommendation", "effect": "PreferNoSchedule"}
+ACTED = {"key": "lifeboat.dev/spot-interruption", "effect": "NoSchedule"}
+
+
+def test_a_node_acted_on_after_another_notice_marked_it_is_acted_on() -> None:
+    """A deferred rebalance mark came first, then a Spot warning took the node out of
+    service: the node is acted on, whatever the order of its taints (the first Lifeboat
+    taint alone once made it look merely marked)."""
+    for order in ((MARK, ACTED), (ACTED, MARK)):
+        node = node_with(*order)
+        assert nodes.acted_on(node)
+        assert nodes.lifeboat_taint(node) == ACTED
+
+
+def test_a_marked_node_is_not_acted_on() -> None:
+    node = node_with({"key": "team", "value": "a", "effect": "NoSchedule"}, MARK)
+    assert not nodes.acted_on(node)
+    assert nodes.lifeboat_taint(node) == MARK
+    assert nodes.lifeboat_taint(node_with()) is None
