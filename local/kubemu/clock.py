@@ -16,23 +16,32 @@ from datetime import UTC, datetime, timedelta
 class Clock:
     def __init__(self) -> None:
         self._offset = timedelta(0)
+        # Set: time stands still at this instant until moved (a replay's simulated time).
+        self._frozen: datetime | None = None
         self._lock = threading.Lock()
 
     def now(self) -> datetime:
-        return datetime.now(UTC) + self._offset
+        frozen = self._frozen
+        return frozen if frozen is not None else datetime.now(UTC) + self._offset
 
     def advance(self, seconds: float) -> None:
         """Moves time forward (never back) by ``seconds``."""
         if seconds < 0:
             raise ValueError("the emulator's clock only moves forward")
         with self._lock:
-            self._offset += timedelta(seconds=seconds)
+            if self._frozen is not None:
+                self._frozen += timedelta(seconds=seconds)
+            else:
+                self._offset += timedelta(seconds=seconds)
 
-    def set(self, moment: datetime) -> None:
-        """From now on ``now()`` reads ``moment`` and flows on from there."""
+    def set(self, moment: datetime, *, frozen: bool = False) -> None:
+        """From now on ``now()`` reads ``moment`` and flows on from there; ``frozen``: it
+        stays at ``moment`` until moved again, so that what happens at an instant (a pod's
+        grace period ending) does not depend on how long the machine took to get there."""
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=UTC)
         with self._lock:
+            self._frozen = moment if frozen else None
             self._offset = moment - datetime.now(UTC)
 
 

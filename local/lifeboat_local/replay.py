@@ -191,7 +191,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         # workload controllers it plays recreate them).
         karpenter = KarpenterSimulation(emulator, clock.now) if emulator is not None else None
         if emulator is not None:
-            emulator.clock.set(clock.now)  # pods terminate and objects age on replay time
+            emulator.clock.set(clock.now, frozen=True)  # pods terminate on replay time
         for file in files:
             for index, result in enumerate(pipeline.process(file.bodies)):
                 output.result(result, clock.now, file.origin(index), file.where(index))
@@ -207,7 +207,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
                 break
             clock.now = max(clock.now, due)
             if emulator is not None:
-                emulator.clock.set(clock.now)
+                emulator.clock.set(clock.now, frozen=True)
             for step in karpenter.advance(clock.now) if karpenter is not None else ():
                 output.step(step)
                 last_activity = clock.now
@@ -221,6 +221,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             state = emulator.dump()
             write_output("--state-out", args.state_out, lambda path: dump_cluster_file(state, path))
         if args.serve and emulator is not None:
+            emulator.clock.set(clock.now)  # time flows again for whoever inspects it
             serve(emulator, args.kubeconfig_out, "the replayed cluster", output.out)
     return status
 

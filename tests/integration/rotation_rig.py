@@ -111,7 +111,7 @@ class Rig:
     def advance_to(self, moment: datetime) -> None:
         self.clock.now = max(self.clock.now, moment)
         # The emulator's own clock too: evicted pods terminate after their grace period.
-        self.emu.clock.set(self.clock.now)
+        self.emu.clock.set(self.clock.now, frozen=True)
         self.karpenter.advance(self.clock.now)
 
     def rotation(self, name: str = "legacy-to-karpenter") -> Rotation:
