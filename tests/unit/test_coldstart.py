@@ -90,7 +90,8 @@ def test_the_entry_point_loads_nothing_a_spot_batch_does_not_use() -> None:
     """issue: cold start. Not at import: the X-Ray SDK (loaded for sampled invocations),
     the kubernetes package's kubeconfig/watch/stream machinery and PyYAML (the Lambda only
     needs kubernetes.client), Powertools' batch utility (asyncio and every event source's
-    data classes), the NodePool budget and cron code (voluntary notices only)."""
+    data classes), the NodePool budget and cron code (voluntary notices only), the planned
+    rotation (an operator's commands and their wake-ups only)."""
     loaded = set(_child(IMPORT_APP))
     assert "kubernetes.client.api_client" in loaded or "kubernetes.client" in loaded
     not_expected = {
@@ -104,6 +105,10 @@ def test_the_entry_point_loads_nothing_a_spot_batch_does_not_use() -> None:
         "lifeboat.budgets",
         "lifeboat.cron",
         "croniter",
+        # A rotation's models, planning and state store: only for the rotation's messages.
+        "lifeboat.rotation.request",
+        "lifeboat.rotation.runner",
+        "lifeboat.rotation.model",
     }
     assert loaded & not_expected == set()
 

@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lifeboat.events import MAX_REASON, MalformedMessage
-from lifeboat.rotation.request import RotationCommand, is_rotation_event, parse_command
+from lifeboat.rotation.messages import is_rotation_event
+from lifeboat.rotation.request import RotationCommand, parse_command
 
 SAMPLES = [
     json.loads(path.read_text())

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 from lifeboat.events.notice import MalformedMessage
+from lifeboat.rotation.messages import is_rotation_event
 from lifeboat.rotation.request import (
     DETAIL_TYPES,
     RotationSpec,
     Verb,
     command_event,
-    is_rotation_event,
     parse_command,
 )
 

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from lifeboat import nodes
 from lifeboat.act import Actor, ActResult, LifecycleActions
@@ -33,12 +33,16 @@ from lifeboat.pool_lock import PoolLock
 from lifeboat.recorder import record
 from lifeboat.report import Outcome, Report, decision_report
 from lifeboat.resolve import Resolver
-from lifeboat.rotation import RotationCommand, RotationRunner, is_rotation_event, parse_command
-from lifeboat.rotation import concerns as rotation_concerns
+from lifeboat.rotation.messages import concerns as rotation_concerns
+from lifeboat.rotation.messages import is_rotation_event
 from lifeboat.routing import triage, triage_follow_up
 from lifeboat.settings import Settings
 from lifeboat.target import Target
 from lifeboat.wakeup import Task, Wakeup, WakeupSink, decode, is_wakeup
+
+if TYPE_CHECKING:  # the rotation loads with its first message (lifeboat.rotation.messages)
+    from lifeboat.rotation.request import RotationCommand
+    from lifeboat.rotation.runner import RotationRunner
 
 Body = str | bytes | Mapping[str, Any]
 
@@ -69,7 +73,7 @@ class MessageResult:
     deadline: datetime | None = None
 
 
-Parsed = MessageResult | Wakeup | list[Notice] | RotationCommand
+Parsed: TypeAlias = "MessageResult | Wakeup | list[Notice] | RotationCommand"
 
 
 class _Batch:
@@ -142,6 +146,8 @@ class Pipeline:
             if is_wakeup(message):
                 return decode(message)
             if is_rotation_event(message):  # an operator's command (lifeboat.rotation)
+                from lifeboat.rotation.request import parse_command
+
                 return parse_command(message)
             return parse_message(message, received_at=self.clock())
         except MalformedMessage as error:
@@ -155,14 +161,13 @@ class Pipeline:
         deadline = min((n.deadline for n in _notices_of(item) if n.deadline), default=None)
         try:
             with retrying_for(retry_window(deadline, self.clock())):
-                if isinstance(item, RotationCommand) or (
-                    isinstance(item, Wakeup) and rotation_concerns(item)
-                ):
-                    return MessageResult(self._rotations(batch).handle(item))
-                if isinstance(item, Wakeup):
+                if isinstance(item, list):
+                    return MessageResult(self._notices(batch, item), deadline=deadline)
+                if isinstance(item, Wakeup) and not rotation_concerns(item):
                     report = replace(self._wake(batch, item), wakeup=str(item.task))
                     return MessageResult([report], deadline=deadline)
-                return MessageResult(self._notices(batch, item), deadline=deadline)
+                # A rotation's command, or a wake-up of one of its looks or nodes.
+                return MessageResult(self._rotations(batch).handle(item))
         except Exception as error:  # the caller returns the message to the queue
             return MessageResult(error=error, deadline=deadline)
 
@@ -334,6 +339,8 @@ class Pipeline:
 
     def _rotations(self, batch: _Batch) -> RotationRunner:
         """Rotations (lifeboat.rotation) hand their nodes to this pipeline as notices."""
+        from lifeboat.rotation.runner import RotationRunner
+
         return RotationRunner(
             kube_for=self.clusters.kube,
             settings=self.settings,

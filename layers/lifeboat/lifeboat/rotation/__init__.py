@@ -7,17 +7,6 @@ NodePool budgets, windows, do-not-disrupt and PodDisruptionBudgets like a schedu
 What is the rotation's own: which node goes next and how many at once, the health gate
 (the evicted pods' workloads Ready elsewhere before the next node), pause, resume and
 cancel. ``plan`` decides (pure), ``observe`` reads the cluster, ``store`` keeps the state in
-a ConfigMap, ``look`` and ``runner`` carry it out.
+a ConfigMap, ``look`` and ``runner`` carry it out. ``messages`` tells which messages are
+the rotation's without loading the rest: the pipeline imports the rest only for those.
 """
-
-from lifeboat.rotation.request import RotationCommand, is_rotation_event, parse_command
-from lifeboat.rotation.runner import NodeHandling, RotationRunner, concerns
-
-__all__ = [
-    "NodeHandling",
-    "RotationCommand",
-    "RotationRunner",
-    "concerns",
-    "is_rotation_event",
-    "parse_command",
-]

@@ -25,7 +25,6 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from enum import StrEnum
 from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field, StringConstraints, field_validator, model_validator
@@ -35,29 +34,19 @@ from lifeboat.events.envelope import EventBridgeEvent
 from lifeboat.events.notice import Kind, Notice
 from lifeboat.instants import format_instant
 from lifeboat.labels import label_key_problems, label_value_problems
+
+# The events' vocabulary lives beside the cheap check the pipeline makes on every message;
+# re-exported here, where the events are read and written.
+from lifeboat.rotation.messages import DETAIL_TYPE_OF as DETAIL_TYPE_OF
+from lifeboat.rotation.messages import DETAIL_TYPES as DETAIL_TYPES
+from lifeboat.rotation.messages import SOURCE as SOURCE
+from lifeboat.rotation.messages import Verb as Verb
 from lifeboat.wakeup import ClusterName
 
-SOURCE = "lifeboat"
 DEFAULT_HEALTH_TIMEOUT = timedelta(minutes=10)
 # A rotation's name is part of its ConfigMap's name (``lifeboat-rotation-<name>``) and the
 # value of a label: a DNS-1123 label short enough for both.
 NAME_MAX = 40
-
-
-class Verb(StrEnum):
-    REQUEST = "request"
-    PAUSE = "pause"
-    RESUME = "resume"
-    CANCEL = "cancel"
-
-
-DETAIL_TYPES: dict[str, Verb] = {
-    "Lifeboat Rotation Requested": Verb.REQUEST,
-    "Lifeboat Rotation Pause Requested": Verb.PAUSE,
-    "Lifeboat Rotation Resume Requested": Verb.RESUME,
-    "Lifeboat Rotation Cancel Requested": Verb.CANCEL,
-}
-DETAIL_TYPE_OF = {verb: detail_type for detail_type, verb in DETAIL_TYPES.items()}
 
 
 @dataclass(frozen=True)
@@ -127,16 +116,6 @@ class RotationCommand:
             region=self.region,
             detail=self.name,
         )
-
-
-def is_rotation_event(message: Mapping[str, Any]) -> bool:
-    """Whether ``message`` is one of the rotation events (checked before AWS's parsers)."""
-    detail_type = message.get("detail-type")
-    return (
-        message.get("source") == SOURCE
-        and isinstance(detail_type, str)
-        and (detail_type in DETAIL_TYPES)
-    )
 
 
 def parse_command(message: Mapping[str, Any]) -> RotationCommand:

@@ -1,8 +1,8 @@
 """The rotation's share of the pipeline: its commands, its looks, and its nodes' wake-ups.
 
-The pipeline hands over what concerns rotations (:func:`concerns`) and lends its own
-triage, resolve, decide and act for the nodes (``NodeHandling``): a rotated node is decided
-and acted on exactly as an AWS warning about it would be.
+The pipeline hands over what concerns rotations (``lifeboat.rotation.messages.concerns``)
+and lends its own triage, resolve, decide and act for the nodes (``NodeHandling``): a
+rotated node is decided and acted on exactly as an AWS warning about it would be.
 
 Which wake-ups of a node's notice pass through here, and why:
 
@@ -54,16 +54,6 @@ class NodeHandling(Protocol):
     def wake(self, wakeup: Wakeup) -> Report:
         """A node's wake-up (a deferred decision, a held-back drain), as any wake-up."""
         ...
-
-
-def concerns(wakeup: Wakeup) -> bool:
-    """Whether the pipeline hands ``wakeup`` to the rotation (commands always go there)."""
-    if wakeup.task is Task.ROTATE:
-        return True
-    return wakeup.notice.kind is Kind.ROTATION and wakeup.task in (
-        Task.DECIDE,
-        Task.CONTINUE_DRAIN,
-    )
 
 
 class RotationRunner:
