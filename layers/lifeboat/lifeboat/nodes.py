@@ -87,7 +87,8 @@ def lifeboat_taint(node: Obj) -> dict[str, Any] | None:
     carry a waiting mark of one notice and the NoSchedule taint of another), else a mark."""
     own = [t for t in taints(node) if str(t.get("key", "")).startswith(f"{DOMAIN}/")]
     acting = [t for t in own if t.get("effect") != "PreferNoSchedule"]
-    return (acting or own or [None])[0]
+    chosen = acting or own
+    return chosen[0] if chosen else None
 
 
 def pending_mark(node: Obj, key: str) -> bool:
