@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from kubemu import Emulator, cluster_objects
+from kubemu.clusterfile import json_documents
 from kubemu.resources import resource_for_object
 from lifeboat.eks_auth import api_client_from_kubeconfig
 from lifeboat.instances import StaticInstanceDirectory
@@ -61,10 +62,14 @@ def read_cluster_file(path: Path) -> ClusterFile:
     or the document, when it cannot be one."""
     where = f"--cluster {path}"
     text = read_text(path, where)
-    try:
-        documents = list(yaml.load_all(text, Loader=_Loader))
-    except yaml.YAMLError as error:
-        raise UsageError(f"{where}: not valid YAML{_yaml_position(error)}") from None
+    # `kubectl get -o json` is read as JSON: an order of magnitude faster than as YAML.
+    documents = json_documents(text)
+    from_yaml = documents is None
+    if documents is None:
+        try:
+            documents = list(yaml.load_all(text, Loader=_Loader))
+        except yaml.YAMLError as error:
+            raise UsageError(f"{where}: not valid YAML{_yaml_position(error)}") from None
     if all(document is None for document in documents):
         raise UsageError(f"{where}: the file holds no Kubernetes objects; {DUMP_HINT}")
     skipped: Counter[str] = Counter()
@@ -81,7 +86,7 @@ def read_cluster_file(path: Path) -> ClusterFile:
         elif _served(document, index, where, skipped):
             kept.append(document)
     try:
-        objects = cluster_objects(kept, path)
+        objects = cluster_objects(kept, path, from_yaml=from_yaml)
     except ValueError as error:
         raise UsageError(f"--cluster {error}") from None
     return ClusterFile(path, objects, skipped)
