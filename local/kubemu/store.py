@@ -168,11 +168,13 @@ class Store:
                 return list(stored.get(namespace, {}).values())
             return [obj for by_name in stored.values() for obj in by_name.values()]
 
-    def all_objects(self) -> list[tuple[ResourceType, Obj]]:
+    def all_objects(self, kind: str | None = None) -> list[tuple[ResourceType, Obj]]:
+        """Every stored object (of ``kind``: only that kind's resources are read)."""
         with self.lock:
             return [
                 (resource, obj)
                 for resource, by_namespace in self._objects.items()
+                if kind is None or resource.kind == kind
                 for by_name in by_namespace.values()
                 for obj in by_name.values()
             ]

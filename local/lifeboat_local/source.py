@@ -202,8 +202,10 @@ def open_cluster(
 
 @contextmanager
 def serve(objects: list[MutableObj]) -> Iterator[tuple[Emulator, KubeApi]]:
-    """``objects`` on a fresh emulator, and a client for it, for the block."""
-    with Emulator(objects) as emulator:
+    """``objects`` on a fresh emulator, and a client for it, for the block. The objects are
+    handed over (not copied: a large cluster file would be copied for nothing); the caller
+    may read them after, not change them."""
+    with Emulator(objects, take=True) as emulator:
         yield emulator, KubeApi(emulator.api_client(), EMULATOR_RETRY)
 
 
