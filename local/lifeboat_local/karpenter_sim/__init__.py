@@ -111,7 +111,7 @@ class KarpenterSimulation:
         state = self._state
         state.now = moment
         state.changed = False
-        for node in state.objects("Node"):
+        for node in state.view("Node"):
             pool = nodes.labels_of(node).get(nodes.NODEPOOL_LABEL)
             if pool:
                 state.pool_of_node[nodes.name_of(node)] = pool
