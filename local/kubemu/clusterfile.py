@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from .gcpause import collector_paused
 from .resources import ALL_RESOURCES, Obj, resource_for_object
 
 # libyaml-backed loader and dumper where PyYAML was built with it (the wheels are).
@@ -135,17 +136,15 @@ def load_cluster_file(path: str | Path) -> list[Obj]:
     """The objects of a cluster file; ValueError names the file, the document and the problem."""
     path = Path(path)
     text = path.read_text()
-    documents = json_documents(text)
-    if documents is not None:  # JSON holds no timestamps or non-text keys: nothing to convert
-        return [_validate(obj, index, path) for index, obj in _flatten(documents, path)]
-    try:
-        documents = list(yaml.load_all(text, Loader=_LOADER))
-    except yaml.YAMLError as error:
-        raise ValueError(f"{path}: not valid YAML: {error}") from error
-    return [
-        _validate(_converted(obj, index, path), index, path)
-        for index, obj in _flatten(documents, path)
-    ]
+    with collector_paused():
+        documents = json_documents(text)
+        if documents is not None:  # JSON holds no timestamps or non-text keys: nothing to convert
+            return cluster_objects(documents, path, from_yaml=False)
+        try:
+            documents = list(yaml.load_all(text, Loader=_LOADER))
+        except yaml.YAMLError as error:
+            raise ValueError(f"{path}: not valid YAML: {error}") from error
+        return cluster_objects(documents, path)
 
 
 def _converted(obj: Any, index: int, path: Path) -> Any:

@@ -15,6 +15,7 @@ from kubernetes import client
 from .clock import Clock
 from .clusterfile import as_list, load_cluster_file
 from .dispatch import Backend, LogEntry, LogTimes
+from .gcpause import collector_paused
 from .pdb import refreshed
 from .rbac import Authorizer, RbacPolicy
 from .resources import (
@@ -55,7 +56,7 @@ class Emulator:
             self._ensure_namespace(namespace)
         # One timestamp for the whole seed: it is one instant on the emulator's clock.
         created = self._store.now_rfc3339()
-        with self._store.lock:
+        with self._store.lock, collector_paused():
             for obj in objects:
                 self._store_copy(obj if take else _clone(obj), created)
 

@@ -41,6 +41,12 @@ INDEXES: dict[tuple[ResourceType, str], Callable[[Obj], str | None]] = {
 }
 
 
+# The same, by resource: a write looks up its resource's indexes instead of trying them all.
+_INDEXES_OF: dict[ResourceType, list[tuple[str, Callable[[Obj], str | None]]]] = {}
+for (_resource, _name), _read in INDEXES.items():
+    _INDEXES_OF.setdefault(_resource, []).append((_name, _read))
+
+
 # Seeded once from the OS; UIDs need uniqueness, not unpredictability.
 _uid_random = random.Random()
 
@@ -180,25 +186,27 @@ class Store:
             ]
 
     def _reindex(self, resource: ResourceType, obj: Obj) -> None:
-        ref = (resource, *key_of(obj))
+        key = key_of(obj)
+        ref = (resource, *key)
         metadata = obj["metadata"]
         if uid := metadata.get("uid"):
             self._by_uid[uid] = ref
         for owner in metadata.get("ownerReferences") or ():
             self._dependents.setdefault(owner.get("uid", ""), set()).add(ref)
-        for (indexed_resource, index_name), read in INDEXES.items():
-            if indexed_resource is resource and (value := read(obj)) is not None:
-                self._index[(resource, index_name)].setdefault(value, set()).add(key_of(obj))
+        for index_name, read in _INDEXES_OF.get(resource, ()):
+            if (value := read(obj)) is not None:
+                self._index[(resource, index_name)].setdefault(value, set()).add(key)
 
     def _unindex(self, resource: ResourceType, obj: Obj | None) -> None:
         if obj is None:
             return
-        ref = (resource, *key_of(obj))
+        key = key_of(obj)
+        ref = (resource, *key)
         metadata = obj["metadata"]
         if self._by_uid.get(metadata.get("uid", "")) == ref:
             del self._by_uid[metadata["uid"]]
         for owner in metadata.get("ownerReferences") or ():
             self._dependents.get(owner.get("uid", ""), set()).discard(ref)
-        for (indexed_resource, index_name), read in INDEXES.items():
-            if indexed_resource is resource and (value := read(obj)) is not None:
-                self._index[(resource, index_name)].get(value, set()).discard(key_of(obj))
+        for index_name, read in _INDEXES_OF.get(resource, ()):
+            if (value := read(obj)) is not None:
+                self._index[(resource, index_name)].get(value, set()).discard(key)

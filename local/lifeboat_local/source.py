@@ -21,6 +21,7 @@ import yaml
 
 from kubemu import Emulator, cluster_objects
 from kubemu.clusterfile import json_documents
+from kubemu.gcpause import collector_paused, heap_frozen
 from kubemu.resources import resource_for_object
 from lifeboat.eks_auth import api_client_from_kubeconfig
 from lifeboat.instances import StaticInstanceDirectory
@@ -63,13 +64,14 @@ def read_cluster_file(path: Path) -> ClusterFile:
     where = f"--cluster {path}"
     text = read_text(path, where)
     # `kubectl get -o json` is read as JSON: an order of magnitude faster than as YAML.
-    documents = json_documents(text)
-    from_yaml = documents is None
-    if documents is None:
-        try:
-            documents = list(yaml.load_all(text, Loader=_Loader))
-        except yaml.YAMLError as error:
-            raise UsageError(f"{where}: not valid YAML{_yaml_position(error)}") from None
+    with collector_paused():  # millions of containers at once, none in a cycle
+        documents = json_documents(text)
+        from_yaml = documents is None
+        if documents is None:
+            try:
+                documents = list(yaml.load_all(text, Loader=_Loader))
+            except yaml.YAMLError as error:
+                raise UsageError(f"{where}: not valid YAML{_yaml_position(error)}") from None
     if all(document is None for document in documents):
         raise UsageError(f"{where}: the file holds no Kubernetes objects; {DUMP_HINT}")
     skipped: Counter[str] = Counter()
@@ -86,7 +88,8 @@ def read_cluster_file(path: Path) -> ClusterFile:
         elif _served(document, index, where, skipped):
             kept.append(document)
     try:
-        objects = cluster_objects(kept, path, from_yaml=from_yaml)
+        with collector_paused():
+            objects = cluster_objects(kept, path, from_yaml=from_yaml)
     except ValueError as error:
         raise UsageError(f"--cluster {error}") from None
     return ClusterFile(path, objects, skipped)
@@ -196,7 +199,7 @@ def open_cluster(
     if context is not None:
         raise UsageError("--context goes with --kubeconfig, not with --cluster")
     objects = load_objects(cluster)
-    with serve(objects) as (emulator, kube):
+    with serve(objects) as (emulator, kube), heap_frozen():
         yield ClusterSource(kube, emulator, tuple(objects), description=f"cluster file {cluster}")
 
 

@@ -42,6 +42,7 @@ _RECREATED_BY = ("ReplicaSet", "StatefulSet", "Job")
 def recreate_evicted(state: SimState) -> None:
     pods = state.view("Pod")
     current = {pod_key(p): p for p in pods}
+    recreated = False
     for key, pod in list(state.known_pods.items()):
         owner = _controller(pod)
         if owner is None:
@@ -76,11 +77,12 @@ def recreate_evicted(state: SimState) -> None:
             },
         }
         state.put(fresh)
+        recreated = True
         came_from = state.pool_of_node.get(pod.get("spec", {}).get("nodeName", ""), "")
         state.origin[pod_key(fresh)] = state.origin.pop(key, came_from)
     state.known_pods = {  # stored objects, never changed: the pods as they were
         pod_key(p): p
-        for p in state.view("Pod")
+        for p in (state.view("Pod") if recreated else pods)
         if _controller(p) == "StatefulSet"
         or (_controller(p) is not None and not nodes.is_deleting(p))
     }
