@@ -23,6 +23,7 @@ from kubemu import Emulator, cluster_objects
 from kubemu.clusterfile import json_documents
 from kubemu.gcpause import collector_paused, heap_frozen
 from kubemu.resources import resource_for_object
+from kubemu.yamlload import LOADER, load_documents
 from lifeboat.eks_auth import api_client_from_kubeconfig
 from lifeboat.instances import StaticInstanceDirectory
 from lifeboat.kube import KubeApi, KubeError, RetryPolicy
@@ -39,7 +40,7 @@ DUMP_HINT = (
 KARPENTER_GROUP = "karpenter.sh"
 KARPENTER_API = "karpenter.sh/v1"
 
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: 10x faster
+_Loader = LOADER  # libyaml when present: 10x faster
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ def read_cluster_file(path: Path) -> ClusterFile:
         from_yaml = documents is None
         if documents is None:
             try:
-                documents = list(yaml.load_all(text, Loader=_Loader))
+                documents = load_documents(text)
             except yaml.YAMLError as error:
                 raise UsageError(f"{where}: not valid YAML{_yaml_position(error)}") from None
     if all(document is None for document in documents):
