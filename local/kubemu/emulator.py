@@ -246,7 +246,8 @@ class Emulator:
             metadata.setdefault("namespace", "default")
             # A cluster file lists what is in the namespaces it names: they exist.
             self._ensure_namespace(metadata["namespace"])
-        metadata.setdefault("uid", new_uid())
+        if "uid" not in metadata:
+            metadata["uid"] = new_uid()
         if "creationTimestamp" not in metadata:
             metadata["creationTimestamp"] = created or self._store.now_rfc3339()
         metadata.setdefault("generation", 1)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import random
 import threading
-import uuid
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -51,9 +50,16 @@ for (_resource, _name), _read in INDEXES.items():
 _uid_random = random.Random()
 
 
+# The version (4) and variant (RFC 4122) bits of a random UUID, as uuid.UUID(version=4) sets.
+_UUID4_CLEAR = ~((0xF000 << 64) | (0xC000 << 48))
+_UUID4_SET = (0x4000 << 64) | (0x8000 << 48)
+
+
 def new_uid() -> str:
-    """A random (version 4) UID, without uuid4's system call per object on large loads."""
-    return str(uuid.UUID(int=_uid_random.getrandbits(128), version=4))
+    """A random (version 4) UID, without uuid4's system call per object on large loads, and
+    formatted directly (uuid.UUID's checks are a third of seeding a 25,000-object cluster)."""
+    h = f"{_uid_random.getrandbits(128) & _UUID4_CLEAR | _UUID4_SET:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def key_of(obj: Obj) -> Key:
@@ -65,7 +71,7 @@ def key_of(obj: Obj) -> Key:
 CHANGE_HISTORY = 50_000
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Change:
     """One write, as a watch reports it: the object before (None when added) and after."""
 

@@ -3,6 +3,7 @@ a 5,000-node replay cheap must not let a caller's change reach the store."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from kubernetes import client
@@ -70,3 +71,20 @@ def test_objects_not_handed_over_are_copied() -> None:
     emulator = Emulator(objects)
     assert "uid" not in objects[0]["metadata"]
     assert emulator.view("Node")[0] is not objects[0]
+
+
+def test_uids_given_at_load_are_distinct_rfc4122_version_4() -> None:
+    """What the API server gives (``uuid.NewUUID``): random, version 4, RFC 4122 variant."""
+    emulator = Emulator([_node(f"n{i}") for i in range(500)], take=True)
+    uids = [o["metadata"]["uid"] for o in emulator.view("Node")]
+    parsed = [uuid.UUID(u) for u in uids]
+    assert [str(u) for u in parsed] == uids  # canonical form, lower case
+    assert {(u.version, u.variant) for u in parsed} == {(4, uuid.RFC_4122)}
+    assert len(set(uids)) == len(uids)
+
+
+def test_a_uid_in_the_file_is_kept() -> None:
+    node = _node("a")
+    node["metadata"]["uid"] = "0f0e0d0c-0b0a-4908-8706-050403020100"
+    emulator = Emulator([node], take=True)
+    assert emulator.view("Node")[0]["metadata"]["uid"] == "0f0e0d0c-0b0a-4908-8706-050403020100"
