@@ -15,6 +15,7 @@ from kubernetes import client
 from .clock import Clock
 from .clusterfile import as_list, load_cluster_file
 from .dispatch import Backend, LogEntry, LogTimes
+from .gcpause import collector_paused
 from .pdb import refreshed
 from .rbac import Authorizer, RbacPolicy
 from .resources import (
@@ -33,7 +34,18 @@ SYSTEM_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
 
 
 class Emulator:
-    def __init__(self, objects: Iterable[Obj] = (), latency: float = 0.0, port: int = 0) -> None:
+    def __init__(
+        self,
+        objects: Iterable[Obj] = (),
+        latency: float = 0.0,
+        port: int = 0,
+        *,
+        take: bool = False,
+    ) -> None:
+        """The emulator, seeded with ``objects``: copies of them, or with ``take`` the
+        objects themselves, which the caller hands over (it must not change them after, and
+        finds the server's metadata added to them): a freshly parsed cluster file of 25,000
+        objects then costs no second copy. Either way the objects must be JSON values."""
         self._store = Store(Clock())
         self._backend = Backend(self._store)
         self._backend.latency = latency
@@ -42,8 +54,11 @@ class Emulator:
         self._thread: threading.Thread | None = None
         for namespace in SYSTEM_NAMESPACES:
             self._ensure_namespace(namespace)
-        for obj in objects:
-            self._store_copy(obj)
+        # One timestamp for the whole seed: it is one instant on the emulator's clock.
+        created = self._store.now_rfc3339()
+        with self._store.lock, collector_paused():
+            for obj in objects:
+                self._store_copy(obj if take else _clone(obj), created)
 
     @classmethod
     def from_file(cls, path: str | Path, latency: float = 0.0) -> Emulator:
@@ -190,14 +205,21 @@ class Emulator:
     # --- direct store access -----------------------------------------------------------
 
     def objects(self, kind: str | None = None) -> list[Obj]:
+        """Copies of the stored objects (of ``kind``), by kind, namespace and name: the
+        caller may change them (and ``put_object`` them back)."""
+        return _clone(self.view(kind))
+
+    def view(self, kind: str | None = None) -> list[Obj]:
+        """The stored objects themselves (of ``kind``), in the order of ``objects``, without
+        copying a 15,000-pod cluster for a caller that only reads it. The store never
+        changes an object in place (a write stores a new dict), so this is a consistent
+        snapshot; the caller must not change the objects either (``objects`` gives copies)."""
         self._backend.operations.deleter.expire()
         with self._store.lock:
             found = [
-                self._current(resource, obj)
-                for resource, obj in self._store.all_objects()
-                if kind is None or resource.kind == kind
+                self._current(resource, obj) for resource, obj in self._store.all_objects(kind)
             ]
-            return _clone(sorted(found, key=lambda o: (o["kind"], key_of(o))))
+            return sorted(found, key=lambda o: (o["kind"], key_of(o)))
 
     def get_object(
         self, kind: str, name: str, namespace: str | None = None, api_version: str | None = None
@@ -210,13 +232,13 @@ class Emulator:
 
     def put_object(self, obj: Obj) -> Obj:
         """Stores `obj` as given (status included), adding missing server metadata."""
-        return _clone(self._store_copy(obj))
+        return _clone(self._store_copy(_clone(obj)))
 
-    def _store_copy(self, obj: Obj) -> Obj:
-        resource = resource_for_object(obj.get("apiVersion", ""), obj.get("kind", ""))
+    def _store_copy(self, stored: Obj, created: str | None = None) -> Obj:
+        """Stores ``stored`` (a copy the caller made, or an object handed over)."""
+        resource = resource_for_object(stored.get("apiVersion", ""), stored.get("kind", ""))
         if resource is None:
-            raise ValueError(f"unsupported object {obj.get('apiVersion')}/{obj.get('kind')}")
-        stored = _clone(obj)
+            raise ValueError(f"unsupported object {stored.get('apiVersion')}/{stored.get('kind')}")
         metadata = stored.setdefault("metadata", {})
         if not metadata.get("name"):
             raise ValueError("put_object needs metadata.name")
@@ -224,8 +246,10 @@ class Emulator:
             metadata.setdefault("namespace", "default")
             # A cluster file lists what is in the namespaces it names: they exist.
             self._ensure_namespace(metadata["namespace"])
-        metadata.setdefault("uid", new_uid())
-        metadata.setdefault("creationTimestamp", self._store.now_rfc3339())
+        if "uid" not in metadata:
+            metadata["uid"] = new_uid()
+        if "creationTimestamp" not in metadata:
+            metadata["creationTimestamp"] = created or self._store.now_rfc3339()
         metadata.setdefault("generation", 1)
         return self._store.put(resource, stored)
 
@@ -236,7 +260,7 @@ class Emulator:
     def _ensure_namespace(self, name: str) -> None:
         if self._store.get(NAMESPACES, "", name) is None:
             self._store_copy(
-                {
+                {  # a fresh dict: stored as it is
                     "apiVersion": "v1",
                     "kind": "Namespace",
                     "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name}},

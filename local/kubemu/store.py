@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import random
 import threading
-import uuid
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -41,13 +40,26 @@ INDEXES: dict[tuple[ResourceType, str], Callable[[Obj], str | None]] = {
 }
 
 
+# The same, by resource: a write looks up its resource's indexes instead of trying them all.
+_INDEXES_OF: dict[ResourceType, list[tuple[str, Callable[[Obj], str | None]]]] = {}
+for (_resource, _name), _read in INDEXES.items():
+    _INDEXES_OF.setdefault(_resource, []).append((_name, _read))
+
+
 # Seeded once from the OS; UIDs need uniqueness, not unpredictability.
 _uid_random = random.Random()
 
 
+# The version (4) and variant (RFC 4122) bits of a random UUID, as uuid.UUID(version=4) sets.
+_UUID4_CLEAR = ~((0xF000 << 64) | (0xC000 << 48))
+_UUID4_SET = (0x4000 << 64) | (0x8000 << 48)
+
+
 def new_uid() -> str:
-    """A random (version 4) UID, without uuid4's system call per object on large loads."""
-    return str(uuid.UUID(int=_uid_random.getrandbits(128), version=4))
+    """A random (version 4) UID, without uuid4's system call per object on large loads, and
+    formatted directly (uuid.UUID's checks are a third of seeding a 25,000-object cluster)."""
+    h = f"{_uid_random.getrandbits(128) & _UUID4_CLEAR | _UUID4_SET:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def key_of(obj: Obj) -> Key:
@@ -59,7 +71,7 @@ def key_of(obj: Obj) -> Key:
 CHANGE_HISTORY = 50_000
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Change:
     """One write, as a watch reports it: the object before (None when added) and after."""
 
@@ -168,35 +180,39 @@ class Store:
                 return list(stored.get(namespace, {}).values())
             return [obj for by_name in stored.values() for obj in by_name.values()]
 
-    def all_objects(self) -> list[tuple[ResourceType, Obj]]:
+    def all_objects(self, kind: str | None = None) -> list[tuple[ResourceType, Obj]]:
+        """Every stored object (of ``kind``: only that kind's resources are read)."""
         with self.lock:
             return [
                 (resource, obj)
                 for resource, by_namespace in self._objects.items()
+                if kind is None or resource.kind == kind
                 for by_name in by_namespace.values()
                 for obj in by_name.values()
             ]
 
     def _reindex(self, resource: ResourceType, obj: Obj) -> None:
-        ref = (resource, *key_of(obj))
+        key = key_of(obj)
+        ref = (resource, *key)
         metadata = obj["metadata"]
         if uid := metadata.get("uid"):
             self._by_uid[uid] = ref
         for owner in metadata.get("ownerReferences") or ():
             self._dependents.setdefault(owner.get("uid", ""), set()).add(ref)
-        for (indexed_resource, index_name), read in INDEXES.items():
-            if indexed_resource is resource and (value := read(obj)) is not None:
-                self._index[(resource, index_name)].setdefault(value, set()).add(key_of(obj))
+        for index_name, read in _INDEXES_OF.get(resource, ()):
+            if (value := read(obj)) is not None:
+                self._index[(resource, index_name)].setdefault(value, set()).add(key)
 
     def _unindex(self, resource: ResourceType, obj: Obj | None) -> None:
         if obj is None:
             return
-        ref = (resource, *key_of(obj))
+        key = key_of(obj)
+        ref = (resource, *key)
         metadata = obj["metadata"]
         if self._by_uid.get(metadata.get("uid", "")) == ref:
             del self._by_uid[metadata["uid"]]
         for owner in metadata.get("ownerReferences") or ():
             self._dependents.get(owner.get("uid", ""), set()).discard(ref)
-        for (indexed_resource, index_name), read in INDEXES.items():
-            if indexed_resource is resource and (value := read(obj)) is not None:
-                self._index[(resource, index_name)].get(value, set()).discard(key_of(obj))
+        for index_name, read in _INDEXES_OF.get(resource, ()):
+            if (value := read(obj)) is not None:
+                self._index[(resource, index_name)].get(value, set()).discard(key)

@@ -3,6 +3,7 @@ behaviours the scenario tests lean on, each against the rule it mirrors."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -16,6 +17,51 @@ from lifeboat_local.karpenter_sim import KarpenterSimulation, SimStep
 
 START = datetime(2026, 12, 1, 18, 0, tzinfo=UTC)  # outside general's weekday freeze
 Obj = dict[str, Any]
+
+
+class _ChangedAView(AssertionError):
+    pass
+
+
+def _refuse(*args: object, **kwargs: object) -> None:
+    raise _ChangedAView("the simulation changed an object it read through Emulator.view")
+
+
+def _thawed(value: Any, memo: object = None) -> Any:
+    """A copy (``editable`` deep-copies) is a plain object, free to change."""
+    return json.loads(json.dumps(value))
+
+
+class _FrozenDict(dict[str, Any]):
+    __setitem__ = __delitem__ = setdefault = update = pop = popitem = clear = _refuse  # type: ignore[assignment]
+    __deepcopy__ = _thawed
+
+
+class _FrozenList(list[Any]):
+    __setitem__ = __delitem__ = append = extend = insert = remove = pop = _refuse  # type: ignore[assignment]
+    sort = reverse = clear = __iadd__ = _refuse  # type: ignore[assignment]
+    __deepcopy__ = _thawed
+
+
+def _frozen(value: Any) -> Any:
+    if isinstance(value, dict):
+        return _FrozenDict({k: _frozen(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return _FrozenList(_frozen(v) for v in value)
+    return value
+
+
+@pytest.fixture(autouse=True)
+def views_refuse_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test here also checks that the simulation never changes what it reads without
+    copying (``Emulator.view`` hands out the stored objects themselves): a change there
+    would reach the store behind its back, its indexes and its watches."""
+    view = Emulator.view
+
+    def frozen_view(self: Emulator, kind: str | None = None) -> list[Obj]:
+        return [_frozen(o) for o in view(self, kind)]
+
+    monkeypatch.setattr(Emulator, "view", frozen_view)
 
 
 def _spare(objects: list[Obj]) -> Obj:

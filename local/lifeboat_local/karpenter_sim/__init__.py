@@ -116,7 +116,7 @@ class KarpenterSimulation:
             # replay has already moved the clock for the next batch.
             state.emulator.clock.set(moment, frozen=True)
         state.changed = False
-        for node in state.objects("Node"):
+        for node in state.view("Node"):
             pool = nodes.labels_of(node).get(nodes.NODEPOOL_LABEL)
             if pool:
                 state.pool_of_node[nodes.name_of(node)] = pool

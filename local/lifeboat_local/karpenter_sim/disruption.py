@@ -44,6 +44,7 @@ from .state import (
     SimState,
     by_name,
     condition_time,
+    editable,
     set_condition,
 )
 
@@ -89,16 +90,20 @@ class _View:
 
     def __init__(self, state: SimState) -> None:
         self.state = state
+        # Copies of what a decision may change (taints, conditions); the rest is only read.
         self.claims = state.objects("NodeClaim")
         self.nodes = by_name(state.objects("Node"))
-        self.pools = by_name(state.objects("NodePool"))
-        self.pods = state.objects("Pod")
-        self.pdbs = state.objects("PodDisruptionBudget")
+        self.pools = by_name(state.view("NodePool"))
+        self.pdbs = state.view("PodDisruptionBudget")
+        self._pods_by_node: dict[str, list[Obj]] = {}
+        for pod in state.view("Pod"):
+            node_name = pod.get("spec", {}).get("nodeName", "")
+            self._pods_by_node.setdefault(node_name, []).append(pod)
         self.in_commands = {name for c in state.commands for name in c.candidates}
 
     def pods_on(self, node: Obj) -> list[Obj]:
         name = nodes.name_of(node)
-        return [p for p in self.pods if p.get("spec", {}).get("nodeName") == name]
+        return list(self._pods_by_node.get(name, ()))
 
     def node_of(self, claim: Obj) -> Obj | None:
         return self.nodes.get((claim.get("status") or {}).get("nodeName", ""))
@@ -257,8 +262,9 @@ def _validate_and_execute(state: SimState, command: Command, view: _View) -> Non
         claim, node, _pool = still[name]
         _mark_disrupted(state, claim, node, EMPTY)
         state.marked.add(name)
-        claim = next(c for c in state.objects("NodeClaim") if nodes.name_of(c) == name)
-        _delete(state, claim, "consolidated: empty")
+        marked = state.get("NodeClaim", name)  # as _mark_disrupted left it
+        assert marked is not None  # marked above: only Karpenter's own commands remove it
+        _delete(state, marked, "consolidated: empty")
     state.commands.remove(command)
 
 
@@ -269,9 +275,9 @@ def _start(state: SimState, command: Command, view: _View) -> None:
     assert node is not None
     _mark_disrupted(state, claim, node, command.reason)
     pool = view.pools[nodes.labels_of(claim)[nodes.NODEPOOL_LABEL]]
-    before = {nodes.name_of(c) for c in state.objects("NodeClaim")}
+    before = {nodes.name_of(c) for c in state.view("NodeClaim")}
     launch_for(state, pool, f"replacement for drifted {name}")
-    command.replacements = sorted({nodes.name_of(c) for c in state.objects("NodeClaim")} - before)
+    command.replacements = sorted({nodes.name_of(c) for c in state.view("NodeClaim")} - before)
     state.marked.add(name)  # MarkForDeletion, after the replacement exists
 
 
@@ -328,14 +334,15 @@ def _drifted(claim: Obj) -> bool:
 
 
 def _detect_drift(state: SimState) -> None:
-    pools = by_name(state.objects("NodePool"))
-    for claim in state.objects("NodeClaim"):
+    pools = by_name(state.view("NodePool"))
+    for claim in state.view("NodeClaim"):
         pool = pools.get(nodes.labels_of(claim).get(nodes.NODEPOOL_LABEL, ""))
         launched = condition_time(claim, "Launched")
         if pool is None or nodes.is_deleting(claim) or not launched:
             continue
         why = drift_reason(pool, claim)
         if why is not None and not _drifted(claim):
+            claim = editable(claim)
             set_condition(claim, "Drifted", "True", why, state.stamp())
             state.put(claim)
             state.step("drifted", claim, why)

@@ -19,35 +19,46 @@ from lifeboat import nodes
 from lifeboat.objects import MutableObj as Obj
 
 from . import instances
-from .state import INITIALIZE_TIME, LAUNCH_TIME, SimState, condition_time, set_condition
+from .state import (
+    INITIALIZE_TIME,
+    LAUNCH_TIME,
+    SimState,
+    condition_time,
+    editable,
+    set_condition,
+)
 
 _REGISTERED = "karpenter.sh/registered"
 
 
 def reconcile(state: SimState) -> None:
-    node_names = {nodes.name_of(n) for n in state.objects("Node")}
-    for claim in state.objects("NodeClaim"):
+    node_names = {nodes.name_of(n) for n in state.view("Node")}
+    for claim in state.view("NodeClaim"):
         if nodes.is_deleting(claim):
             continue  # termination's to handle
         meta = claim["metadata"]
         if nodes.TERMINATION_FINALIZER not in (meta.get("finalizers") or []):
-            meta["finalizers"] = [*(meta.get("finalizers") or []), nodes.TERMINATION_FINALIZER]
+            claim = editable(claim)
+            claim["metadata"]["finalizers"] = [
+                *(meta.get("finalizers") or []),
+                nodes.TERMINATION_FINALIZER,
+            ]
             state.put(claim)
         created = state.first_seen(f"created/{nodes.name_of(claim)}")
-        status = claim.setdefault("status", {})
+        status = claim.get("status") or {}
         launched = bool(status.get("providerID"))
         joined = status.get("nodeName") in node_names or condition_time(claim, "Registered")
         if not launched and state.now >= created + LAUNCH_TIME:
-            _launch(state, claim)
+            _launch(state, editable(claim))
         elif launched and not joined and state.now >= created + INITIALIZE_TIME:
-            _register(state, claim)
+            _register(state, editable(claim))
 
 
 def due(state: SimState) -> list[datetime]:
     """When this controller next has something to do."""
-    node_names = {nodes.name_of(n) for n in state.objects("Node")}
+    node_names = {nodes.name_of(n) for n in state.view("Node")}
     times = []
-    for claim in state.objects("NodeClaim"):
+    for claim in state.view("NodeClaim"):
         if nodes.is_deleting(claim):
             continue
         created = state.seen.get(f"created/{nodes.name_of(claim)}", state.now)
@@ -64,6 +75,7 @@ def _launch(state: SimState, claim: Obj) -> None:
     instance = "i-" + hashlib.sha256(name.encode()).hexdigest()[:17]
     instance_type, zone, capacity_type = instances.choose(claim)
     capacity, allocatable = instances.resources(instance_type)
+    claim.setdefault("status", {})
     claim["metadata"]["labels"] = {
         **instances.type_labels(instance_type),
         nodes.ZONE_LABEL: zone,

@@ -33,6 +33,7 @@ from .state import (
     SimState,
     allocatable_of,
     by_name,
+    editable,
     pod_key,
     requests_of,
 )
@@ -41,8 +42,9 @@ _RECREATED_BY = ("ReplicaSet", "StatefulSet", "Job")
 
 
 def recreate_evicted(state: SimState) -> None:
-    pods = state.objects("Pod")
+    pods = state.view("Pod")
     current = {pod_key(p): p for p in pods}
+    recreated = False
     for key, pod in list(state.known_pods.items()):
         owner = _controller(pod)
         if owner is None:
@@ -77,11 +79,12 @@ def recreate_evicted(state: SimState) -> None:
             },
         }
         state.put(fresh)
+        recreated = True
         came_from = state.pool_of_node.get(pod.get("spec", {}).get("nodeName", ""), "")
         state.origin[pod_key(fresh)] = state.origin.pop(key, came_from)
-    state.known_pods = {
+    state.known_pods = {  # stored objects, never changed: the pods as they were
         pod_key(p): p
-        for p in state.objects("Pod")
+        for p in (state.view("Pod") if recreated else pods)
         if _controller(p) == "StatefulSet"
         or (_controller(p) is not None and not nodes.is_deleting(p))
     }
@@ -184,13 +187,11 @@ def _node_taints(node: Obj) -> list[dict[str, object]]:
 
 def bind_pending(state: SimState) -> None:
     """The kube-scheduler: bind Pending pods to Ready nodes that hold them."""
-    pods = state.objects("Pod")
+    pods = state.view("Pod")
     used = _used(pods)
-    claims_by_node = {
-        (c.get("status") or {}).get("nodeName"): c for c in state.objects("NodeClaim")
-    }
+    claims_by_node = {(c.get("status") or {}).get("nodeName"): c for c in state.view("NodeClaim")}
     rooms = []
-    for node in state.objects("Node"):
+    for node in state.view("Node"):
         if not nodes.is_ready(node) or nodes.is_deleting(node):
             continue
         if state.now < state.first_seen(f"ready/{nodes.name_of(node)}") + state.bind_delay:
@@ -215,6 +216,7 @@ def bind_pending(state: SimState) -> None:
         # tolerate: a node marked to go is used last), then NodeResourcesFit LeastAllocated.
         room = max(fitting, key=lambda r: (-r.soft_taints(pod), r.cpu, r.name))
         room.take(pod)
+        pod = editable(pod)
         pod["spec"]["nodeName"] = room.name
         pod["status"] = {
             "phase": "Running",
@@ -227,6 +229,7 @@ def bind_pending(state: SimState) -> None:
         state.put(pod)
         claim = claims_by_node.get(room.name)
         if claim is not None:
+            claim = claims_by_node[room.name] = editable(claim)
             claim.setdefault("status", {})["lastPodEventTime"] = state.stamp()
             state.put(claim)
         state.step("pod-scheduled", room.node, f"pod {pod_key(pod)}")
@@ -246,7 +249,7 @@ def synced(state: SimState) -> bool:
     """``Cluster.Synced``: no claim is waiting for its launch."""
     return all(
         (c.get("status") or {}).get("providerID") or nodes.is_deleting(c)
-        for c in state.objects("NodeClaim")
+        for c in state.view("NodeClaim")
     )
 
 
@@ -255,9 +258,9 @@ def provision(state: SimState) -> None:
     claims for pods that fit nowhere, and for static pools short of their count."""
     if not synced(state):
         return
-    claims = state.objects("NodeClaim")
-    all_nodes = by_name(state.objects("Node"))
-    pods = state.objects("Pod")
+    claims = state.view("NodeClaim")
+    all_nodes = by_name(state.view("Node"))
+    pods = state.view("Pod")
     used = _used(pods)
     deleting = {
         (c.get("status") or {}).get("nodeName")
@@ -288,7 +291,7 @@ def provision(state: SimState) -> None:
         state.nominated[room.name] = state.now + NOMINATION
         if room.claim is not None and room.node is not None:
             state.nominated[nodes.name_of(room.claim)] = state.now + NOMINATION
-    pools = by_name(state.objects("NodePool"))
+    pools = by_name(state.view("NodePool"))
     for pool_name in sorted(homeless):
         wanted = pools.get(pool_name)
         if wanted is None or wanted.get("spec", {}).get("replicas") is not None:
@@ -381,10 +384,10 @@ def _fits_a_fresh_node(pod: Obj) -> bool:
 def due(state: SimState) -> list[datetime]:
     """The provisioner runs again while pods wait for a place (Karpenter: every pending pod,
     and every node carrying karpenter.sh/disrupted, triggers a pass about every 10 s)."""
-    pods = state.objects("Pod")
+    pods = state.view("Pod")
     deleting = {
         (c.get("status") or {}).get("nodeName")
-        for c in state.objects("NodeClaim")
+        for c in state.view("NodeClaim")
         if nodes.is_deleting(c) or nodes.name_of(c) in state.marked
     }
     waiting = _pending(pods) or [

@@ -20,18 +20,16 @@ from lifeboat.godurations import parse_go_duration
 from lifeboat.objects import MutableObj as Obj
 from lifeboat.pdbs import pdb_blocker
 
-from .state import TERMINATE_TIME, SimState, by_name, pod_key
+from .state import TERMINATE_TIME, SimState, by_name, editable, pod_key
 
 
 def reconcile(state: SimState) -> None:
-    all_nodes = by_name(state.objects("Node"))
+    all_nodes = by_name(state.view("Node"))
     pods_by_node: dict[str, list[Obj]] = {}
-    for pod in state.objects("Pod"):
+    for pod in state.view("Pod"):
         pods_by_node.setdefault(pod.get("spec", {}).get("nodeName", ""), []).append(pod)
-    live_claims = set()
-    for claim in state.objects("NodeClaim"):
+    for claim in state.view("NodeClaim"):
         if not nodes.is_deleting(claim):
-            live_claims.add(nodes.name_of(claim))
             continue
         name = nodes.name_of(claim)
         deleted = state.first_seen(f"deleted/{name}")
@@ -41,22 +39,23 @@ def reconcile(state: SimState) -> None:
             state.marked.discard(name)
             continue
         pods = pods_by_node.get(nodes.name_of(node), [])
-        _taint(state, node)
+        node = _taint(state, node)
+        all_nodes[nodes.name_of(node)] = node
         if _drain(state, node, pods, _grace_ends(claim, deleted)) and (
             state.now >= deleted + TERMINATE_TIME
         ):
             _remove(state, node, pods, claim)
+    # The claims left once the finalizers above ran (read once, not once per node).
+    claims = {nodes.name_of(c) for c in state.view("NodeClaim")}
     for node in all_nodes.values():
-        if _node_group_node_done(
-            state, node, live_claims, pods_by_node.get(nodes.name_of(node), [])
-        ):
+        if _node_group_node_done(state, node, claims, pods_by_node.get(nodes.name_of(node), [])):
             _remove(state, node, pods_by_node.get(nodes.name_of(node), []), None)
 
 
 def due(state: SimState) -> list[datetime]:
     return [
         state.seen.get(f"deleted/{nodes.name_of(c)}", state.now) + TERMINATE_TIME
-        for c in state.objects("NodeClaim")
+        for c in state.view("NodeClaim")
         if nodes.is_deleting(c)
     ] + [seen + TERMINATE_TIME for key, seen in state.seen.items() if key.startswith("drained/")]
 
@@ -71,9 +70,11 @@ def _grace_ends(claim: Obj, deleted: datetime) -> datetime | None:
         return None
 
 
-def _taint(state: SimState, node: Obj) -> None:
+def _taint(state: SimState, node: Obj) -> Obj:
+    """The node with ``karpenter.sh/disrupted`` (written when it was not there yet)."""
     if nodes.karpenter_disrupting(node):
-        return
+        return node
+    node = editable(node)
     taints = [t for t in nodes.taints(node) if t.get("key") != nodes.KARPENTER_DISRUPTED_TAINT]
     node.setdefault("spec", {})["taints"] = [
         *taints,
@@ -81,6 +82,7 @@ def _taint(state: SimState, node: Obj) -> None:
     ]
     state.put(node)
     state.step("drain-started", node, "tainted karpenter.sh/disrupted:NoSchedule, evicting pods")
+    return node
 
 
 def _drain(state: SimState, node: Obj, pods: list[Obj], grace_ends: datetime | None) -> bool:
@@ -95,7 +97,7 @@ def _drain(state: SimState, node: Obj, pods: list[Obj], grace_ends: datetime | N
             if not nodes.is_evictable(pod, state.now):
                 _waiting(state, node, f"pod {pod_key(pod)} has karpenter.sh/do-not-disrupt")
                 continue
-            blocker = pdb_blocker([pod], state.objects("PodDisruptionBudget"), state.now)
+            blocker = pdb_blocker([pod], state.view("PodDisruptionBudget"), state.now)
             if blocker is not None:
                 _waiting(state, node, blocker)
                 continue
@@ -126,17 +128,13 @@ def _remove(state: SimState, node: Obj, pods: list[Obj], claim: Obj | None) -> N
     state.step("node-removed", node, "drained and terminated")
 
 
-def _node_group_node_done(
-    state: SimState, node: Obj, live_claims: set[str], pods: list[Obj]
-) -> bool:
+def _node_group_node_done(state: SimState, node: Obj, claims: set[str], pods: list[Obj]) -> bool:
     """A node-group node Lifeboat cordoned for an involuntary notice and fully drained: the
     Auto Scaling group terminates it once the lifecycle hook completes. A Karpenter Node
     whose claim is gone entirely goes too."""
     owner = nodes.nodeclaim_owner(node)
     if owner is not None:
-        if owner[0] in live_claims or any(
-            nodes.name_of(c) == owner[0] for c in state.objects("NodeClaim")
-        ):
+        if owner[0] in claims:
             return False
     else:
         taint = nodes.lifeboat_taint(node)
