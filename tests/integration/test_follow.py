@@ -180,3 +180,44 @@ def test_any_simulated_step_is_printed_with_its_fields() -> None:
         "NodeClaim p1-abc: empty node deleted",
     ]
     assert re.split(r"\s{2,}", lines[-1].strip())[1:] == ["drifted", "(simulated)", "-", "n8", "-"]
+
+
+def test_follow_ends_when_a_pod_holds_its_node_forever(tmp_path: Path) -> None:
+    """A do-not-disrupt pod on a Spot node whose claim has no terminationGracePeriod: the
+    simulated Karpenter waits for it forever (as Karpenter's termination controller does)
+    and its provisioner keeps polling. --follow reports the wait and ends once the
+    simulation has been quiet for SIMULATION_QUIET, instead of polling without end."""
+    import yaml
+
+    from lifeboat_local.replay import SIMULATION_QUIET
+    from tests.integration.replaying import run_with_timeout
+
+    cluster = yaml.safe_load(CLUSTER.read_text())
+    for item in cluster["items"]:
+        if item["kind"] == "NodeClaim" and item["metadata"]["name"] == "general-7xkqz":
+            item["spec"].pop("terminationGracePeriod", None)
+        if item["kind"] == "Pod" and item["spec"].get("nodeName") == "ip-10-0-1-11.ec2.internal":
+            item["metadata"].setdefault("annotations", {})["karpenter.sh/do-not-disrupt"] = "true"
+    held = tmp_path / "cluster.yaml"
+    held.write_text(yaml.safe_dump(cluster))
+    argv = ["replay", str(EVENTS / "spot-interruption.json"), "--cluster", str(held)]
+    argv += ["--at", AT, "--follow"]
+    out: list[str] = []
+
+    def run() -> list[dict[str, object]]:
+        import contextlib
+        import io
+
+        buffer = io.StringIO()
+        with contextlib.redirect_stdout(buffer):
+            assert main(argv) == 0
+        out.append(buffer.getvalue())
+        return []
+
+    run_with_timeout(run, seconds=120)
+    cells = rows(out[0].splitlines())
+    assert any(c[1] == "drain-waiting" and c[4] == "ip-10-0-1-11.ec2.internal" for c in cells)
+    assert not any(c[1] == "node-removed" and c[4] == "ip-10-0-1-11.ec2.internal" for c in cells)
+    last = datetime.fromisoformat(cells[-1][0].replace("Z", "+00:00"))
+    started = datetime.fromisoformat(AT.replace("Z", "+00:00"))
+    assert last - started <= SIMULATION_QUIET + SIMULATION_QUIET
