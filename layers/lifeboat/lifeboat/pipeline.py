@@ -28,6 +28,7 @@ from lifeboat.events.envelope import load_body
 from lifeboat.events.notice import MalformedMessage, Notice
 from lifeboat.instances import InstanceDirectory, InstanceInfo
 from lifeboat.kube import KubeApi, retrying_for
+from lifeboat.lanes import lanes as message_lanes
 from lifeboat.ledger import Ledger
 from lifeboat.pool_lock import PoolLock
 from lifeboat.recorder import record
@@ -123,7 +124,9 @@ class Pipeline:
             for index in lane:
                 results[index] = self._one(batch, parsed[index])
 
-        lanes = _lanes(parsed)
+        lanes = message_lanes(
+            [[n.instance_id for n in _notices_of(item) if n.instance_id] for item in parsed]
+        )
         if self.workers <= 1 or len(lanes) <= 1:
             for lane in lanes:
                 run(lane)
@@ -365,31 +368,6 @@ class _RotationNodes:
 
     def wake(self, wakeup: Wakeup) -> Report:
         return self.pipeline._wake(self.batch, wakeup)
-
-
-def _lanes(parsed: Sequence[Parsed]) -> list[list[int]]:
-    """The batch's messages as lanes, each handled in order, the lanes side by side: messages
-    about a common instance share a lane, so two notices about one node (a Spot warning and
-    its state change, a wake-up delivered twice) never race each other for it."""
-    lane_of = list(range(len(parsed)))
-
-    def root(index: int) -> int:
-        while lane_of[index] != index:
-            lane_of[index] = lane_of[lane_of[index]]
-            index = lane_of[index]
-        return index
-
-    first_with: dict[str, int] = {}
-    for index, item in enumerate(parsed):
-        for notice in _notices_of(item):
-            if notice.instance_id is None:
-                continue
-            other = first_with.setdefault(notice.instance_id, index)
-            lane_of[root(index)] = root(other)
-    lanes: dict[int, list[int]] = {}
-    for index in range(len(parsed)):
-        lanes.setdefault(root(index), []).append(index)
-    return list(lanes.values())
 
 
 def _notices_of(item: Parsed) -> list[Notice]:
