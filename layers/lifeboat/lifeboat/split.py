@@ -2,8 +2,9 @@
 
 One AWS Health event can name hundreds of instances (a retirement wave, a host fleet's
 maintenance). Each costs a dozen API requests and a pool lease, so 500 of them in one
-message took about 90 s against the function's 60 s timeout: the invocation timed out, the
-message came back, and the same first instances were looked at again every time.
+message took about 90 s against the function's 60 s timeout: the invocation timed out with
+every message of its batch (a Spot warning among them), and the instances not reached
+waited for the queue's 380 s visibility timeout to come round again.
 
 So one message acts on at most :data:`NOTICES_PER_MESSAGE` instances (``bench.health_split``
 measures what that costs) and hands the others on as ``remainder`` wake-ups of at most as
