@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DEMO_AT ?= 2026-12-01T14:05:00Z
 
-.PHONY: demo test lint typecheck follow bench soak clean
+.PHONY: demo test lint typecheck follow bench bench-health-split soak clean
 
 include sam.mk
 
@@ -47,6 +47,11 @@ typecheck: $(VENV)/.installed-dev
 ## bench: the benchmark harness (requests per event, storm latency, cold start, layer size)
 bench: $(VENV)/.installed-dev
 	$(BIN)/python -m bench --out bench-results/summary.json
+
+## bench-health-split: one AWS Health event naming 500 instances, as one message and split,
+## the longest invocation against the 60 s function timeout
+bench-health-split: $(VENV)/.installed-dev
+	$(BIN)/python -m bench.health_split --json bench-results/health-split.json
 
 ## soak: 10,000 mixed events with injected faults and duplicates; accounts for every message
 soak: $(VENV)/.installed-dev

@@ -100,14 +100,14 @@ class _AlwaysFailing:
 
     clock = staticmethod(lambda: NOW)
 
-    def process(self, bodies: Sequence[Any]) -> list[MessageResult]:
+    def process(self, bodies: Sequence[Any], **_: Any) -> list[MessageResult]:
         return [MessageResult(error=KubeError(500, "injected")) for _ in bodies]
 
 
 class _ActsOnEverything:
     clock = staticmethod(lambda: NOW)
 
-    def process(self, bodies: Sequence[Any]) -> list[MessageResult]:
+    def process(self, bodies: Sequence[Any], **_: Any) -> list[MessageResult]:
         reports = [
             Report(json.loads(b)["id"], "spot-interruption", Outcome.ACTED, "acted") for b in bodies
         ]

@@ -29,6 +29,7 @@ from lifeboat.report import Outcome, Report
 from lifeboat.scheduler import SchedulerWakeups, schedule_name
 from lifeboat.service import BATCH_WORKERS, build_service
 from lifeboat.settings import SettingsError
+from lifeboat.split import NOTICES_PER_MESSAGE
 from lifeboat.wakeup import Task, Wakeup, decode
 from tests.support.aws import create_idempotency_table
 from tests.support.paths import EVENTS, TEMPLATE
@@ -455,6 +456,8 @@ def test_build_service_assembles_the_aws_pipeline(aws: None) -> None:
     assert isinstance(pipeline.directory, Ec2InstanceDirectory)
     assert isinstance(pipeline.lifecycle, AutoScalingLifecycle)
     assert pipeline.workers == BATCH_WORKERS and pipeline.holder == "lifeboat-fn"
+    # A Health event naming hundreds of instances is split (lifeboat.split).
+    assert pipeline.notices_per_message == NOTICES_PER_MESSAGE
     assert pipeline.clock().tzinfo is not None
     # Clients go to the stack's region (LIFEBOAT_REGION), not merely the session's.
     assert pipeline.directory._ec2.meta.region_name == "eu-west-1"

@@ -50,7 +50,7 @@ from lifeboat.settings import Settings
 class Pipeline:
     ledger = None
     clock = staticmethod(lambda: datetime(2026, 12, 1, 14, 2, 30, tzinfo=UTC))
-    def process(self, bodies):
+    def process(self, bodies, **_):
         return [MessageResult([Report("e-1", "spot-interruption", Outcome.ACTED, "replacing",
                                       instance_id="i-0a1b2c3d4e5f60001", cluster="prod",
                                       nodepool="general")]),

@@ -46,7 +46,7 @@ class FakePipeline:
     clock: Any = lambda: NOW
     seen: list[Sequence[Any]] = field(default_factory=list)
 
-    def process(self, bodies: Sequence[Any]) -> list[MessageResult]:
+    def process(self, bodies: Sequence[Any], **_: Any) -> list[MessageResult]:
         self.seen.append(list(bodies))
         return [self.results[body] for body in bodies]
 
@@ -192,6 +192,28 @@ def test_the_latency_clock_defaults_to_the_pipelines_and_can_be_overridden() -> 
     later = NOW + timedelta(seconds=60)
     handle_batch(event, None, pipeline, metrics=metrics, clock=lambda: later)  # type: ignore[arg-type]
     assert metrics.named("ReactionLatency")[0][0] == 63_000.0
+
+
+@dataclass
+class TimedPipeline(FakePipeline):
+    """Remembers how much of the invocation it was told was left."""
+
+    told: list[float | None] = field(default_factory=list)
+
+    def process(self, bodies: Sequence[Any], **kwargs: Any) -> list[MessageResult]:
+        time_left = kwargs.get("time_left")
+        self.told.append(None if time_left is None else time_left())
+        return super().process(bodies)
+
+
+def test_the_pipeline_is_told_how_much_of_the_invocation_is_left() -> None:
+    """From the Lambda context, so a message naming many instances hands on what it
+    cannot finish (lifeboat.split); without a context, nothing is assumed."""
+    pipeline = TimedPipeline({"a": MessageResult([ACTED])})
+    _, event = pipeline_for(a=MessageResult([ACTED]))
+    handle_batch(event, FakeLambdaContext(remaining_ms=42_500), pipeline)  # type: ignore[arg-type]
+    handle_batch(event, None, pipeline)  # type: ignore[arg-type]
+    assert pipeline.told == [42.5, None]
 
 
 # --- functions/interruption/app.py ----------------------------------------------------------

@@ -24,7 +24,7 @@ class ScriptedPipeline:
         self.results = results
         self.clock = lambda: NOW
 
-    def process(self, bodies: Sequence[Any]) -> list[MessageResult]:
+    def process(self, bodies: Sequence[Any], **_: Any) -> list[MessageResult]:
         return [self.results[body] for body in bodies]
 
 

@@ -63,8 +63,8 @@ class _Recording:
         self.results: list[MessageResult] = []
         process = self.pipeline.process
 
-        def recording(bodies: Any) -> list[MessageResult]:
-            self.results = process(bodies)
+        def recording(bodies: Any, **kwargs: Any) -> list[MessageResult]:
+            self.results = process(bodies, **kwargs)
             return self.results
 
         self.pipeline.process = recording  # type: ignore[method-assign]

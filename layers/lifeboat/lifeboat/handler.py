@@ -66,7 +66,7 @@ def handle_batch(
             "Invalid event format: expected an SQS batch event with a 'Records' list "
             "of one or more records (is the function's trigger the Lifeboat queue?)"
         )
-    results = pipeline.process([_body(record) for record in records])
+    results = pipeline.process([_body(record) for record in records], time_left=_time_left(context))
     by_message: dict[str, MessageResult] = {}
     for record, result in zip(records, results, strict=True):
         # The same message twice in one batch: if either handling failed, so does the message.
@@ -143,6 +143,14 @@ def _failed(
     receipt = record.get("receiptHandle")
     if delay is not None and redelivery is not None and isinstance(receipt, str) and receipt:
         redelivery.redeliver_in(receipt, delay)
+
+
+def _time_left(context: Any) -> Callable[[], float] | None:
+    """Seconds left of the invocation, from the Lambda context (None: no context says)."""
+    remaining = getattr(context, "get_remaining_time_in_millis", None)
+    if not callable(remaining):
+        return None
+    return lambda: float(remaining()) / 1000
 
 
 def _receive_count(record: Mapping[str, Any]) -> int:

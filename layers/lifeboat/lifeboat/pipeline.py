@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from lifeboat import nodes
 from lifeboat.act import Actor, ActResult, LifecycleActions
-from lifeboat.deadline import retry_window
+from lifeboat.deadline import INVOCATION_RESERVE, retry_window
 from lifeboat.decide import Decision, decide, follow_ups
 from lifeboat.decide.wakeups import check_old_claim, continue_drain, finish_replacement
 from lifeboat.events import parse_message
@@ -28,6 +28,7 @@ from lifeboat.events.envelope import load_body
 from lifeboat.events.notice import MalformedMessage, Notice
 from lifeboat.instances import InstanceDirectory, InstanceInfo
 from lifeboat.kube import KubeApi, retrying_for
+from lifeboat.lanes import lanes as message_lanes
 from lifeboat.ledger import Ledger
 from lifeboat.pool_lock import PoolLock
 from lifeboat.recorder import record
@@ -37,6 +38,7 @@ from lifeboat.rotation.messages import concerns as rotation_concerns
 from lifeboat.rotation.messages import is_rotation_event
 from lifeboat.routing import triage, triage_follow_up
 from lifeboat.settings import Settings
+from lifeboat.split import expand, remainders, split
 from lifeboat.target import Target
 from lifeboat.wakeup import Task, Wakeup, WakeupSink, decode, is_wakeup
 
@@ -79,8 +81,14 @@ Parsed: TypeAlias = "MessageResult | Wakeup | list[Notice] | RotationCommand"
 class _Batch:
     """What the messages of one batch share: instance facts and per-cluster resolvers."""
 
-    def __init__(self, infos: dict[str, InstanceInfo], clients: ClusterClients) -> None:
+    def __init__(
+        self,
+        infos: dict[str, InstanceInfo],
+        clients: ClusterClients,
+        time_left: Callable[[], float] | None = None,
+    ) -> None:
         self.infos = infos
+        self.time_left = time_left
         self._clients = clients
         self._resolvers: dict[str | None, Resolver] = {}
         self._lock = threading.Lock()
@@ -108,10 +116,23 @@ class Pipeline:
     # Told of each decision about a notice, with the target it judged, before it is carried
     # out: ``lifeboat explain`` reads the cluster at that moment. Must not write.
     on_decision: Callable[[Notice, Target, Decision], None] | None = None
+    # Instances one message acts on; the rest are handed on as remainders (lifeboat.split).
+    # None: every one (replay, where no function timeout applies).
+    notices_per_message: int | None = None
 
-    def process(self, bodies: Sequence[Body]) -> list[MessageResult]:
-        """Handle one batch. One directory lookup serves all its instances."""
+    def process(
+        self, bodies: Sequence[Body], *, time_left: Callable[[], float] | None = None
+    ) -> list[MessageResult]:
+        """Handle one batch. One directory lookup serves all its instances.
+
+        ``time_left``: seconds left of the invocation; a message naming several instances
+        hands on those it has not started when too little is left (lifeboat.split)."""
         parsed = [self._parse(body) for body in bodies]
+        later: list[list[Wakeup]] = [[] for _ in parsed]
+        limit = self.notices_per_message
+        for index, item in enumerate(parsed):
+            if limit and self.wakeups is not None and isinstance(item, list) and len(item) > limit:
+                parsed[index], later[index] = split(item, limit)
         wanted = sorted(
             {
                 notice.instance_id
@@ -120,14 +141,16 @@ class Pipeline:
                 if notice.instance_id
             }
         )
-        batch = _Batch(self.directory.describe(wanted) if wanted else {}, self.clusters)
+        batch = _Batch(self.directory.describe(wanted) if wanted else {}, self.clusters, time_left)
         results: list[MessageResult] = [MessageResult() for _ in parsed]
 
         def run(lane: list[int]) -> None:
             for index in lane:
-                results[index] = self._one(batch, parsed[index])
+                results[index] = self._one(batch, parsed[index], later[index])
 
-        lanes = _lanes(parsed)
+        lanes = message_lanes(
+            [[n.instance_id for n in _notices_of(item) if n.instance_id] for item in parsed]
+        )
         if self.workers <= 1 or len(lanes) <= 1:
             for lane in lanes:
                 run(lane)
@@ -144,7 +167,8 @@ class Pipeline:
         try:
             message = load_body(body)  # decoded once, for both kinds of message
             if is_wakeup(message):
-                return decode(message)
+                wakeup = decode(message)
+                return expand(wakeup) if wakeup.task is Task.REMAINDER else wakeup
             if is_rotation_event(message):  # an operator's command (lifeboat.rotation)
                 from lifeboat.rotation.request import parse_command
 
@@ -155,13 +179,14 @@ class Pipeline:
         except Exception as error:  # the message goes back to the queue, then to the DLQ
             return MessageResult(error=error)
 
-    def _one(self, batch: _Batch, item: Parsed) -> MessageResult:
+    def _one(self, batch: _Batch, item: Parsed, later: Sequence[Wakeup] = ()) -> MessageResult:
         if isinstance(item, MessageResult):
             return item
         deadline = min((n.deadline for n in _notices_of(item) if n.deadline), default=None)
         try:
             with retrying_for(retry_window(deadline, self.clock())):
                 if isinstance(item, list):
+                    self._hand_on(later)  # before acting: the message holds them until then
                     return MessageResult(self._notices(batch, item), deadline=deadline)
                 if isinstance(item, Wakeup) and not rotation_concerns(item):
                     report = replace(self._wake(batch, item), wakeup=str(item.task))
@@ -175,7 +200,10 @@ class Pipeline:
 
     def _notices(self, batch: _Batch, notices: list[Notice]) -> list[Report]:
         reports = []
-        for notice in notices:
+        for index, notice in enumerate(notices):
+            if index and self._out_of_time(batch):
+                self._hand_on(remainders(notices[index:], len(notices)))
+                break
             if self.ledger is None:
                 reports.append(self._handle(batch, notice))
                 continue
@@ -186,6 +214,17 @@ class Pipeline:
                 )
             reports.append(report)
         return reports
+
+    def _out_of_time(self, batch: _Batch) -> bool:
+        """Whether a message should hand on what it has not started (lifeboat.split)."""
+        if batch.time_left is None or self.wakeups is None:
+            return False
+        return batch.time_left() < INVOCATION_RESERVE.total_seconds()
+
+    def _hand_on(self, later: Sequence[Wakeup]) -> None:
+        for wakeup in later:
+            assert self.wakeups is not None  # only split when there is a sink
+            self.wakeups.schedule(wakeup)
 
     def _handle(self, batch: _Batch, notice: Notice) -> Report:
         info = batch.infos.get(notice.instance_id or "")
@@ -368,31 +407,6 @@ class _RotationNodes:
 
     def wake(self, wakeup: Wakeup) -> Report:
         return self.pipeline._wake(self.batch, wakeup)
-
-
-def _lanes(parsed: Sequence[Parsed]) -> list[list[int]]:
-    """The batch's messages as lanes, each handled in order, the lanes side by side: messages
-    about a common instance share a lane, so two notices about one node (a Spot warning and
-    its state change, a wake-up delivered twice) never race each other for it."""
-    lane_of = list(range(len(parsed)))
-
-    def root(index: int) -> int:
-        while lane_of[index] != index:
-            lane_of[index] = lane_of[lane_of[index]]
-            index = lane_of[index]
-        return index
-
-    first_with: dict[str, int] = {}
-    for index, item in enumerate(parsed):
-        for notice in _notices_of(item):
-            if notice.instance_id is None:
-                continue
-            other = first_with.setdefault(notice.instance_id, index)
-            lane_of[root(index)] = root(other)
-    lanes: dict[int, list[int]] = {}
-    for index in range(len(parsed)):
-        lanes.setdefault(root(index), []).append(index)
-    return list(lanes.values())
 
 
 def _notices_of(item: Parsed) -> list[Notice]:

@@ -26,6 +26,7 @@ from lifeboat.notify import Notifier
 from lifeboat.pipeline import Pipeline
 from lifeboat.redelivery import Redelivery
 from lifeboat.settings import Settings, SettingsError, load_settings
+from lifeboat.split import NOTICES_PER_MESSAGE
 
 if TYPE_CHECKING:  # eks_auth imports boto3: only build_service pays for it, at start-up
     from lifeboat.eks_auth import EksAuth
@@ -195,6 +196,7 @@ def build_service(
         drain_patience=DRAIN_PATIENCE,
         holder=env.get("AWS_LAMBDA_FUNCTION_NAME", "lifeboat"),
         workers=BATCH_WORKERS,
+        notices_per_message=NOTICES_PER_MESSAGE,
     )
     notifier = (
         EventBridgeNotifier(lazy["events"], bus=bus, dry_run=settings.dry_run) if bus else None

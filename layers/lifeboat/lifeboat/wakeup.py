@@ -7,6 +7,7 @@ handler, the same batch failure handling and the same dead-letter queue as AWS's
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
@@ -32,6 +33,9 @@ from lifeboat.target import ClaimRef
 
 MARKER = "lifeboat-wakeup"
 VERSION = 1
+# The most instances a remainder may name: lifeboat.split.NOTICES_PER_MESSAGE (a test keeps
+# the two equal; this module cannot import that one, which imports it).
+MAX_REMAINDER = 50
 
 
 class Task(StrEnum):
@@ -39,6 +43,8 @@ class Task(StrEnum):
     FINISH_REPLACEMENT = "finish-replacement"  # delete the old claim once replaced
     CONTINUE_DRAIN = "continue-drain"  # evictions a PDB held back
     ROTATE = "rotate"  # look at a rotation again (lifeboat.rotation); about no one instance
+    # The instances of a large notice one message did not take on (lifeboat.split).
+    REMAINDER = "remainder"
 
 
 @dataclass(frozen=True)
@@ -54,11 +60,17 @@ class Wakeup:
     # The instance's cluster, known when scheduled: a terminated instance may no longer be
     # described by EC2 when its follow-up comes due.
     cluster: str | None = None
+    # ``REMAINDER``: the instances it names (``notice`` is their event, about no instance).
+    instances: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
         """Unique per wake-up, so a scheduler can be asked twice without two schedules."""
-        return f"{self.notice.dedup_key}#{self.task}#{self.due.strftime('%Y%m%dT%H%M%S')}"
+        key = f"{self.notice.dedup_key}#{self.task}#{self.due.strftime('%Y%m%dT%H%M%S')}"
+        if self.instances:
+            # Remainders of one event differ only in the instances they name.
+            key += "#" + hashlib.sha256(",".join(self.instances).encode()).hexdigest()[:32]
+        return key
 
     @property
     def old_claim(self) -> ClaimRef | None:
@@ -119,6 +131,7 @@ def decode(message: Mapping[str, Any]) -> Wakeup:
         started=body.started,
         attempt=body.attempt,
         cluster=body.cluster,
+        instances=tuple(body.instances),
     )
     problem = _inconsistency(wakeup)
     if problem is not None:
@@ -129,6 +142,10 @@ def decode(message: Mapping[str, Any]) -> Wakeup:
 def _inconsistency(wakeup: Wakeup) -> str | None:
     """What no wake-up Lifeboat schedules could hold."""
     notice = wakeup.notice
+    if wakeup.task is Task.REMAINDER:
+        return _remainder_inconsistency(wakeup)
+    if wakeup.instances:
+        return f"instances: only a remainder names instances, not a {wakeup.task} wake-up"
     if notice.instance_id is None and wakeup.task is not Task.ROTATE:
         return "notice.instance_id: a wake-up is always about an instance"
     if wakeup.task is Task.DECIDE and notice.involuntary:
@@ -140,6 +157,26 @@ def _inconsistency(wakeup: Wakeup) -> str | None:
     hook = notice.lifecycle
     if hook is not None and hook.instance_id != notice.instance_id:
         return "notice.lifecycle.instance_id: not the notice's instance"
+    return None
+
+
+def _remainder_inconsistency(wakeup: Wakeup) -> str | None:
+    """A remainder names its instances in ``instances``, each once, and its ``notice`` is
+    the event they share: about no one instance, and no lifecycle hook (a hook's message is
+    about one instance, never split)."""
+    notice = wakeup.notice
+    if notice.kind in (Kind.ROTATION, Kind.UNSUPPORTED):
+        return f"task remainder: a {notice.kind} notice is never split"
+    if not wakeup.instances:
+        return "instances: a remainder names at least one instance"
+    if len(set(wakeup.instances)) != len(wakeup.instances):
+        return "instances: an instance is named twice"
+    if notice.instance_id is not None:
+        return "notice.instance_id: a remainder's instances are in instances"
+    if notice.lifecycle is not None or notice.ignore_reason is not None:
+        return "notice: a remainder carries no lifecycle hook and no ignore_reason"
+    if wakeup.replacement or wakeup.old_nodeclaim or wakeup.old_nodeclaim_uid or wakeup.cluster:
+        return "a remainder names no replacement, old NodeClaim or cluster"
     return None
 
 
@@ -186,6 +223,8 @@ class _WakeupBody(Model):
     started: OptionalIso8601 = None
     attempt: Annotated[int, Field(ge=0, le=100_000)] = 0
     cluster: ClusterName | None = None
+    # A remainder (lifeboat.split) names no more instances than one message acts on.
+    instances: Annotated[list[InstanceId], Field(max_length=MAX_REMAINDER)] = []
 
 
 class MemoryWakeups:
