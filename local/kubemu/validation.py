@@ -36,39 +36,24 @@ from typing import Any
 import fastjsonschema
 
 from . import karpenter
+from . import resources as kinds
 from .clock import parse_rfc3339
 from .errors import ApiError, bad_request
-from .resources import (
-    DAEMONSETS,
-    DEPLOYMENTS,
-    EVENTS,
-    EVENTS_V1,
-    LEASES,
-    NAMESPACES,
-    NODECLAIMS,
-    NODEPOOLS,
-    NODES,
-    PDBS,
-    PODS,
-    REPLICASETS,
-    STATEFULSETS,
-    Obj,
-    ResourceType,
-)
+from .resources import Obj, ResourceType
 
 SCHEMA_DIR = "kubernetes-json-schema/v1.31.0-local-strict"
 DEFINITIONS: dict[ResourceType, str] = {
-    NAMESPACES: "io.k8s.api.core.v1.Namespace",
-    NODES: "io.k8s.api.core.v1.Node",
-    PODS: "io.k8s.api.core.v1.Pod",
-    EVENTS: "io.k8s.api.core.v1.Event",
-    PDBS: "io.k8s.api.policy.v1.PodDisruptionBudget",
-    LEASES: "io.k8s.api.coordination.v1.Lease",
-    EVENTS_V1: "io.k8s.api.events.v1.Event",
-    DAEMONSETS: "io.k8s.api.apps.v1.DaemonSet",
-    REPLICASETS: "io.k8s.api.apps.v1.ReplicaSet",
-    DEPLOYMENTS: "io.k8s.api.apps.v1.Deployment",
-    STATEFULSETS: "io.k8s.api.apps.v1.StatefulSet",
+    kinds.NAMESPACES: "io.k8s.api.core.v1.Namespace",
+    kinds.NODES: "io.k8s.api.core.v1.Node",
+    kinds.PODS: "io.k8s.api.core.v1.Pod",
+    kinds.EVENTS: "io.k8s.api.core.v1.Event",
+    kinds.PDBS: "io.k8s.api.policy.v1.PodDisruptionBudget",
+    kinds.LEASES: "io.k8s.api.coordination.v1.Lease",
+    kinds.EVENTS_V1: "io.k8s.api.events.v1.Event",
+    kinds.DAEMONSETS: "io.k8s.api.apps.v1.DaemonSet",
+    kinds.REPLICASETS: "io.k8s.api.apps.v1.ReplicaSet",
+    kinds.DEPLOYMENTS: "io.k8s.api.apps.v1.Deployment",
+    kinds.STATEFULSETS: "io.k8s.api.apps.v1.StatefulSet",
 }
 FIELD_VALIDATION = ("Strict", "Warn", "Ignore")
 # Each unknown field found costs one more pass of the validator; past this, refuse.
@@ -169,7 +154,7 @@ def check(resource: ResourceType, obj: Obj, mode: str) -> Verdict:
         raise bad_request(
             f'fieldValidation must be one of "Ignore", "Warn" or "Strict", got {mode!r}'
         )
-    if resource in (NODECLAIMS, NODEPOOLS):
+    if resource in (kinds.NODECLAIMS, kinds.NODEPOOLS):
         return karpenter.check(resource, obj, mode)
     if resource not in DEFINITIONS:
         return Verdict(obj)
@@ -231,7 +216,7 @@ def invalid_field(resource: ResourceType, name: str, field_path: str, why: str) 
 
 
 def _check_values(resource: ResourceType, obj: Obj) -> None:
-    if resource is NODES:
+    if resource is kinds.NODES:
         _check_taints(resource, obj)
 
 

@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from lifeboat.labels import label_key_problems, label_value_problems
+from lifeboat.requirements import WELL_KNOWN_LABELS
 
 __all__ = [
     "karpenter_key_problems",
@@ -45,40 +46,11 @@ HOSTNAME_LABEL: Final = "kubernetes.io/hostname"
 # The karpenter.sh keys a NodePool may use (the CRD rule's allow-list, minus nodepool, which
 # another rule refuses).
 _KARPENTER_ALLOWED: Final = frozenset({"karpenter.sh/capacity-type"})
-# The AWS provider's well-known labels (its CRD rule's allow-list for karpenter.k8s.aws).
+# The AWS provider's CRD rule allow-list for karpenter.k8s.aws: its well-known labels (the
+# same set Karpenter builds claims with, lifeboat.requirements) and the node class label.
 _AWS_PROVIDER_ALLOWED: Final = frozenset(
-    f"{AWS_PROVIDER_DOMAIN}/{name}"
-    for name in (
-        "instance-tenancy",
-        "capacity-reservation-type",
-        "capacity-reservation-id",
-        "capacity-reservation-interruptible",
-        "ec2nodeclass",
-        "instance-encryption-in-transit-supported",
-        "nitro-sandbox",
-        "instance-category",
-        "instance-hypervisor",
-        "instance-family",
-        "instance-generation",
-        "instance-local-nvme",
-        "instance-size",
-        "instance-cpu",
-        "instance-cpu-manufacturer",
-        "instance-cpu-sustained-clock-speed-mhz",
-        "instance-memory",
-        "instance-ebs-bandwidth",
-        "instance-network-bandwidth",
-        "instance-gpu-name",
-        "instance-gpu-manufacturer",
-        "instance-gpu-count",
-        "instance-gpu-memory",
-        "instance-accelerator-name",
-        "instance-accelerator-manufacturer",
-        "instance-accelerator-count",
-        "instance-capability-flex",
-        "placement-group-id",
-        "placement-group-partition",
-    )
+    {key for key in WELL_KNOWN_LABELS if key.startswith(f"{AWS_PROVIDER_DOMAIN}/")}
+    | {f"{AWS_PROVIDER_DOMAIN}/ec2nodeclass"}
 )
 
 
