@@ -251,6 +251,11 @@ def node_objects(machine: Machine, index: int, pool_uids: dict[str, str]) -> lis
             "uid": _uid(2, index),
             "creationTimestamp": CREATED,
             "labels": {**labels, "kubernetes.io/hostname": machine.node_name},
+            # What the kubelet and the attach-detach controller put on every Node.
+            "annotations": {
+                "node.alpha.kubernetes.io/ttl": "0",
+                "volumes.kubernetes.io/controller-managed-attach-detach": "true",
+            },
         },
         "spec": {"providerID": provider_id},
         "status": {
