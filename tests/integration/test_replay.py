@@ -1,4 +1,4 @@
-"""``lifeboat replay`` end to end (contract.md, section 2): the real command-line entry, the
+"""``lifeboat replay`` end to end (its public JSON contract): the real command-line entry, the
 real pipeline, the Kubernetes emulator, the sample cluster and sample events."""
 
 from __future__ import annotations

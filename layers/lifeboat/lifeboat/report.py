@@ -69,7 +69,7 @@ class Report:
         )
 
     def to_json(self) -> dict[str, Any]:
-        """The object ``lifeboat replay --json`` prints (contract.md, section 2)."""
+        """The object ``lifeboat replay --json`` prints (its public JSON contract)."""
         return {
             "event_id": self.event_id,
             "kind": self.kind,
