@@ -3,9 +3,11 @@ sink. The builders and doubles behind them are in ``tests.support``."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
@@ -77,6 +79,11 @@ class CliRun:
     code: int
     out: str
     err: str
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        """The JSON lines printed (``--json``)."""
+        return [json.loads(line) for line in self.out.splitlines() if line.strip()]
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ import re
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ import pytest
 import yaml
 
 from lifeboat_local.cli import main
+from tests.conftest import CliRun
 from tests.support.events import sample
 from tests.support.paths import EVENTS, ROOT, SAMPLE_CLUSTER
 
@@ -61,32 +61,10 @@ SPOT_NODE = "ip-10-0-1-11.ec2.internal"
 MNG_NODE = "ip-10-0-3-16.ec2.internal"
 
 
-@dataclass
-class Run:
-    code: int
-    out: str
-    err: str
-
-    @property
-    def records(self) -> list[dict[str, Any]]:
-        return [json.loads(line) for line in self.out.splitlines() if line.strip()]
-
-
 @pytest.fixture
-def lifeboat(capsys: pytest.CaptureFixture[str]) -> Callable[..., Run]:
-    """Runs ``lifeboat`` through ``lifeboat_local.cli.main`` and captures what it prints
-    (replay writes to the ``sys.stdout`` of call time, which the capture replaced)."""
-
-    def run(*argv: str | Path) -> Run:
-        capsys.readouterr()
-        try:
-            code = main([str(a) for a in argv])
-        except SystemExit as exit_:  # argparse's usage errors
-            code = int(exit_.code or 0)
-        captured = capsys.readouterr()
-        return Run(code, captured.out, captured.err)
-
-    return run
+def lifeboat(cli: Callable[..., CliRun]) -> Callable[..., CliRun]:
+    """``lifeboat`` run in-process, its output captured (tests/conftest.py's ``cli``)."""
+    return cli
 
 
 def replay_args(*events: str | Path, state_out: Path | None = None) -> list[str | Path]:
@@ -130,7 +108,7 @@ def without_generated_names(records: list[dict[str, Any]]) -> list[dict[str, Any
 
 
 def test_every_sample_gives_json_lines_with_the_contract_keys_and_where_it_came_from(
-    lifeboat: Callable[..., Run],
+    lifeboat: Callable[..., CliRun],
 ) -> None:
     run = lifeboat(*replay_args(*EVENTBRIDGE_SAMPLES))
     assert run.code == 0, run.err
@@ -152,7 +130,7 @@ def test_every_sample_gives_json_lines_with_the_contract_keys_and_where_it_came_
     assert len({r["event_id"] for r in records}) == len(EVENTBRIDGE_SAMPLES)
 
 
-def test_text_output_is_one_readable_line_per_decision(lifeboat: Callable[..., Run]) -> None:
+def test_text_output_is_one_readable_line_per_decision(lifeboat: Callable[..., CliRun]) -> None:
     run = lifeboat("replay", EVENTS / "spot-interruption.json", "--cluster", CLUSTER, "--at", AT)
     assert run.code == 0
     lines = run.out.splitlines()
@@ -167,7 +145,7 @@ def test_text_output_is_one_readable_line_per_decision(lifeboat: Callable[..., R
 
 
 def test_spot_interruption_replaces_the_nodeclaim(
-    lifeboat: Callable[..., Run], tmp_path: Path
+    lifeboat: Callable[..., CliRun], tmp_path: Path
 ) -> None:
     state_out = tmp_path / "after.yaml"
     run = lifeboat(*replay_args(EVENTS / "spot-interruption.json", state_out=state_out))
@@ -227,7 +205,7 @@ def test_spot_interruption_replaces_the_nodeclaim(
 
 
 def test_sqs_batches_give_the_same_decisions_as_eventbridge_events(
-    lifeboat: Callable[..., Run],
+    lifeboat: Callable[..., CliRun],
 ) -> None:
     assert [p.name for p in SQS_SAMPLES] == [p.name for p in EVENTBRIDGE_SAMPLES]
     direct = lifeboat(*replay_args(*EVENTBRIDGE_SAMPLES))
@@ -240,7 +218,7 @@ def test_sqs_batches_give_the_same_decisions_as_eventbridge_events(
     assert {r["outcome"] for r in batched.records} >= {"acted", "deferred"}
 
 
-def test_raw_lifecycle_hook_message_drains_and_completes(lifeboat: Callable[..., Run]) -> None:
+def test_raw_lifecycle_hook_message_drains_and_completes(lifeboat: Callable[..., CliRun]) -> None:
     run = lifeboat(*replay_args(EVENTS / "raw" / "asg-lifecycle-hook.json"))
     assert run.code == 0
     [record] = run.records
@@ -251,7 +229,7 @@ def test_raw_lifecycle_hook_message_drains_and_completes(lifeboat: Callable[...,
     assert [a["type"] for a in record["actions"]].count("evict") == 2
 
 
-def test_lifecycle_test_notification_is_ignored(lifeboat: Callable[..., Run]) -> None:
+def test_lifecycle_test_notification_is_ignored(lifeboat: Callable[..., CliRun]) -> None:
     run = lifeboat(*replay_args(EVENTS / "raw" / "asg-test-notification.json"))
     assert run.code == 0
     [record] = run.records
@@ -263,7 +241,7 @@ def test_lifecycle_test_notification_is_ignored(lifeboat: Callable[..., Run]) ->
 # -- idempotency, bad input, usage errors --------------------------------------------------
 
 
-def test_duplicate_delivery_acts_once(lifeboat: Callable[..., Run], tmp_path: Path) -> None:
+def test_duplicate_delivery_acts_once(lifeboat: Callable[..., CliRun], tmp_path: Path) -> None:
     state_out = tmp_path / "after.yaml"
     spot = EVENTS / "spot-interruption.json"
     run = lifeboat(
@@ -290,7 +268,7 @@ def test_duplicate_delivery_acts_once(lifeboat: Callable[..., Run], tmp_path: Pa
 
 
 def test_malformed_file_is_rejected_naming_the_field_and_the_rest_is_processed(
-    lifeboat: Callable[..., Run], tmp_path: Path
+    lifeboat: Callable[..., CliRun], tmp_path: Path
 ) -> None:
     broken = sample("spot-interruption.json")
     del broken["detail"]["instance-id"]
@@ -308,14 +286,14 @@ def test_malformed_file_is_rejected_naming_the_field_and_the_rest_is_processed(
     assert good["kind"] == "state-change"
 
 
-def test_missing_event_file_is_a_usage_error(lifeboat: Callable[..., Run]) -> None:
+def test_missing_event_file_is_a_usage_error(lifeboat: Callable[..., CliRun]) -> None:
     run = lifeboat(*replay_args(EVENTS / "spot-interruption.json", EVENTS / "no-such.json"))
     assert run.code == 1
     assert "no-such.json" in run.err
     assert run.out == ""
 
 
-def test_bad_at_is_a_usage_error(lifeboat: Callable[..., Run]) -> None:
+def test_bad_at_is_a_usage_error(lifeboat: Callable[..., CliRun]) -> None:
     run = lifeboat(
         "replay", EVENTS / "spot-interruption.json", "--cluster", CLUSTER, "--at", "yesterday"
     )
@@ -323,14 +301,14 @@ def test_bad_at_is_a_usage_error(lifeboat: Callable[..., Run]) -> None:
     assert "--at" in run.err
 
 
-def test_missing_cluster_is_a_usage_error(lifeboat: Callable[..., Run]) -> None:
+def test_missing_cluster_is_a_usage_error(lifeboat: Callable[..., CliRun]) -> None:
     run = lifeboat("replay", EVENTS / "spot-interruption.json", "--at", AT)
     assert run.code == 1
     assert "--cluster" in run.err
 
 
 def test_unreadable_cluster_file_is_a_usage_error(
-    lifeboat: Callable[..., Run], tmp_path: Path
+    lifeboat: Callable[..., CliRun], tmp_path: Path
 ) -> None:
     run = lifeboat("replay", EVENTS / "spot-interruption.json", "--cluster", tmp_path / "no.yaml")
     assert run.code == 1
@@ -338,7 +316,7 @@ def test_unreadable_cluster_file_is_a_usage_error(
 
 
 def test_instance_not_in_the_cluster_is_ignored(
-    lifeboat: Callable[..., Run], tmp_path: Path
+    lifeboat: Callable[..., CliRun], tmp_path: Path
 ) -> None:
     stranger = sample("spot-interruption.json")
     stranger["detail"]["instance-id"] = "i-0fffffffffffffff0"
@@ -355,7 +333,7 @@ def test_instance_not_in_the_cluster_is_ignored(
 
 
 def test_managed_node_group_termination_drains_through_evictions(
-    lifeboat: Callable[..., Run], tmp_path: Path
+    lifeboat: Callable[..., CliRun], tmp_path: Path
 ) -> None:
     state_out = tmp_path / "after.yaml"
     run = lifeboat(*replay_args(EVENTS / "asg-termination.json", state_out=state_out))
@@ -390,7 +368,7 @@ def test_managed_node_group_termination_drains_through_evictions(
 
 
 def test_drain_respects_a_pod_disruption_budget(
-    lifeboat: Callable[..., Run], tmp_path: Path
+    lifeboat: Callable[..., CliRun], tmp_path: Path
 ) -> None:
     # The other coredns replica is not ready: evicting this one would leave none, and the
     # coredns PDB (maxUnavailable 1) forbids it.
@@ -420,7 +398,7 @@ def test_drain_respects_a_pod_disruption_budget(
 
 
 def test_an_event_is_recorded_on_each_affected_node(
-    lifeboat: Callable[..., Run], tmp_path: Path
+    lifeboat: Callable[..., CliRun], tmp_path: Path
 ) -> None:
     state_out = tmp_path / "after.yaml"
     run = lifeboat(*replay_args(*EVENTBRIDGE_SAMPLES, state_out=state_out))
@@ -452,7 +430,7 @@ def test_an_event_is_recorded_on_each_affected_node(
 
 
 def test_replay_is_deterministic_apart_from_generated_names(
-    lifeboat: Callable[..., Run],
+    lifeboat: Callable[..., CliRun],
 ) -> None:
     first = lifeboat(*replay_args(*EVENTBRIDGE_SAMPLES))
     second = lifeboat(*replay_args(*EVENTBRIDGE_SAMPLES))
@@ -504,7 +482,7 @@ def test_a_file_that_is_json_but_not_an_event_is_rejected_not_a_crash(
 
 @pytest.mark.parametrize("where", ["missing-dir/out.yaml", "a-file/out.yaml", "."])
 def test_an_unwritable_state_out_is_a_usage_error_before_any_work(
-    tmp_path: Path, lifeboat: Callable[..., Run], where: str
+    tmp_path: Path, lifeboat: Callable[..., CliRun], where: str
 ) -> None:
     (tmp_path / "a-file").write_text("not a folder")
     target = tmp_path / where
@@ -521,7 +499,7 @@ def test_an_unwritable_state_out_is_a_usage_error_before_any_work(
 
 
 def test_a_state_out_that_fails_to_write_is_one_line_after_the_decisions(
-    lifeboat: Callable[..., Run],
+    lifeboat: Callable[..., CliRun],
 ) -> None:
     """/dev/full passes every check (it exists and is writable) and fails on write: ENOSPC,
     as a full disk would. The decisions are printed; the failure is one line; exit 1."""
