@@ -50,7 +50,7 @@ socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo = _ALLOWED
 from kubernetes.client.configuration import Configuration
 from lifeboat.kube import KubeApi
 try:
-    from lifeboat.kube import RestClient as Client
+    from lifeboat.kube_rest import RestClient as Client
 except ImportError:  # before KubeApi went through the REST layer
     from kubernetes.client import ApiClient as Client
 app.service.clusters._apis[CLUSTER] = KubeApi(Client(Configuration(host=EMULATOR)))

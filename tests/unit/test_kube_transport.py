@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from kubernetes.client import ApiClient, Configuration
 
-from lifeboat.kube import KubeApi, RestClient, RetryPolicy
+from lifeboat.kube import KubeApi, RetryPolicy
+from lifeboat.kube_rest import RestClient
 
 Recorded = dict[str, Any]
 

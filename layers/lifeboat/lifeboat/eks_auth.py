@@ -16,7 +16,7 @@ What is cached per container (one :class:`EksAuth` per process is the intent):
 * the cluster's endpoint and CA from ``eks:DescribeCluster``, for the container's life;
 * the token, renewed :data:`TOKEN_RENEW_AFTER` after it was minted (EKS accepts a token for
   15 minutes after its signing time; renewing at 10 leaves room for clock skew and a slow call);
-* one client per cluster (:class:`lifeboat.kube.RestClient`: the official client's REST
+* one client per cluster (:class:`lifeboat.kube_rest.RestClient`: the official client's REST
   layer and ``Configuration``, without the ``ApiClient`` module and the pydantic it loads).
 
 Each cluster has its own lock: the first contact with one cluster (a ``DescribeCluster`` call)
@@ -56,7 +56,7 @@ from urllib.parse import urlparse
 import boto3
 from kubernetes.client.configuration import Configuration
 
-from lifeboat.kube import RestClient
+from lifeboat.kube_rest import RestClient
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient

@@ -5,11 +5,11 @@ connection pool) with the ``Configuration``'s bearer token (refreshed by its hoo
 request) and plain JSON bodies. Lifeboat reads a handful of fields from each object, so
 deserialising into the generated pydantic models would only cost time and hide fields the
 models do not know (Karpenter's custom resources have none anyway). For the same reason the
-Lambda does not load ``kubernetes.client.api_client`` at all (:class:`RestClient`): that
-module imports pydantic and builds a generic pydantic model at import (tens of milliseconds
-of cold start) for deserialisation KubeApi does not use. An ``ApiClient``
-(replay's kubeconfig, the emulator, the tests) is accepted as well: it has the same two
-attributes.
+Lambda does not load ``kubernetes.client.api_client`` at all
+(:class:`lifeboat.kube_rest.RestClient`): that module imports pydantic and builds a generic
+pydantic model at import (tens of milliseconds of cold start) for deserialisation KubeApi
+does not use. An ``ApiClient`` (replay's kubeconfig, the emulator, the tests) is accepted as
+well: it has the same two attributes.
 
 Every verb used here is listed in ``deploy/rbac.yaml``; the RBAC test keeps the two honest.
 """
@@ -25,18 +25,14 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 from urllib.parse import quote, urlencode
 
 from kubernetes.client.exceptions import ApiException
-from kubernetes.client.rest import RESTClientObject
 from urllib3.exceptions import HTTPError as TransportError
-from urllib3.util.retry import Retry
 
+from lifeboat.kube_rest import ClientLike, disable_transport_retries, user_agent
 from lifeboat.objects import MutableObj
-
-if TYPE_CHECKING:
-    from kubernetes.client.configuration import Configuration
 
 KARPENTER = "/apis/karpenter.sh/v1"
 JSON = "application/json"
@@ -52,32 +48,6 @@ THROTTLED = 429
 # retrying for as long as a near deadline allows. A 500 is the server's own error, often a
 # persistent one (a failing admission webhook): it keeps the policy's attempts.
 UNAVAILABLE_STATUSES = frozenset({0, 429, 502, 503, 504})
-
-
-# What ApiClient sends as User-Agent: API server audit logs and metrics see no difference.
-USER_AGENT = "OpenAPI-Generator/{version}/python"
-
-
-class ClientLike(Protocol):
-    """What :class:`KubeApi` uses of a client: its configuration (host, bearer token) and
-    its REST layer. Both :class:`RestClient` and ``kubernetes.client.ApiClient`` have them."""
-
-    configuration: Configuration
-    rest_client: RESTClientObject
-
-
-class RestClient:
-    """The official client's REST layer for one ``Configuration``, without ``ApiClient``."""
-
-    def __init__(self, configuration: Configuration) -> None:
-        self.configuration = configuration
-        self.rest_client = RESTClientObject(configuration)
-
-
-def _user_agent() -> str:
-    from kubernetes.client import __version__
-
-    return USER_AGENT.format(version=__version__)
 
 
 class KubeError(Exception):
@@ -165,8 +135,8 @@ class KubeApi:
         rng: random.Random | None = None,
     ) -> None:
         self._client = api_client
-        self._user_agent = _user_agent()
-        _disable_transport_retries(api_client)
+        self._user_agent = user_agent()
+        disable_transport_retries(api_client)
         self._retry = retry or RetryPolicy()
         self._sleep = sleep
         # SystemRandom by default: it keeps no state, so environments restored from one
@@ -387,19 +357,6 @@ class KubeApi:
         """PUT with the read ``resourceVersion``: 409 when another writer got there first."""
         name = body["metadata"]["name"]
         return self.request("PUT", _configmap_path(namespace, name), body=body)
-
-
-def _disable_transport_retries(api_client: ClientLike) -> None:
-    """Leave retries to :class:`RetryPolicy` alone. urllib3's default retries a GET three
-    more times on a timeout, and on a 429 sleeps the full ``Retry-After`` before each of
-    them: without this, ``attempts=4`` meant up to 16 requests and seconds of unjittered
-    sleeping per call against a throttled API server."""
-    pool_manager = getattr(getattr(api_client, "rest_client", None), "pool_manager", None)
-    pool_kw = getattr(pool_manager, "connection_pool_kw", None)
-    if pool_manager is None or not isinstance(pool_kw, dict):
-        return
-    pool_kw["retries"] = Retry(total=False)
-    pool_manager.clear()
 
 
 def _lease_path(namespace: str, name: str) -> str:
