@@ -90,6 +90,7 @@ error = None if app.service is not None else repr(app.startup_error)[:300]
 print(json.dumps({"wall": t1 - t0, "cpu": c1 - c0, "network_attempts": attempts,
                   "error": error, "maxrss_kb": _peak_kb(),
                   "loaded": sorted(m for m in ("aws_xray_sdk", "kubernetes.config",
+                                               "kubernetes.client.api_client", "pydantic",
                                                "asyncio", "yaml") if m in sys.modules)}))
 """
 )

@@ -118,6 +118,15 @@ def table(summary: dict[str, Any]) -> str:
             "package: "
             + _pairs({i["module"]: f"{i['ms']} ms" for i in cold["slowest_imports"][:6]})
         )
+        first = cold.get("first_spot_message")
+        if first:
+            out.append(
+                f"  first Spot warning after start {first['first_ms']} ms (CPU "
+                f"{first['first_cpu_ms']} ms), second {first['second_ms']} ms (CPU "
+                f"{first['second_cpu_ms']} ms): one-time {first['extra_ms']} ms (CPU "
+                f"{first['extra_cpu_ms']} ms); modules the first loaded: "
+                f"{', '.join(first['loaded_by_first']) or 'none'}"
+            )
     replayed = summary.get("replay")
     if replayed:
         out.append(

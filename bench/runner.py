@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import coldstart, fleet, layer, replay, report
+from bench import coldstart, first_message, fleet, layer, replay, report
 from bench.cluster import build_cluster
 from bench.harness import Bench, Endpoints, boto_client, create_idempotency_table, moto_aws
 from bench.scenarios import requests_per_kind, storm
@@ -165,6 +165,10 @@ def run(options: Options) -> dict[str, Any]:
     if options.cold_start:
         _log(f"cold start ({options.cold_start_runs} runs each)")
         summary["cold_start"] = coldstart.cold_start(options.cold_start_runs)
+        # What start-up left for the first warning: nothing deferred may land there.
+        summary["cold_start"]["first_spot_message"] = first_message.first_message(
+            options.cold_start_runs
+        )
     if options.layer:
         summary["layer"] = layer.layer_size(allow_build=options.layer_build)
     summary["load_average"]["end"] = [round(x, 2) for x in os.getloadavg()]

@@ -93,8 +93,17 @@ def test_the_entry_point_loads_nothing_a_spot_batch_does_not_use() -> None:
     data classes), the NodePool budget and cron code (voluntary notices only), the planned
     rotation (an operator's commands and their wake-ups only)."""
     loaded = set(_child(IMPORT_APP))
-    assert "kubernetes.client.api_client" in loaded or "kubernetes.client" in loaded
+    assert {"kubernetes.client.rest", "kubernetes.client.configuration"} <= loaded
     not_expected = {
+        # The generated ApiClient (its pydantic response model, the generated models):
+        # KubeApi sends and reads plain JSON through the REST layer.
+        "kubernetes.client.api_client",
+        "kubernetes.client.api_response",
+        "kubernetes.client.models",
+        # AWS's events are read without pydantic; wake-ups and rotation commands load it.
+        "pydantic",
+        "lifeboat.events.models",
+        "lifeboat.wakeup_format",
         "aws_xray_sdk",
         "kubernetes.config",
         "kubernetes.watch",
@@ -111,6 +120,48 @@ def test_the_entry_point_loads_nothing_a_spot_batch_does_not_use() -> None:
         "lifeboat.rotation.model",
     }
     assert loaded & not_expected == set()
+
+
+# Every kind of AWS warning, parsed in a fresh interpreter as the Lambda parses them; then a
+# wake-up, the first message that needs pydantic.
+PARSE_EVERY_KIND = f"""
+import json, sys
+from datetime import UTC, datetime
+from pathlib import Path
+sys.path.insert(0, {str(FUNCTION_DIR)!r})
+import app
+from lifeboat.events import parse_message
+now = datetime(2026, 12, 1, 14, 3, tzinfo=UTC)
+events = Path({str(ROOT / "events")!r})
+kinds = []
+for path in [*sorted(events.glob("*.json")), *sorted(events.glob("raw/*.json"))]:
+    for notice in parse_message(path.read_text(), received_at=now):
+        kinds.append(str(notice.kind))
+before = "pydantic" in sys.modules
+from lifeboat.wakeup import Task, Wakeup, decode, encode
+health = (events / "scheduled-change.json").read_text()
+wakeup = Wakeup(Task.DECIDE, parse_message(health, received_at=now)[0], now)
+assert decode(json.loads(encode(wakeup))) == wakeup
+after = "pydantic" in sys.modules
+print(json.dumps({{"kinds": sorted(set(kinds)), "before": before, "after": after}}))
+"""
+
+
+def test_no_aws_warning_loads_pydantic_a_wakeup_does() -> None:
+    """issue: cold start. Deferring pydantic would be no gain if the first Spot warning
+    loaded it anyway: every kind of AWS warning is read without it (lifeboat.events.base),
+    and only Lifeboat's own wake-ups (and rotation commands) load it, when they come."""
+    result = _child(PARSE_EVERY_KIND)
+    assert {
+        "spot-interruption",
+        "rebalance-recommendation",
+        "scheduled-change",
+        "state-change",
+        "capacity-reservation-interruption",
+        "asg-termination",
+    } <= set(result["kinds"])
+    assert result["before"] is False
+    assert result["after"] is True
 
 
 def _daemon() -> socket.socket:

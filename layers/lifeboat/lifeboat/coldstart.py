@@ -3,12 +3,13 @@
 ``import kubernetes.client`` first runs ``kubernetes/__init__.py``, which imports the
 kubeconfig loader (with its OAuth, exec-plugin and YAML machinery), the watch, stream,
 dynamic-client, leader-election and informer packages: about 0.15 s of every cold start,
-none of which the Lambda uses (it talks to EKS through ``kubernetes.client.ApiClient`` with
-a token it mints itself, ``lifeboat.eks_auth``). Likewise ``kubernetes.client.rest`` needs
-``kubernetes.utils.retry``, and ``kubernetes/utils/__init__.py`` imports PyYAML for its
-``create_from_yaml``. :func:`import_kubernetes_client_only` registers both packages without
-running those files, so importing ``kubernetes.client`` (the generated client, itself lazy
-since kubernetes 32) costs only what it needs. Any other submodule still imports on demand
+none of which the Lambda uses (it talks to EKS through the client's REST layer with a token
+it mints itself: ``lifeboat.kube_rest.RestClient``, ``lifeboat.eks_auth``). Likewise
+``kubernetes.client.rest`` needs ``kubernetes.utils.retry``, and
+``kubernetes/utils/__init__.py`` imports PyYAML for its ``create_from_yaml``.
+:func:`import_kubernetes_client_only` registers both packages without running those files,
+so importing ``kubernetes.client`` (the generated client, itself lazy since kubernetes 32)
+costs only what it needs. Any other submodule still imports on demand
 (``from kubernetes import config`` works as before); what is lost is only the packages'
 top-level re-exports, which nothing in the layer uses.
 

@@ -16,7 +16,8 @@ What is cached per container (one :class:`EksAuth` per process is the intent):
 * the cluster's endpoint and CA from ``eks:DescribeCluster``, for the container's life;
 * the token, renewed :data:`TOKEN_RENEW_AFTER` after it was minted (EKS accepts a token for
   15 minutes after its signing time; renewing at 10 leaves room for clock skew and a slow call);
-* one :class:`kubernetes.client.ApiClient` per cluster.
+* one client per cluster (:class:`lifeboat.kube_rest.RestClient`: the official client's REST
+  layer and ``Configuration``, without the ``ApiClient`` module and the pydantic it loads).
 
 Each cluster has its own lock: the first contact with one cluster (a ``DescribeCluster`` call)
 never holds up requests to the others, which matters to a stack serving dozens of clusters.
@@ -49,11 +50,16 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 import boto3
-from kubernetes import client as k8s_client
+from kubernetes.client.configuration import Configuration
+
+from lifeboat.kube_rest import RestClient
+
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
 
 __all__ = [
     "CLUSTER_ID_HEADER",
@@ -212,7 +218,7 @@ class EksAuth:
         self._cluster_locks: dict[str, threading.Lock] = {}
         self._clusters: dict[str, ClusterInfo] = {}
         self._tokens: dict[str, _Token] = {}
-        self._api_clients: dict[str, k8s_client.ApiClient] = {}
+        self._api_clients: dict[str, RestClient] = {}
 
     # -- cluster ---------------------------------------------------------------------------
 
@@ -289,14 +295,14 @@ class EksAuth:
 
     # -- kubernetes clients ----------------------------------------------------------------
 
-    def configuration(self, cluster_name: str) -> k8s_client.Configuration:
+    def configuration(self, cluster_name: str) -> Configuration:
         """A ``kubernetes.client.Configuration`` that refreshes its token before each call."""
         info = self.cluster_info(cluster_name)
-        configuration = k8s_client.Configuration(host=info.endpoint, ca_cert_data=info.ca_data)
+        configuration = Configuration(host=info.endpoint, ca_cert_data=info.ca_data)
         configuration.verify_ssl = True
         configuration.api_key_prefix["BearerToken"] = "Bearer"
 
-        def refresh(cfg: k8s_client.Configuration) -> None:
+        def refresh(cfg: Configuration) -> None:
             cfg.api_key["BearerToken"] = self.token(cluster_name)
 
         # The client only sends the header when a key is present, so seed it; the hook then
@@ -306,17 +312,17 @@ class EksAuth:
         configuration.refresh_api_key_hook = refresh  # type: ignore[assignment]
         return configuration
 
-    def api_client(self, cluster_name: str) -> k8s_client.ApiClient:
-        """The container's ``kubernetes.client.ApiClient`` for ``cluster_name``."""
+    def api_client(self, cluster_name: str) -> RestClient:
+        """The container's client for ``cluster_name`` (for :class:`lifeboat.kube.KubeApi`)."""
         cached = self._api_clients.get(cluster_name)
         if cached is not None:
             return cached
         configuration = self.configuration(cluster_name)  # outside any lock: may call EKS
         with self._lock:
-            return self._api_clients.setdefault(cluster_name, k8s_client.ApiClient(configuration))
+            return self._api_clients.setdefault(cluster_name, RestClient(configuration))
 
 
-def api_client_from_kubeconfig(path: str, context: str | None = None) -> k8s_client.ApiClient:
+def api_client_from_kubeconfig(path: str, context: str | None = None) -> ApiClient:
     """An ``ApiClient`` from a kubeconfig file (replay against a live cluster).
 
     ``kubernetes.config`` is imported here, not at the top: the Lambda never reads a
@@ -325,7 +331,7 @@ def api_client_from_kubeconfig(path: str, context: str | None = None) -> k8s_cli
     """
     from kubernetes import config as k8s_config
 
-    api_client: k8s_client.ApiClient = k8s_config.new_client_from_config(  # type: ignore[no-untyped-call]
+    api_client: ApiClient = k8s_config.new_client_from_config(  # type: ignore[no-untyped-call]
         config_file=path, context=context
     )
     return api_client

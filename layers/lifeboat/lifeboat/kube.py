@@ -1,9 +1,15 @@
-"""The Kubernetes calls Lifeboat makes, on the official client's ``ApiClient``.
+"""The Kubernetes calls Lifeboat makes, on the official client's REST layer.
 
-Requests go through ``ApiClient.param_serialize`` / ``call_api`` (the client's auth, TLS,
-connection pool and REST layer) with plain JSON bodies. Lifeboat reads a handful of fields
-from each object, so deserialising into the generated pydantic models would only cost time
-and hide fields the models do not know (Karpenter's custom resources have none anyway).
+Requests go through ``kubernetes.client.rest.RESTClientObject`` (the client's TLS, proxy and
+connection pool) with the ``Configuration``'s bearer token (refreshed by its hook before each
+request) and plain JSON bodies. Lifeboat reads a handful of fields from each object, so
+deserialising into the generated pydantic models would only cost time and hide fields the
+models do not know (Karpenter's custom resources have none anyway). For the same reason the
+Lambda does not load ``kubernetes.client.api_client`` at all
+(:class:`lifeboat.kube_rest.RestClient`): that module imports pydantic and builds a generic
+pydantic model at import (tens of milliseconds of cold start) for deserialisation KubeApi
+does not use. An ``ApiClient`` (replay's kubeconfig, the emulator, the tests) is accepted as
+well: it has the same two attributes.
 
 Every verb used here is listed in ``deploy/rbac.yaml``; the RBAC test keeps the two honest.
 """
@@ -20,13 +26,12 @@ from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
-from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError as TransportError
-from urllib3.util.retry import Retry
 
+from lifeboat.kube_rest import ClientLike, disable_transport_retries, user_agent
 from lifeboat.objects import MutableObj
 
 KARPENTER = "/apis/karpenter.sh/v1"
@@ -123,14 +128,15 @@ class KubeApi:
 
     def __init__(
         self,
-        api_client: ApiClient,
+        api_client: ClientLike,
         retry: RetryPolicy | None = None,
         *,
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
     ) -> None:
         self._client = api_client
-        _disable_transport_retries(api_client)
+        self._user_agent = user_agent()
+        disable_transport_retries(api_client)
         self._retry = retry or RetryPolicy()
         self._sleep = sleep
         # SystemRandom by default: it keeps no state, so environments restored from one
@@ -180,20 +186,23 @@ class KubeApi:
         body: Any,
         content_type: str,
     ) -> MutableObj:
-        headers = {"Accept": JSON}
+        configuration = self._client.configuration
+        headers = {"Accept": JSON, "User-Agent": self._user_agent}
         if body is not None:
             headers["Content-Type"] = content_type
-        params = self._client.param_serialize(
-            method=method,
-            resource_path=path,
-            query_params=list(query),
-            header_params=headers,
-            body=body,
-            auth_settings=["BearerToken"],
-        )
+        # auth_settings() runs the configuration's refresh hook: a renewed token if due.
+        bearer = configuration.auth_settings().get("BearerToken")
+        if bearer and bearer["value"]:
+            headers[bearer["key"]] = bearer["value"]
+        url = configuration.host + path
+        if query:
+            url += "?" + urlencode(list(query), safe="/", quote_via=quote)  # as ApiClient
         try:
-            response = self._client.call_api(*params, _request_timeout=self._retry.request_timeout)
-            response.read()  # type: ignore[no-untyped-call]
+            timeout = self._retry.request_timeout
+            response = self._client.rest_client.request(  # type: ignore[no-untyped-call]
+                method, url, headers=headers, body=body, _request_timeout=timeout
+            )
+            response.read()
         except ApiException as error:
             raise _error_from(error, method, path) from None
         except (OSError, ValueError, TransportError) as error:
@@ -348,19 +357,6 @@ class KubeApi:
         """PUT with the read ``resourceVersion``: 409 when another writer got there first."""
         name = body["metadata"]["name"]
         return self.request("PUT", _configmap_path(namespace, name), body=body)
-
-
-def _disable_transport_retries(api_client: ApiClient) -> None:
-    """Leave retries to :class:`RetryPolicy` alone. urllib3's default retries a GET three
-    more times on a timeout, and on a 429 sleeps the full ``Retry-After`` before each of
-    them: without this, ``attempts=4`` meant up to 16 requests and seconds of unjittered
-    sleeping per call against a throttled API server."""
-    pool_manager = getattr(getattr(api_client, "rest_client", None), "pool_manager", None)
-    pool_kw = getattr(pool_manager, "connection_pool_kw", None)
-    if pool_manager is None or not isinstance(pool_kw, dict):
-        return
-    pool_kw["retries"] = Retry(total=False)
-    pool_manager.clear()
 
 
 def _lease_path(namespace: str, name: str) -> str:

@@ -13,7 +13,8 @@
 
 One module per event kind (``spot_interruption``, ``rebalance_recommendation``,
 ``scheduled_change``, ``state_change``, ``asg_lifecycle``, ``capacity_reservation``), each a
-small pydantic model of its ``detail`` and a parser object (:class:`Parser`) listed in
+small model of its ``detail`` read with :class:`~lifeboat.events.base.Fields` and a parser
+object (:class:`Parser`) listed in
 :mod:`lifeboat.events.registry`; :mod:`lifeboat.events.envelope` tells the body's forms apart.
 """
 
@@ -78,7 +79,7 @@ def _parse(body: str | bytes | Mapping[str, Any], *, received_at: datetime) -> l
             return asg_lifecycle.parse_autoscaling_message(message, received_at=received_at)
     event = EventBridgeEvent.load(message.payload, path=message.path)
     if event.region is None and message.region is not None:
-        event = event.model_copy(update={"region": message.region})
+        event = event.with_region(message.region)
     parser = registry.lookup(event.source, event.detail_type)
     if parser is None:
         reason = (

@@ -18,23 +18,11 @@ https://docs.aws.amazon.com/autoscaling/ec2/userguide/prepare-for-lifecycle-noti
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import Field
-
-from lifeboat.events.base import (
-    Id,
-    InstanceId,
-    Model,
-    Name,
-    OptionalIso8601,
-    clip,
-    join_path,
-    known_id,
-    shift,
-    validate,
-)
+from lifeboat.events.base import Fields, clip, join_path, known_id, shift
 from lifeboat.events.envelope import EventBridgeEvent, Form, Unwrapped
 from lifeboat.events.notice import Kind, LifecycleHook, Notice
 
@@ -44,35 +32,70 @@ DEFAULT_HEARTBEAT_TIMEOUT = timedelta(hours=1)
 """Auto Scaling's default ``HeartbeatTimeout``; the messages do not carry the hook's own."""
 
 
-class LifecycleAction(Model):
+TRANSITIONS = ("autoscaling:EC2_INSTANCE_TERMINATING", "autoscaling:EC2_INSTANCE_LAUNCHING")
+
+
+@dataclass(frozen=True)
+class LifecycleAction:
     """The ``detail`` of the EventBridge form; the fields the raw form shares with it."""
 
-    action_token: Id = Field(alias="LifecycleActionToken")
-    auto_scaling_group: Name = Field(alias="AutoScalingGroupName")
-    hook_name: Name = Field(alias="LifecycleHookName")
-    instance_id: InstanceId = Field(alias="EC2InstanceId")
-    transition: Literal[
-        "autoscaling:EC2_INSTANCE_TERMINATING", "autoscaling:EC2_INSTANCE_LAUNCHING"
-    ] = Field(alias="LifecycleTransition")
+    action_token: str
+    auto_scaling_group: str
+    hook_name: str
+    instance_id: str
+    transition: str
+
+    @classmethod
+    def read(cls, fields: Fields) -> LifecycleAction:
+        return cls(
+            action_token=fields.identifier("LifecycleActionToken"),
+            auto_scaling_group=fields.name("AutoScalingGroupName"),
+            hook_name=fields.name("LifecycleHookName"),
+            instance_id=fields.instance_id("EC2InstanceId"),
+            transition=fields.literal("LifecycleTransition", TRANSITIONS),
+        )
 
 
-class HookMessage(LifecycleAction):
+@dataclass(frozen=True)
+class HookMessage:
     """The message a lifecycle hook sends straight to SQS or SNS."""
 
-    request_id: Id = Field(alias="RequestId")
-    account_id: str | None = Field(None, alias="AccountId")
-    service: str | None = Field(None, alias="Service")
-    time: OptionalIso8601 = Field(None, alias="Time")
+    action: LifecycleAction
+    request_id: str
+    account_id: str | None = None
+    service: str | None = None
+    time: datetime | None = None
+
+    @classmethod
+    def read(cls, fields: Fields) -> HookMessage:
+        return cls(
+            action=LifecycleAction.read(fields),
+            request_id=fields.identifier("RequestId"),
+            account_id=fields.string("AccountId", None),
+            service=fields.string("Service", None),
+            time=fields.time("Time", default=None),
+        )
 
 
-class AutoScalingNotification(Model):
+@dataclass(frozen=True)
+class AutoScalingNotification:
     """A message with an ``Event`` field: the test notification, or an instance notification."""
 
-    event: str = Field(alias="Event")
-    request_id: Id = Field(alias="RequestId")
-    account_id: str | None = Field(None, alias="AccountId")
-    auto_scaling_group: str | None = Field(None, alias="AutoScalingGroupName")
-    time: OptionalIso8601 = Field(None, alias="Time")
+    event: str
+    request_id: str
+    account_id: str | None = None
+    auto_scaling_group: str | None = None
+    time: datetime | None = None
+
+    @classmethod
+    def read(cls, fields: Fields) -> AutoScalingNotification:
+        return cls(
+            event=fields.string("Event"),
+            request_id=fields.identifier("RequestId"),
+            account_id=fields.string("AccountId", None),
+            auto_scaling_group=fields.string("AutoScalingGroupName", None),
+            time=fields.time("Time", default=None),
+        )
 
 
 def _notices(
@@ -117,7 +140,7 @@ class LifecycleActionParser:
         self.detail_type = detail_type
 
     def parse(self, event: EventBridgeEvent) -> list[Notice]:
-        action = event.detail_as(LifecycleAction)
+        action = LifecycleAction.read(event.detail_fields())
         return _notices(
             action,
             event_id=event.id,
@@ -141,8 +164,8 @@ def parse_autoscaling_message(message: Unwrapped, *, received_at: datetime) -> l
     """
     payload, path = message.payload, message.path
     if message.form is Form.AUTOSCALING_NOTIFICATION:
-        note = validate(
-            AutoScalingNotification, payload, path=path, event_id=known_id(payload.get("RequestId"))
+        note = AutoScalingNotification.read(
+            Fields(payload, path=path, event_id=known_id(payload.get("RequestId")))
         )
         if note.event == TEST_NOTIFICATION:
             reason = "test notification"
@@ -159,9 +182,9 @@ def parse_autoscaling_message(message: Unwrapped, *, received_at: datetime) -> l
                 ignore_reason=reason,
             )
         ]
-    hook = validate(HookMessage, payload, path=path, event_id=known_id(payload.get("RequestId")))
+    hook = HookMessage.read(Fields(payload, path=path, event_id=known_id(payload.get("RequestId"))))
     return _notices(
-        hook,
+        hook.action,
         event_id=hook.request_id,
         event_time=hook.time or received_at,
         account=hook.account_id,

@@ -1,26 +1,27 @@
-"""What every event parser shares: field types, time parsing and error reporting.
+"""What every event parser shares: reading fields strictly, time parsing, error reporting.
 
 Every failure is reported as :class:`~lifeboat.events.notice.MalformedMessage` whose reason
 starts with the dotted path of the offending field (``detail.instance-id: field required``)
 and is never longer than :data:`MAX_REASON`, whatever the size of the input.
+
+AWS's events are read with :class:`Fields`, not pydantic: a Spot warning is the message
+that cannot wait, and importing pydantic alone costs its cold start tens of milliseconds
+(about a tenth of the start-up of a function that only makes its EC2 and DynamoDB clients).
+:class:`Fields` applies the rules the parsers' pydantic models did (strict JSON types, no
+coercion, unknown fields ignored, the first failing field in declaration order reported)
+with the same wording (``lifeboat.events.models.describe``), which the tests pin. The
+messages Lifeboat writes to itself (wake-ups, rotation commands) keep pydantic
+(``lifeboat.events.models``), loaded with the first of them.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
-from typing import Annotated, TypeVar
-
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    StringConstraints,
-    ValidationError,
-)
+from typing import Any, NoReturn, TypeVar
 
 from lifeboat.events.notice import MalformedMessage
 from lifeboat.instants import as_utc
@@ -30,6 +31,7 @@ MAX_REASON = 300
 
 _MAX_VALUE = 60
 MAX_ID = 256
+MAX_NAME = 1600
 # \Z, not $: "$" also matches before a trailing newline, and "i-0a1b2c3d\n" is no id.
 INSTANCE_ID_RE = re.compile(r"\Ai-[0-9a-f]{8,17}\Z")
 # The instants a message may name. AWS sends nothing outside them, and the arithmetic done
@@ -117,79 +119,154 @@ def shift(when: datetime, delta: timedelta, *, field: str, event_id: str | None)
         raise malformed(f"{field}: {when.isoformat()} is out of range", event_id) from None
 
 
-def _check_instance_id(value: str) -> str:
+def check_instance_id(value: str) -> str:
     if not INSTANCE_ID_RE.match(value):
         raise ValueError(f"not an EC2 instance id (i- and 8 to 17 hex digits): {quote(value)}")
     return value
 
 
-Id = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID)]
-"""An identifier from a message (event id, request id, token): bounded, so it can be logged."""
-
-Name = Annotated[str, StringConstraints(min_length=1, max_length=1600)]
-"""A name or ARN from a message (Auto Scaling group, lifecycle hook): bounded like AWS's."""
-
-InstanceId = Annotated[str, AfterValidator(_check_instance_id)]
-"""An EC2 instance id: ``i-`` followed by 8 to 17 lowercase hex digits."""
-
-Iso8601 = Annotated[datetime, BeforeValidator(parse_iso8601)]
-"""A timezone-aware UTC time read from an ISO 8601 string (never from a number)."""
-
-Rfc1123 = Annotated[datetime, BeforeValidator(parse_rfc1123)]
-"""A timezone-aware UTC time read from an RFC 1123 (or ISO 8601) string."""
-
-OptionalIso8601 = Annotated[
-    datetime | None, BeforeValidator(lambda v: None if v is None else parse_iso8601(v))
-]
+def optional_iso8601(value: object) -> datetime | None:
+    return None if value is None else parse_iso8601(value)
 
 
-# --- models ------------------------------------------------------------------------------------
+# --- reading a JSON object ---------------------------------------------------------------------
 
 
-class Model(BaseModel):
-    """Base of every message model: strict types, unknown fields ignored, immutable."""
-
-    model_config = ConfigDict(strict=True, extra="ignore", frozen=True, defer_build=True)
+class _Missing:
+    """The default of a required field."""
 
 
-M = TypeVar("M", bound=BaseModel)
+REQUIRED: Any = _Missing()
+T = TypeVar("T")
+
+_JSON_NAMES: dict[type, str] = {dict: "an object", list: "an array", str: "a string"}
 
 
-def validate(model: type[M], data: object, *, path: str, event_id: str | None) -> M:
-    """``model`` validated from ``data``; any failure becomes :class:`MalformedMessage`.
+def _characters(count: int) -> str:
+    return f"{count} character{'' if count == 1 else 's'}"
 
-    The reason names the first error's location, dotted and prefixed by ``path``.
+
+def allowed(values: tuple[str, ...]) -> str:
+    """``'a', 'b' or 'c'``: the values a literal field accepts, as pydantic lists them."""
+    quoted = [f"'{value}'" for value in values]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
+class Fields:
+    """The fields of one JSON object, each read with its type and checked, strictly.
+
+    Each reader takes the field's name as it appears in the message and ``default`` (omit it
+    for a required field); a failure raises :class:`MalformedMessage` naming the field by
+    its dotted path. Call the readers in the order the fields are declared: the first failure
+    is the one reported. ``None`` is accepted only where ``default`` is ``None``.
     """
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise malformed(describe(exc, path), event_id) from None
-    except RecursionError:
-        raise malformed(f"{path or 'body'}: nested too deeply", event_id) from None
 
+    def __init__(self, data: object, *, path: str, event_id: str | None) -> None:
+        self.path = path
+        self.event_id = event_id
+        if not isinstance(data, dict):
+            self._fail(path, f"expected an object (got {quote(data)})")
+        self.data: dict[str, Any] = data
 
-_EXPECTED = {
-    "string_type": "a string",
-    "dict_type": "an object",
-    "model_type": "an object",
-    "model_attributes_type": "an object",
-    "list_type": "an array",
-}
-"""Pydantic's type errors, in the vocabulary of JSON."""
+    def _fail(self, where: str, what: str) -> NoReturn:
+        raise malformed(f"{where or 'body'}: {what}", self.event_id)
 
+    def _raw(self, name: str, default: Any) -> Any:
+        if name in self.data:
+            return self.data[name]
+        if default is REQUIRED:
+            self._fail(join_path(self.path, name), "field required")
+        return default
 
-def describe(exc: ValidationError, path: str) -> str:
-    """``location: what is wrong`` for the first error of ``exc``."""
-    error = exc.errors(include_url=False)[0]
-    where = ".".join([part for part in [path, *map(str, error["loc"])] if part]) or "body"
-    kind = error["type"]
-    message = str(error["msg"])
-    if kind == "missing":
-        what = "field required"
-    elif kind in _EXPECTED:
-        what = f"expected {_EXPECTED[kind]} (got {quote(error.get('input'))})"
-    elif kind in {"value_error", "assertion_error"}:
-        what = message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
-    else:
-        what = f"{message[:1].lower()}{message[1:]} (got {quote(error.get('input'))})"
-    return f"{where}: {what}"
+    def _typed(self, name: str, kind: type[T], default: Any) -> T | Any:
+        value = self._raw(name, default)
+        if name not in self.data or (value is None and default is None):
+            return value
+        if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+            where = join_path(self.path, name)
+            self._fail(where, f"expected {_JSON_NAMES[kind]} (got {quote(value)})")
+        return value
+
+    def string(
+        self, name: str, default: Any = REQUIRED, *, min_length: int = 0, max_length: int = 0
+    ) -> Any:
+        value = self._typed(name, str, default)
+        if not isinstance(value, str) or name not in self.data:
+            return value
+        where = join_path(self.path, name)
+        if len(value) < min_length:
+            self._fail(
+                where, f"string should have at least {_characters(min_length)} (got {quote(value)})"
+            )
+        if max_length and len(value) > max_length:
+            self._fail(
+                where, f"string should have at most {_characters(max_length)} (got {quote(value)})"
+            )
+        return value
+
+    def identifier(self, name: str, default: Any = REQUIRED) -> Any:
+        """An id from a message (event id, request id, token): bounded, so it can be logged."""
+        return self.string(name, default, min_length=1, max_length=MAX_ID)
+
+    def name(self, name: str, default: Any = REQUIRED) -> Any:
+        """A name or ARN from a message (Auto Scaling group, lifecycle hook), bounded like AWS's."""
+        return self.string(name, default, min_length=1, max_length=MAX_NAME)
+
+    def literal(self, name: str, values: tuple[str, ...], default: Any = REQUIRED) -> Any:
+        value = self._raw(name, default)
+        if name in self.data and not (isinstance(value, str) and value in values):
+            where = join_path(self.path, name)
+            self._fail(where, f"input should be {allowed(values)} (got {quote(value)})")
+        return value
+
+    def instance_id(self, name: str) -> str:
+        """An EC2 instance id: ``i-`` followed by 8 to 17 lowercase hex digits."""
+        value: str = self._checked(name, check_instance_id, self.string(name))
+        return value
+
+    def time(self, name: str, parse: Any = parse_iso8601, default: Any = REQUIRED) -> Any:
+        """A time read by ``parse`` (:func:`parse_iso8601`, :func:`parse_rfc1123`) from the
+        raw value; with ``default=None``, ``null`` is no time."""
+        value = self._raw(name, default)
+        if name not in self.data or (value is None and default is None):
+            return value
+        return self._checked(name, parse, value)
+
+    def _checked(self, name: str, check: Any, value: object) -> Any:
+        try:
+            return check(value)
+        except ValueError as error:
+            self._fail(join_path(self.path, name), str(error))
+
+    def object(self, name: str) -> Fields:
+        """A nested object, read with its own :class:`Fields`."""
+        value = self._raw(name, REQUIRED)
+        return Fields(value, path=join_path(self.path, name), event_id=self.event_id)
+
+    def mapping(self, name: str) -> dict[str, Any]:
+        """A nested object, kept as it is (read later, by a kind's parser)."""
+        value: dict[str, Any] = self._typed(name, dict, REQUIRED)
+        return value
+
+    def array(self, name: str, default: Any = REQUIRED) -> list[Any]:
+        value: list[Any] = self._typed(name, list, default)
+        return value
+
+    def strings(self, name: str, default: Any = REQUIRED) -> list[str]:
+        """An array of strings."""
+        values = self.array(name, default)
+        where = join_path(self.path, name)
+        for index, value in enumerate(values):
+            if not isinstance(value, str):
+                self._fail(f"{where}.{index}", f"expected a string (got {quote(value)})")
+        return values
+
+    def objects(self, name: str) -> Iterator[Fields]:
+        """An array of objects, each read with its own :class:`Fields` as it is reached (so
+        an earlier item's bad field is reported before a later item's)."""
+        items = self.array(name)
+        where = join_path(self.path, name)
+        return (
+            Fields(item, path=f"{where}.{index}", event_id=self.event_id)
+            for index, item in enumerate(items)
+        )

@@ -14,21 +14,29 @@ earlier.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
-from pydantic import Field
-
-from lifeboat.events.base import InstanceId, Model, OptionalIso8601, clip
+from lifeboat.events.base import Fields, clip
 from lifeboat.events.envelope import EventBridgeEvent
 from lifeboat.events.notice import Kind, Notice
 
 WARNING = timedelta(minutes=2)
 
 
-class CapacityReservationInterruptionDetail(Model):
-    instance_id: InstanceId = Field(alias="instance-id")
-    instance_action: str = Field("terminate", alias="instance-action")
-    instance_termination_time: OptionalIso8601 = Field(None, alias="instance-termination-time")
+@dataclass(frozen=True)
+class CapacityReservationInterruptionDetail:
+    instance_id: str
+    instance_action: str = "terminate"
+    instance_termination_time: datetime | None = None
+
+    @classmethod
+    def read(cls, fields: Fields) -> CapacityReservationInterruptionDetail:
+        return cls(
+            instance_id=fields.instance_id("instance-id"),
+            instance_action=fields.string("instance-action", "terminate"),
+            instance_termination_time=fields.time("instance-termination-time", default=None),
+        )
 
 
 class CapacityReservationInterruptionParser:
@@ -37,7 +45,7 @@ class CapacityReservationInterruptionParser:
     kind = Kind.CAPACITY_RESERVATION_INTERRUPTION
 
     def parse(self, event: EventBridgeEvent) -> list[Notice]:
-        detail = event.detail_as(CapacityReservationInterruptionDetail)
+        detail = CapacityReservationInterruptionDetail.read(event.detail_fields())
         deadline = event.after(WARNING)
         if detail.instance_termination_time is not None:
             deadline = min(deadline, detail.instance_termination_time)

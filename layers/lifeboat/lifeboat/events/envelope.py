@@ -15,33 +15,24 @@ envelope the per-kind parsers receive.
 
 The envelope follows Powertools' ``EventBridgeModel`` (same fields and aliases) but is our own:
 importing Powertools' parser models costs ~130 ms of cold start, and ``account``/``region``
-must be optional because moto delivers events without ``account``.
+must be optional because moto delivers events without ``account``. It is read with
+:class:`~lifeboat.events.base.Fields`, not pydantic (see ``lifeboat.events.base``).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from pydantic import Field, PrivateAttr
-
-from lifeboat.events.base import (
-    Id,
-    Iso8601,
-    M,
-    Model,
-    join_path,
-    known_id,
-    malformed,
-    quote,
-    shift,
-    validate,
-)
+from lifeboat.events.base import Fields, join_path, known_id, malformed, quote, shift
 from lifeboat.events.notice import Kind, Notice
+
+if TYPE_CHECKING:
+    from lifeboat.events.models import M
 
 
 class Form(StrEnum):
@@ -63,34 +54,56 @@ class Unwrapped:
     """The region of the SNS topic the message came through, when it did."""
 
 
-class EventBridgeEvent(Model):
+@dataclass(frozen=True)
+class EventBridgeEvent:
     """An EventBridge event envelope. ``detail`` is validated later, by the kind's parser."""
 
-    version: str = "0"
-    id: Id
-    detail_type: str = Field(alias="detail-type")
+    id: str
+    detail_type: str
     source: str
-    account: str | None = None
-    time: Iso8601
-    region: str | None = None
-    resources: list[str] = Field(default_factory=list)
+    time: datetime
     detail: dict[str, Any]
-
-    _path: str = PrivateAttr(default="")
+    version: str = "0"
+    account: str | None = None
+    region: str | None = None
+    resources: list[str] = field(default_factory=list)
+    path: str = field(default="", compare=False)
+    """Where the event sits in the body (``Message`` through SNS), for error reasons."""
 
     @classmethod
     def load(cls, payload: Mapping[str, Any], *, path: str = "") -> EventBridgeEvent:
         """The validated envelope of ``payload``, or :class:`MalformedMessage`."""
-        event = validate(cls, payload, path=path, event_id=known_id(payload.get("id")))
-        event._path = path
-        return event
+        fields = Fields(dict(payload), path=path, event_id=known_id(payload.get("id")))
+        version = fields.string("version", "0")
+        return cls(
+            version=version,
+            id=fields.identifier("id"),
+            detail_type=fields.string("detail-type"),
+            source=fields.string("source"),
+            account=fields.string("account", None),
+            time=fields.time("time"),
+            region=fields.string("region", None),
+            resources=fields.strings("resources", []),
+            detail=fields.mapping("detail"),
+            path=path,
+        )
+
+    def with_region(self, region: str) -> EventBridgeEvent:
+        return replace(self, region=region)
 
     def field(self, name: str) -> str:
         """The path of envelope field ``name`` for error reasons (``Message.detail.state``)."""
-        return join_path(self._path, name)
+        return join_path(self.path, name)
+
+    def detail_fields(self) -> Fields:
+        """``detail``, to be read field by field; errors name ``detail.<field>``."""
+        return Fields(self.detail, path=self.field("detail"), event_id=self.id)
 
     def detail_as(self, model: type[M]) -> M:
-        """``detail`` validated as ``model``; errors name ``detail.<field>``."""
+        """``detail`` validated as the pydantic ``model`` (rotation commands); errors name
+        ``detail.<field>``."""
+        from lifeboat.events.models import validate
+
         return validate(model, self.detail, path=self.field("detail"), event_id=self.id)
 
     def after(self, delta: timedelta) -> datetime:
@@ -109,13 +122,23 @@ class EventBridgeEvent(Model):
         )
 
 
-class SnsNotification(Model):
+@dataclass(frozen=True)
+class SnsNotification:
     """The part of an SNS notification Lifeboat reads."""
 
-    type: Literal["Notification"] = Field(alias="Type")
-    message_id: str | None = Field(None, alias="MessageId")
-    topic_arn: str | None = Field(None, alias="TopicArn")
-    message: str = Field(alias="Message")
+    message: str
+    message_id: str | None = None
+    topic_arn: str | None = None
+
+    @classmethod
+    def load(cls, payload: Mapping[str, Any]) -> SnsNotification:
+        fields = Fields(dict(payload), path="", event_id=known_id(payload.get("MessageId")))
+        fields.literal("Type", ("Notification",))
+        return cls(
+            message_id=fields.string("MessageId", None),
+            topic_arn=fields.string("TopicArn", None),
+            message=fields.string("Message"),
+        )
 
 
 _JSON_TYPES: dict[type, str] = {
@@ -172,9 +195,7 @@ def _region_of(arn: str | None) -> str | None:
 def unwrap(payload: dict[str, Any], *, path: str = "") -> Unwrapped:
     """Which form ``payload`` is, with one level of SNS removed."""
     if not path and _is_sns(payload):
-        note = validate(
-            SnsNotification, payload, path="", event_id=known_id(payload.get("MessageId"))
-        )
+        note = SnsNotification.load(payload)
         inner = _decode(note.message, path="Message", event_id=note.message_id)
         if _is_sns(inner):
             raise malformed("Message: an SNS notification inside an SNS notification")

@@ -7,15 +7,8 @@ https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/rebalance-recommendations.ht
 
 from __future__ import annotations
 
-from pydantic import Field
-
-from lifeboat.events.base import InstanceId, Model
 from lifeboat.events.envelope import EventBridgeEvent
 from lifeboat.events.notice import Kind, Notice
-
-
-class RebalanceRecommendationDetail(Model):
-    instance_id: InstanceId = Field(alias="instance-id")
 
 
 class RebalanceRecommendationParser:
@@ -24,8 +17,8 @@ class RebalanceRecommendationParser:
     kind = Kind.REBALANCE_RECOMMENDATION
 
     def parse(self, event: EventBridgeEvent) -> list[Notice]:
-        detail = event.detail_as(RebalanceRecommendationDetail)
-        return [event.notice(Kind.REBALANCE_RECOMMENDATION, instance_id=detail.instance_id)]
+        instance_id = event.detail_fields().instance_id("instance-id")
+        return [event.notice(Kind.REBALANCE_RECOMMENDATION, instance_id=instance_id)]
 
 
 PARSER = RebalanceRecommendationParser()

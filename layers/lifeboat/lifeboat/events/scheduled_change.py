@@ -9,9 +9,10 @@ https://docs.aws.amazon.com/health/latest/ug/aws-health-events-eventbridge-schem
 
 from __future__ import annotations
 
-from pydantic import Field
+from dataclasses import dataclass
+from datetime import datetime
 
-from lifeboat.events.base import INSTANCE_ID_RE, Model, Rfc1123, clip
+from lifeboat.events.base import INSTANCE_ID_RE, Fields, clip, parse_rfc1123
 from lifeboat.events.envelope import EventBridgeEvent
 from lifeboat.events.notice import Kind, Notice
 
@@ -19,22 +20,40 @@ SERVICE = "EC2"
 CATEGORY = "scheduledChange"
 
 
-class HealthEventHead(Model):
+@dataclass(frozen=True)
+class HealthEventHead:
     """What every Health event carries; enough to tell whether it concerns Lifeboat."""
 
     service: str
-    event_type_code: str = Field(alias="eventTypeCode")
-    event_type_category: str = Field(alias="eventTypeCategory")
-    status_code: str | None = Field(None, alias="statusCode")
+    event_type_code: str
+    event_type_category: str
+    status_code: str | None = None
+
+    @classmethod
+    def read(cls, fields: Fields) -> HealthEventHead:
+        return cls(
+            service=fields.string("service"),
+            event_type_code=fields.string("eventTypeCode"),
+            event_type_category=fields.string("eventTypeCategory"),
+            status_code=fields.string("statusCode", None),
+        )
 
 
-class AffectedEntity(Model):
-    entity_value: str | None = Field(None, alias="entityValue")
+@dataclass(frozen=True)
+class ScheduledChangeDetail:
+    head: HealthEventHead
+    start_time: datetime
+    affected_entities: list[str | None]
+    """Each affected entity's ``entityValue`` (``None`` where it has none)."""
 
-
-class ScheduledChangeDetail(HealthEventHead):
-    start_time: Rfc1123 = Field(alias="startTime")
-    affected_entities: list[AffectedEntity] = Field(alias="affectedEntities")
+    @classmethod
+    def read(cls, fields: Fields) -> ScheduledChangeDetail:
+        head = HealthEventHead.read(fields)
+        start_time = fields.time("startTime", parse_rfc1123)
+        entities = [
+            entity.string("entityValue", None) for entity in fields.objects("affectedEntities")
+        ]
+        return cls(head=head, start_time=start_time, affected_entities=entities)
 
 
 class ScheduledChangeParser:
@@ -43,7 +62,7 @@ class ScheduledChangeParser:
     kind = Kind.SCHEDULED_CHANGE
 
     def parse(self, event: EventBridgeEvent) -> list[Notice]:
-        head = event.detail_as(HealthEventHead)
+        head = HealthEventHead.read(event.detail_fields())
         code = clip(head.event_type_code)
         if head.service != SERVICE or head.event_type_category != CATEGORY:
             reason = (
@@ -51,14 +70,14 @@ class ScheduledChangeParser:
                 f"{clip(head.event_type_category)!r} is not an EC2 scheduled change"
             )
             return [event.notice(Kind.SCHEDULED_CHANGE, detail=code, ignore_reason=reason)]
-        detail = event.detail_as(ScheduledChangeDetail)
-        if detail.status_code == "closed":
+        detail = ScheduledChangeDetail.read(event.detail_fields())
+        if head.status_code == "closed":
             reason = "health event is closed: the scheduled change is over or cancelled"
             return [event.notice(Kind.SCHEDULED_CHANGE, detail=code, ignore_reason=reason)]
         instances = dict.fromkeys(
-            entity.entity_value
-            for entity in detail.affected_entities
-            if entity.entity_value is not None and INSTANCE_ID_RE.match(entity.entity_value)
+            value
+            for value in detail.affected_entities
+            if value is not None and INSTANCE_ID_RE.match(value)
         )
         if not instances:
             reason = "no affected entity of the health event is an EC2 instance"

@@ -5,12 +5,10 @@ https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/spot-instance-termination-no
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
-from typing import Literal
 
-from pydantic import Field
-
-from lifeboat.events.base import InstanceId, Model
+from lifeboat.events.base import Fields
 from lifeboat.events.envelope import EventBridgeEvent
 from lifeboat.events.notice import Kind, Notice
 
@@ -18,9 +16,20 @@ WARNING = timedelta(minutes=2)
 """How long before the interruption AWS sends the warning."""
 
 
-class SpotInterruptionDetail(Model):
-    instance_id: InstanceId = Field(alias="instance-id")
-    instance_action: Literal["terminate", "stop", "hibernate"] = Field(alias="instance-action")
+ACTIONS = ("terminate", "stop", "hibernate")
+
+
+@dataclass(frozen=True)
+class SpotInterruptionDetail:
+    instance_id: str
+    instance_action: str
+
+    @classmethod
+    def read(cls, fields: Fields) -> SpotInterruptionDetail:
+        return cls(
+            instance_id=fields.instance_id("instance-id"),
+            instance_action=fields.literal("instance-action", ACTIONS),
+        )
 
 
 class SpotInterruptionParser:
@@ -29,7 +38,7 @@ class SpotInterruptionParser:
     kind = Kind.SPOT_INTERRUPTION
 
     def parse(self, event: EventBridgeEvent) -> list[Notice]:
-        detail = event.detail_as(SpotInterruptionDetail)
+        detail = SpotInterruptionDetail.read(event.detail_fields())
         return [
             event.notice(
                 Kind.SPOT_INTERRUPTION,

@@ -7,18 +7,23 @@ https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/monitoring-instance-state-ch
 
 from __future__ import annotations
 
-from pydantic import Field
+from dataclasses import dataclass
 
-from lifeboat.events.base import InstanceId, Model, clip
+from lifeboat.events.base import Fields, clip
 from lifeboat.events.envelope import EventBridgeEvent
 from lifeboat.events.notice import Kind, Notice
 
 ACTIONABLE_STATES = frozenset({"stopping", "stopped", "shutting-down", "terminated"})
 
 
-class StateChangeDetail(Model):
-    instance_id: InstanceId = Field(alias="instance-id")
+@dataclass(frozen=True)
+class StateChangeDetail:
+    instance_id: str
     state: str
+
+    @classmethod
+    def read(cls, fields: Fields) -> StateChangeDetail:
+        return cls(instance_id=fields.instance_id("instance-id"), state=fields.string("state"))
 
 
 class StateChangeParser:
@@ -27,7 +32,7 @@ class StateChangeParser:
     kind = Kind.STATE_CHANGE
 
     def parse(self, event: EventBridgeEvent) -> list[Notice]:
-        detail = event.detail_as(StateChangeDetail)
+        detail = StateChangeDetail.read(event.detail_fields())
         if detail.state not in ACTIONABLE_STATES:
             return [
                 event.notice(

@@ -29,8 +29,8 @@ from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field, StringConstraints, field_validator, model_validator
 
-from lifeboat.events.base import Model
 from lifeboat.events.envelope import EventBridgeEvent
+from lifeboat.events.models import Model
 from lifeboat.events.notice import Kind, Notice
 from lifeboat.instants import format_instant
 from lifeboat.labels import label_key_problems, label_value_problems
@@ -41,7 +41,7 @@ from lifeboat.rotation.messages import DETAIL_TYPE_OF as DETAIL_TYPE_OF
 from lifeboat.rotation.messages import DETAIL_TYPES as DETAIL_TYPES
 from lifeboat.rotation.messages import SOURCE as SOURCE
 from lifeboat.rotation.messages import Verb as Verb
-from lifeboat.wakeup import ClusterName
+from lifeboat.wakeup_format import ClusterName
 
 DEFAULT_HEALTH_TIMEOUT = timedelta(minutes=10)
 # A rotation's name is part of its ConfigMap's name (``lifeboat-rotation-<name>``) and the
