@@ -1,83 +1,104 @@
 """Many clusters at once: one queue carrying Spot warnings for 50 clusters (20 each), batches
 of 10, 10 concurrent invocations, 10 ms of latency per Kubernetes request.
 
-Each cluster is its own API emulator. Each invocation is a thread with its own pipeline and
-its own ``lifeboat.service.EksClusters`` (as each Lambda environment has), whose
-per-cluster client is made on first use behind a simulated ``eks:DescribeCluster`` of 50 ms,
-so first contact with many clusters is part of what is measured. The queue interleaves the
-clusters (as warnings for a fleet arrive); receipt is the moment an invocation takes the
-batch, tainted the moment the cluster's API server applied the taint-and-cordon patch.
+Laid out as production is. Each invocation is its own process (a Lambda execution
+environment is one: its own interpreter, its own lock on it), with its own pipeline and its
+own ``lifeboat.service.EksClusters``, whose per-cluster client is made on first use behind a
+simulated ``eks:DescribeCluster`` of 50 ms, so first contact with many clusters is part of
+what is measured. The clusters' API servers (one emulator each) run in another process: an
+API server's work is not the function's. All share this machine's cores, which a fleet of
+Lambda environments would not.
+
+The queue interleaves the clusters (as warnings for a fleet arrive); receipt is the moment an
+invocation takes the batch, tainted the moment the cluster's API server applied the
+taint-and-cordon patch (``time.perf_counter()``: one monotonic clock for every process).
 """
 
 from __future__ import annotations
 
 import math
-import queue
+import multiprocessing
 import statistics
 import threading
 import time
+from collections import Counter
 from contextlib import ExitStack
-from dataclasses import dataclass, replace
+from dataclasses import replace
+from multiprocessing.connection import Connection
 from typing import Any
 
 from bench.cluster import Cluster, Machine, build_cluster
 from bench.events import sqs_batches
 from bench.harness import LambdaContext
 from bench.scenarios import DecisionLog, NullMetrics
-from kubemu import Emulator
+from lifeboat import snapstart
 from lifeboat.events.notice import Kind
 from lifeboat.handler import handle_batch
-from lifeboat.instances import StaticInstanceDirectory
+from lifeboat.instances import InstanceInfo, StaticInstanceDirectory
 from lifeboat.ledger import MemoryLedger
 from lifeboat.nodes import taint_key
 from lifeboat.pipeline import Pipeline
-from lifeboat.service import BATCH_WORKERS, EksClusters, utc_now
+from lifeboat.service import BATCH_WORKERS, EksClusters, Service, utc_now
 from lifeboat.settings import Settings
 
 DESCRIBE_CLUSTER_SECONDS = 0.05
+# Processes start by importing what they run (spawn: nothing is inherited half-made).
+_CONTEXT = multiprocessing.get_context("spawn")
+# How long a process of the fleet may take to start or to finish before the bench gives up.
+_PATIENCE_SECONDS = 600.0
+
+Batch = tuple[dict[str, Any], list[tuple[str, str]]]  # the SQS event; (cluster, node) per record
 
 
 class EmulatedEksAuth:
     """Stands in for ``lifeboat.eks_auth.EksAuth``: a client per cluster, made on first use
     after a simulated DescribeCluster (the real one serialises per cluster, not globally)."""
 
-    def __init__(self, emulators: dict[str, Emulator]) -> None:
-        self._emulators = emulators
+    def __init__(self, urls: dict[str, str]) -> None:
+        self._urls = urls
         self._clients: dict[str, Any] = {}
-        self._locks = {name: threading.Lock() for name in emulators}
+        self._locks = {name: threading.Lock() for name in urls}
 
     def api_client(self, cluster: str) -> Any:
+        from kubernetes import client
+
         with self._locks[cluster]:
             if cluster not in self._clients:
                 time.sleep(DESCRIBE_CLUSTER_SECONDS)
-                self._clients[cluster] = self._emulators[cluster].api_client()
+                configuration = client.Configuration(host=self._urls[cluster])
+                self._clients[cluster] = client.ApiClient(configuration)
             return self._clients[cluster]
 
     def forget_tokens(self) -> None:
-        pass
+        pass  # no tokens: the emulators do not authenticate
 
     def close_connections(self) -> None:
-        pass
+        for api_client in self._clients.values():
+            api_client.rest_client.pool_manager.clear()
 
 
-@dataclass
-class Fleet:
-    clusters: dict[str, Cluster]
-    emulators: dict[str, Emulator]
+def _names(clusters: int) -> list[str]:
+    return [f"cluster-{i:02d}" for i in range(clusters)]
 
 
-def _directory(fleet: Fleet) -> StaticInstanceDirectory:
+def _fleet(clusters: int, per_cluster: int) -> dict[str, Cluster]:
+    """The same fleet wherever it is built: the seeds fix every id and name."""
+    return {
+        name: build_cluster(per_cluster + 2, pools=2, pods_per_node=2, asg_nodes=0, seed=i)
+        for i, name in enumerate(_names(clusters))
+    }
+
+
+def _directory(fleet: dict[str, Cluster]) -> list[InstanceInfo]:
     """What DescribeInstances would say: each machine, in its own cluster."""
-    return StaticInstanceDirectory(
-        replace(m.info(), cluster=name)
-        for name, cluster in fleet.clusters.items()
-        for m in cluster.machines
-    )
+    return [
+        replace(m.info(), cluster=name) for name, cluster in fleet.items() for m in cluster.machines
+    ]
 
 
-def _interleaved(fleet: Fleet, per_cluster: int) -> list[tuple[str, Machine]]:
+def _interleaved(fleet: dict[str, Cluster], per_cluster: int) -> list[tuple[str, Machine]]:
     """Round-robin over the clusters: warning 1 of every cluster, then warning 2, ..."""
-    chosen = {name: c.karpenter[:per_cluster] for name, c in fleet.clusters.items()}
+    chosen = {name: c.karpenter[:per_cluster] for name, c in fleet.items()}
     return [
         (name, machines[i])
         for i in range(per_cluster)
@@ -86,72 +107,24 @@ def _interleaved(fleet: Fleet, per_cluster: int) -> list[tuple[str, Machine]]:
     ]
 
 
-def many_clusters(
-    clusters: int = 50,
-    per_cluster: int = 20,
-    concurrency: int = 10,
-    latency_ms: float = 10.0,
-) -> dict[str, Any]:
-    names = [f"cluster-{i:02d}" for i in range(clusters)]
-    built = {
-        name: build_cluster(per_cluster + 2, pools=2, pods_per_node=2, asg_nodes=0, seed=i)
-        for i, name in enumerate(names)
-    }
+def _serve_api_servers(
+    conn: Connection, clusters: int, per_cluster: int, latency_ms: float
+) -> None:
+    """The API servers' process: an emulator per cluster until told to report, then, per
+    cluster, when each node's first patch was answered and which nodes carry the taint."""
+    from kubemu import Emulator
+    from kubemu.validation import compile_validators
+
+    compile_validators()  # as a long-running API server would have them
+    key = taint_key(Kind.SPOT_INTERRUPTION)
     with ExitStack() as stack:
         emulators = {
             name: stack.enter_context(Emulator(c.objects, latency=latency_ms / 1000))
-            for name, c in built.items()
+            for name, c in _fleet(clusters, per_cluster).items()
         }
-        fleet = Fleet(built, emulators)
-        directory = _directory(fleet)
-        settings = Settings(clusters=tuple(names))
-        order = _interleaved(fleet, per_cluster)
-        batches = []
-        for start in range(0, len(order), 10):
-            chunk = order[start : start + 10]
-            [(event, _)] = sqs_batches("spot-interruption", [m for _, m in chunk], 10)
-            batches.append((event, chunk))
-        work: queue.Queue[int] = queue.Queue()
-        for index in range(len(batches)):
-            work.put(index)
-        receipts: dict[int, float] = {}
-        lock = threading.Lock()
-        log = DecisionLog()
-        failures = 0
-
-        def invocation() -> None:
-            nonlocal failures
-            pipeline = Pipeline(
-                clusters=EksClusters(settings, EmulatedEksAuth(emulators)),  # type: ignore[arg-type]
-                directory=directory,
-                settings=settings,
-                clock=utc_now,
-                ledger=MemoryLedger(),
-                workers=BATCH_WORKERS,
-            )
-            while True:
-                try:
-                    index = work.get_nowait()
-                except queue.Empty:
-                    return
-                with lock:
-                    receipts[index] = time.perf_counter()
-                response = handle_batch(
-                    batches[index][0], LambdaContext(), pipeline, metrics=NullMetrics(), logger=log
-                )
-                with lock:
-                    failures += len(response.get("batchItemFailures", []))
-
-        threads = [threading.Thread(target=invocation) for _ in range(concurrency)]
-        started = time.perf_counter()
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        wall = time.perf_counter() - started
-
-        key = taint_key(Kind.SPOT_INTERRUPTION)
-        per_cluster_latency: dict[str, list[float]] = {name: [] for name in names}
+        conn.send({name: emulator.url for name, emulator in emulators.items()})
+        conn.recv()
+        served: dict[str, tuple[dict[str, float], set[str]]] = {}
         for name, emulator in emulators.items():
             patched: dict[str, float] = {}
             for (verb, _g, resource, _ns, node), (
@@ -165,11 +138,129 @@ def many_clusters(
                 for o in emulator.objects("Node")
                 if any(t.get("key") == key for t in o["spec"].get("taints") or [])
             }
-            for index, (_event, chunk) in enumerate(batches):
-                for cluster_name, machine in chunk:
-                    if cluster_name == name and machine.node_name in tainted:
-                        latency = patched[machine.node_name] - receipts[index]
-                        per_cluster_latency[name].append(latency)
+            served[name] = (patched, tainted)
+        conn.send(served)
+
+
+def _invocation(
+    urls: dict[str, str],
+    infos: list[InstanceInfo],
+    batches: list[Batch],
+    work: Any,
+    ready: Any,
+    go: Any,
+    results: Any,
+    restored: bool,
+) -> None:
+    """One Lambda environment: takes batches from the queue until it is empty.
+
+    ``restored``: started as the stack runs it, from a SnapStart snapshot: the service's
+    ``before_snapshot`` ran (every cluster described, its client made), then
+    ``after_restore`` (tokens forgotten, pooled connections closed). Otherwise a plain cold
+    start: each cluster is described on its first warning."""
+    settings = Settings(clusters=tuple(urls))
+    clusters = EksClusters(settings, EmulatedEksAuth(urls))  # type: ignore[arg-type]
+    pipeline = Pipeline(
+        clusters=clusters,
+        directory=StaticInstanceDirectory(infos),
+        settings=settings,
+        clock=utc_now,
+        ledger=MemoryLedger(),
+        workers=BATCH_WORKERS,
+    )
+    if restored:
+        service = Service(pipeline, settings, clusters=clusters)
+        snapstart.before_snapshot(service)
+        snapstart.after_restore(service)
+    log = DecisionLog()
+    receipts: dict[int, float] = {}
+    failures = 0
+    ready.put(None)
+    go.wait()
+    while (index := work.get()) is not None:
+        receipts[index] = time.perf_counter()
+        response = handle_batch(
+            batches[index][0], LambdaContext(), pipeline, metrics=NullMetrics(), logger=log
+        )
+        failures += len(response.get("batchItemFailures", []))
+    results.put((receipts, failures, dict(log.outcomes)))
+
+
+def many_clusters(
+    clusters: int = 50,
+    per_cluster: int = 20,
+    concurrency: int = 10,
+    latency_ms: float = 10.0,
+    *,
+    restored: bool = True,
+) -> dict[str, Any]:
+    """``restored``: the invocations' environments start from a SnapStart snapshot, as the
+    stack deploys them (``SnapStart: ApplyOn: PublishedVersions``); False: plain cold starts."""
+    names = _names(clusters)
+    fleet = _fleet(clusters, per_cluster)
+    order = _interleaved(fleet, per_cluster)
+    batches: list[Batch] = []
+    for start in range(0, len(order), 10):
+        chunk = order[start : start + 10]
+        [(event, _)] = sqs_batches("spot-interruption", [m for _, m in chunk], 10)
+        batches.append((event, [(name, m.node_name) for name, m in chunk]))
+
+    servers_end, ours = _CONTEXT.Pipe()
+    servers = _CONTEXT.Process(
+        target=_serve_api_servers, args=(servers_end, clusters, per_cluster, latency_ms)
+    )
+    servers.start()
+    try:
+        if not ours.poll(_PATIENCE_SECONDS):
+            raise RuntimeError("the API servers' process did not start")
+        urls: dict[str, str] = ours.recv()
+        work, ready, results, go = (
+            _CONTEXT.Queue(),
+            _CONTEXT.Queue(),
+            _CONTEXT.Queue(),
+            _CONTEXT.Event(),
+        )
+        for index in range(len(batches)):
+            work.put(index)
+        for _ in range(concurrency):
+            work.put(None)  # one end mark per invocation
+        invocations = [
+            _CONTEXT.Process(
+                target=_invocation,
+                args=(urls, _directory(fleet), batches, work, ready, go, results, restored),
+            )
+            for _ in range(concurrency)
+        ]
+        for process in invocations:
+            process.start()
+        for _ in invocations:
+            ready.get(timeout=_PATIENCE_SECONDS)
+        started = time.perf_counter()
+        go.set()
+        receipts: dict[int, float] = {}
+        failures = 0
+        outcomes: Counter[str] = Counter()
+        for _ in invocations:
+            theirs, failed, seen = results.get(timeout=_PATIENCE_SECONDS)
+            receipts.update(theirs)
+            failures += failed
+            outcomes.update(seen)
+        wall = time.perf_counter() - started
+        for process in invocations:
+            process.join(_PATIENCE_SECONDS)
+        ours.send("report")
+        served: dict[str, tuple[dict[str, float], set[str]]] = ours.recv()
+    finally:
+        servers.join(_PATIENCE_SECONDS)
+        if servers.is_alive():
+            servers.kill()
+
+    per_cluster_latency: dict[str, list[float]] = {name: [] for name in names}
+    for index, (_event, chunk) in enumerate(batches):
+        for cluster_name, node in chunk:
+            patched, tainted = served[cluster_name]
+            if node in tainted:
+                per_cluster_latency[cluster_name].append(patched[node] - receipts[index])
     everything = [x for values in per_cluster_latency.values() for x in values]
     worst = {
         name: round(max(values) * 1000, 1) if values else None
@@ -182,10 +273,11 @@ def many_clusters(
         "events": len(order),
         "concurrency": concurrency,
         "latency_ms": latency_ms,
+        "environments": "restored from a SnapStart snapshot" if restored else "cold starts",
         "wall_seconds": round(wall, 2),
         "tainted": len(everything),
         "batch_item_failures": failures,
-        "outcomes": dict(log.outcomes),
+        "outcomes": dict(outcomes),
         "receipt_to_tainted_ms": {
             "p50": round(statistics.median(everything) * 1000, 1) if everything else None,
             "p99": round(_percentile(everything, 99) * 1000, 1) if everything else None,

@@ -137,12 +137,14 @@ def table(summary: dict[str, Any]) -> str:
             f"{replayed['json_load_s']} s) {replayed['floor_s']} s: ratios YAML "
             f"{replayed['yaml_ratio']}, JSON {replayed['json_ratio']}"
         )
-    many = summary.get("fleet")
-    if many:
+    for many in (summary.get("fleet"), summary.get("fleet_cold")):
+        if not many:
+            continue
         latency = many["receipt_to_tainted_ms"]
         out.append(
             f"Fleet: {many['clusters']} clusters x {many['warnings_per_cluster']} Spot warnings, "
-            f"{many['concurrency']} invocations, {many['latency_ms']} ms per request: "
+            f"{many['concurrency']} invocations ({many['environments']}), "
+            f"{many['latency_ms']} ms per request: "
             f"{many['tainted']}/{many['events']} tainted in {many['wall_seconds']} s; receipt -> "
             f"tainted p50 {latency['p50']} ms, p99 {latency['p99']} ms; slowest warning per "
             f"cluster between {many['best_cluster_max_ms']} and {many['worst_cluster_max_ms']} "

@@ -56,6 +56,8 @@ class Options:
     replay: bool = True
     fleet_clusters: int = 50
     fleet_warnings: int = 20
+    # Each invocation is a process (a Lambda environment): fewer in the quick configuration.
+    fleet_invocations: int = 10
     fleet: bool = True
     layer: bool = True
     layer_build: bool = True
@@ -76,6 +78,7 @@ class Options:
             replay_runs=1,
             fleet_clusters=5,
             fleet_warnings=4,
+            fleet_invocations=3,
             quick=True,
         )
 
@@ -152,9 +155,15 @@ def run(options: Options) -> dict[str, Any]:
             gc.collect()
     if options.fleet:
         _log(f"fleet: {options.fleet_clusters} clusters x {options.fleet_warnings} warnings")
-        summary["fleet"] = fleet.many_clusters(
-            options.fleet_clusters, options.fleet_warnings, options.concurrency, options.latency_ms
+        shape = (
+            options.fleet_clusters,
+            options.fleet_warnings,
+            options.fleet_invocations,
+            options.latency_ms,
         )
+        summary["fleet"] = fleet.many_clusters(*shape)  # as deployed: SnapStart
+        _log("fleet again, every environment a plain cold start (no SnapStart)")
+        summary["fleet_cold"] = fleet.many_clusters(*shape, restored=False)
     if options.replay:
         _log(f"replay of a {options.replay_nodes}-node cluster file (YAML and JSON)")
         summary["replay"] = replay.replay_large_cluster(

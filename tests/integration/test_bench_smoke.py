@@ -78,13 +78,19 @@ def test_verdicts_and_memory(summary: dict) -> None:
     assert summary["peak_rss_mb"] > 0
 
 
-def test_the_fleet_taints_every_warning_of_every_cluster(summary: dict) -> None:
-    fleet = summary["fleet"]
+@pytest.mark.parametrize("measure", ["fleet", "fleet_cold"])
+def test_the_fleet_taints_every_warning_of_every_cluster(summary: dict, measure: str) -> None:
+    """Invocations in their own processes (restored from a snapshot, or cold) and the API
+    servers in another: every warning of every cluster is tainted, each once."""
+    fleet = summary[measure]
+    assert fleet["concurrency"] == 3
     assert fleet["events"] == fleet["clusters"] * fleet["warnings_per_cluster"]
     assert fleet["tainted"] == fleet["events"]
     assert fleet["clusters_fully_tainted"] == fleet["clusters"]
     assert fleet["outcomes"] == {"acted": fleet["events"]}
     assert fleet["batch_item_failures"] == 0
+    latency = fleet["receipt_to_tainted_ms"]
+    assert 0 < latency["p50"] <= latency["p99"] <= latency["max"]
     assert summary["verdicts"]["fleet_worst_cluster_max_s"]["clusters_fully_tainted"] == 5
 
 
