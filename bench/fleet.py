@@ -35,6 +35,7 @@ from lifeboat import snapstart
 from lifeboat.events.notice import Kind
 from lifeboat.handler import handle_batch
 from lifeboat.instances import InstanceInfo, StaticInstanceDirectory
+from lifeboat.kube_rest import RestClient
 from lifeboat.ledger import MemoryLedger
 from lifeboat.nodes import taint_key
 from lifeboat.pipeline import Pipeline
@@ -56,17 +57,17 @@ class EmulatedEksAuth:
 
     def __init__(self, urls: dict[str, str]) -> None:
         self._urls = urls
-        self._clients: dict[str, Any] = {}
+        self._clients: dict[str, RestClient] = {}
         self._locks = {name: threading.Lock() for name in urls}
 
-    def api_client(self, cluster: str) -> Any:
-        from kubernetes import client
+    def api_client(self, cluster: str) -> RestClient:
+        """The client ``EksAuth`` makes (the REST layer, no ``ApiClient``), for the emulator."""
+        from kubernetes.client.configuration import Configuration
 
         with self._locks[cluster]:
             if cluster not in self._clients:
                 time.sleep(DESCRIBE_CLUSTER_SECONDS)
-                configuration = client.Configuration(host=self._urls[cluster])
-                self._clients[cluster] = client.ApiClient(configuration)
+                self._clients[cluster] = RestClient(Configuration(host=self._urls[cluster]))
             return self._clients[cluster]
 
     def forget_tokens(self) -> None:
@@ -256,8 +257,8 @@ def many_clusters(
             servers.kill()
 
     per_cluster_latency: dict[str, list[float]] = {name: [] for name in names}
-    for index, (_event, chunk) in enumerate(batches):
-        for cluster_name, node in chunk:
+    for index, (_event, records) in enumerate(batches):
+        for cluster_name, node in records:
             patched, tainted = served[cluster_name]
             if node in tainted:
                 per_cluster_latency[cluster_name].append(patched[node] - receipts[index])
