@@ -229,3 +229,16 @@ def test_the_first_batch_after_a_restore_counts_as_a_cold_start(
     assert metrics.flush() == 0
     run_hooks(registry[1])
     assert metrics.flush() == 1 and '"ColdStart":[1.0]' in out[-1]
+
+
+def test_before_the_snapshot_the_wake_ups_models_are_loaded(
+    aws: boto3.Session, registry: tuple[list[Any], list[Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plain cold start loads the wake-ups' pydantic models with the first wake-up
+    (lifeboat.wakeup.decode); a snapshot holds them, so a restored environment does not."""
+    monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "1")
+    monkeypatch.delitem(sys.modules, "lifeboat.wakeup_format", raising=False)
+    service, *_ = _service(aws)
+    snapstart.install(service, PowertoolsBatchMetrics("Lifeboat"), LazyTracer())
+    run_hooks(registry[0], reverse=True)
+    assert "lifeboat.wakeup_format" in sys.modules

@@ -128,7 +128,11 @@ class Service:
     lazy_clients: list[LazyClient] = field(default_factory=list)
 
     def before_snapshot(self) -> None:
-        """Work worth keeping in a SnapStart snapshot: cluster endpoints, service models."""
+        """Work worth keeping in a SnapStart snapshot: cluster endpoints, service models, and
+        the wake-ups' pydantic models, which a plain cold start leaves to the first wake-up
+        (``lifeboat.wakeup.decode``) but a snapshot holds for free."""
+        import lifeboat.wakeup_format  # noqa: F401  (loaded for the snapshot's sake)
+
         for client in self.lazy_clients:
             client.warm()
         if self.clusters is not None:
