@@ -48,7 +48,6 @@ def test_soak_2000_events_nothing_lost_nothing_repeated() -> None:
     assert soak.server.answers["dropped"] > 0, "no request timed out"
     assert soak.ledger_throttled["before_action"] > 0
     assert soak.ledger_throttled["after_action"] > 0
-    assert soak.seconds < 120
 
 
 def test_soak_with_the_powertools_ledger_on_moto_dynamodb() -> None:
