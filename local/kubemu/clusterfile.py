@@ -3,9 +3,10 @@ or what `kubectl get -o json` prints.
 
 Loading is on the path of every replay, and a 5,000-node cluster is 20 MB: JSON is read with
 the json module (a `-o json` file is one JSON document; JSON is also YAML, but PyYAML reads it
-an order of magnitude slower), and YAML with libyaml's C parser when PyYAML has it, the
-documents built from its events (``yamlload``: what ``yaml.CSafeLoader`` gives, two to four
-times faster), falling back to the pure-Python parser.
+an order of magnitude slower), and YAML through ``yamlload.load_documents``: rapidyaml where
+it reads the file as PyYAML would (``yamlfast``, about json.load's cost), else documents built
+from libyaml's events (what ``yaml.CSafeLoader`` gives, two to four times faster), else
+PyYAML itself.
 """
 
 from __future__ import annotations
