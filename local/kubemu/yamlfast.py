@@ -50,10 +50,12 @@ _SAME_AS_VALUE = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?|true|false|null")
 # rapidyaml rewrites inf and nan in keys (even quoted ones) as ".inf" and ".nan".
 _NANINF_KEY = re.compile(r"""['"]?[-+]?\.?(?i:inf|infinity|nan)['"]?""")
 _FLOW = re.compile(r"[\[\]{},]")
-# The words (one a line) that may hold a suspect: flow collections, tags, "?" or ":" alone,
-# reserved indicators, a key or value whose first character can start one (n: null, no, nan).
+# The words (one a line) worth a closer look: with a flow indicator or a tag, "?" or ":" alone,
+# starting with an odd indicator, a suspect (as a key too), a nan or inf key quoted.
 _WORD_OF_NOTE = re.compile(
-    r"^(?:.*[\[\]{},!].*|[?:]|[@`&*%].*|['\"]?[-+.0-9~<=yYnNtTfFoOiI][^\n]*)$", re.M
+    rf"^(?:[^\n\[\]{{}},!]*[\[\]{{}},!].*|[?:]|[@`%].*|[&*](?![0-9A-Za-z_-]+$).*"
+    rf"|['\"][^\n]*['\"]:|(?:{_SUSPECT.pattern}|{_DATE.pattern}):?)$".encode(),
+    re.M,
 )
 # Where a plain scalar ends: the end of a line or a comment, a flow indicator, a colon.
 _VALUE_END = r"(?=[ \t\r]*(?:#|$|[,\]}:]))"
@@ -81,9 +83,9 @@ def plain_data_documents(text: str) -> list[Any] | None:
     if ryml is None:
         return None
     body = text[1:] if text.startswith("\ufeff") else text
-    if not _plain_data_only(body):
-        return None
     data = body.encode()
+    if not _plain_data_only(body, data):
+        return None
     try:
         with _stderr_silenced():  # rapidyaml prints its parse errors itself; PyYAML reports
             tree = ryml.parse_in_arena(data)
@@ -99,18 +101,18 @@ def plain_data_documents(text: str) -> list[Any] | None:
     return parsed if tree.is_stream(root) else [parsed]
 
 
-def _plain_data_only(text: str) -> bool:
-    if not _characters_agree(text):
+def _plain_data_only(text: str, data: bytes) -> bool:
+    if not _characters_agree(text, data):
         return False
-    suspects = _suspects(text)
+    suspects = _suspects(data)
     return suspects is not None and not any(
         _plain_in_place(text, word, key) for word, key in suspects
     )
 
 
-def _characters_agree(text: str) -> bool:
+def _characters_agree(text: str, data: bytes) -> bool:
     if text.isascii():
-        odd = len(text.encode().translate(None, _ODD_ASCII)) != len(text)
+        odd = len(data.translate(None, _ODD_ASCII)) != len(data)
     else:
         odd = _ODD_TEXT.search(text) is not None
     if odd or text.count("\r") != text.count("\r\n"):
@@ -123,12 +125,14 @@ def _characters_agree(text: str) -> bool:
     return True
 
 
-def _suspects(text: str) -> set[tuple[str, bool]] | None:
+def _suspects(data: bytes) -> set[tuple[str, bool]] | None:
     """The words that may be plain scalars read otherwise by rapidyaml (with whether each is
     a key), to be looked up in place; None when a word alone settles it."""
     suspects: set[tuple[str, bool]] = set()
-    # Each distinct word once; the regular expression picks, in C, the few worth a look.
-    for word in _WORD_OF_NOTE.findall("\n".join(set(text.split()))):
+    # Each distinct word once (split as YAML separates them: at ASCII white space, in bytes,
+    # faster); the regular expression picks, in C, the few worth a look.
+    for noted in _WORD_OF_NOTE.findall(b"\n".join(set(data.split()))):
+        word = noted.decode()
         if "]:" in word or "}:" in word:
             return None  # a collection as a key
         if ":," in word or ":]" in word or ":}" in word:

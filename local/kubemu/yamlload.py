@@ -31,8 +31,6 @@ from yaml.events import (
 )
 from yaml.nodes import ScalarNode
 
-from .yamlfast import plain_data_documents
-
 # libyaml's parser where PyYAML was built with it (the wheels are).
 LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -47,13 +45,7 @@ class _NotPlainData(Exception):
 
 def load_documents(text: str) -> list[Any]:
     """Every document of ``text``, as ``list(yaml.load_all(text, Loader=LOADER))`` gives
-    them; a ``yaml.YAMLError`` (with its position) when the text is not valid YAML.
-
-    rapidyaml reads it when it cannot change its meaning (``yamlfast``); otherwise the
-    documents are built from libyaml's events, and whatever that leaves, PyYAML reads."""
-    documents = plain_data_documents(text)
-    if documents is not None:
-        return documents
+    them; a ``yaml.YAMLError`` (with its position) when the text is not valid YAML."""
     try:
         return _Builder(text).documents()
     except (_NotPlainData, yaml.YAMLError, TypeError, ValueError):

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubemu import yamlfast, yamlload
+from kubemu.clusterfile import load_cluster_file, read_documents
 
 ROOT = Path(__file__).resolve().parents[2]
 REPO_YAML = sorted(
@@ -253,3 +254,29 @@ def test_any_hand_written_scalar_reads_as_pyyaml_reads_it(words: list[str], shap
     the fast path either agrees or leaves the file to it."""
     text = "\n".join(shape.format(i=i, w=w) for i, w in enumerate(words)) + "\n"
     _assert_never_different(text)
+
+
+NODE = """apiVersion: v1
+kind: Node
+metadata:
+  name: ip-10-0-0-1.ec2.internal
+  creationTimestamp: {stamp}
+  labels: {{karpenter.sh/registered: 'true'}}
+"""
+
+
+def test_cluster_files_rapidyaml_reads_need_no_conversion_and_the_others_get_it(
+    tmp_path: Path,
+) -> None:
+    """What rapidyaml read holds JSON's types only (the replay skips converting it); a file
+    left to PyYAML may hold a datetime, which still reaches the API as an RFC 3339 string."""
+    quoted = NODE.format(stamp="'2026-11-20T08:00:00Z'")
+    plain = NODE.format(stamp="2026-11-20T08:00:00Z")
+    assert read_documents(quoted)[1] is False
+    assert read_documents(plain)[1] is True
+    for text in (quoted, plain):
+        path = tmp_path / "cluster.yaml"
+        path.write_text(text)
+        (node,) = load_cluster_file(path)
+        assert node["metadata"]["creationTimestamp"] == "2026-11-20T08:00:00Z"
+        assert node["metadata"]["labels"] == {"karpenter.sh/registered": "true"}
