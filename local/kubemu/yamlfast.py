@@ -131,13 +131,16 @@ def _suspects(data: bytes) -> set[tuple[str, bool]] | None:
     suspects: set[tuple[str, bool]] = set()
     # Each distinct word once (split as YAML separates them: at ASCII white space, in bytes,
     # faster); the regular expression picks, in C, the few worth a look.
-    for noted in _WORD_OF_NOTE.findall(b"\n".join(set(data.split()))):
-        word = noted.decode()
-        if "]:" in word or "}:" in word:
+    words = [noted.decode() for noted in _WORD_OF_NOTE.findall(b"\n".join(set(data.split())))]
+    # A flow collection starts a word; without one ("[]" and "{}" aside), brackets and braces
+    # are characters of plain scalars (managedFields' k:{"type":"Ready"}: keys).
+    flow = any(word[0] in "[{" and word.rstrip(",]}") not in ("[", "{") for word in words)
+    for word in words:
+        if flow and ("]:" in word or "}:" in word):
             return None  # a collection as a key
-        if ":," in word or ":]" in word or ":}" in word:
+        if flow and (":," in word or ":]" in word or ":}" in word):
             return None  # a flow key with no value: PyYAML refuses some, rapidyaml none
-        parts = _FLOW.split(word)
+        parts = _FLOW.split(word) if flow else [word]
         for part in (word, *parts) if len(parts) > 1 else parts:
             if not part:
                 continue

@@ -116,6 +116,8 @@ def test_a_tricky_scalar_anywhere_reads_as_pyyaml_reads_it(scalar: str) -> None:
         "k: |\n  literal\n   kept\n\nf: >-\n  folded\n  text\n",
         "k: 'multi\n\n  line'\nd: \"esc\\\n  aped\"\n",
         "creationTimestamp: '2026-11-20T08:00:00Z'\nmessage: kubelet has no disk pressure\n",
+        # managedFields (kubectl get --show-managed-fields): braces in plain keys
+        'fieldsV1:\n  f:status:\n    k:{"type":"Ready"}:\n      .: {}\n      f:message: {}\n',
     ],
 )
 def test_plain_data_takes_the_fast_path_and_reads_as_pyyaml_reads_it(text: str) -> None:
