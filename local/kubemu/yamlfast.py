@@ -27,11 +27,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-try:  # a runtime dependency of the local tools; without it, everything goes to PyYAML
-    import ryml
-except ImportError:  # pragma: no cover - rapidyaml has wheels for every platform we run on
-    ryml = None
-
 # A plain scalar either reader may take for something other than a string (YAML 1.1's bool,
 # null, int, float, timestamp, merge and value patterns; rapidyaml's numbers, true/false/null
 # and the inf/nan spellings it rewrites), or more: a superset errs towards PyYAML.
@@ -80,6 +75,7 @@ def plain_data_documents(text: str) -> list[Any] | None:
     """Every document of ``text`` as PyYAML's safe loader gives them (equal, not identical:
     an alias is a copy), or None when rapidyaml is absent, refuses the text, or the text holds
     anything whose meaning it could read differently."""
+    ryml = _rapidyaml()
     if ryml is None:
         return None
     body = text[1:] if text.startswith("\ufeff") else text
@@ -99,6 +95,16 @@ def plain_data_documents(text: str) -> list[Any] | None:
     except Exception:  # ryml's own exception types, or JSON it should not have written
         return None
     return parsed if tree.is_stream(root) else [parsed]
+
+
+def _rapidyaml() -> Any:
+    """The ryml module, imported when first needed (not by every command that imports kubemu),
+    or None without it (a runtime dependency of the local tools; then PyYAML reads it all)."""
+    try:
+        import ryml
+    except ImportError:  # pragma: no cover - rapidyaml has wheels for every platform we use
+        return None
+    return ryml
 
 
 def _plain_data_only(text: str, data: bytes) -> bool:
