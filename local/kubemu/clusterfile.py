@@ -3,9 +3,10 @@ or what `kubectl get -o json` prints.
 
 Loading is on the path of every replay, and a 5,000-node cluster is 20 MB: JSON is read with
 the json module (a `-o json` file is one JSON document; JSON is also YAML, but PyYAML reads it
-an order of magnitude slower), and YAML with libyaml's C parser when PyYAML has it, the
-documents built from its events (``yamlload``: what ``yaml.CSafeLoader`` gives, two to four
-times faster), falling back to the pure-Python parser.
+an order of magnitude slower), and YAML through rapidyaml where it reads the file as PyYAML
+would (``yamlfast``: about json.load's cost, and JSON's types, so nothing to convert), else
+as documents built from libyaml's events (``yamlload``: what ``yaml.CSafeLoader`` gives, two
+to four times faster), else by PyYAML itself.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import yaml
 
 from .gcpause import collector_paused
 from .resources import ALL_RESOURCES, Obj, resource_for_object
+from .yamlfast import plain_data_documents
 from .yamlload import LOADER, load_documents
 
 # libyaml-backed loader (what load_documents reads with) and dumper where PyYAML was built
@@ -134,19 +136,29 @@ def json_documents(text: str) -> list[Any] | None:
         return None
 
 
+def read_documents(text: str) -> tuple[list[Any], bool]:
+    """The documents of a cluster file, and whether they may hold what JSON cannot (YAML's
+    datetimes, keys that are not strings), to be converted: JSON as JSON; YAML through
+    rapidyaml where it reads the file as PyYAML would (``yamlfast``: JSON's types only), else
+    through ``load_documents``. A ``yaml.YAMLError``, with its position, if it is not YAML."""
+    documents = json_documents(text)
+    if documents is None:
+        documents = plain_data_documents(text)
+    if documents is not None:
+        return documents, False
+    return load_documents(text), True
+
+
 def load_cluster_file(path: str | Path) -> list[Obj]:
     """The objects of a cluster file; ValueError names the file, the document and the problem."""
     path = Path(path)
     text = path.read_text()
     with collector_paused():
-        documents = json_documents(text)
-        if documents is not None:  # JSON holds no timestamps or non-text keys: nothing to convert
-            return cluster_objects(documents, path, from_yaml=False)
         try:
-            documents = load_documents(text)
+            documents, from_yaml = read_documents(text)
         except yaml.YAMLError as error:
             raise ValueError(f"{path}: not valid YAML: {error}") from error
-        return cluster_objects(documents, path)
+        return cluster_objects(documents, path, from_yaml=from_yaml)
 
 
 def _converted(obj: Any, index: int, path: Path) -> Any:

@@ -83,7 +83,7 @@ class _Builder:
         if kind is ScalarEvent:
             value = self._scalar(event)
             if event.anchor is not None:
-                self._anchors[event.anchor] = value
+                self._anchor(event.anchor, value)
             return value
         if kind is MappingStartEvent:
             return self._mapping(event)
@@ -92,6 +92,11 @@ class _Builder:
         if kind is AliasEvent and event.anchor in self._anchors:
             return self._anchors[event.anchor]
         raise _NotPlainData  # e.g. an undefined alias: PyYAML says so, with its line
+
+    def _anchor(self, name: str, value: Any) -> None:
+        if name in self._anchors:
+            raise _NotPlainData  # defined twice in a document: PyYAML's composer refuses it
+        self._anchors[name] = value
 
     def _scalar(self, event: Any) -> Any:
         value: str = event.value
@@ -119,7 +124,7 @@ class _Builder:
             raise _NotPlainData  # !!omap, !!set, a custom tag
         mapping: dict[Any, Any] = {}
         if event.anchor is not None:
-            self._anchors[event.anchor] = mapping
+            self._anchor(event.anchor, mapping)
         get, value_of, scalar = self._get, self._value, self._scalar
         while True:
             key_event = get()
@@ -139,7 +144,7 @@ class _Builder:
             raise _NotPlainData
         sequence: list[Any] = []
         if event.anchor is not None:
-            self._anchors[event.anchor] = sequence
+            self._anchor(event.anchor, sequence)
         get, value_of = self._get, self._value
         while type(item := get()) is not SequenceEndEvent:
             sequence.append(value_of(item))

@@ -92,6 +92,7 @@ def test_what_is_not_plain_data_is_left_to_pyyaml(text: str) -> None:
         ("a: !!python/name:os.system x\n", yaml.constructor.ConstructorError, 1),
         ("a: 1\n\tb: 2\n", yaml.scanner.ScannerError, 2),
         ("? [a, b]\n: a sequence as a key\n", yaml.constructor.ConstructorError, 1),
+        ("a: &x 1\nb: &x 2\n", yaml.composer.ComposerError, 2),  # an anchor defined twice
     ],
 )
 def test_errors_are_pyyaml_s_with_their_line(text: str, error: type, line: int) -> None:
