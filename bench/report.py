@@ -137,6 +137,17 @@ def table(summary: dict[str, Any]) -> str:
             f"{replayed['json_load_s']} s) {replayed['floor_s']} s: ratios YAML "
             f"{replayed['yaml_ratio']}, JSON {replayed['json_ratio']}"
         )
+    costs = summary.get("marginal") or []
+    if costs:
+        out.append(
+            "Marginal cost per Spot warning (one batch of 10 after another, CPU of Lifeboat and "
+            "the emulator): "
+            + ", ".join(
+                f"{m['nodes']} nodes {m['cpu_ms_per_warning']} ms CPU "
+                f"({m['wall_ms_per_warning']} ms wall, {m['k8s_requests_per_warning']} requests)"
+                for m in costs
+            )
+        )
     for many in (summary.get("fleet"), summary.get("fleet_cold")):
         if not many:
             continue

@@ -127,3 +127,12 @@ def test_cold_start_child_parses_importtime() -> None:
         {"module": "kubernetes", "ms": 0.5},
         {"module": "boto3", "ms": 0.3},
     ]
+
+
+def test_the_marginal_cost_counts_every_warning_at_each_size(summary: dict) -> None:
+    """bench.marginal: one measure per cluster size, each warning acted on (it raises
+    otherwise) with a Spot warning's 5 requests, CPU and wall time both positive."""
+    [cost] = summary["marginal"]  # the quick configuration has one size
+    assert cost["nodes"] == 200 and cost["warnings"] == 20
+    assert cost["k8s_requests_per_warning"] == 5.0
+    assert cost["cpu_ms_per_warning"] > 0 and cost["wall_ms_per_warning"] > 0
