@@ -241,4 +241,7 @@ def test_before_the_snapshot_the_wake_ups_models_are_loaded(
     service, *_ = _service(aws)
     snapstart.install(service, PowertoolsBatchMetrics("Lifeboat"), LazyTracer())
     run_hooks(registry[0], reverse=True)
-    assert "lifeboat.wakeup_format" in sys.modules
+    wakeup_format = sys.modules["lifeboat.wakeup_format"]
+    assert wakeup_format.MODELS
+    for model in wakeup_format.MODELS:  # defer_build: only built on first use otherwise
+        assert model.__pydantic_complete__, model.__name__

@@ -129,10 +129,11 @@ class Service:
 
     def before_snapshot(self) -> None:
         """Work worth keeping in a SnapStart snapshot: cluster endpoints, service models, and
-        the wake-ups' pydantic models, which a plain cold start leaves to the first wake-up
-        (``lifeboat.wakeup.decode``) but a snapshot holds for free."""
-        import lifeboat.wakeup_format  # noqa: F401  (loaded for the snapshot's sake)
+        the wake-ups' pydantic models, loaded and built, which a plain cold start leaves to
+        the first wake-up (``lifeboat.wakeup.decode``) but a snapshot holds for free."""
+        from lifeboat.wakeup_format import build_models
 
+        build_models()
         for client in self.lazy_clients:
             client.warm()
         if self.clusters is not None:

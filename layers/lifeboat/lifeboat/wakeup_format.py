@@ -91,3 +91,14 @@ class _WakeupBody(Model):
     cluster: ClusterName | None = None
     # A remainder (lifeboat.split) names no more instances than one message acts on.
     instances: Annotated[list[InstanceId], Field(max_length=MAX_REMAINDER)] = []
+
+
+MODELS: tuple[type[Model], ...] = (_HookBody, _NoticeBody, _WakeupBody)
+
+
+def build_models() -> None:
+    """Build the models' validators now (they are deferred to first use, ``defer_build``):
+    SnapStart's ``before_snapshot`` calls it, so a restored environment's first wake-up
+    finds them built (about 40 ms otherwise)."""
+    for model in MODELS:
+        model.model_rebuild(force=True)
