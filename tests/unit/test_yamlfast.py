@@ -141,6 +141,18 @@ def test_plain_data_takes_the_fast_path_and_reads_as_pyyaml_reads_it(text: str) 
         "%YAML 1.1\n---\nk: v\n",
         "'nan': x\n",
         "a: &x 1\nb: &x 2\nc: *x\n",  # an anchor defined twice: PyYAML refuses it
+        # A block scalar ends the file with no line break: PyYAML keeps none, rapidyaml one.
+        "a: |\n  y",
+        "a: >\n  y",
+        "- |\n  y",
+        # An alias to an anchor of an earlier document: PyYAML refuses it (anchors are per
+        # document), rapidyaml's resolve() spans the stream.
+        "a: &x 1\n---\nb: *x\n",
+        "a: &x {b: 1}\n---\nc: *x\n",
+        # A simple key past 1024 characters: PyYAML's scanner refuses it.
+        "x" * 1100 + ": 1\n",
+        '"' + "x" * 1100 + '": 1\n',
+        "a: 1\n" + "y" * 1100 + ": 2\n",
     ],
 )
 def test_what_rapidyaml_could_read_otherwise_is_left_to_pyyaml(text: str) -> None:
@@ -244,6 +256,7 @@ def test_any_dumped_data_reads_as_pyyaml_reads_it(
         data, default_flow_style=flow, default_style=style, width=width, allow_unicode=True
     )
     _assert_never_different(text)
+    _assert_never_different(text.rstrip("\n"))  # a file without its final line break
 
 
 @settings(max_examples=300, deadline=None)
@@ -254,8 +267,9 @@ def test_any_dumped_data_reads_as_pyyaml_reads_it(
 def test_any_hand_written_scalar_reads_as_pyyaml_reads_it(words: list[str], shape: str) -> None:
     """Unquoted, as a hand-written file has them: whatever PyYAML makes of them (or refuses),
     the fast path either agrees or leaves the file to it."""
-    text = "\n".join(shape.format(i=i, w=w) for i, w in enumerate(words)) + "\n"
-    _assert_never_different(text)
+    text = "\n".join(shape.format(i=i, w=w) for i, w in enumerate(words))
+    _assert_never_different(text + "\n")
+    _assert_never_different(text)  # a file without its final line break
 
 
 NODE = """apiVersion: v1
@@ -282,3 +296,23 @@ def test_cluster_files_rapidyaml_reads_need_no_conversion_and_the_others_get_it(
         (node,) = load_cluster_file(path)
         assert node["metadata"]["creationTimestamp"] == "2026-11-20T08:00:00Z"
         assert node["metadata"]["labels"] == {"karpenter.sh/registered": "true"}
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lengths=st.lists(
+        st.sampled_from([0, 1, 769, 770, 1024, 1025, 1026, 1536, 1537, 2049])
+        | st.integers(0, 3000),
+        min_size=1,
+        max_size=6,
+    ),
+    final_break=st.booleans(),
+)
+def test_every_line_past_pyyamls_simple_key_limit_is_looked_at(
+    lengths: list[int], final_break: bool
+) -> None:
+    """PyYAML's scanner refuses a simple key past 1024 characters (rapidyaml has no limit):
+    the probe that finds long lines without splitting the file misses none."""
+    text = "\n".join("x" * n for n in lengths) + ("\n" if final_break else "")
+    expected = [line for line in text.split("\n") if len(line) > 1024]
+    assert list(yamlfast._long_lines(text)) == expected
