@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from kubernetes.client import ApiClient, Configuration
 
-from lifeboat.kube import KubeApi, RetryPolicy
+from lifeboat.kube import MERGE_PATCH, KubeApi, RetryPolicy
 from lifeboat.kube_rest import RestClient
 
 Recorded = dict[str, Any]
@@ -84,20 +84,48 @@ def _calls(kube: KubeApi) -> None:
     kube.get_node("ip-10-0-1-11.ec2.internal")
     kube.list_pods_on_node("ip-10-0-1-11.ec2.internal")
     kube.list_nodeclaims("karpenter.sh/nodepool in (general,batch),!team/x")
+    kube.list_nodes("a=b c&d, e/f=ü+%")  # characters a query must escape
     kube.patch_node("n/1", [{"op": "test", "path": "/spec/unschedulable", "value": False}])
+    kube.request("PATCH", "/api/v1/nodes/n1", body={"metadata": {}}, content_type=MERGE_PATCH)
     kube.create_nodeclaim({"metadata": {"generateName": "general-"}, "spec": {}})
     kube.delete_nodeclaim("general-abc", "uid-1")
+
+
+class _ThroughApiClient(KubeApi):
+    """KubeApi as it sent before it used the REST layer: through ``ApiClient.param_serialize``
+    and ``ApiClient.call_api``, which serialise the query, headers (the client's default
+    User-Agent among them), bearer token and body as the generated API classes do."""
+
+    def _request_once(
+        self, method: str, path: str, query: Any, body: Any, content_type: str
+    ) -> dict[str, Any]:
+        client: ApiClient = self._client  # type: ignore[assignment]
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        params = client.param_serialize(
+            method=method,
+            resource_path=path,
+            query_params=list(query),
+            header_params=headers,
+            body=body,
+            auth_settings=["BearerToken"],
+        )
+        response = client.call_api(*params)
+        response.read()
+        return dict(json.loads(response.data or b"{}"))
 
 
 def test_rest_client_sends_what_api_client_sent(server: tuple[str, list[Recorded]]) -> None:
     host, seen = server
     retry = RetryPolicy(attempts=1)
-    _calls(KubeApi(ApiClient(_configuration(host, iter(f"t{i}" for i in range(99)))), retry))
+    tokens = iter(f"t{i}" for i in range(99))
+    _calls(_ThroughApiClient(ApiClient(_configuration(host, tokens)), retry))
     through_api_client = list(seen)
     seen.clear()
     _calls(KubeApi(RestClient(_configuration(host, iter(f"t{i}" for i in range(99)))), retry))
     assert seen == through_api_client
-    assert len(seen) == 6
+    assert len(seen) == 8
 
 
 def test_each_request_carries_the_token_the_refresh_hook_just_gave(
@@ -126,3 +154,15 @@ def test_query_and_json_patch_are_encoded_for_the_api_server(
     )
     assert patch["content_type"] == "application/json-patch+json"
     assert patch["body"] == [{"op": "add", "path": "/spec/unschedulable", "value": True}]
+
+
+def test_an_api_clients_default_headers_go_with_each_request(
+    server: tuple[str, list[Recorded]],
+) -> None:
+    """ApiClient.param_serialize adds the client's default headers to every request; an
+    ApiClient handed to KubeApi (replay's kubeconfig) keeps them."""
+    host, seen = server
+    api_client = ApiClient(_configuration(host, iter(["t"] * 9)))
+    api_client.set_default_header("User-Agent", "lifeboat-replay")
+    KubeApi(api_client).get_node("a")
+    assert seen[0]["user_agent"] == "lifeboat-replay"

@@ -188,6 +188,9 @@ class KubeApi:
     ) -> MutableObj:
         configuration = self._client.configuration
         headers = {"Accept": JSON, "User-Agent": self._user_agent}
+        # An ApiClient's default headers (set by whoever made it) go with each request, as
+        # ApiClient.param_serialize sends them; a RestClient has none.
+        headers.update(getattr(self._client, "default_headers", None) or {})
         if body is not None:
             headers["Content-Type"] = content_type
         # auth_settings() runs the configuration's refresh hook: a renewed token if due.
