@@ -182,7 +182,7 @@ class Fields:
         value = self._raw(name, default)
         if name not in self.data or (value is None and default is None):
             return value
-        if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+        if not isinstance(value, kind):
             where = join_path(self.path, name)
             self._fail(where, f"expected {_JSON_NAMES[kind]} (got {quote(value)})")
         return value
@@ -237,11 +237,6 @@ class Fields:
             return check(value)
         except ValueError as error:
             self._fail(join_path(self.path, name), str(error))
-
-    def object(self, name: str) -> Fields:
-        """A nested object, read with its own :class:`Fields`."""
-        value = self._raw(name, REQUIRED)
-        return Fields(value, path=join_path(self.path, name), event_id=self.event_id)
 
     def mapping(self, name: str) -> dict[str, Any]:
         """A nested object, kept as it is (read later, by a kind's parser)."""
