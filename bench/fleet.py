@@ -1,13 +1,16 @@
 """Many clusters at once: one queue carrying Spot warnings for 50 clusters (20 each), batches
 of 10, 10 concurrent invocations, 10 ms of latency per Kubernetes request.
 
-Laid out as production is. Each invocation is its own process (a Lambda execution
-environment is one: its own interpreter, its own lock on it), with its own pipeline and its
+Laid out as production is. Each of the 10 concurrent invocations is its own process (a
+Lambda execution environment is one: its own interpreter, its own lock on it), taking batch
+after batch from the queue as an environment does, with its own pipeline and its
 own ``lifeboat.service.EksClusters``, whose per-cluster client is made on first use behind a
 simulated ``eks:DescribeCluster`` of 50 ms, so first contact with many clusters is part of
 what is measured. The clusters' API servers (one emulator each) run in another process: an
 API server's work is not the function's. All share this machine's cores, which a fleet of
-Lambda environments would not.
+Lambda environments would not. Each process has started (its imports done, and with SnapStart
+its snapshot hooks run) before the first batch is taken: what is measured is the storm, not
+the environments' start-up (``bench.coldstart`` and ``bench.first_message`` measure that).
 
 The queue interleaves the clusters (as warnings for a fleet arrive); receipt is the moment an
 invocation takes the batch, tainted the moment the cluster's API server applied the
@@ -25,6 +28,8 @@ from collections import Counter
 from contextlib import ExitStack
 from dataclasses import replace
 from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from queue import Empty
 from typing import Any
 
 from bench.cluster import Cluster, Machine, build_cluster
@@ -124,7 +129,10 @@ def _serve_api_servers(
             for name, c in _fleet(clusters, per_cluster).items()
         }
         conn.send({name: emulator.url for name, emulator in emulators.items()})
-        conn.recv()
+        try:
+            conn.recv()
+        except EOFError:  # the bench gave up: nobody to report to
+            return
         served: dict[str, tuple[dict[str, float], set[str]]] = {}
         for name, emulator in emulators.items():
             patched: dict[str, float] = {}
@@ -157,8 +165,8 @@ def _invocation(
 
     ``restored``: started as the stack runs it, from a SnapStart snapshot: the service's
     ``before_snapshot`` ran (every cluster described, its client made), then
-    ``after_restore`` (tokens forgotten, pooled connections closed). Otherwise a plain cold
-    start: each cluster is described on its first warning."""
+    ``after_restore`` (tokens forgotten, pooled connections closed). Otherwise initialised
+    without SnapStart: each cluster is described on its first warning."""
     settings = Settings(clusters=tuple(urls))
     clusters = EksClusters(settings, EmulatedEksAuth(urls))  # type: ignore[arg-type]
     pipeline = Pipeline(
@@ -196,7 +204,8 @@ def many_clusters(
     restored: bool = True,
 ) -> dict[str, Any]:
     """``restored``: the invocations' environments start from a SnapStart snapshot, as the
-    stack deploys them (``SnapStart: ApplyOn: PublishedVersions``); False: plain cold starts."""
+    stack deploys them (``SnapStart: ApplyOn: PublishedVersions``); False: initialised without
+    SnapStart, so each describes a cluster on its first warning for it."""
     names = _names(clusters)
     fleet = _fleet(clusters, per_cluster)
     order = _interleaved(fleet, per_cluster)
@@ -211,6 +220,7 @@ def many_clusters(
         target=_serve_api_servers, args=(servers_end, clusters, per_cluster, latency_ms)
     )
     servers.start()
+    invocations: list[BaseProcess] = []
     try:
         if not ours.poll(_PATIENCE_SECONDS):
             raise RuntimeError("the API servers' process did not start")
@@ -225,7 +235,7 @@ def many_clusters(
             work.put(index)
         for _ in range(concurrency):
             work.put(None)  # one end mark per invocation
-        invocations = [
+        invocations[:] = [
             _CONTEXT.Process(
                 target=_invocation,
                 args=(urls, _directory(fleet), batches, work, ready, go, results, restored),
@@ -235,14 +245,14 @@ def many_clusters(
         for process in invocations:
             process.start()
         for _ in invocations:
-            ready.get(timeout=_PATIENCE_SECONDS)
+            _take(ready, invocations)
         started = time.perf_counter()
         go.set()
         receipts: dict[int, float] = {}
         failures = 0
         outcomes: Counter[str] = Counter()
         for _ in invocations:
-            theirs, failed, seen = results.get(timeout=_PATIENCE_SECONDS)
+            theirs, failed, seen = _take(results, invocations)
             receipts.update(theirs)
             failures += failed
             outcomes.update(seen)
@@ -251,7 +261,12 @@ def many_clusters(
             process.join(_PATIENCE_SECONDS)
         ours.send("report")
         served: dict[str, tuple[dict[str, float], set[str]]] = ours.recv()
-    finally:
+    finally:  # on an error too: nothing of the fleet is left running
+        for process in invocations:
+            if process.is_alive():
+                process.kill()
+            process.join(_PATIENCE_SECONDS)
+        ours.close()  # the API servers' process stops on it if it was still waiting
         servers.join(_PATIENCE_SECONDS)
         if servers.is_alive():
             servers.kill()
@@ -274,7 +289,11 @@ def many_clusters(
         "events": len(order),
         "concurrency": concurrency,
         "latency_ms": latency_ms,
-        "environments": "restored from a SnapStart snapshot" if restored else "cold starts",
+        "environments": (
+            "restored from a SnapStart snapshot"
+            if restored
+            else "initialised without SnapStart, clusters described on first use"
+        ),
         "wall_seconds": round(wall, 2),
         "tainted": len(everything),
         "batch_item_failures": failures,
@@ -289,6 +308,20 @@ def many_clusters(
         "best_cluster_max_ms": min((v for v in worst.values() if v is not None), default=None),
         "clusters_fully_tainted": sum(1 for n in tainted_per_cluster.values() if n == per_cluster),
     }
+
+
+def _take(queue: Any, processes: list[BaseProcess]) -> Any:
+    """The next item of ``queue``; an error as soon as one of ``processes`` died failing,
+    or after the bench's patience, rather than a wait for an item that never comes."""
+    deadline = time.monotonic() + _PATIENCE_SECONDS
+    while time.monotonic() < deadline:
+        try:
+            return queue.get(timeout=1)
+        except Empty:
+            failed = [p.exitcode for p in processes if p.exitcode not in (None, 0)]
+            if failed:
+                raise RuntimeError(f"an invocation's process failed (exit {failed[0]})") from None
+    raise RuntimeError("the fleet's invocations did not answer in time")
 
 
 def _percentile(values: list[float], q: float) -> float:

@@ -179,7 +179,7 @@ def run(options: Options) -> dict[str, Any]:
             options.latency_ms,
         )
         summary["fleet"] = fleet.many_clusters(*shape)  # as deployed: SnapStart
-        _log("fleet again, every environment a plain cold start (no SnapStart)")
+        _log("fleet again, environments initialised without SnapStart")
         summary["fleet_cold"] = fleet.many_clusters(*shape, restored=False)
     if options.replay:
         _log(f"replay of a {options.replay_nodes}-node cluster file (YAML and JSON)")
