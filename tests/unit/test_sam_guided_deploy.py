@@ -71,7 +71,7 @@ def test_the_sam_venv_holds_the_pinned_sam_cli() -> None:
 
 
 @dataclass(frozen=True)
-class GuidedRun:
+class DeployRun:
     stdout: str
     stderr: str
     calls: list[dict[str, Any]]
@@ -85,7 +85,7 @@ class GuidedRun:
         return change_set
 
 
-def _guided(tmp_path: Path, *, with_samconfig: bool) -> GuidedRun:
+def _sam_deploy(tmp_path: Path, *, with_samconfig: bool, guided: bool = True) -> DeployRun:
     python = _sam_python()
     work = tmp_path / "repository"
     work.mkdir()
@@ -115,7 +115,7 @@ def _guided(tmp_path: Path, *, with_samconfig: bool) -> GuidedRun:
     # other prompt: Enter.
     answers = "\n\nprod-a\n" + "\n" * 200
     done = subprocess.run(
-        [python, DRIVER, "deploy", "--guided"],
+        [python, DRIVER, "deploy", *(["--guided"] if guided else [])],
         cwd=work,
         env=env,
         input=answers,
@@ -125,7 +125,7 @@ def _guided(tmp_path: Path, *, with_samconfig: bool) -> GuidedRun:
     )
     lines = calls.read_text().splitlines() if calls.exists() else []
     saved = work / "samconfig.toml"
-    return GuidedRun(
+    return DeployRun(
         stdout=done.stdout,
         stderr=done.stderr,
         calls=[json.loads(line) for line in lines],
@@ -135,7 +135,7 @@ def _guided(tmp_path: Path, *, with_samconfig: bool) -> GuidedRun:
 
 @pytest.mark.parametrize("with_samconfig", [True, False], ids=["samconfig", "no-samconfig"])
 def test_guided_deploy_reaches_the_change_set(tmp_path: Path, with_samconfig: bool) -> None:
-    run = _guided(tmp_path, with_samconfig=with_samconfig)
+    run = _sam_deploy(tmp_path, with_samconfig=with_samconfig)
     assert CRASH not in run.stdout + run.stderr, "the template's Fn::ForEach was not expanded"
     change_set = run.change_set
     assert change_set["stack"] == ("lifeboat-dev" if with_samconfig else "sam-app")
@@ -153,6 +153,21 @@ def test_guided_deploy_reaches_the_change_set(tmp_path: Path, with_samconfig: bo
     regions = {section["parameters"].get("region") for section in saved.values()} - {None}
     assert regions == {USER_REGION}
     assert 'DryRun="true"' in saved["deploy"]["parameters"]["parameter_overrides"]
+
+
+def test_plain_deploy_of_the_default_environment_is_a_dry_run_in_the_users_region(
+    tmp_path: Path,
+) -> None:
+    """`sam deploy` with samconfig.toml's default environment, no prompt: the same stack, a
+    dry run, in the region of the user's AWS configuration."""
+    run = _sam_deploy(tmp_path, with_samconfig=True, guided=False)
+    assert CRASH not in run.stdout + run.stderr
+    change_set = run.change_set
+    assert change_set["stack"] == "lifeboat-dev"
+    assert {call["region"] for call in run.calls} == {USER_REGION}
+    assert change_set["parameters"]["DryRun"] == "true"
+    assert change_set["parameters"]["ClusterNames"] == "dev-cluster"
+    assert change_set["capabilities"] == ["CAPABILITY_IAM", "CAPABILITY_AUTO_EXPAND"]
 
 
 # --- the same promises, read from the files ----------------------------------------------
