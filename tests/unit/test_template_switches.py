@@ -168,6 +168,8 @@ COMBINATIONS = {
     "vpc": VPC,
     "vpc-with-every-endpoint": ENDPOINTS,
     "vpc-with-some-endpoints": {**ENDPOINTS, "VpcEndpoints": "eks,scheduler"},
+    # Each kind alone switched off.
+    **{f"{switch}-off": {switch: "false"} for switch in KIND_SWITCHES},
 }
 
 
