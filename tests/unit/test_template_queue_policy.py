@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.cfn_resolve import evaluate_conditions
 from tests.unit.test_template import _resources, _template
 
 ACCOUNT = "123456789012"
@@ -64,12 +65,16 @@ def _resolve(value: Any, parameters: dict[str, str], conditions: dict[str, bool]
 _NO_VALUE = object()
 
 
-def _queue_statements(redrive_role: str = "") -> list[dict[str, Any]]:
+def _queue_statements(
+    redrive_role: str = "", overrides: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """The queue policy of a stack deployed with ``overrides`` (and the redrive role)."""
     template = _template()
     policy = template["Resources"]["QueuePolicy"]["Properties"]
     assert policy["Queues"] == [{"Ref": "Queue"}]
-    parameters = {"QueueRedriveRoleArn": redrive_role}
-    conditions = {"HasRedriveRole": bool(redrive_role)}
+    overrides = {**(overrides or {}), "QueueRedriveRoleArn": redrive_role}
+    parameters = {name: overrides.get(name, "") for name in template["Parameters"]}
+    conditions = evaluate_conditions(template, overrides)
     statements = _resolve(policy["PolicyDocument"]["Statement"], parameters, conditions)
     return list(statements)
 
