@@ -85,6 +85,29 @@ def untaint_operations(node: Obj, key: str) -> list[Operation]:
     return operations
 
 
+def restore_operations(node: Obj, key: str) -> list[Operation]:
+    """The JSON patch that undoes Lifeboat's taint ``key`` (any effect) on a node that stays
+    ([] if it carries none): the taint removed and, unless another of Lifeboat's taints
+    keeps it out of service, the node uncordoned and its exclusion label (if Lifeboat put it
+    there) taken off. The cordon Lifeboat set with the taint is undone with it."""
+    existing = nodes.taints(node)
+    kept = [t for t in existing if t.get("key") != key]
+    if len(kept) == len(existing):
+        return []
+    operations: list[Operation] = [
+        {"op": "test", "path": "/spec/taints", "value": existing},
+        {"op": "replace", "path": "/spec/taints", "value": kept},
+    ]
+    if any(_out_of_service(t) for t in kept):
+        return operations
+    if node.get("spec", {}).get("unschedulable"):
+        operations += [
+            {"op": "test", "path": "/spec/unschedulable", "value": True},
+            {"op": "remove", "path": "/spec/unschedulable"},
+        ]
+    return operations + release_operations(node)
+
+
 def releases_exclusion(node: Obj, key: str) -> bool:
     """Whether ``untaint_operations(node, key)`` takes Lifeboat's exclusion label off."""
     existing = nodes.taints(node)

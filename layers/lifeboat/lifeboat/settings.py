@@ -48,6 +48,9 @@ class Settings:
     # Where the stack runs; events from elsewhere are rejected. None: not checked.
     account_id: str | None = None
     region: str | None = None
+    # How long an instance's instance or system status check must have been impaired before
+    # it is replaced (Karpenter's UnhealthyThreshold, instancestatus.go: 120 s).
+    impaired_threshold: timedelta = timedelta(seconds=120)
 
     def action_for(self, kind: Kind) -> str:
         return self.kind_actions.get(kind, "replace")
@@ -134,4 +137,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         ),
         account_id=env.get("LIFEBOAT_ACCOUNT_ID") or None,
         region=env.get("LIFEBOAT_REGION") or None,
+        impaired_threshold=_seconds(
+            env, "LIFEBOAT_IMPAIRED_THRESHOLD_SECONDS", timedelta(seconds=120)
+        ),
     )

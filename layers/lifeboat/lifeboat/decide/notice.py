@@ -70,6 +70,8 @@ def _decide(notice: Notice, target: Target, settings: Settings, now: datetime) -
     handled = _already_terminating(target)
     if handled is not None and notice.lifecycle is None:
         return ignore(f"{_describe(notice)}: {handled}; nothing to add")
+    if notice.ends_maintenance:
+        return _maintenance_over(notice, target)
     if notice.involuntary:
         return _involuntary(notice, target)
     return _voluntary(notice, target, settings, now)
@@ -103,6 +105,27 @@ def _involuntary(notice: Notice, target: Target) -> Decision:
         Outcome.ACTED,
         f"{what}: node has no NodeClaim; draining it through the Eviction API",
         tuple(steps),
+    )
+
+
+def _maintenance_over(notice: Notice, target: Target) -> Decision:
+    """The maintenance ended (EC2 ``[Completed]``/``[Canceled]``, Health ``closed``) and the
+    node is still here: undo Lifeboat's taint, cordon and load balancer exclusion once it is
+    Ready again (a node that was replaced is being deleted and never gets here)."""
+    assert target.node is not None
+    what = f"{_describe(notice)} is over"
+    key = nodes.taint_key(notice.kind)
+    if not any(t.get("key") == key for t in nodes.taints(target.node)):
+        return ignore(f"{what}: node {target.node_name} carries no {key} taint; nothing to undo")
+    if not nodes.is_ready(target.node):
+        return ignore(
+            f"{what}: node {target.node_name} is not Ready yet; undone when it is reported Ready"
+        )
+    return Decision(
+        Outcome.ACTED,
+        f"{what}: node {target.node_name} is Ready; removing {key}, uncordoning and "
+        "returning it to load balancers",
+        (Step.RESTORE,),
     )
 
 
