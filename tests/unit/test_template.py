@@ -42,6 +42,7 @@ RULE_SAMPLES = {
 # Actions whose only valid Resource is "*" (no resource-level permissions).
 STAR_RESOURCE_ACTIONS = {
     "ec2:DescribeInstances",
+    "ec2:DescribeInstanceStatus",
     "xray:PutTraceSegments",
     "xray:PutTelemetryRecords",
 }

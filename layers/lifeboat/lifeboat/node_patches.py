@@ -207,16 +207,22 @@ def unread_taint_variants(
     without the latter fits neither either, and is read.
     """
     guard: Operation = {"op": "test", "path": "/spec/providerID", "value": provider_id}
+    # Nor to a node already being deleted (Karpenter's termination controller drains it):
+    # tested null, as json-patch answers for a missing member; it then is read, and decide
+    # adds nothing to Karpenter's deletion.
+    alive: Operation = {"op": "test", "path": "/metadata/deletionTimestamp", "value": None}
     taint = {"key": key, "effect": effect}
     cordon: Operation = {"op": "add", "path": "/spec/unschedulable", "value": True}
     no_taints_yet: list[Operation] = [
         guard,
+        alive,
         {"op": "test", "path": "/spec/taints", "value": None},
         {"op": "add", "path": "/spec/taints", "value": [taint]},
         cordon,
     ]
     some_taints: list[Operation] = [
         guard,
+        alive,
         {"op": "add", "path": "/spec/taints/-", "value": taint},
         cordon,
     ]

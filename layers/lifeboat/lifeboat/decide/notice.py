@@ -330,7 +330,10 @@ def _describe(notice: Notice) -> str:
     text = notice.kind.label
     if notice.detail:
         text += f" ({notice.detail})"
-    if notice.deadline is not None and notice.involuntary:
+    if notice.kind is Kind.INSTANCE_IMPAIRED:
+        # Its deadline is when EC2 reported it; what matters is how long it has been so.
+        text += f", impaired since {_fmt(notice.event_time)}"
+    elif notice.deadline is not None and notice.involuntary:
         text += f", instance goes at {_fmt(notice.deadline)}"
     return text
 
