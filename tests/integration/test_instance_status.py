@@ -625,3 +625,24 @@ def test_the_sample_response_replays_one_impaired_and_one_scheduled_event_notice
         "system-reboot",
     )
     assert scheduled.deadline == MAINTENANCE
+
+
+def test_the_end_of_a_maintenance_survives_being_handed_on_as_a_remainder() -> None:
+    """A sweep finding more instances than one message acts on hands the rest on as
+    remainder wake-ups (lifeboat.split); an ended maintenance must stay ended through the
+    wake-up's wire format, or its remainder would act on the node instead of restoring it."""
+    from lifeboat.events.notice import Notice
+    from lifeboat.split import expand, remainders
+    from lifeboat.wakeup import decode, encode
+
+    ended = Notice(
+        kind=Kind.SCHEDULED_CHANGE,
+        event_id="instance-event-0abc",
+        event_time=NOW,
+        instance_id=KARPENTER_INSTANCE,
+        deadline=MAINTENANCE,
+        detail="system-reboot",
+        ends_maintenance=True,
+    )
+    [wakeup] = remainders([ended])
+    assert expand(decode(json.loads(encode(wakeup)))) == [ended]
