@@ -32,7 +32,7 @@ demo: $(VENV)/.installed
 
 ## follow: the same, following deferred work through time until nothing is pending
 follow: $(VENV)/.installed
-	$(BIN)/lifeboat replay $(sort $(wildcard events/*.json)) $(STATUS_SAMPLE) --cluster events/cluster.yaml --at $(DEMO_AT) --follow
+	$(BIN)/lifeboat replay $(sort $(wildcard events/*.json)) --cluster events/cluster.yaml --at $(DEMO_AT) --follow
 
 ## test: lint, type-check, the whole test suite, and the SAM template validated and built
 ## offline (what .ci/run runs)

@@ -646,3 +646,73 @@ def test_the_end_of_a_maintenance_survives_being_handed_on_as_a_remainder() -> N
     )
     [wakeup] = remainders([ended])
     assert expand(decode(json.loads(encode(wakeup)))) == [ended]
+
+
+# --- a rebalance cordon is not for ever --------------------------------------------------
+
+
+def rebalance_rig(release: timedelta) -> Iterator[Rig]:
+    yield from make_rig(
+        Settings(
+            kind_actions={Kind.REBALANCE_RECOMMENDATION: "cordon"},
+            rebalance_cordon_release=release,
+        )
+    )
+
+
+def test_a_node_only_cordoned_for_a_rebalance_is_uncordoned_six_hours_later() -> None:
+    """``rebalance-recommendation=cordon``: the node is cordoned; no interruption followed
+    and it still runs and is Ready ``rebalance_cordon_release`` (6 h) later, so the
+    ``release-cordon`` follow-up uncordons it, with an Event on the node and a report."""
+    from lifeboat.wakeup import Task, encode
+
+    for rig in rebalance_rig(timedelta(hours=6)):
+        event = aws_event("rebalance-recommendation", instance=KARPENTER_INSTANCE, time=NOW)
+        [acted] = rig.send(event)
+        assert acted.outcome == "acted" and types(acted) == ["taint", "cordon", "label"]
+        wakeups = rig.pipeline.wakeups
+        assert isinstance(wakeups, MemoryWakeups)
+        [release] = [w for w in wakeups.pending.values() if w.task is Task.RELEASE_CORDON]
+        assert release.due == NOW + timedelta(hours=6)
+        assert wakeups.pop_due(NOW + timedelta(hours=5, minutes=59)) == []
+
+        rig.now = NOW + timedelta(hours=6)
+        [due] = wakeups.pop_due(rig.now)
+        [report] = rig.send(json.loads(encode(due)))
+        assert (report.outcome, report.wakeup) == ("acted", "release-cordon")
+        assert "was only cordoned and still runs" in report.reason
+        assert types(report) == ["untaint", "uncordon", "unlabel"]
+        node = rig.node(KARPENTER_NODE)
+        assert not node["spec"].get("unschedulable")
+        assert not nodes.excluded_from_load_balancers(node)
+        events = [
+            e
+            for e in rig.emulator.objects("Event")
+            if e["involvedObject"]["name"] == KARPENTER_NODE
+        ]
+        [released] = [e for e in events if "was only cordoned and still runs" in e["message"]]
+        assert released["reason"] == "RebalanceRecommendationReleased"
+
+
+def test_a_node_replaced_since_is_not_released() -> None:
+    from lifeboat.wakeup import encode
+
+    for rig in rebalance_rig(timedelta(hours=6)):
+        rig.send(aws_event("rebalance-recommendation", instance=KARPENTER_INSTANCE, time=NOW))
+        assert isinstance(rig.pipeline.wakeups, MemoryWakeups)
+        [due] = rig.pipeline.wakeups.pop_due(NOW + timedelta(hours=6))
+        node = rig.node(KARPENTER_NODE)
+        node["metadata"]["deletionTimestamp"] = "2026-12-01T20:00:00Z"
+        node["metadata"]["finalizers"] = ["karpenter.sh/termination"]
+        rig.emulator.put_object(node)
+        rig.now = NOW + timedelta(hours=6)
+        [report] = rig.send(json.loads(encode(due)))
+        assert report.outcome == "ignored" and "being deleted" in report.reason
+        assert rig.node(KARPENTER_NODE)["spec"]["unschedulable"] is True
+
+
+def test_zero_keeps_the_cordon() -> None:
+    for rig in rebalance_rig(timedelta(0)):
+        rig.send(aws_event("rebalance-recommendation", instance=KARPENTER_INSTANCE, time=NOW))
+        assert isinstance(rig.pipeline.wakeups, MemoryWakeups)
+        assert rig.pipeline.wakeups.pending == {}

@@ -22,7 +22,12 @@ from lifeboat import nodes
 from lifeboat.act import Actor, ActResult, LifecycleActions
 from lifeboat.deadline import INVOCATION_RESERVE, retry_window
 from lifeboat.decide import Decision, decide, follow_ups
-from lifeboat.decide.wakeups import check_old_claim, continue_drain, finish_replacement
+from lifeboat.decide.wakeups import (
+    check_old_claim,
+    continue_drain,
+    finish_replacement,
+    release_cordon,
+)
 from lifeboat.events import parse_message
 from lifeboat.events.envelope import load_body
 from lifeboat.events.notice import Kind, MalformedMessage, Notice
@@ -339,6 +344,7 @@ class Pipeline:
                     pods_remaining=result.pods_remaining,
                     now=now,
                     wakeup=wakeup,
+                    release_cordon_after=self.settings.rebalance_cordon_release,
                 ):
                     self.wakeups.schedule(later)
             if target.node is not None:
@@ -384,6 +390,10 @@ class Pipeline:
             assert info is not None  # triage_follow_up lets only hand-overs go on without
             target = resolver.resolve(notice.instance_id, info)
             decision = continue_drain(target)
+        elif wakeup.task is Task.RELEASE_CORDON:
+            assert info is not None  # as for a continued drain
+            target = resolver.resolve(notice.instance_id, info)
+            decision = release_cordon(target)
         else:
             target = Target(notice.instance_id, info, claim=wakeup.old_claim)
             old = resolver.kube.get_nodeclaim(wakeup.old_nodeclaim or "")

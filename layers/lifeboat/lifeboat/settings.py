@@ -51,6 +51,9 @@ class Settings:
     # How long an instance's instance or system status check must have been impaired before
     # it is replaced (Karpenter's UnhealthyThreshold, instancestatus.go: 120 s).
     impaired_threshold: timedelta = timedelta(seconds=120)
+    # A node only cordoned for a rebalance recommendation (``rebalance-recommendation=cordon``,
+    # or a node group's node) is uncordoned when it is still running this long after; 0: never.
+    rebalance_cordon_release: timedelta = timedelta(hours=6)
 
     def action_for(self, kind: Kind) -> str:
         return self.kind_actions.get(kind, "replace")
@@ -139,5 +142,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         region=env.get("LIFEBOAT_REGION") or None,
         impaired_threshold=_seconds(
             env, "LIFEBOAT_IMPAIRED_THRESHOLD_SECONDS", timedelta(seconds=120)
+        ),
+        rebalance_cordon_release=_seconds(
+            env, "LIFEBOAT_REBALANCE_CORDON_RELEASE_SECONDS", timedelta(hours=6)
         ),
     )
