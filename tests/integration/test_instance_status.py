@@ -716,3 +716,40 @@ def test_zero_keeps_the_cordon() -> None:
         rig.send(aws_event("rebalance-recommendation", instance=KARPENTER_INSTANCE, time=NOW))
         assert isinstance(rig.pipeline.wakeups, MemoryWakeups)
         assert rig.pipeline.wakeups.pending == {}
+
+
+def test_a_maintenance_cancelled_while_deferred_is_not_acted_on_when_its_wake_up_comes() -> None:
+    """Deferred by general's weekday freeze, with a wake-up at NotBefore - lead; cancelled
+    meanwhile: its pending mark comes off, and the wake-up, when it comes due, lets it go."""
+    from lifeboat.wakeup import Task, encode
+
+    for rig in make_rig():
+        rig.now = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
+        start = datetime(2026, 12, 1, 16, 0, tzinfo=UTC)
+        event = scheduled_event("system-maintenance", start)
+        [waiting] = rig.sweep(instance_status(KARPENTER_INSTANCE, events=[event]))
+        assert waiting.outcome == "deferred"
+        assert {t["effect"] for t in rig.node(KARPENTER_NODE)["spec"]["taints"]} >= {
+            "PreferNoSchedule"
+        }
+
+        rig.now = datetime(2026, 12, 1, 10, 30, tzinfo=UTC)
+        cancelled = {**event, "Description": "[Canceled] scheduled maintenance"}
+        [undone] = rig.sweep(instance_status(KARPENTER_INSTANCE, events=[cancelled]))
+        assert undone.outcome == "acted" and types(undone)[0] == "untaint"
+        node = rig.node(KARPENTER_NODE)
+        assert SCHEDULED_TAINT not in {t["key"] for t in node["spec"].get("taints") or []}
+        assert node["metadata"]["annotations"][nodes.MAINTENANCE_ENDED_ANNOTATION] == (
+            "2026-12-01T16:00:00Z"
+        )
+
+        wakeups = rig.pipeline.wakeups
+        assert isinstance(wakeups, MemoryWakeups)
+        rig.now = start - timedelta(minutes=30)
+        due = [w for w in wakeups.pop_due(rig.now) if w.task is Task.DECIDE]
+        assert due
+        for wakeup in due:
+            [report] = rig.send(json.loads(encode(wakeup)))
+            assert report.outcome == "ignored" and "maintenance ended" in report.reason
+        assert not rig.claim(KARPENTER_CLAIM)["metadata"].get("deletionTimestamp")
+        assert not rig.node(KARPENTER_NODE)["spec"].get("unschedulable")

@@ -170,11 +170,14 @@ class Actor:
         (``node_patches.restore_operations``); the actions as the node was before."""
         assert target.node is not None
         key = nodes.taint_key(notice.kind)
+        ended = None
+        if notice.ends_maintenance and notice.deadline is not None:
+            ended = nodes.maintenance_stamp(notice.deadline)
         before = target.node
-        node = self._patch_node(before, lambda n: restore_operations(n, key), dry)
+        node = self._patch_node(before, lambda n: restore_operations(n, key, ended), dry)
         if node is None:
             return []
-        operations = restore_operations(node, key)
+        operations = restore_operations(node, key, ended)
         paths = {op["path"] for op in operations if op["op"] == "remove"}
         actions: list[Action] = [{"type": "untaint", "key": key}] if operations else []
         if "/spec/unschedulable" in paths:

@@ -135,6 +135,13 @@ def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime
     action = settings.action_for(notice.kind)
     if action == "ignore":
         return ignore(f"{what}: configured to ignore {notice.kind}")
+    if (
+        notice.kind is Kind.SCHEDULED_CHANGE
+        and notice.deadline is not None
+        and nodes.maintenance_ended(target.node, notice.deadline)
+    ):
+        # Completed or cancelled while this notice waited (its wake-up came due later).
+        return ignore(f"{what}: the maintenance ended (completed or cancelled); nothing to do")
     karpenter_owned = target.claim is not None
     act = _voluntary_action(notice, action, target)
 
