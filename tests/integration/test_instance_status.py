@@ -345,9 +345,9 @@ def test_each_of_karpenters_five_event_codes_is_scheduled_maintenance_like_healt
     )
 
 
-def test_inside_a_closed_window_the_ec2_event_waits_and_is_forced_at_the_lead() -> None:
+def test_inside_a_closed_window_the_ec2_event_waits_until_the_lead_before_its_start() -> None:
     """general's weekday freeze (09:00-17:00 UTC) says no: deferred, as Health's would be,
-    and acted on regardless ``scheduled_change_lead`` (30 min) before NotBefore."""
+    waking up ``scheduled_change_lead`` (30 min) before NotBefore, to act regardless."""
     for rig in make_rig():
         rig.now = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
         start = datetime(2026, 12, 1, 16, 0, tzinfo=UTC)
