@@ -5,6 +5,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 DEMO_AT ?= 2026-12-01T14:05:00Z
+# A DescribeInstanceStatus response (what the instance status sweep reads): one impaired
+# instance, one with an EC2 scheduled event. Not an SQS message, so not in events/*.json.
+STATUS_SAMPLE := events/status/describe-instance-status.json
 
 .PHONY: demo test lint typecheck follow bench bench-health-split soak clean
 
@@ -25,7 +28,7 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 
 ## demo: replay every sample event against the sample cluster, one line per decision
 demo: $(VENV)/.installed
-	$(BIN)/lifeboat replay $(sort $(wildcard events/*.json)) --cluster events/cluster.yaml --at $(DEMO_AT)
+	$(BIN)/lifeboat replay $(sort $(wildcard events/*.json)) $(STATUS_SAMPLE) --cluster events/cluster.yaml --at $(DEMO_AT)
 
 ## follow: the same, following deferred work through time until nothing is pending
 follow: $(VENV)/.installed

@@ -23,6 +23,39 @@ def _pairs(mapping: dict[str, Any]) -> str:
 
 def table(summary: dict[str, Any]) -> str:
     out: list[str] = []
+    sweeps = summary.get("sweep", [])
+    if sweeps:
+        out.append("Instance status sweep (DescribeInstanceStatus, Karpenter's three filter sets)")
+        out.append(
+            _table(
+                [
+                    "instances",
+                    "clusters",
+                    "in trouble",
+                    "DescribeInstanceStatus",
+                    "DescribeInstances",
+                    "notices",
+                    "to clusters",
+                    "ms (EC2 calls at 50 ms)",
+                    "ms Lifeboat",
+                ],
+                [
+                    [
+                        r["instances"],
+                        r["clusters"],
+                        r["in_trouble"],
+                        r["describe_instance_status_calls"],
+                        r["describe_instances_calls"],
+                        r["notices"],
+                        r["to_clusters"],
+                        r["sweep_ms"],
+                        r["lifeboat_ms"],
+                    ]
+                    for r in sweeps
+                ],
+            )
+        )
+        out.append("")
     per_kind = summary.get("per_kind", {})
     if per_kind:
         out.append("Kubernetes requests per event (emulator counts, reset between kinds)")

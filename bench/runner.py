@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import coldstart, first_message, fleet, layer, marginal, replay, report
+from bench import coldstart, first_message, fleet, layer, marginal, replay, report, sweep
 from bench.cluster import build_cluster
 from bench.harness import Bench, Endpoints, boto_client, create_idempotency_table, moto_aws
 from bench.scenarios import requests_per_kind, storm
@@ -68,6 +68,10 @@ class Options:
     # Extra storms at the smallest size: PowertoolsLedger on moto DynamoDB, and both moto
     # EC2 and DynamoDB (the closest to production).
     moto_storms: bool = True
+    # The instance status sweep (bench.sweep): instances and clusters of the region.
+    sweep: bool = True
+    sweep_instances: int = 5000
+    sweep_clusters: int = 50
     quick: bool = False
 
     @classmethod
@@ -181,6 +185,12 @@ def run(options: Options) -> dict[str, Any]:
         summary["fleet"] = fleet.many_clusters(*shape)  # as deployed: SnapStart
         _log("fleet again, environments initialised without SnapStart")
         summary["fleet_cold"] = fleet.many_clusters(*shape, restored=False)
+    if options.sweep:
+        _log(
+            f"instance status sweep: {options.sweep_instances} instances, "
+            f"{options.sweep_clusters} clusters"
+        )
+        summary["sweep"] = sweep.sweeps(options.sweep_instances, options.sweep_clusters)
     if options.replay:
         _log(f"replay of a {options.replay_nodes}-node cluster file (YAML and JSON)")
         summary["replay"] = replay.replay_large_cluster(
@@ -273,6 +283,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[Options, Path | None]:
     parser.add_argument("--no-cold-start", action="store_true")
     parser.add_argument("--no-replay", action="store_true")
     parser.add_argument("--no-fleet", action="store_true")
+    parser.add_argument("--no-sweep", action="store_true")
     parser.add_argument("--no-layer", action="store_true")
     parser.add_argument(
         "--no-layer-build",
@@ -295,6 +306,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[Options, Path | None]:
     options.cold_start &= not args.no_cold_start
     options.replay &= not args.no_replay
     options.fleet &= not args.no_fleet
+    options.sweep &= not args.no_sweep
     options.layer &= not args.no_layer
     options.layer_build &= not args.no_layer_build
     options.moto_storms &= not args.no_moto_storms

@@ -57,6 +57,7 @@ EXPECTED = {
     ("karpenter-invalid-label", "NodePool gpu"),
     ("node-without-owner", "Node ip-10-0-9-99.ec2.internal"),
     ("node-nodepool-missing", "Node ip-10-0-3-31.ec2.internal"),
+    ("karpenter-instance-status", "Deployment kube-system/karpenter"),
 }
 
 

@@ -149,9 +149,18 @@ def test_health_events_other_than_ec2_scheduled_changes_are_ignored(
     )
 
 
-def test_closed_health_event_is_ignored() -> None:
+def test_closed_health_event_ends_the_maintenance_of_each_instance_it_names() -> None:
     event = sample("scheduled-change.json")
     event["detail"]["statusCode"] = "closed"
+    notices = parse(event)
+    assert [n.instance_id for n in notices] == ["i-0a1b2c3d4e5f60004", "i-0a1b2c3d4e5f60005"]
+    assert all(n.ends_maintenance and n.ignore_reason is None for n in notices)
+
+
+def test_closed_health_event_naming_no_instance_is_ignored() -> None:
+    event = sample("scheduled-change.json")
+    event["detail"]["statusCode"] = "closed"
+    event["detail"]["affectedEntities"] = []
     [notice] = parse(event)
     assert notice.ignore_reason is not None
     assert "closed" in notice.ignore_reason

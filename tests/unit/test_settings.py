@@ -65,6 +65,7 @@ def test_dry_run_flag_spellings(raw: str, expected: bool) -> None:
         ("LIFEBOAT_SCHEDULED_CHANGE_LEAD_SECONDS", "-5"),
         ("LIFEBOAT_UNKNOWN_INSTANCE_GRACE_SECONDS", "1.5"),
         ("LIFEBOAT_UNKNOWN_INSTANCE_GRACE_SECONDS", "soon"),
+        ("LIFEBOAT_IMPAIRED_THRESHOLD_SECONDS", "2m"),
         ("LIFEBOAT_KIND_ACTIONS", "rebalance=cordon"),
         ("LIFEBOAT_KIND_ACTIONS", "spot-interruption=ignore"),
         ("LIFEBOAT_KIND_ACTIONS", "scheduled-change=drain"),

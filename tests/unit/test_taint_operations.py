@@ -171,3 +171,14 @@ def test_an_unread_patch_never_applies_to_another_instances_node() -> None:
             apply_json_patch(unread_node(None), variant)
         with pytest.raises(ApiError):
             apply_json_patch(unread_node([]), variant)
+
+
+def test_an_unread_patch_never_applies_to_a_node_being_deleted() -> None:
+    """Karpenter deletes the NodeClaim and then the Node, which its termination finalizer
+    keeps while it drains: such a node is read instead, and gets nothing more."""
+    for taints in (None, []):
+        node = unread_node(taints)
+        node["metadata"]["deletionTimestamp"] = "2026-12-01T17:59:00Z"
+        for variant in unread_taint_variants(PROVIDER, KEY, "NoSchedule"):
+            with pytest.raises(ApiError):
+                apply_json_patch(node, variant)

@@ -45,6 +45,7 @@ STAR_RESOURCE_ACTIONS = {
     # Only with SubnetIds (the function in a VPC): Lambda looks up its network interfaces.
     "ec2:DescribeNetworkInterfaces",
     "ec2:DescribeSubnets",
+    "ec2:DescribeInstanceStatus",
     "xray:PutTraceSegments",
     "xray:PutTelemetryRecords",
 }

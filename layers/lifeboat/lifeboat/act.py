@@ -20,6 +20,7 @@ from lifeboat.events.notice import LifecycleHook, Notice
 from lifeboat.kube import Conflict, Eviction, KubeApi, KubeError
 from lifeboat.node_patches import (
     releases_exclusion,
+    restore_operations,
     taint_operations,
     unread_taint_variants,
     untaint_operations,
@@ -97,6 +98,8 @@ class Actor:
                 outcome.actions += self._delete_claim(target, dry, outcome.replaced_before)
             elif step is Step.EVICT:
                 self._drain(notice, target, outcome, dry)
+            elif step is Step.RESTORE:
+                outcome.actions += self._restore(notice, target, dry)
             elif step is Step.COMPLETE_LIFECYCLE and outcome.pods_remaining == 0:
                 outcome.actions += self._complete_lifecycle(notice, dry)
         return outcome
@@ -159,6 +162,27 @@ class Actor:
             return []
         actions: list[Action] = [{"type": "untaint", "key": key}]
         if releases_exclusion(node, key):
+            actions.append({"type": "unlabel", "key": nodes.EXCLUDE_FROM_LOAD_BALANCERS_LABEL})
+        return actions
+
+    def _restore(self, notice: Notice, target: Target, dry: bool) -> list[Action]:
+        """Undo Lifeboat's taint, cordon and load balancer exclusion on a node that stays
+        (``node_patches.restore_operations``); the actions as the node was before."""
+        assert target.node is not None
+        key = nodes.taint_key(notice.kind)
+        ended = None
+        if notice.ends_maintenance and notice.deadline is not None:
+            ended = nodes.maintenance_stamp(notice.deadline)
+        before = target.node
+        node = self._patch_node(before, lambda n: restore_operations(n, key, ended), dry)
+        if node is None:
+            return []
+        operations = restore_operations(node, key, ended)
+        paths = {op["path"] for op in operations if op["op"] == "remove"}
+        actions: list[Action] = [{"type": "untaint", "key": key}] if operations else []
+        if "/spec/unschedulable" in paths:
+            actions.append({"type": "uncordon"})
+        if any(p.startswith("/metadata/labels/") for p in paths):
             actions.append({"type": "unlabel", "key": nodes.EXCLUDE_FROM_LOAD_BALANCERS_LABEL})
         return actions
 

@@ -85,6 +85,42 @@ def untaint_operations(node: Obj, key: str) -> list[Operation]:
     return operations
 
 
+def restore_operations(node: Obj, key: str, ended: str | None = None) -> list[Operation]:
+    """The JSON patch that undoes Lifeboat's taint ``key`` (any effect) on a node that stays
+    ([] if it carries none): the taint removed and, unless another of Lifeboat's taints
+    keeps it out of service, the node uncordoned and its exclusion label (if Lifeboat put it
+    there) taken off. The cordon Lifeboat set with the taint is undone with it. ``ended``:
+    the maintenance's start, recorded in ``lifeboat.dev/maintenance-ended``."""
+    existing = nodes.taints(node)
+    kept = [t for t in existing if t.get("key") != key]
+    if len(kept) == len(existing):
+        return []
+    operations: list[Operation] = [
+        {"op": "test", "path": "/spec/taints", "value": existing},
+        {"op": "replace", "path": "/spec/taints", "value": kept},
+    ]
+    if ended is not None:
+        operations += _set_annotation(node, nodes.MAINTENANCE_ENDED_ANNOTATION, ended)
+    if any(_out_of_service(t) for t in kept):
+        return operations
+    if node.get("spec", {}).get("unschedulable"):
+        operations += [
+            {"op": "test", "path": "/spec/unschedulable", "value": True},
+            {"op": "remove", "path": "/spec/unschedulable"},
+        ]
+    return operations + release_operations(node)
+
+
+def _set_annotation(node: Obj, key: str, value: str) -> list[Operation]:
+    metadata = node.get("metadata", {})
+    if metadata.get("annotations") is None:
+        return [
+            {"op": "test", "path": "/metadata/annotations", "value": None},
+            {"op": "add", "path": "/metadata/annotations", "value": {key: value}},
+        ]
+    return [{"op": "add", "path": _pointer("annotations", key), "value": value}]
+
+
 def releases_exclusion(node: Obj, key: str) -> bool:
     """Whether ``untaint_operations(node, key)`` takes Lifeboat's exclusion label off."""
     existing = nodes.taints(node)
@@ -184,16 +220,22 @@ def unread_taint_variants(
     without the latter fits neither either, and is read.
     """
     guard: Operation = {"op": "test", "path": "/spec/providerID", "value": provider_id}
+    # Nor to a node already being deleted (Karpenter's termination controller drains it):
+    # tested null, as json-patch answers for a missing member; it then is read, and decide
+    # adds nothing to Karpenter's deletion.
+    alive: Operation = {"op": "test", "path": "/metadata/deletionTimestamp", "value": None}
     taint = {"key": key, "effect": effect}
     cordon: Operation = {"op": "add", "path": "/spec/unschedulable", "value": True}
     no_taints_yet: list[Operation] = [
         guard,
+        alive,
         {"op": "test", "path": "/spec/taints", "value": None},
         {"op": "add", "path": "/spec/taints", "value": [taint]},
         cordon,
     ]
     some_taints: list[Operation] = [
         guard,
+        alive,
         {"op": "add", "path": "/spec/taints/-", "value": taint},
         cordon,
     ]

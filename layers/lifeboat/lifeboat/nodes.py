@@ -22,6 +22,9 @@ NODEPOOL_LABEL = "karpenter.sh/nodepool"
 REPLACES_LABEL = f"{DOMAIN}/replaces"
 NOTICE_ANNOTATION = f"{DOMAIN}/notice"
 OPT_OUT_ANNOTATION = f"{DOMAIN}/disabled"
+# The start of the last maintenance that ended (completed or cancelled) while the node was
+# kept: a deferred notice of that maintenance coming due later is let go, not acted on.
+MAINTENANCE_ENDED_ANNOTATION = f"{DOMAIN}/maintenance-ended"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
@@ -64,6 +67,16 @@ def excluded_from_load_balancers(node: Obj) -> bool:
 def excluded_by_lifeboat(node: Obj) -> bool:
     """Lifeboat put the exclusion label on this node (and may take it off again)."""
     return EXCLUDED_BY_LIFEBOAT_ANNOTATION in annotations_of(node)
+
+
+def maintenance_stamp(start: datetime) -> str:
+    """How a maintenance's start is written in ``MAINTENANCE_ENDED_ANNOTATION``."""
+    return start.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def maintenance_ended(node: Obj, start: datetime) -> bool:
+    """Whether the maintenance starting at ``start`` ended while this node was kept."""
+    return annotations_of(node).get(MAINTENANCE_ENDED_ANNOTATION) == maintenance_stamp(start)
 
 
 def opted_out(nodepool: Obj) -> bool:

@@ -22,10 +22,15 @@ from lifeboat import nodes
 from lifeboat.act import Actor, ActResult, LifecycleActions
 from lifeboat.deadline import INVOCATION_RESERVE, retry_window
 from lifeboat.decide import Decision, decide, follow_ups
-from lifeboat.decide.wakeups import check_old_claim, continue_drain, finish_replacement
+from lifeboat.decide.wakeups import (
+    check_old_claim,
+    continue_drain,
+    finish_replacement,
+    release_cordon,
+)
 from lifeboat.events import parse_message
 from lifeboat.events.envelope import load_body
-from lifeboat.events.notice import MalformedMessage, Notice
+from lifeboat.events.notice import Kind, MalformedMessage, Notice
 from lifeboat.instances import InstanceDirectory, InstanceInfo
 from lifeboat.kube import KubeApi, retrying_for
 from lifeboat.lanes import lanes as message_lanes
@@ -39,6 +44,7 @@ from lifeboat.rotation.messages import is_rotation_event
 from lifeboat.routing import triage, triage_follow_up
 from lifeboat.settings import Settings
 from lifeboat.split import expand, remainders, split
+from lifeboat.sweep import InstanceStatuses, is_sweep_request, too_recently_impaired
 from lifeboat.target import Target
 from lifeboat.wakeup import Task, Wakeup, WakeupSink, decode, is_wakeup
 
@@ -119,6 +125,8 @@ class Pipeline:
     # Instances one message acts on; the rest are handed on as remainders (lifeboat.split).
     # None: every one (replay, where no function timeout applies).
     notices_per_message: int | None = None
+    # Where a sweep request (lifeboat.sweep) reads DescribeInstanceStatus; None: ignored.
+    statuses: InstanceStatuses | None = None
 
     def process(
         self, bodies: Sequence[Body], *, time_left: Callable[[], float] | None = None
@@ -173,11 +181,23 @@ class Pipeline:
                 from lifeboat.rotation.request import parse_command
 
                 return parse_command(message)
+            if is_sweep_request(message):
+                return self._sweep()
             return parse_message(message, received_at=self.clock())
         except MalformedMessage as error:
             return MessageResult([Report.rejected(error.reason, error.event_id, error.kind)])
         except Exception as error:  # the message goes back to the queue, then to the DLQ
             return MessageResult(error=error)
+
+    def _sweep(self) -> Parsed:
+        """A sweep request: EC2's instance statuses now, read like any other message."""
+        if self.statuses is None:
+            reason = "instance status sweep requested, but this pipeline reads no EC2 status"
+            return MessageResult(
+                [Report(None, str(Kind.INSTANCE_IMPAIRED), Outcome.IGNORED, reason)]
+            )
+        pages = self.statuses.pages()
+        return parse_message({"Pages": pages}, received_at=self.clock())
 
     def _one(self, batch: _Batch, item: Parsed, later: Sequence[Wakeup] = ()) -> MessageResult:
         if isinstance(item, MessageResult):
@@ -204,10 +224,16 @@ class Pipeline:
             if index and self._out_of_time(batch):
                 self._hand_on(remainders(notices[index:], len(notices)))
                 break
-            if self.ledger is None:
+            early = too_recently_impaired(notice, self.settings)
+            if early is not None:  # not remembered: the next sweep sees it again
+                reports.append(Report.for_notice(notice, Outcome.IGNORED, early))
+                continue
+            # The end of a maintenance is looked at each time it is reported (undoing is
+            # idempotent, and the node may become Ready only at a later sweep).
+            if self.ledger is None or notice.ends_maintenance:
                 reports.append(self._handle(batch, notice))
                 continue
-            report = self.ledger.once(notice.dedup_key, partial(self._handle, batch, notice))
+            report = self.ledger.once(notice.ledger_key, partial(self._handle, batch, notice))
             if report is None:
                 report = Report.for_notice(
                     notice, Outcome.IGNORED, "duplicate delivery: already handled"
@@ -318,6 +344,7 @@ class Pipeline:
                     pods_remaining=result.pods_remaining,
                     now=now,
                     wakeup=wakeup,
+                    release_cordon_after=self.settings.rebalance_cordon_release,
                 ):
                     self.wakeups.schedule(later)
             if target.node is not None:
@@ -363,6 +390,10 @@ class Pipeline:
             assert info is not None  # triage_follow_up lets only hand-overs go on without
             target = resolver.resolve(notice.instance_id, info)
             decision = continue_drain(target)
+        elif wakeup.task is Task.RELEASE_CORDON:
+            assert info is not None  # as for a continued drain
+            target = resolver.resolve(notice.instance_id, info)
+            decision = release_cordon(target)
         else:
             target = Target(notice.instance_id, info, claim=wakeup.old_claim)
             old = resolver.kube.get_nodeclaim(wakeup.old_nodeclaim or "")

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from lifeboat.decide import Decision
+from lifeboat.decide import Decision, Step
 from lifeboat.events.notice import Notice
 from lifeboat.instants import format_instant
 from lifeboat.kube import Conflict, KubeApi, KubeError
@@ -27,6 +27,8 @@ def event_reason(notice: Notice, decision: Decision) -> str:
         return f"{base}Deferred"
     if decision.forced:
         return f"{base}Forced"
+    if Step.RESTORE in decision.steps:  # the maintenance ended, or a rebalance cordon lifted
+        return f"{base}Released"
     return base
 
 
@@ -48,7 +50,9 @@ def node_event(
         reason=event_reason(notice, decision),
         message=f"{decision.outcome}: {decision.reason}",
         warning=decision.forced or notice.involuntary,
-        key=f"{notice.dedup_key}|{decision.outcome}|{decision.deferred_until}",
+        key=f"{notice.dedup_key}|{decision.outcome}|{decision.deferred_until}"
+        # Undoing is another decision about the same notice than the action it undoes.
+        + ("|restore" if Step.RESTORE in decision.steps else ""),
         now=now,
     )
 

@@ -156,6 +156,7 @@ def build_service(
     from lifeboat.notify import EventBridgeNotifier
     from lifeboat.redelivery import SqsRedelivery
     from lifeboat.scheduler import SchedulerWakeups
+    from lifeboat.sweep import Ec2InstanceStatuses
 
     env = os.environ if env is None else env
     settings = load_settings(env)
@@ -190,9 +191,10 @@ def build_service(
         clock=clock,
     )
     clusters = EksClusters(settings, EksAuth(session=session, region=region))
+    ec2 = session.client("ec2", region_name=region)
     pipeline = Pipeline(
         clusters=clusters,
-        directory=Ec2InstanceDirectory(session.client("ec2", region_name=region)),
+        directory=Ec2InstanceDirectory(ec2),
         settings=settings,
         clock=clock,
         lifecycle=AutoScalingLifecycle(lazy["autoscaling"]),
@@ -202,6 +204,7 @@ def build_service(
         holder=env.get("AWS_LAMBDA_FUNCTION_NAME", "lifeboat"),
         workers=BATCH_WORKERS,
         notices_per_message=NOTICES_PER_MESSAGE,
+        statuses=Ec2InstanceStatuses(ec2),
     )
     notifier = (
         EventBridgeNotifier(lazy["events"], bus=bus, dry_run=settings.dry_run) if bus else None

@@ -48,6 +48,12 @@ class Settings:
     # Where the stack runs; events from elsewhere are rejected. None: not checked.
     account_id: str | None = None
     region: str | None = None
+    # How long an instance's instance or system status check must have been impaired before
+    # it is replaced (Karpenter's UnhealthyThreshold, instancestatus.go: 120 s).
+    impaired_threshold: timedelta = timedelta(seconds=120)
+    # A node only cordoned for a rebalance recommendation (``rebalance-recommendation=cordon``,
+    # or a node group's node) is uncordoned when it is still running this long after; 0: never.
+    rebalance_cordon_release: timedelta = timedelta(hours=6)
 
     def action_for(self, kind: Kind) -> str:
         return self.kind_actions.get(kind, "replace")
@@ -134,4 +140,10 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         ),
         account_id=env.get("LIFEBOAT_ACCOUNT_ID") or None,
         region=env.get("LIFEBOAT_REGION") or None,
+        impaired_threshold=_seconds(
+            env, "LIFEBOAT_IMPAIRED_THRESHOLD_SECONDS", timedelta(seconds=120)
+        ),
+        rebalance_cordon_release=_seconds(
+            env, "LIFEBOAT_REBALANCE_CORDON_RELEASE_SECONDS", timedelta(hours=6)
+        ),
     )

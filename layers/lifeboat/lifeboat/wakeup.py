@@ -33,6 +33,8 @@ class Task(StrEnum):
     ROTATE = "rotate"  # look at a rotation again (lifeboat.rotation); about no one instance
     # The instances of a large notice one message did not take on (lifeboat.split).
     REMAINDER = "remainder"
+    # A node only cordoned for a rebalance recommendation, still running long after: uncordon.
+    RELEASE_CORDON = "release-cordon"
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ def read(message: Mapping[str, Any]) -> Wakeup:
             detail=notice.detail,
             lifecycle=None if hook is None else LifecycleHook(**hook.model_dump()),
             ignore_reason=notice.ignore_reason,
+            ends_maintenance=notice.ends_maintenance,
         ),
         due=body.due,
         replacement=body.replacement,
@@ -76,6 +77,8 @@ class _NoticeBody(Model):
     detail: Short = ""
     lifecycle: _HookBody | None = None
     ignore_reason: Short | None = None
+    # The end of a maintenance (a remainder of a sweep's notices may carry one).
+    ends_maintenance: bool = False
 
 
 class _WakeupBody(Model):

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from lifeboat_local.audit import (
     do_not_disrupt,
+    karpenter_version,
     labels,
     nodepools,
     ownership,
@@ -150,6 +151,13 @@ CHECKS: tuple[Check, ...] = (
         WARNING,
         "a node whose NodePool does not exist",
         ownership.nodepool_missing,
+    ),
+    # Karpenter itself
+    Check(
+        "karpenter-instance-status",
+        WARNING,
+        "a Karpenter controller (v1.12+) whose instance status poller drains maintenance at once",
+        karpenter_version.instance_status_poller,
     ),
 )
 

@@ -6,10 +6,10 @@ The Lambda never sleeps for a window, a replacement or a PodDisruptionBudget: ea
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from lifeboat.decide.model import FOLLOW_UP_INTERVAL, RECHECK_INTERVAL, Decision
-from lifeboat.events.notice import Notice
+from lifeboat.decide.model import FOLLOW_UP_INTERVAL, RECHECK_INTERVAL, Decision, Step
+from lifeboat.events.notice import Kind, Notice
 from lifeboat.report import Outcome
 from lifeboat.target import Target
 from lifeboat.wakeup import Task, Wakeup
@@ -23,11 +23,14 @@ def follow_ups(
     pods_remaining: int,
     now: datetime,
     wakeup: Wakeup | None = None,
+    release_cordon_after: timedelta | None = None,
 ) -> list[Wakeup]:
     """The wake-ups ``decision`` calls for, after act left ``pods_remaining`` pods that
     PodDisruptionBudgets would not let go yet.
 
     ``wakeup`` is the follow-up being handled, when the decision was about one.
+    ``release_cordon_after``: when a node only cordoned for a rebalance recommendation is
+    looked at again, to be uncordoned if it still runs (None or 0: never).
     """
     cluster = target.info.cluster if target.info else (wakeup.cluster if wakeup else None)
     # What follows a follow-up is timed from that follow-up's own due time, never from the
@@ -44,6 +47,18 @@ def follow_ups(
         candidates = [t for t in (decision.deferred_until, recheck) if t]
         due = min(candidates) if candidates else base + FOLLOW_UP_INTERVAL
         planned.append(Wakeup(Task.DECIDE, notice, due))
+    if (
+        release_cordon_after
+        and notice.kind is Kind.REBALANCE_RECOMMENDATION
+        and decision.outcome is Outcome.ACTED
+        and decision.steps == (Step.TAINT_AND_CORDON,)
+        and (wakeup is None or wakeup.task is Task.DECIDE)
+    ):
+        # Cordoned, not replaced: if no interruption follows, the node is not left out of
+        # scheduling for ever (decide.wakeups.release_cordon).
+        planned.append(
+            Wakeup(Task.RELEASE_CORDON, notice, base + release_cordon_after, cluster=cluster)
+        )
     if pods_remaining:
         planned.append(
             Wakeup(Task.CONTINUE_DRAIN, notice, base + FOLLOW_UP_INTERVAL, cluster=cluster)

@@ -28,6 +28,9 @@ class Step(StrEnum):
     DELETE_NODECLAIM = "delete-nodeclaim"  # Karpenter drains (honouring PDBs) and terminates
     EVICT = "evict"  # no Karpenter: Lifeboat drains the node through the Eviction API
     COMPLETE_LIFECYCLE = "complete-lifecycle-action"
+    # The maintenance is over and the node kept: its taint off, uncordoned, back in load
+    # balancers (what the Node Termination Handler does after a reboot).
+    RESTORE = "restore"
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,8 @@ def _decide(notice: Notice, target: Target, settings: Settings, now: datetime) -
     handled = _already_terminating(target)
     if handled is not None and notice.lifecycle is None:
         return ignore(f"{_describe(notice)}: {handled}; nothing to add")
+    if notice.ends_maintenance:
+        return _maintenance_over(notice, target)
     if notice.involuntary:
         return _involuntary(notice, target)
     return _voluntary(notice, target, settings, now)
@@ -106,12 +108,40 @@ def _involuntary(notice: Notice, target: Target) -> Decision:
     )
 
 
+def _maintenance_over(notice: Notice, target: Target) -> Decision:
+    """The maintenance ended (EC2 ``[Completed]``/``[Canceled]``, Health ``closed``) and the
+    node is still here: undo Lifeboat's taint, cordon and load balancer exclusion once it is
+    Ready again (a node that was replaced is being deleted and never gets here)."""
+    assert target.node is not None
+    what = f"{_describe(notice)} is over"
+    key = nodes.taint_key(notice.kind)
+    if not any(t.get("key") == key for t in nodes.taints(target.node)):
+        return ignore(f"{what}: node {target.node_name} carries no {key} taint; nothing to undo")
+    if not nodes.is_ready(target.node):
+        return ignore(
+            f"{what}: node {target.node_name} is not Ready yet; undone when it is reported Ready"
+        )
+    return Decision(
+        Outcome.ACTED,
+        f"{what}: node {target.node_name} is Ready; removing {key}, uncordoning and "
+        "returning it to load balancers",
+        (Step.RESTORE,),
+    )
+
+
 def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime) -> Decision:
     assert target.node is not None
     what = _describe(notice)
     action = settings.action_for(notice.kind)
     if action == "ignore":
         return ignore(f"{what}: configured to ignore {notice.kind}")
+    if (
+        notice.kind is Kind.SCHEDULED_CHANGE
+        and notice.deadline is not None
+        and nodes.maintenance_ended(target.node, notice.deadline)
+    ):
+        # Completed or cancelled while this notice waited (its wake-up came due later).
+        return ignore(f"{what}: the maintenance ended (completed or cancelled); nothing to do")
     karpenter_owned = target.claim is not None
     act = _voluntary_action(notice, action, target)
 
@@ -307,7 +337,10 @@ def _describe(notice: Notice) -> str:
     text = notice.kind.label
     if notice.detail:
         text += f" ({notice.detail})"
-    if notice.deadline is not None and notice.involuntary:
+    if notice.kind is Kind.INSTANCE_IMPAIRED:
+        # Its deadline is when EC2 reported it; what matters is how long it has been so.
+        text += f", impaired since {_fmt(notice.event_time)}"
+    elif notice.deadline is not None and notice.involuntary:
         text += f", instance goes at {_fmt(notice.deadline)}"
     return text
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from lifeboat import nodes
 from lifeboat.decide.model import Decision, Step
+from lifeboat.events.notice import Kind
 from lifeboat.instances import instance_id_from_provider_id
 from lifeboat.report import Outcome
 from lifeboat.target import Target
@@ -75,3 +76,27 @@ def continue_drain(target: Target) -> Decision:
     if target.node is None:
         return Decision(Outcome.ACTED, "continuing the drain", (Step.COMPLETE_LIFECYCLE,))
     return Decision(Outcome.ACTED, "continuing the drain", (Step.EVICT, Step.COMPLETE_LIFECYCLE))
+
+
+def release_cordon(target: Target) -> Decision:
+    """A node cordoned for a rebalance recommendation (only cordoned: the ``cordon`` action,
+    or a node group's node) is still here when ``rebalance_cordon_release`` has passed: no
+    interruption followed, so Lifeboat's taint and cordon come off (Ready nodes only), with
+    an Event on the node and a report, instead of leaving it out of scheduling for ever."""
+    node = target.node
+    if node is None:
+        return Decision(Outcome.IGNORED, f"no node for instance {target.instance_id} any more")
+    name = target.node_name
+    if nodes.is_deleting(node) or (target.claim is not None and target.claim.deleting):
+        return Decision(Outcome.IGNORED, f"node {name} is being deleted; nothing to release")
+    key = nodes.taint_key(Kind.REBALANCE_RECOMMENDATION)
+    if not any(t.get("key") == key for t in nodes.taints(node)):
+        return Decision(Outcome.IGNORED, f"node {name} no longer carries {key}; nothing to release")
+    if not nodes.is_ready(node):
+        return Decision(Outcome.IGNORED, f"node {name} is not Ready; left cordoned")
+    return Decision(
+        Outcome.ACTED,
+        f"rebalance recommendation: node {name} was only cordoned and still runs; "
+        f"uncordoning it and removing {key}",
+        (Step.RESTORE,),
+    )

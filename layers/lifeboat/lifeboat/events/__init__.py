@@ -28,6 +28,7 @@ from typing import Any
 from lifeboat.events import asg_lifecycle, registry
 from lifeboat.events.base import MAX_REASON, malformed
 from lifeboat.events.envelope import EventBridgeEvent, Form, load_body, unwrap
+from lifeboat.events.instance_status import is_status_response, read_response
 from lifeboat.events.notice import Kind, LifecycleHook, MalformedMessage, Notice
 from lifeboat.events.registry import Parser
 from lifeboat.instants import as_utc
@@ -72,7 +73,10 @@ def parse_message(body: str | bytes | Mapping[str, Any], *, received_at: datetim
 
 
 def _parse(body: str | bytes | Mapping[str, Any], *, received_at: datetime) -> list[Notice]:
-    message = unwrap(load_body(body))
+    payload = load_body(body)
+    if is_status_response(payload):
+        return parse_statuses(payload, received_at=received_at)
+    message = unwrap(payload)
     if message.form is not Form.EVENTBRIDGE:
         hook = Kind.ASG_TERMINATION if message.form is Form.LIFECYCLE_HOOK else None
         with _rejected_as(hook):
@@ -88,6 +92,29 @@ def _parse(body: str | bytes | Mapping[str, Any], *, received_at: datetime) -> l
         return [event.notice(Kind.UNSUPPORTED, ignore_reason=reason)]
     with _rejected_as(parser.kind):
         return parser.parse(event)
+
+
+def parse_statuses(payload: dict[str, Any], *, received_at: datetime) -> list[Notice]:
+    """The notices of a ``DescribeInstanceStatus`` response (what the instance status sweep
+    reads, or a response saved to a file): each instance's status through every
+    ``registry.STATUS_PARSERS``. A response naming no instance in trouble gives one notice
+    ignored with that reason, so that every message ends in a report."""
+    with _rejected_as(Kind.INSTANCE_IMPAIRED):
+        statuses = read_response(payload, received_at=received_at)
+    notices = [
+        n for status in statuses for parser in registry.STATUS_PARSERS for n in parser.parse(status)
+    ]
+    if notices:
+        return notices
+    reason = f"instance status: {len(statuses)} instance(s) described, none impaired or scheduled"
+    return [
+        Notice(
+            kind=Kind.INSTANCE_IMPAIRED,
+            event_id="instance-status",
+            event_time=received_at,
+            ignore_reason=reason,
+        )
+    ]
 
 
 @contextmanager

@@ -17,6 +17,9 @@ class Kind(StrEnum):
     STATE_CHANGE = "state-change"
     ASG_TERMINATION = "asg-termination"
     CAPACITY_RESERVATION_INTERRUPTION = "capacity-reservation-interruption"
+    # EC2's instance or system status check failed (DescribeInstanceStatus, read by the
+    # instance status sweep, lifeboat.sweep): involuntary, like a state change.
+    INSTANCE_IMPAIRED = "instance-impaired"
     # A node of a planned rotation (lifeboat.rotation): voluntary, like a scheduled change
     # without a deadline.
     ROTATION = "rotation"
@@ -49,6 +52,7 @@ _NAMES = {
         "capacity reservation interruption",
         "CapacityReservationInterruption",
     ),
+    Kind.INSTANCE_IMPAIRED: ("impaired instance", "InstanceImpaired"),
     Kind.ROTATION: ("rotation", "Rotation"),
     Kind.UNSUPPORTED: ("unsupported event", "Unsupported"),
 }
@@ -59,6 +63,7 @@ _INVOLUNTARY = frozenset(
         Kind.STATE_CHANGE,
         Kind.ASG_TERMINATION,
         Kind.CAPACITY_RESERVATION_INTERRUPTION,
+        Kind.INSTANCE_IMPAIRED,
     }
 )
 
@@ -92,6 +97,9 @@ class Notice:
     detail: str = ""
     lifecycle: LifecycleHook | None = None
     ignore_reason: str | None = None
+    # The maintenance this notice announced is over (an EC2 event ``[Completed]`` or
+    # ``[Canceled]``, a closed Health event): undo what Lifeboat did to a node it kept.
+    ends_maintenance: bool = False
 
     @property
     def involuntary(self) -> bool:
@@ -101,6 +109,17 @@ class Notice:
     def dedup_key(self) -> str:
         """Identity of the (event, instance) pair, for idempotency."""
         return f"{self.event_id}#{self.instance_id or '-'}"
+
+    @property
+    def ledger_key(self) -> str:
+        """What the ledger remembers as handled. One maintenance is acted on once, whether
+        AWS Health or EC2's scheduled event (``DescribeInstanceStatus``) tells of it first:
+        both name the instance and the maintenance's start (Health ``startTime``, EC2
+        ``NotBefore``), so a scheduled change is keyed by those, not by who sent it."""
+        if self.kind is Kind.SCHEDULED_CHANGE and self.instance_id and self.deadline:
+            start = self.deadline.strftime("%Y%m%dT%H%M%SZ")
+            return f"maintenance#{self.instance_id}#{start}"
+        return self.dedup_key
 
 
 class MalformedMessage(ValueError):

@@ -7,12 +7,15 @@ from typing import Protocol
 from lifeboat.events import (
     asg_lifecycle,
     capacity_reservation,
+    ec2_scheduled_event,
+    instance_impaired,
     rebalance_recommendation,
     scheduled_change,
     spot_interruption,
     state_change,
 )
 from lifeboat.events.envelope import EventBridgeEvent
+from lifeboat.events.instance_status import InstanceStatus
 from lifeboat.events.notice import Kind, Notice
 
 
@@ -46,6 +49,23 @@ PARSERS: tuple[Parser, ...] = (
     state_change.PARSER,
     capacity_reservation.PARSER,
     *asg_lifecycle.PARSERS,
+)
+
+
+class StatusParser(Protocol):
+    """Turns one instance's ``DescribeInstanceStatus`` entry into notices of one kind
+    (``instance_impaired``, ``ec2_scheduled_event``); listed in ``STATUS_PARSERS``."""
+
+    @property
+    def kind(self) -> Kind: ...
+
+    def parse(self, status: InstanceStatus) -> list[Notice]: ...
+
+
+# What an instance status (the sweep's, or a response replayed from a file) is read by.
+STATUS_PARSERS: tuple[StatusParser, ...] = (
+    instance_impaired.PARSER,
+    ec2_scheduled_event.PARSER,
 )
 
 _BY_KEY: dict[tuple[str, str], Parser] = {}

@@ -1,7 +1,8 @@
 """AWS Health Event: scheduled maintenance or retirement of EC2 instances.
 
 Only events of service ``EC2`` and category ``scheduledChange`` call for action, one notice per
-affected instance, due at ``startTime`` (an RFC 1123 date such as
+affected instance, due at ``startTime``; a ``closed`` one ends the maintenance for each
+instance it names (``Notice.ends_maintenance``) (an RFC 1123 date such as
 ``Tue, 08 Dec 2026 09:00:00 GMT``; ISO 8601 is accepted too). Other Health events, closed ones
 and ones that name no instance are understood but ignored.
 https://docs.aws.amazon.com/health/latest/ug/aws-health-events-eventbridge-schema.html
@@ -71,14 +72,26 @@ class ScheduledChangeParser:
             )
             return [event.notice(Kind.SCHEDULED_CHANGE, detail=code, ignore_reason=reason)]
         detail = ScheduledChangeDetail.read(event.detail_fields())
-        if head.status_code == "closed":
-            reason = "health event is closed: the scheduled change is over or cancelled"
-            return [event.notice(Kind.SCHEDULED_CHANGE, detail=code, ignore_reason=reason)]
         instances = dict.fromkeys(
             value
             for value in detail.affected_entities
             if value is not None and INSTANCE_ID_RE.match(value)
         )
+        if head.status_code == "closed" and not instances:
+            reason = "health event is closed: the scheduled change is over or cancelled"
+            return [event.notice(Kind.SCHEDULED_CHANGE, detail=code, ignore_reason=reason)]
+        if head.status_code == "closed":
+            # Over or cancelled: what Lifeboat did to a node it kept is undone (decide).
+            return [
+                event.notice(
+                    Kind.SCHEDULED_CHANGE,
+                    instance_id=instance_id,
+                    deadline=detail.start_time,
+                    detail=code,
+                    ends_maintenance=True,
+                )
+                for instance_id in instances
+            ]
         if not instances:
             reason = "no affected entity of the health event is an EC2 instance"
             return [event.notice(Kind.SCHEDULED_CHANGE, detail=code, ignore_reason=reason)]

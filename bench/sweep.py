@@ -1,0 +1,196 @@
+"""The instance status sweep's cost at fleet scale: EC2 calls and time for one sweep of a
+region holding 5,000 instances across 50 clusters (``lifeboat.sweep``).
+
+EC2 is an in-process stand-in that answers as EC2 does for the calls the sweep makes:
+``DescribeInstanceStatus`` filtered server-side by Karpenter's three filter sets
+(``instance-status.status``, ``system-status.status``, ``event.code``; only running
+instances, ``IncludeAllInstances`` false) and paginated at ``MaxResults`` (1,000 at most),
+and ``DescribeInstances`` filtered by ``instance-id``. moto cannot serve here: it ignores
+these filters and knows neither ``Events`` nor impairment. Each call is counted, and a fixed
+latency per call (``call_ms``) stands for EC2's round trip.
+
+What is timed is the sweep up to the clusters: the paginated reads, the parse of every
+status into notices, the one directory lookup per batch and the triage that keeps only the
+managed clusters' instances. What each notice then costs in its cluster is what the
+per-kind measure (``bench.scenarios.requests_per_kind``) reports for a state change or a
+scheduled change.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from lifeboat.events import parse_message
+from lifeboat.instances import Ec2InstanceDirectory
+from lifeboat.routing import triage
+from lifeboat.settings import Settings
+from lifeboat.sweep import Ec2InstanceStatuses
+
+NOW = datetime(2026, 12, 1, 18, 0, tzinfo=UTC)
+
+
+class _Paginator:
+    def __init__(self, ec2: FleetEc2, operation: str) -> None:
+        self._ec2 = ec2
+        self._operation = operation
+
+    def paginate(self, **params: Any) -> Iterator[dict[str, Any]]:
+        began = time.perf_counter()
+        if self._operation == "describe_instance_status":
+            found = [s for s in self._ec2.statuses if _matches(s, params.get("Filters", []))]
+            size = min(int(params.get("MaxResults", 1000)), 1000)
+            key = "InstanceStatuses"
+        else:
+            [wanted] = [f["Values"] for f in params["Filters"] if f["Name"] == "instance-id"]
+            ids = set(wanted)
+            found = [
+                {"Instances": [instance]}
+                for instance in self._ec2.instances
+                if instance["InstanceId"] in ids
+            ]
+            size = 1000
+            key = "Reservations"
+        for start in range(0, max(len(found), 1), size):
+            self._ec2.call(self._operation)
+            page: dict[str, Any] = {key: found[start : start + size]}
+            if start + size < len(found):
+                page["NextToken"] = f"token-{start + size}"
+            # EC2's side of the call (filtering, the round trip) is not Lifeboat's time.
+            self._ec2.server_seconds += time.perf_counter() - began
+            yield page
+            began = time.perf_counter()
+
+
+def _matches(status: dict[str, Any], filters: Sequence[dict[str, Any]]) -> bool:
+    """EC2's server-side filters the sweep uses (ANDed across names, ORed across values)."""
+    for name, values in ((f["Name"], f["Values"]) for f in filters):
+        if name == "instance-status.status":
+            value = [status["InstanceStatus"]["Status"]]
+        elif name == "system-status.status":
+            value = [status["SystemStatus"]["Status"]]
+        elif name == "event.code":
+            value = [event["Code"] for event in status.get("Events", [])]
+        else:
+            raise ValueError(f"filter {name} is not one the sweep sends")
+        if not set(values) & set(value):
+            return False
+    return True
+
+
+class FleetEc2:
+    """Instances of ``clusters`` clusters (every tenth of a cluster this stack does not
+    manage), the first ``impaired`` with a failed instance status check, the next
+    ``scheduled`` with a system-reboot event."""
+
+    def __init__(
+        self, instances: int, clusters: int, impaired: int, scheduled: int, call_ms: float
+    ) -> None:
+        self.call_ms = call_ms
+        self.calls: dict[str, int] = {}
+        self.server_seconds = 0.0
+        self.instances: list[dict[str, Any]] = []
+        self.statuses: list[dict[str, Any]] = []
+        for index in range(instances):
+            instance_id = f"i-{index:017x}"
+            cluster = f"cluster-{index % clusters:02d}"
+            self.instances.append(
+                {
+                    "InstanceId": instance_id,
+                    "PrivateDnsName": f"ip-10-{index // 65536}-{index // 256 % 256}-"
+                    f"{index % 256}.ec2.internal",
+                    "Placement": {"AvailabilityZone": "us-east-1a"},
+                    "InstanceType": "m5.large",
+                    "Tags": [
+                        {"Key": "eks:cluster-name", "Value": cluster},
+                        {"Key": "karpenter.sh/nodepool", "Value": "general"},
+                        {"Key": "karpenter.sh/nodeclaim", "Value": f"general-{index:05d}"},
+                    ],
+                }
+            )
+            ok = {"Status": "ok", "Details": [{"Name": "reachability", "Status": "passed"}]}
+            status: dict[str, Any] = {
+                "InstanceId": instance_id,
+                "AvailabilityZone": "us-east-1a",
+                "InstanceState": {"Code": 16, "Name": "running"},
+                "InstanceStatus": ok,
+                "SystemStatus": ok,
+            }
+            if index < impaired:
+                status["InstanceStatus"] = {
+                    "Status": "impaired",
+                    "Details": [
+                        {
+                            "Name": "reachability",
+                            "Status": "failed",
+                            "ImpairedSince": NOW - timedelta(minutes=5),
+                        }
+                    ],
+                }
+            elif index < impaired + scheduled:
+                status["Events"] = [
+                    {
+                        "InstanceEventId": f"instance-event-{index:017x}",
+                        "Code": "system-reboot",
+                        "Description": "scheduled reboot",
+                        "NotBefore": NOW + timedelta(days=7),
+                    }
+                ]
+            self.statuses.append(status)
+
+    def call(self, operation: str) -> None:
+        self.calls[operation] = self.calls.get(operation, 0) + 1
+        if self.call_ms:
+            time.sleep(self.call_ms / 1000)
+
+    def get_paginator(self, operation: str) -> _Paginator:
+        return _Paginator(self, operation)
+
+
+def sweep_cost(
+    instances: int = 5000,
+    clusters: int = 50,
+    impaired: int = 50,
+    scheduled: int = 50,
+    call_ms: float = 50.0,
+) -> dict[str, Any]:
+    """One sweep: its EC2 calls, notices, and wall milliseconds (read, parse, triage)."""
+    ec2 = FleetEc2(instances, clusters, impaired, scheduled, call_ms)
+    managed = tuple(f"cluster-{n:02d}" for n in range(clusters) if n % 10 != 9)
+    settings = Settings(clusters=managed)
+    statuses = Ec2InstanceStatuses(ec2)
+    directory = Ec2InstanceDirectory(ec2)
+    started = time.perf_counter()
+    pages = statuses.pages()
+    notices = parse_message({"Pages": pages}, received_at=NOW)
+    infos = directory.describe(sorted({n.instance_id for n in notices if n.instance_id}))
+    routed = [triage(n, infos.get(n.instance_id or ""), settings, NOW) for n in notices]
+    elapsed = time.perf_counter() - started
+    to_clusters = [t for t in routed if t.outcome is None]
+    return {
+        "instances": instances,
+        "clusters": clusters,
+        "managed_clusters": len(managed),
+        "in_trouble": impaired + scheduled,
+        "call_ms": call_ms,
+        "describe_instance_status_calls": ec2.calls.get("describe_instance_status", 0),
+        "describe_instances_calls": ec2.calls.get("describe_instances", 0),
+        "notices": len(notices),
+        "to_clusters": len(to_clusters),
+        "unmanaged": sum(1 for t in routed if t.unmanaged),
+        "clusters_reached": len({t.cluster for t in to_clusters}),
+        "sweep_ms": round(elapsed * 1000, 1),
+        # Lifeboat's own time: the sweep less EC2's side of its calls.
+        "lifeboat_ms": round((elapsed - ec2.server_seconds) * 1000, 1),
+    }
+
+
+def sweeps(instances: int = 5000, clusters: int = 50) -> list[dict[str, Any]]:
+    """A usual sweep (2 % of the fleet in trouble) and the worst case (every instance)."""
+    half = instances // 2
+    return [
+        sweep_cost(instances, clusters, impaired=instances // 100, scheduled=instances // 100),
+        sweep_cost(instances, clusters, impaired=half, scheduled=instances - half),
+    ]

@@ -1,0 +1,63 @@
+"""Checks on the Karpenter controller running beside Lifeboat.
+
+From v1.12 Karpenter's AWS provider polls ``ec2:DescribeInstanceStatus`` every minute, with or
+without an interruption queue (``pkg/controllers/interruption/instancestatus_controller.go``),
+and deletes the NodeClaim of every instance with an EC2 scheduled event at once: Lifeboat's
+budget-aware scheduled maintenance then never happens for Karpenter nodes. Its only off
+switch is to deny its role that action (README "Running with Karpenter"). The version is read
+from the controller Deployment's image tag (``public.ecr.aws/karpenter/controller:1.12.0@
+sha256:...``, as its Helm chart sets it).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Final
+
+from lifeboat.objects import Obj
+from lifeboat_local.audit.findings import Issue
+from lifeboat_local.audit.view import ClusterView, ref
+
+# The first Karpenter release with the instance status poller (aws/karpenter-provider-aws #9064).
+POLLER_SINCE: Final = (1, 12)
+_CONTROLLER_IMAGE: Final = re.compile(r"(?:^|/)karpenter/controller$")
+_VERSION: Final = re.compile(r"\Av?(\d+)\.(\d+)(?:\.\d+)?(?:[-+].*)?\Z")
+
+
+def image_version(image: str) -> tuple[int, int] | None:
+    """(major, minor) of a Karpenter controller image's tag, None if not one or untagged."""
+    name = image.split("@", 1)[0]
+    repository, _, tag = name.rpartition(":")
+    if not repository or "/" in tag or not _CONTROLLER_IMAGE.search(repository):
+        return None
+    found = _VERSION.match(tag)
+    return (int(found.group(1)), int(found.group(2))) if found else None
+
+
+def _containers(deployment: Obj) -> list[Obj]:
+    spec = ((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}
+    return list(spec.get("containers") or [])
+
+
+def instance_status_poller(view: ClusterView) -> Iterator[Issue]:
+    """A Karpenter controller of v1.12 or later, whose poller drains scheduled maintenance
+    at once unless its role is denied ``ec2:DescribeInstanceStatus``."""
+    for workload in view.inventory.workloads:
+        if workload.get("kind") != "Deployment":
+            continue
+        for container in _containers(workload):
+            image = str(container.get("image") or "")
+            version = image_version(image)
+            if version is None or version < POLLER_SINCE:
+                continue
+            yield Issue(
+                ref(workload),
+                f"Karpenter {version[0]}.{version[1]} ({image.split('@', 1)[0]}) polls "
+                "ec2:DescribeInstanceStatus every minute and deletes the NodeClaim of every "
+                "instance with an EC2 scheduled event at once, ignoring budgets and windows",
+                "deny ec2:DescribeInstanceStatus to Karpenter's controller role and restart it "
+                '(README "Running with Karpenter"); Lifeboat\'s instance status sweep then '
+                "handles scheduled events and impaired instances",
+            )
+            break

@@ -1,0 +1,39 @@
+"""bench.sweep: the sweep's EC2 calls at fleet scale come from EC2's server-side filters and
+pagination (1,000 results a page), not from the fleet's size."""
+
+from __future__ import annotations
+
+from bench.sweep import FleetEc2, sweep_cost
+from lifeboat.events.instance_status import FILTER_SETS
+
+
+def test_a_usual_sweep_of_5000_instances_costs_three_status_calls_and_one_lookup() -> None:
+    result = sweep_cost(5000, 50, impaired=50, scheduled=50, call_ms=0)
+    assert result["describe_instance_status_calls"] == 3  # one page per filter set
+    assert result["describe_instances_calls"] == 1  # 100 ids: one call (200 a call)
+    assert result["notices"] == 100
+    # Every tenth cluster is not this stack's: its instances stop at triage.
+    assert (result["to_clusters"], result["unmanaged"]) == (90, 10)
+    assert result["clusters_reached"] == 45
+
+
+def test_every_instance_in_trouble_pages_through_each_set() -> None:
+    result = sweep_cost(5000, 50, impaired=2500, scheduled=2500, call_ms=0)
+    # 2,500 impaired: 3 pages; none system-impaired: 1 empty page; 2,500 scheduled: 3 pages.
+    assert result["describe_instance_status_calls"] == 7
+    assert result["describe_instances_calls"] == 25
+    assert result["notices"] == 5000
+
+
+def test_the_stand_in_filters_as_ec2_does() -> None:
+    ec2 = FleetEc2(10, 2, impaired=2, scheduled=3, call_ms=0)
+    paginator = ec2.get_paginator("describe_instance_status")
+    found = [
+        [
+            s["InstanceId"]
+            for page in paginator.paginate(Filters=f)
+            for s in page["InstanceStatuses"]
+        ]
+        for f in FILTER_SETS
+    ]
+    assert [len(ids) for ids in found] == [2, 0, 3]
