@@ -57,6 +57,8 @@ EXPECTED = {
     ("karpenter-invalid-label", "NodePool gpu"),
     ("node-without-owner", "Node ip-10-0-9-99.ec2.internal"),
     ("node-nodepool-missing", "Node ip-10-0-3-31.ec2.internal"),
+    ("migration-pinned-to-node-group", "Pod data/etl-1"),
+    ("migration-no-nodepool-fits", "Pod default/debug-shell"),
 }
 
 

@@ -460,3 +460,73 @@ def test_the_sample_clusters_node_groups_convert_from_their_nodes(
     assert requirement(legacy, "node.kubernetes.io/instance-type")["values"]
     assert "maximum taken as the current node count" in run.err
     apply_all(emulator, run.out)
+
+
+def _group_node(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {
+                "eks.amazonaws.com/nodegroup": "legacy",
+                "node.kubernetes.io/instance-type": "m5.large",
+                "topology.kubernetes.io/zone": "eu-west-1a",
+                "team": "shop",
+            },
+        },
+        "spec": {"providerID": f"aws:///eu-west-1a/i-{name}"},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+    }
+
+
+def _selecting_pod(name: str, selector: dict[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "nodeName": "n1",
+            "nodeSelector": selector,
+            "containers": [{"name": "c", "image": "nginx"}],
+        },
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+    }
+
+
+def test_audit_of_the_cluster_with_the_converted_pools_flags_what_holds_the_migration(
+    tmp_path: Path, cli: Callable[..., CliRun]
+) -> None:
+    """convert, then audit the cluster file with its output: the pod selecting the group's own
+    label is flagged; the one selecting a label the converted pool carries (team=shop, common
+    to the group's nodes) is not."""
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(
+        yaml.safe_dump_all(
+            [
+                _group_node("n1"),
+                _group_node("n2"),
+                _selecting_pod("pinned", {"eks.amazonaws.com/nodegroup": "legacy"}),
+                _selecting_pod("fits", {"team": "shop"}),
+                _selecting_pod("homeless", {"team": "billing"}),
+            ]
+        )
+    )
+    pools = tmp_path / "pools.yaml"
+    converted = cli("convert", "--cluster", cluster, "--cluster-name", "c", "--out", pools)
+    assert converted.code == 0, converted.err
+    assert by_kind(pools.read_text())[("NodePool", "legacy")]["spec"]["template"]["metadata"] == {
+        "labels": {"team": "shop"}
+    }
+    combined = tmp_path / "combined.yaml"
+    combined.write_text(cluster.read_text() + "---\n" + pools.read_text())
+    audited = cli("audit", "--cluster", combined, "--json", "--at", "2026-12-01T14:05:00Z")
+    findings = {
+        (f["check"], f["object"]["name"])
+        for f in json.loads(audited.out)["findings"]
+        if f["check"].startswith("migration-")
+    }
+    assert findings == {
+        ("migration-pinned-to-node-group", "pinned"),
+        ("migration-no-nodepool-fits", "homeless"),
+    }

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from lifeboat_local.audit import (
     do_not_disrupt,
     labels,
+    migration,
     nodepools,
     ownership,
     pdbs,
@@ -150,6 +151,19 @@ CHECKS: tuple[Check, ...] = (
         WARNING,
         "a node whose NodePool does not exist",
         ownership.nodepool_missing,
+    ),
+    # Migration from node groups to NodePools
+    Check(
+        "migration-pinned-to-node-group",
+        WARNING,
+        "a pod that requires a label only its node group's nodes carry",
+        migration.pinned_to_node_group,
+    ),
+    Check(
+        "migration-no-nodepool-fits",
+        WARNING,
+        "a node-group pod no NodePool would take (selector or taints)",
+        migration.no_nodepool_fits,
     ),
 )
 
