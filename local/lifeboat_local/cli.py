@@ -21,6 +21,7 @@ from lifeboat_local import explain, replay, rotate, serve, status, windows
 from lifeboat_local.audit import command as audit
 from lifeboat_local.common import EXIT_USAGE, UsageError
 from lifeboat_local.convert import command as convert
+from lifeboat_local.patching import command as patching
 
 # name -> module; the order is the order of ``lifeboat --help``.
 COMMANDS: dict[str, ModuleType] = {
@@ -32,6 +33,7 @@ COMMANDS: dict[str, ModuleType] = {
     "rotate": rotate,
     "status": status,
     "convert": convert,
+    "patching": patching,
 }
 
 # What a shell reports for a command ended by SIGPIPE (its reader went away) or by Ctrl-C.
