@@ -84,6 +84,8 @@ def look(ctx: Context, name: str, request_id: str) -> list[Report]:
                         [replace(rotation.node(node_name), note=STARTED + me)]
                     )
                 changes += started.changes
+        paused = plan.checkpoint(rotation, now)  # the end of a wave: pause there
+        rotation, changes = paused.rotation, changes + list(paused.changes)
         finished = plan.finish_if_done(rotation, now)
         rotation = finished.rotation
         if not _to_hand_over(rotation, me, now):  # nothing for the pipeline: schedule now
