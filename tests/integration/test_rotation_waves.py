@@ -87,3 +87,50 @@ def test_lifeboat_rotate_waves_reach_the_request(
     bad = cli("rotate", "legacy", "--node-group", "legacy", "--waves", "0,150%", "--out", out)
     assert bad.code == 1
     assert "waves" in bad.err, bad.err
+
+
+# -- the health gate's AMI validation (--allowed-ami) ----------------------------------------------
+
+LEGACY_AMI = "ami-0b7e5c4d3a2f19e80"  # events/cluster.yaml: the legacy group's nodegroup-image
+POOL_AMI = "ami-0c1d2e3f4a5b6c7d8"  # its NodePool general's NodeClaims' status.imageID
+
+
+def test_the_health_gate_fails_when_the_load_went_to_a_node_on_an_ami_not_allowed() -> None:
+    """The first node's storefront pods land on the legacy nodes not yet rotated (the
+    scheduler's choice): they run the old AMI, so the AMI validation fails the gate at once,
+    and a rollback returns the node to service."""
+    allowed = "ami-0123456789abcdef0"
+    with rig() as r:
+        r.send(request(healthGate={"timeoutSeconds": 600, "allowedAmis": [allowed]}))
+        r.follow()
+        rotation = r.rotation()
+        assert rotation.phase is Phase.FAILED
+        first = rotation.node(LEGACY[0])
+        assert first.phase is NodePhase.FAILED
+        assert first.note.startswith("health gate failed: its pods run on node(s) not on an")
+        assert f"({LEGACY_AMI})" in first.note
+        assert first.since is not None and first.since < START + minutes(5)  # at once
+        r.send(control("rollback", "a1000000-0000-4000-8000-0000000000a1"))
+        node = r.node(LEGACY[0])
+        assert node is not None and not node["spec"].get("unschedulable")
+
+
+def test_the_health_gate_passes_when_the_load_runs_an_allowed_ami() -> None:
+    """The pods end on legacy nodes and the pool's: both AMIs allowed, every gate passes;
+    the pool's alone, the last node's gate (its pods on the pool's nodes) would pass but the
+    first's fails (its pods on legacy nodes), as above."""
+    allowed = [LEGACY_AMI, POOL_AMI]
+    with rig() as r:
+        r.send(request(healthGate={"timeoutSeconds": 600, "allowedAmis": allowed}))
+        r.follow()
+        assert r.rotation().phase is Phase.COMPLETED, r.rotation().reason
+
+
+def test_lifeboat_rotate_allowed_ami_reaches_the_health_gate(
+    cli: Callable[..., CliRun], tmp_path: Path
+) -> None:
+    out = tmp_path / "r.json"
+    argv = ["rotate", "legacy", "--node-group", "legacy", "--allowed-ami", POOL_AMI]
+    run = cli(*argv, "--out", out)
+    assert run.code == 0, run.err
+    assert json.loads(out.read_text())["detail"]["healthGate"]["allowedAmis"] == [POOL_AMI]

@@ -53,6 +53,8 @@ class Context:
     handle: HandleNotices
     wakeups: WakeupSink | None
     cluster: str | None
+    # DescribeInstances, for the health gate's AMI validation (allowed AMIs).
+    describe: observe.Describe | None = None
 
 
 def look(ctx: Context, name: str, request_id: str) -> list[Report]:
@@ -67,9 +69,17 @@ def look(ctx: Context, name: str, request_id: str) -> list[Report]:
         rotation = current.rotation
         if rotation.request_id != request_id:
             return None, None
-        step = plan.advance(
-            rotation, {n.name: observe.view(ctx.kube, n) for n in rotation.in_flight}, now
-        )
+        views = {n.name: observe.view(ctx.kube, n) for n in rotation.in_flight}
+        if rotation.spec.allowed_amis and ctx.describe is not None:
+            views = {
+                name: replace(
+                    v, host_amis=observe.host_amis(ctx.kube, rotation.node(name), ctx.describe)
+                )
+                if v.present and v.out_of_service and not v.pods_left
+                else v
+                for name, v in views.items()
+            }
+        step = plan.advance(rotation, views, now)
         rotation, changes = step.rotation, list(step.changes)
         for _ in rotation.nodes:  # bounded: each round starts or skips at least one node
             names = plan.candidates(rotation)

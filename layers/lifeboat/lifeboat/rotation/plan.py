@@ -46,6 +46,9 @@ class NodeView:
     drain_started: bool = False  # its pods are leaving: no NodeClaim, or its claim is going
     pods_left: tuple[str, ...] = ()  # pods a drain must still evict ("namespace/name")
     ready_elsewhere: Mapping[str, int] = field(default_factory=dict)  # by workload uid
+    # The nodes its workloads' Ready pods run on elsewhere, with their AMI ("" unknown):
+    # filled when the request names allowed AMIs (the health gate's AMI validation).
+    host_amis: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -88,7 +91,9 @@ def advance(rotation: Rotation, views: Mapping[str, NodeView], now: datetime) ->
         view = views.get(node.name)
         if view is None:
             continue
-        after, change = _progress(node, view, rotation.spec.health_timeout, now)
+        after, change = _progress(
+            node, view, rotation.spec.health_timeout, now, rotation.spec.allowed_amis
+        )
         moved.append(after)
         if change is not None:
             changes.append(change)
@@ -319,7 +324,11 @@ _COMMAND_REASONS = {
 
 
 def _progress(
-    node: RotationNode, view: NodeView, timeout: timedelta, now: datetime
+    node: RotationNode,
+    view: NodeView,
+    timeout: timedelta,
+    now: datetime,
+    allowed_amis: tuple[str, ...] = (),
 ) -> tuple[RotationNode, Change | None]:
     if view.present and not view.out_of_service:
         if node.phase.out_of_service:
@@ -343,11 +352,15 @@ def _progress(
         return replace(node, note="out of service; its replacement is launching"), None
     if node.gate_started is None:
         node = replace(node, gate_started=now)
-    return _health_gate(node, view, timeout, now)
+    return _health_gate(node, view, timeout, now, allowed_amis)
 
 
 def _health_gate(
-    node: RotationNode, view: NodeView, timeout: timedelta, now: datetime
+    node: RotationNode,
+    view: NodeView,
+    timeout: timedelta,
+    now: datetime,
+    allowed_amis: tuple[str, ...] = (),
 ) -> tuple[RotationNode, Change | None]:
     assert node.gate_started is not None
     short = [
@@ -356,6 +369,19 @@ def _health_gate(
         if view.ready_elsewhere.get(w.uid, 0) < w.ready_before
     ]
     left = view.pods_left if view.present else ()
+    if not left and not short and allowed_amis:
+        # AMI validation: the load went to nodes running an allowed AMI, or the gate fails
+        # at once (waiting would not change a node's AMI).
+        wrong = sorted(
+            f"{host} ({ami or 'AMI unknown'})"
+            for host, ami in view.host_amis.items()
+            if ami not in allowed_amis
+        )
+        if wrong:
+            what = f"its pods run on node(s) not on an allowed AMI: {', '.join(wrong)}"
+            after = _to(node, NodePhase.FAILED, now, "health gate failed: " + what)
+            why = f"{node.name} failed: {what} (allowed: {', '.join(allowed_amis)})"
+            return after, Change(HEALTH_GATE_FAILED, why, after, warning=True, ok=False)
     if not left and not short:
         moved = sum(w.on_node for w in node.workloads)
         text = (

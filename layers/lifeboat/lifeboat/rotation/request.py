@@ -63,6 +63,8 @@ class RotationSpec:
     # Checkpoints: after each wave (cumulative: "1", "10%", "100%") the rotation pauses
     # itself until resumed (or rolled back). Empty: one wave, no checkpoint.
     waves: tuple[str, ...] = ()
+    # AMI validation: the nodes that took a drained node's pods must run one of these.
+    allowed_amis: tuple[str, ...] = ()
 
     @property
     def label_selector(self) -> str:
@@ -88,6 +90,8 @@ class RotationSpec:
         body["selector"] = selector
         body["maxInFlight"] = self.max_in_flight
         body["healthGate"] = {"timeoutSeconds": int(self.health_timeout.total_seconds())}
+        if self.allowed_amis:
+            body["healthGate"]["allowedAmis"] = list(self.allowed_amis)
         if self.waves:
             body["waves"] = list(self.waves)
         return body
@@ -138,6 +142,7 @@ def parse_command(message: Mapping[str, Any]) -> RotationCommand:
             max_in_flight=request.max_in_flight,
             health_timeout=timedelta(seconds=request.health_gate.timeout_seconds),
             waves=tuple(request.waves),
+            allowed_amis=tuple(dict.fromkeys(request.health_gate.allowed_amis)),
         )
         name, cluster = request.rotation, request.cluster
     else:
@@ -226,6 +231,7 @@ class _HealthGate(_Strict):
     timeout_seconds: int = Field(
         int(DEFAULT_HEALTH_TIMEOUT.total_seconds()), alias="timeoutSeconds", ge=30, le=86_400
     )
+    allowed_amis: list[AmiId] = Field(default_factory=list, alias="allowedAmis", max_length=50)
 
 
 class _RequestDetail(_Strict):

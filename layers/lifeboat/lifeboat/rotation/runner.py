@@ -335,6 +335,7 @@ class RotationRunner:
             handle=self._nodes.decide,
             wakeups=None if self._settings.dry_run else self._wakeups,
             cluster=cluster,
+            describe=self._describe,
         )
 
 
