@@ -530,3 +530,13 @@ def test_audit_of_the_cluster_with_the_converted_pools_flags_what_holds_the_migr
         ("migration-pinned-to-node-group", "pinned"),
         ("migration-no-nodepool-fits", "homeless"),
     }
+
+
+def test_an_unreadable_settings_file_is_a_usage_error(
+    tmp_path: Path, cli: Callable[..., CliRun]
+) -> None:
+    missing = cli("convert", "--settings", tmp_path / "nope.yaml")
+    assert missing.code == 1
+    assert "--settings" in missing.err and "cannot read it" in missing.err
+    broken = cli("convert", "--settings", write(tmp_path, "data: [unclosed\n"))
+    assert broken.code == 1

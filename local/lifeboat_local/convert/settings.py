@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from lifeboat_local.common import UsageError
 from lifeboat_local.convert.model import ConversionError, NodeGroup, RootVolume, SelectorTerm
 
 KEYS = (
@@ -51,8 +52,8 @@ def documents(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     """(where, ConfigMap) for each ConfigMap of the file."""
     try:
         loaded = list(yaml.safe_load_all(path.read_text()))
-    except (OSError, yaml.YAMLError) as error:
-        raise ConversionError(f"{path}: cannot read the settings ({error})") from None
+    except (OSError, yaml.YAMLError) as error:  # unreadable input: a usage error (exit 1)
+        raise UsageError(f"--settings {path}: cannot read it ({error})") from None
     index = 0
     for document in loaded:
         items = document.get("items") if isinstance(document, dict) else None
