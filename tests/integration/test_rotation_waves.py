@@ -134,3 +134,16 @@ def test_lifeboat_rotate_allowed_ami_reaches_the_health_gate(
     run = cli(*argv, "--out", out)
     assert run.code == 0, run.err
     assert json.loads(out.read_text())["detail"]["healthGate"]["allowedAmis"] == [POOL_AMI]
+
+
+def test_a_checkpoint_is_a_notification() -> None:
+    """The checkpoint's report goes out as `Lifeboat Rotation Changed` (notify.detail_type),
+    which template.yaml's notification rule sends to the topic."""
+    from lifeboat.notify import ROTATION_CHANGE, detail_type
+
+    with rig() as r:
+        r.send(request(waves=["1"]))
+        r.follow()
+        notified = [(rep, detail_type(rep)) for _, rep in r.log if detail_type(rep)]
+        changes = [rep.rotation_change for rep, kind in notified if kind == ROTATION_CHANGE]
+        assert changes == ["RotationCheckpoint"]

@@ -232,7 +232,20 @@ def change_report(rotation: Rotation, change: plan.Change) -> Report:
         instance_id=node.instance_id if node else None,
         node=node.name if node else None,
         event_time=rotation.requested_at,
+        rotation_change=change.reason if change.reason in NOTIFIED_CHANGES else None,
     )
+
+
+# What operators are notified of (notify.ROTATION_CHANGE): where a rotation stops or ends.
+NOTIFIED_CHANGES = frozenset(
+    {
+        plan.ROTATION_CHECKPOINT,
+        plan.ROTATION_FAILED,
+        plan.ROTATION_COMPLETED,
+        plan.ROTATION_ROLLED_BACK,
+        plan.NODE_NOT_RESTORED,
+    }
+)
 
 
 def _to_hand_over(rotation: Rotation, me: str, now: datetime) -> list[RotationNode]:
