@@ -47,3 +47,41 @@ def test_recommended_parameter(obj: Any, expected: str | None) -> None:
 
 def test_instance_id_comes_from_the_provider_id() -> None:
     assert facts(node("Amazon Linux 2")).instance_id == "i-0abc"
+
+
+def test_the_rotate_line_names_a_valid_rotation_for_any_group_name() -> None:
+    """Rotation names are DNS labels of at most 40: a long group name with dots is cut and
+    cleaned, and the line still parses as a rotation request."""
+    from datetime import UTC, datetime
+
+    from lifeboat.rotation.request import (
+        NAME_MAX,
+        RotationSpec,
+        Verb,
+        command_event,
+        parse_command,
+    )
+    from lifeboat_local.patching.command import summary
+    from lifeboat_local.patching.judge import Verdict
+
+    obj = node("Amazon Linux 2023.6")
+    group_name = "M5.8xlarge-min-300-max-2500-prod-eu"
+    obj["metadata"]["labels"] = {"eks.amazonaws.com/nodegroup": group_name}
+    verdict = Verdict(
+        node=facts(obj),
+        ami="ami-0123456789abcdef0",
+        ami_source="ec2",
+        parameter=None,
+        recommended="ami-0fedcba9876543210",
+        ami_created=None,
+        recommended_created=None,
+        age_days=40,
+        status="outdated",
+        gating=True,
+    )
+    [group] = summary([verdict], "prod-a")
+    name = group["rotate"].split()[2]
+    assert len(name) <= NAME_MAX and name.startswith("patch-m5-8xlarge")
+    spec = RotationSpec(name=name, amis=("ami-0123456789abcdef0",))
+    event = command_event(Verb.REQUEST, name, spec=spec, now=datetime(2026, 12, 1, tzinfo=UTC))
+    assert parse_command(event).name == name

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections import defaultdict
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from lifeboat.rotation.request import NAME_MAX
 from lifeboat_local.audit.sources import read_cluster_file, read_live
 from lifeboat_local.common import (
     EXIT_FINDINGS,
@@ -137,7 +139,9 @@ def summary(found: list[Verdict], cluster_name: str | None) -> list[dict[str, An
         }
         selector = _selector(members[0])
         if outdated:
-            slug = group.split(" ")[-1].lower().replace(".", "-")[:40].strip("-")
+            # A rotation name: lowercase, digits and '-', at most NAME_MAX with "patch-".
+            raw = re.sub(r"[^a-z0-9-]+", "-", group.split(" ")[-1].lower())
+            slug = raw[: NAME_MAX - len("patch-")].strip("-") or "nodes"
             parts = ["lifeboat", "rotate", f"patch-{slug}"]
             if cluster_name:
                 parts += ["--cluster-name", cluster_name]
