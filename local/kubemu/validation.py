@@ -35,7 +35,7 @@ from typing import Any
 
 import fastjsonschema
 
-from . import karpenter
+from . import ec2nodeclass, karpenter
 from . import resources as kinds
 from .clock import parse_rfc3339
 from .errors import ApiError, bad_request
@@ -145,6 +145,8 @@ def openapi_schema(resource: ResourceType) -> Obj:
         text = json.dumps(schema).replace('"#/$defs/', '"#/components/schemas/')
         converted: Obj = json.loads(text)
         return converted
+    if resource is kinds.EC2NODECLASSES:
+        return ec2nodeclass.openapi_schema()
     return karpenter.openapi_schema(resource)
 
 
@@ -163,6 +165,8 @@ def check(resource: ResourceType, obj: Obj, mode: str) -> Verdict:
         )
     if resource in (kinds.NODECLAIMS, kinds.NODEPOOLS):
         return karpenter.check(resource, obj, mode)
+    if resource is kinds.EC2NODECLASSES:
+        return ec2nodeclass.check(obj, mode)
     if resource not in DEFINITIONS:
         return Verdict(obj)
     unknown: list[tuple[list[Any], str]] = []

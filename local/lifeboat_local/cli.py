@@ -20,6 +20,8 @@ from lifeboat.kube import KubeError
 from lifeboat_local import explain, replay, rotate, serve, status, windows
 from lifeboat_local.audit import command as audit
 from lifeboat_local.common import EXIT_USAGE, UsageError
+from lifeboat_local.convert import command as convert
+from lifeboat_local.patching import command as patching
 
 # name -> module; the order is the order of ``lifeboat --help``.
 COMMANDS: dict[str, ModuleType] = {
@@ -30,6 +32,8 @@ COMMANDS: dict[str, ModuleType] = {
     "serve": serve,
     "rotate": rotate,
     "status": status,
+    "convert": convert,
+    "patching": patching,
 }
 
 # What a shell reports for a command ended by SIGPIPE (its reader went away) or by Ctrl-C.

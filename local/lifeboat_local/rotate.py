@@ -75,8 +75,22 @@ def add_parser(commands: Any) -> None:
         help="how long a drained node's pods may take to run Ready elsewhere before the "
         "rotation stops (default 600)",
     )
+    parser.add_argument(
+        "--allowed-ami",
+        action="append",
+        default=[],
+        metavar="AMI_ID",
+        help="AMI validation: the health gate also requires the nodes that took the drained "
+        "pods to run one of these (repeatable)",
+    )
+    parser.add_argument(
+        "--waves",
+        metavar="SIZES",
+        help="rotate in waves, pausing at a checkpoint after each until resumed (or rolled "
+        "back): cumulative sizes, node counts or percentages, e.g. 1,10%%,100%%",
+    )
     control = parser.add_mutually_exclusive_group()
-    for verb in (Verb.PAUSE, Verb.RESUME, Verb.CANCEL):
+    for verb in (Verb.PAUSE, Verb.RESUME, Verb.CANCEL, Verb.ROLLBACK):
         control.add_argument(
             f"--{verb}",
             dest="verb",
@@ -118,6 +132,8 @@ def build_event(args: argparse.Namespace, now: datetime) -> dict[str, Any]:
             amis=tuple(args.ami),
             max_in_flight=args.max_in_flight,
             health_timeout=timedelta(seconds=args.health_timeout),
+            waves=tuple(w.strip() for w in (args.waves or "").split(",") if w.strip()),
+            allowed_amis=tuple(args.allowed_ami),
         )
     event = command_event(verb, args.name, cluster=args.cluster_name, spec=spec, now=now)
     try:

@@ -122,7 +122,9 @@ def _served(obj: Any, index: int, where: str, skipped: Counter[str]) -> bool:
     if not isinstance(obj, dict) or not obj.get("apiVersion") or not obj.get("kind"):
         return True
     api_version, kind = str(obj["apiVersion"]), str(obj["kind"])
-    if resource_for_object(api_version, kind) is not None:
+    # EC2NodeClasses are served (created through the API, `kubectl apply --dry-run=server`)
+    # but not loaded from cluster files: Lifeboat reads nothing in them.
+    if resource_for_object(api_version, kind) is not None and kind != "EC2NodeClass":
         return True
     if api_version.startswith(f"{KARPENTER_GROUP}/") and api_version != KARPENTER_API:
         name = (obj.get("metadata") or {}).get("name", "?")

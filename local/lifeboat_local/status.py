@@ -104,6 +104,8 @@ def describe(rotation: Rotation) -> str:
         f"health gate {int(spec.health_timeout.total_seconds())}s",
         f"  progress: {rotation.summary().split(': ', 1)[1]}",
     ]
+    if spec.waves:
+        lines.append(f"  waves: {', '.join(spec.waves)}; now wave {rotation.wave + 1}")
     if rotation.next_tick and rotation.phase.active:
         lines.append(f"  next look: {format_instant(rotation.next_tick)}")
     rows = [("NODE", "INSTANCE", "PHASE", "SINCE", "NOTE")]

@@ -653,13 +653,16 @@ def test_notifications_may_only_be_put_on_the_default_bus_as_lifeboat() -> None:
 
 
 def test_the_optional_topic_gets_forced_actions_and_give_ups_from_one_rule() -> None:
-    from lifeboat.notify import FORCED_ACTION, GIVE_UP, SOURCE
+    from lifeboat.notify import FORCED_ACTION, GIVE_UP, ROTATION_CHANGE, SOURCE
 
     resources = _resources()
     for name in ("NotificationTopic", "NotificationTopicPolicy", "NotificationRule"):
         assert resources[name]["Condition"] == "NotificationTopic", name
     rule = resources["NotificationRule"]["Properties"]
-    assert rule["EventPattern"] == {"source": [SOURCE], "detail-type": [FORCED_ACTION, GIVE_UP]}
+    assert rule["EventPattern"] == {
+        "source": [SOURCE],
+        "detail-type": [FORCED_ACTION, GIVE_UP, ROTATION_CHANGE],
+    }
     [target] = rule["Targets"]
     assert target["Arn"] == {"Ref": "NotificationTopic"}
     assert target["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": ["DeadLetterQueue", "Arn"]}}

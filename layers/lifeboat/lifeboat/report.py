@@ -45,6 +45,9 @@ class Report:
     forced: bool = False
     # A voluntary notice let go because its pool never allowed it in time.
     gave_up: bool = False
+    # A rotation's change worth telling operators (its Event's reason: RotationCheckpoint,
+    # RotationFailed, RotationCompleted, RotationRolledBack, RotationNodeNotRestored).
+    rotation_change: str | None = None
 
     @classmethod
     def for_notice(cls, notice: Notice, outcome: Outcome, reason: str, **fields: Any) -> Report:

@@ -6,7 +6,8 @@ do-not-disrupt) -> ``replacing`` (a Karpenter node out of service while its repl
 launches) -> ``draining`` (its pods are being evicted) -> ``rescheduling`` (drained; its pods
 must run Ready elsewhere) -> ``done``; or ends ``failed`` (its health gate timed out),
 ``skipped`` (gone, already going, or its notice was let go) or ``released`` (the rotation
-stopped before the node was touched).
+stopped before the node was touched); a rollback ends the nodes it took out of service
+``restored`` (returned to service) and the rotation ``rolled-back``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ class Phase(StrEnum):
     CANCELLED = "cancelled"
     FAILED = "failed"  # a health gate failed: stopped, touching no further node until resumed
     COMPLETED = "completed"
+    ROLLED_BACK = "rolled-back"  # cancelled, and its nodes out of service returned to service
 
     @property
     def active(self) -> bool:
@@ -43,6 +45,7 @@ class NodePhase(StrEnum):
     FAILED = "failed"
     SKIPPED = "skipped"
     RELEASED = "released"
+    RESTORED = "restored"  # taken out of service, then returned to service by a rollback
 
     @property
     def in_flight(self) -> bool:
@@ -105,6 +108,7 @@ class Rotation:
     # When the next look is scheduled (ticks converge on one chain, see plan.next_look).
     next_tick: datetime | None = None
     updated: datetime | None = None
+    wave: int = 0  # the wave now allowed to start nodes (spec.waves; 0: the first)
 
     def node(self, name: str) -> RotationNode:
         for node in self.nodes:
@@ -131,7 +135,13 @@ class Rotation:
         if flying:
             which = ", ".join(f"{node.name}: {node.phase}" for node in flying)
             parts.append(f"{len(flying)} in flight ({which})")
-        for phase in (NodePhase.PENDING, NodePhase.SKIPPED, NodePhase.RELEASED, NodePhase.FAILED):
+        for phase in (
+            NodePhase.PENDING,
+            NodePhase.SKIPPED,
+            NodePhase.RELEASED,
+            NodePhase.FAILED,
+            NodePhase.RESTORED,
+        ):
             if counts[phase]:
                 parts.append(f"{counts[phase]} {phase}")
         return f"{self.phase}: " + ", ".join(parts)

@@ -27,7 +27,7 @@ from lifeboat.events.notice import Kind, Notice
 from lifeboat.kube import KubeApi
 from lifeboat.ledger import Ledger
 from lifeboat.report import Outcome, Report
-from lifeboat.rotation import observe, plan, store
+from lifeboat.rotation import observe, plan, rollback, store
 from lifeboat.rotation.look import (
     Context,
     change_report,
@@ -186,8 +186,14 @@ class RotationRunner:
         if self._settings.dry_run:
             return [_report(command, Outcome.IGNORED, f"dry run: rotation {name} not changed")]
 
+        before: list[Rotation] = []  # the state the command applied to
+
         def apply(current: store.Stored) -> tuple[Rotation | None, plan.Advance | str]:
-            result = plan.command(current.rotation, command.verb, ctx.now)
+            before[:] = [current.rotation]
+            if command.verb is Verb.ROLLBACK:
+                result = plan.rollback(current.rotation, ctx.now)
+            else:
+                result = plan.command(current.rotation, command.verb, ctx.now)
             if isinstance(result, str):
                 return None, result
             return store.stamped(result.rotation, ctx.now), result
@@ -198,12 +204,58 @@ class RotationRunner:
             return [_report(command, Outcome.IGNORED, why)]
         rotation = stored.rotation
         release(ctx, rotation, result.release, why=f"rotation {name} {rotation.phase}")
-        record_changes(ctx, rotation, result.changes)
-        reports = [change_report(rotation, change) for change in result.changes]
+        restored = self._restore(ctx, rotation, result.restore)
+        if any(not change.ok for change in restored):
+            rotation = self._note_not_restored(ctx, name, before[0], restored)
+        changes = list(result.changes) + restored
+        record_changes(ctx, rotation, changes)
+        reports = [change_report(rotation, change) for change in changes]
         reports = [replace(r, event_id=command.event_id) for r in reports]
         if command.verb is Verb.RESUME:
             reports += look(ctx, name, rotation.request_id)
         return reports
+
+    def _restore(
+        self, ctx: Context, rotation: Rotation, names: tuple[str, ...]
+    ) -> list[plan.Change]:
+        """A rollback's nodes returned to service; a warning for each it could not undo."""
+        changes = []
+        for result in rollback.restore(ctx.kube, rotation, names):
+            node = rotation.node(result.name)
+            if result.undone:
+                changes.append(
+                    plan.Change(plan.NODE_RESTORED, f"{result.name} {result.note}", node)
+                )
+            else:
+                changes.append(
+                    plan.Change(
+                        plan.NODE_NOT_RESTORED,
+                        f"{result.name} {result.note}",
+                        node,
+                        warning=True,
+                        ok=False,
+                    )
+                )
+        return changes
+
+    def _note_not_restored(
+        self, ctx: Context, name: str, earlier: Rotation, restored: list[plan.Change]
+    ) -> Rotation:
+        """The state says which nodes a rollback could not return (not ``restored``: the
+        phase they had, and why), so ``lifeboat status`` does not claim more than was done."""
+        notes = {c.node.name: c.message for c in restored if not c.ok and c.node is not None}
+
+        def mark(current: store.Stored) -> tuple[Rotation | None, None]:
+            rotation = current.rotation
+            kept = [
+                replace(earlier.node(node), note=notes[node].removeprefix(f"{node} "))
+                for node in notes
+                if rotation.node(node).phase is NodePhase.RESTORED
+            ]
+            return store.stamped(rotation.with_nodes(kept), ctx.now), None
+
+        stored, _ = store.update(ctx.kube, ctx.namespace, name, mark)
+        return stored.rotation
 
     # -- a node's wake-ups ---------------------------------------------------------------------
 
@@ -283,6 +335,7 @@ class RotationRunner:
             handle=self._nodes.decide,
             wakeups=None if self._settings.dry_run else self._wakeups,
             cluster=cluster,
+            describe=self._describe,
         )
 
 
