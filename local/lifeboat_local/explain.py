@@ -2,13 +2,13 @@
 
 Each notice is judged by the Lambda's own pipeline, in its batch, on a disposable copy of the
 cluster (the cluster file on the emulator, or a copy of a live cluster's Nodes, Pods, PDBs,
-NodePools and NodeClaims): files in order, each one batch, exactly as ``replay`` runs them,
-so a notice sees the budget slot an earlier notice of the same batch took. Nothing in the
-cluster given is changed. For each (event, instance) it shows the facts the decision was
-made on, read at that moment: the notice and its deadline, the node, NodeClaim and NodePool,
-every budget and whether it is active, the pool's disrupting nodes, do-not-disrupt marks,
-the PodDisruptionBudgets that cover the node's pods; then the decision and what carrying it
-out did to the copy.
+NodePools, NodeClaims and workload controllers): files in order, each one batch, exactly as
+``replay`` runs them, so a notice sees the budget slot an earlier notice of the same batch
+took. Nothing in the cluster given is changed. For each (event, instance) it shows the facts
+the decision was made on, read at that moment: the notice and its deadline, the node, NodeClaim
+and NodePool, every budget and whether it is active, the pool's disrupting nodes, do-not-
+disrupt marks, the PodDisruptionBudgets that cover the node's pods; then the decision and what
+carrying it out did to the copy.
 """
 
 from __future__ import annotations
@@ -139,8 +139,9 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("events", nargs="+", type=Path, metavar="EVENT_FILE")
     add_cluster_flags(
         parser,
-        kubeconfig_help="a live cluster, read only: its Nodes, Pods, PDBs, NodePools and "
-        "NodeClaims are listed once and copied onto the local emulator, where the pipeline runs",
+        kubeconfig_help="a live cluster, read only: its Nodes, Pods, PDBs, NodePools, "
+        "NodeClaims and workload controllers are listed once and copied onto the local "
+        "emulator, where the pipeline runs",
     )
     add_at_flag(parser, "the clock to judge at (now)")
     parser.add_argument("--json", action="store_true", help="one JSON object per line")

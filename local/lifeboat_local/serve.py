@@ -17,8 +17,8 @@ from typing import Any, TextIO
 import yaml
 
 from kubemu import Emulator
-from lifeboat_local.common import EXIT_OK, UsageError, add_command
-from lifeboat_local.source import load_objects
+from lifeboat_local.common import EXIT_OK, UsageError, add_command, note
+from lifeboat_local.source import assumption_text, load_objects
 
 # How long the server may take to answer its first request before serve gives up.
 READY_SECONDS = 10.0
@@ -88,6 +88,8 @@ def run(args: argparse.Namespace) -> int:
         emulator = Emulator(objects, port=args.port)
     except ValueError as error:
         raise UsageError(f"--cluster {args.cluster}: {error}") from None
+    for assumption in emulator.trust_exported_pdb_status():
+        note(assumption_text(assumption))
     if rbac is not None:
         emulator.load_rbac(rbac)
     try:
