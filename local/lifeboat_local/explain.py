@@ -158,7 +158,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         tool.announce()
         observer = Observer(kube, clock.now)
         pipeline = local_pipeline(
-            kube, directory, tool.settings, clock, MemoryWakeups(), on_decision=observer
+            kube, directory, tool.one_cluster, clock, MemoryWakeups(), on_decision=observer
         )
         for file in files:
             for index, result in enumerate(pipeline.process(file.bodies)):

@@ -18,6 +18,7 @@ import yaml
 
 from kubemu import Emulator
 from lifeboat_local.common import EXIT_OK, UsageError, add_command, note
+from lifeboat_local.load_checks import hash_mismatches
 from lifeboat_local.source import assumption_text, load_objects
 
 # How long the server may take to answer its first request before serve gives up.
@@ -83,6 +84,8 @@ def check_args(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     objects = load_objects(args.cluster)
+    for warning in hash_mismatches(objects):
+        note(warning)
     rbac = _rbac_objects(args.rbac) if args.rbac else None
     try:
         emulator = Emulator(objects, port=args.port)

@@ -31,6 +31,7 @@ from lifeboat.kube import KubeApi, KubeError, RetryPolicy
 from lifeboat.objects import MutableObj
 from lifeboat_local.common import UsageError, note, read_text
 from lifeboat_local.directory import directory_from_objects
+from lifeboat_local.load_checks import hash_mismatches
 
 # The emulator answers at once; a short retry keeps a tool snappy if it ever does not.
 EMULATOR_RETRY = RetryPolicy(attempts=2, base_delay=0.01)
@@ -209,7 +210,10 @@ def serve(objects: list[MutableObj]) -> Iterator[tuple[Emulator, KubeApi]]:
     """``objects`` on a fresh emulator, and a client for it, for the block. The objects are
     handed over (not copied: a large cluster file would be copied for nothing); the caller
     may read them after, not change them."""
+    warnings = hash_mismatches(objects)
     with Emulator(objects, take=True) as emulator:
+        for warning in warnings:
+            note(warning)
         for assumption in emulator.trust_exported_pdb_status():
             note(assumption_text(assumption))
         yield emulator, KubeApi(emulator.api_client(), EMULATOR_RETRY)
