@@ -41,6 +41,38 @@ def note(message: str) -> None:
     print(f"lifeboat: {message}", file=sys.stderr)
 
 
+class _Warnings:
+    """How many warnings this process said: ``--strict`` turns any into a non-zero exit."""
+
+    said = 0
+
+
+def warn(message: str) -> None:
+    """A warning on stderr: input that may not mean what it says (a typo, a stale hash)."""
+    _Warnings.said += 1
+    note(f"warning: {message}")
+
+
+def warnings_said() -> int:
+    return _Warnings.said
+
+
+def add_strict_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help=f"exit {EXIT_FINDINGS} when any warning was said (a typo in a cluster file or an "
+        "event, a NodePool's stale hash), after doing the work: the CI use",
+    )
+
+
+def strict_status(args: argparse.Namespace, status: int, said_before: int) -> int:
+    """``status``, or EXIT_FINDINGS when ``--strict`` and a warning was said since."""
+    if status == EXIT_OK and getattr(args, "strict", False) and warnings_said() > said_before:
+        return EXIT_FINDINGS
+    return status
+
+
 def add_command(
     commands: Any, name: str, *, summary: str, description: str, examples: str
 ) -> argparse.ArgumentParser:

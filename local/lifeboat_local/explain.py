@@ -41,14 +41,20 @@ from lifeboat_local.common import (
     add_cluster_flags,
     add_command,
     add_settings_flags,
+    add_strict_flag,
     read_event_file,
+    strict_status,
     tool_settings,
+    warn,
+    warnings_said,
 )
 from lifeboat_local.directory import directory_from_objects
 from lifeboat_local.explain_facts import fmt, notice_facts, target_facts
 from lifeboat_local.explain_text import render_text
 from lifeboat_local.harness import SimulatedClock, local_pipeline
 from lifeboat_local.source import open_cluster, serve, snapshot
+
+TYPO_HINT = "(did you mean "
 
 # ---------------------------------------------------------------------------------------------
 # One (event, instance)
@@ -145,11 +151,13 @@ def add_parser(commands: Any) -> None:
     )
     add_at_flag(parser, "the clock to judge at (now)")
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
+    add_strict_flag(parser)
     add_settings_flags(parser)
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
+    said_before = warnings_said()
     files = [read_event_file(path) for path in args.events]
     clock = SimulatedClock(args.at or datetime.now(UTC))
     tool = tool_settings(args)
@@ -166,11 +174,13 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
                 entries = _entries(file.bodies[index], result, observer, tool, clock.now)
                 for entry in entries:
                     rejected |= entry["decision"]["outcome"] == str(Outcome.REJECTED)
+                    if TYPO_HINT in (entry["decision"]["reason"] or ""):
+                        warn(f"{file.where(index)}: {entry['decision']['reason']}")
                     failed |= entry["decision"]["outcome"] == RETRIED
                     _emit({**origin, **entry}, args.json, out)
     if failed:
         return EXIT_USAGE
-    return EXIT_REJECTED if rejected else EXIT_OK
+    return strict_status(args, EXIT_REJECTED if rejected else EXIT_OK, said_before)
 
 
 # An exception: the Lambda would return the message to the queue (not a contract outcome).

@@ -41,7 +41,7 @@ def hash_mismatches(objects: Iterable[Mapping[str, Any]]) -> list[str]:
         if str(stored) != computed:
             name = metadata.get("name", "?")
             warnings.append(
-                f"warning: NodePool {name}: its {HASH_ANNOTATION} annotation {stored} differs "
+                f"NodePool {name}: its {HASH_ANNOTATION} annotation {stored} differs "
                 f"from its template's hash {computed}: Karpenter will see every node of pool "
                 f"{name} as drifted (and every replacement too); export the cluster again once "
                 "Karpenter has reconciled the pool"

@@ -30,9 +30,13 @@ from lifeboat_local.common import (
     add_cluster_flags,
     add_command,
     add_settings_flags,
+    add_strict_flag,
     check_output_file,
     read_event_file,
+    strict_status,
     tool_settings,
+    warn,
+    warnings_said,
     write_output,
 )
 from lifeboat_local.directory import directory_from_objects
@@ -42,6 +46,9 @@ from lifeboat_local.karpenter_sim import KarpenterSimulation, SimStep
 from lifeboat_local.serve import add_serve_flags, serve
 from lifeboat_local.source import live_directory, open_cluster
 from lifeboat_local.timeline import WIDTH, Timeline
+
+# What a reason says when the name given is most likely a typo of a known one.
+TYPO_HINT = "(did you mean "
 
 __all__ = ["RecordedLifecycle", "SimulatedClock", "add_parser", "check_args", "run"]
 
@@ -123,6 +130,7 @@ def add_parser(commands: Any) -> None:
         action="store_true",
         help=f"with --follow: one line per row, however long (default: wrap at {WIDTH})",
     )
+    add_strict_flag(parser)
     add_settings_flags(parser)
     add_serve_flags(parser)
 
@@ -172,6 +180,8 @@ class _Output:
     ) -> None:
         for report in result.reports:
             self.rejected |= report.outcome is Outcome.REJECTED
+            if report.outcome is Outcome.IGNORED and TYPO_HINT in report.reason:
+                warn(f"{where or 'wake-up'}: {report.reason}")
             if self.json:
                 line = report.to_json()
                 line.update(origin or {"at": format_instant(at)})
@@ -201,6 +211,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """``lifeboat replay``."""
     # sys.stdout as it is when called (a default bound at import misses redirections).
     output = _Output(args, out or sys.stdout)
+    said_before = warnings_said()
     files = [read_event_file(path) for path in args.events]
     start = args.at or datetime.now(UTC)
     timeline = schedule(files, start, same_instant=getattr(args, "same_instant", False))
@@ -230,6 +241,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         if args.follow:
             runner.run_until(None)
         status = output.finish()
+        status = strict_status(args, status, said_before)
         if runner.limit_hit is not None:
             print(f"lifeboat: warning: {runner.limit_hit}", file=sys.stderr)
             status = EXIT_INCOMPLETE

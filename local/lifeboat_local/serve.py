@@ -17,7 +17,7 @@ from typing import Any, TextIO
 import yaml
 
 from kubemu import Emulator
-from lifeboat_local.common import EXIT_OK, UsageError, add_command, note
+from lifeboat_local.common import EXIT_OK, UsageError, add_command, note, warn
 from lifeboat_local.load_checks import hash_mismatches
 from lifeboat_local.source import assumption_text, load_objects
 
@@ -85,7 +85,7 @@ def check_args(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     objects = load_objects(args.cluster)
     for warning in hash_mismatches(objects):
-        note(warning)
+        warn(warning)
     rbac = _rbac_objects(args.rbac) if args.rbac else None
     try:
         emulator = Emulator(objects, port=args.port)

@@ -29,9 +29,10 @@ from lifeboat.eks_auth import api_client_from_kubeconfig
 from lifeboat.instances import StaticInstanceDirectory
 from lifeboat.kube import KubeApi, KubeError, RetryPolicy
 from lifeboat.objects import MutableObj
-from lifeboat_local.common import UsageError, note, read_text
+from lifeboat_local.common import UsageError, note, read_text, warn
 from lifeboat_local.directory import directory_from_objects
 from lifeboat_local.load_checks import hash_mismatches
+from lifeboat_local.typos import field_typos, kind_typo
 
 # The emulator answers at once; a short retry keeps a tool snappy if it ever does not.
 EMULATOR_RETRY = RetryPolicy(attempts=2, base_delay=0.01)
@@ -94,6 +95,8 @@ def read_cluster_file(path: Path) -> ClusterFile:
             objects = cluster_objects(kept, path, from_yaml=from_yaml)
     except ValueError as error:
         raise UsageError(f"--cluster {error}") from None
+    for typo in field_typos(objects):
+        warn(f"{where}: {typo}")
     return ClusterFile(path, objects, skipped)
 
 
@@ -134,6 +137,13 @@ def _served(obj: Any, index: int, where: str, skipped: Counter[str]) -> bool:
             f"{where}: document {index}: {kind} {name} is {api_version}; Lifeboat needs "
             f"Karpenter >= 1.0, whose API is {KARPENTER_API} (upgrade Karpenter, then dump the "
             "cluster again)"
+        )
+    meant = kind_typo(kind)
+    if meant is not None:
+        name = (obj.get("metadata") or {}).get("name", "?")
+        warn(
+            f"{where}: document {index}: kind {kind} ({name}) is not a kind Lifeboat reads; "
+            f"did you mean {meant}? (skipped)"
         )
     skipped[kind if api_version == "v1" else f"{kind} ({api_version})"] += 1
     return False
@@ -213,7 +223,7 @@ def serve(objects: list[MutableObj]) -> Iterator[tuple[Emulator, KubeApi]]:
     warnings = hash_mismatches(objects)
     with Emulator(objects, take=True) as emulator:
         for warning in warnings:
-            note(warning)
+            warn(warning)
         for assumption in emulator.trust_exported_pdb_status():
             note(assumption_text(assumption))
         yield emulator, KubeApi(emulator.api_client(), EMULATOR_RETRY)
@@ -222,7 +232,7 @@ def serve(objects: list[MutableObj]) -> Iterator[tuple[Emulator, KubeApi]]:
 def assumption_text(assumption: PdbAssumption) -> str:
     """What was missing for a PDB's status, and what the tools assume instead."""
     missing = ", ".join(assumption.missing)
-    head = f"PDB {assumption.pdb}: its pods' controller(s) {missing} not in the cluster"
+    head = f"PDB {assumption.pdb}: its pods' controller(s) {missing} not among the objects read"
     if assumption.expected_pods is None:
         return (
             f"{head}, and the PDB has no exported status: no disruption is allowed (the "

@@ -123,8 +123,8 @@ def test_a_maxunavailable_pdb_allows_what_its_exported_status_says_without_contr
     err = capsys.readouterr().err
     assert (
         "PDB kube-system/coredns: its pods' controller(s) ReplicaSet "
-        "kube-system/coredns-5d78c9869d not in the cluster; trusting the PDB's exported status "
-        "(expectedPods 2, disruptionsAllowed 1)"
+        "kube-system/coredns-5d78c9869d not among the objects read; trusting the PDB's "
+        "exported status (expectedPods 2, disruptionsAllowed 1)"
     ) in err
 
 
