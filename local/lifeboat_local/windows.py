@@ -440,10 +440,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if args.check:
         render_check(windows, out)
     elif args.json:
-        document = to_json(windows)
+        as_json = to_json(windows)
         if tz is not None:
-            add_local_times(document, windows, tz)
-        out.write(json.dumps(document, indent=2) + "\n")
+            add_local_times(as_json, windows, tz)
+        out.write(json.dumps(as_json, indent=2) + "\n")
     else:
         render_text(windows, out)
         if tz is not None:
