@@ -14,6 +14,7 @@ carrying it out did to the copy.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
+from zoneinfo import ZoneInfo
 
 from lifeboat.decide import Decision
 from lifeboat.events import parse_message
@@ -52,6 +54,7 @@ from lifeboat_local.directory import directory_from_objects
 from lifeboat_local.explain_facts import fmt, notice_facts, target_facts
 from lifeboat_local.explain_text import render_text
 from lifeboat_local.harness import SimulatedClock, local_pipeline
+from lifeboat_local.localtime import annotate_instants, shift_warning, zone
 from lifeboat_local.source import open_cluster, serve, snapshot
 
 TYPO_HINT = "(did you mean "
@@ -151,12 +154,25 @@ def add_parser(commands: Any) -> None:
     )
     add_at_flag(parser, "the clock to judge at (now)")
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
+    parser.add_argument(
+        "--tz",
+        metavar="ZONE",
+        help="also show every instant in this IANA time zone (e.g. Europe/Madrid) and warn "
+        "where a budget's UTC schedule moves by an hour twice a year there; the decision "
+        "stays UTC's",
+    )
     add_strict_flag(parser)
     add_settings_flags(parser)
 
 
+def check_args(args: argparse.Namespace) -> None:
+    if getattr(args, "tz", None) is not None:
+        zone(args.tz)
+
+
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
+    tz = zone(args.tz) if getattr(args, "tz", None) is not None else None
     said_before = warnings_said()
     files = [read_event_file(path) for path in args.events]
     clock = SimulatedClock(args.at or datetime.now(UTC))
@@ -177,7 +193,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
                     if TYPO_HINT in (entry["decision"]["reason"] or ""):
                         warn(f"{file.where(index)}: {entry['decision']['reason']}")
                     failed |= entry["decision"]["outcome"] == RETRIED
-                    _emit({**origin, **entry}, args.json, out)
+                    if tz is not None:
+                        entry = _in_zone(entry, tz, clock.now)
+                    _emit({**origin, **entry}, args.json, out, tz)
     if failed:
         return EXIT_USAGE
     return strict_status(args, EXIT_REJECTED if rejected else EXIT_OK, said_before)
@@ -256,8 +274,23 @@ def disposable_copy(
         yield kube, directory_from_objects(objects, tool.eks_cluster, tool.assumed_tags)
 
 
-def _emit(entry: dict[str, Any], as_json: bool, out: TextIO) -> None:
+def _in_zone(entry: dict[str, Any], tz: ZoneInfo, at: datetime) -> dict[str, Any]:
+    """``--tz``: the zone, and the schedules of the node's pool that move there."""
+    budgets = (entry.get("pool") or {}).get("budgets") or []
+    warnings = [shift_warning(b["index"], b.get("schedule"), tz, at) for b in budgets]
+    return {**entry, "tz": tz.key, "tz_warnings": [w for w in warnings if w is not None]}
+
+
+def _emit(entry: dict[str, Any], as_json: bool, out: TextIO, tz: ZoneInfo | None = None) -> None:
     if as_json:
         out.write(json.dumps(entry) + "\n")
-    else:
+        return
+    if tz is None:
         render_text(entry, out)
+        return
+    text = io.StringIO()
+    render_text(entry, text)
+    body = annotate_instants(text.getvalue(), tz).rstrip("\n")
+    for warning in entry.get("tz_warnings", []):
+        body += f"\n  {tz.key}: warning: {warning}"
+    out.write(body + "\n\n")

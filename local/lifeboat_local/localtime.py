@@ -9,6 +9,7 @@ budget, with the local times it takes in each part of the year.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -16,6 +17,8 @@ from lifeboat.budgets import Budget
 from lifeboat_local.common import UsageError
 
 YEAR = timedelta(days=366)
+# An instant as the tools print it (lifeboat.instants.format_instant).
+INSTANT = re.compile(r"\b(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z)")
 
 
 def zone(name: str) -> ZoneInfo:
@@ -63,9 +66,14 @@ def _utc_time_of_day(schedule: str) -> tuple[int, int] | None:
 
 def schedule_shift_warning(budget: Budget, tz: ZoneInfo, at: datetime) -> str | None:
     """What a UTC schedule becomes in ``tz`` over the next year, when that moves."""
-    if budget.schedule is None:
+    return shift_warning(budget.index, budget.schedule, tz, at)
+
+
+def shift_warning(index: int, schedule: str | None, tz: ZoneInfo, at: datetime) -> str | None:
+    """The same for budget ``index`` with cron ``schedule`` (None: no schedule)."""
+    if schedule is None:
         return None
-    start = _utc_time_of_day(budget.schedule)
+    start = _utc_time_of_day(schedule)
     changes = offset_changes(tz, at)
     if start is None or not changes:
         return None
@@ -78,8 +86,19 @@ def schedule_shift_warning(budget: Budget, tz: ZoneInfo, at: datetime) -> str | 
             seen.append(text)
     dates = ", ".join(c.astimezone(tz).strftime("%Y-%m-%d") for c in changes)
     return (
-        f'budget[{budget.index}] "{budget.schedule}" starts at {hour:02d}:{minute:02d} UTC, '
+        f'budget[{index}] "{schedule}" starts at {hour:02d}:{minute:02d} UTC, '
         f"{' or '.join(seen)} in {tz.key} (the clocks change on {dates}): a window meant "
         "for local business hours moves by an hour twice a year; Karpenter evaluates "
         "schedules in UTC, and so does Lifeboat"
     )
+
+
+def annotate_instants(text: str, tz: ZoneInfo) -> str:
+    """Every UTC instant of ``text`` followed by its local time: ``2026-12-01T17:00:00Z
+    (Tue 18:00 CET)``."""
+
+    def local(match: re.Match[str]) -> str:
+        moment = datetime.fromisoformat(match.group(1).replace("Z", "+00:00"))
+        return f"{match.group(1)} ({moment.astimezone(tz).strftime('%a %H:%M %Z')})"
+
+    return INSTANT.sub(local, text)

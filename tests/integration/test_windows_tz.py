@@ -6,13 +6,14 @@ limit, no allowance and nothing of the UTC output."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 
 from lifeboat.budgets import parse_budgets
 from lifeboat_local.localtime import offset_changes, schedule_shift_warning, zone
 from tests.conftest import CliRun
-from tests.support.paths import SAMPLE_CLUSTER
+from tests.support.paths import EVENTS, SAMPLE_CLUSTER
 
 # Friday before Europe's spring change (Sunday 2027-03-28, 01:00 UTC).
 BEFORE_SPRING = "2027-03-26T12:00:00Z"
@@ -83,3 +84,25 @@ def test_an_unknown_zone_is_a_usage_error(cli: Callable[..., CliRun]) -> None:
     assert run.code == 1
     assert "--tz Mars/Olympus: not a time zone" in run.err
     assert run.out == ""
+
+
+def test_explain_shows_its_instants_in_the_zone_and_the_schedule_warning(
+    cli: Callable[..., CliRun],
+) -> None:
+    event = EVENTS / "rebalance-recommendation.json"
+    argv = ("explain", event, "--cluster", SAMPLE_CLUSTER, "--at", "2026-12-01T14:05:00Z")
+    utc = cli(*argv)
+    local = cli(*argv, "--tz", "Europe/Madrid")
+    assert utc.code == local.code == 0
+    assert "DEFERRED until 2026-12-01T17:00:00Z (Tue 18:00 CET)" in local.out
+    assert "window ends 2026-12-01T17:00:00Z (Tue 18:00 CET); limit 0" in local.out
+    assert 'Europe/Madrid: warning: budget[1] "0 9 * * mon-fri" starts at 09:00 UTC' in local.out
+    # The same decision: only the annotations and the warning differ.
+    stripped = re.sub(r" \([A-Z][a-z]{2} \d{2}:\d{2} CET\)", "", local.out)
+    kept = [line for line in stripped.splitlines() if "Europe/Madrid" not in line]
+    assert kept == utc.out.splitlines()
+    [record] = [
+        json.loads(line) for line in cli(*argv, "--tz", "Europe/Madrid", "--json").out.splitlines()
+    ]
+    assert record["tz"] == "Europe/Madrid"
+    assert len(record["tz_warnings"]) == 1
