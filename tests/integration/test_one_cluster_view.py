@@ -162,3 +162,24 @@ def test_explain_and_replay_agree_on_a_served_cluster_with_maxunavailable_pdbs(
     replayed = _decisions("replay", *argv)
     assert [outcome for _, _, outcome, _ in replayed] == ["acted"]
     assert _decisions("explain", *argv) == replayed
+
+
+def test_follow_drains_the_node_without_controllers_as_with_them(tmp_path: Path) -> None:
+    """The Spot-like state change on ip-10-0-2-13 (coredns under maxUnavailable 1): the
+    simulated drain honours the PDB's exported status, so the node is drained and removed
+    before its deadline, as with the controllers in the file."""
+    event = str(EVENTS / "state-change.json")
+    for name, controllers in (("with", True), ("without", False)):
+        cluster = _variant(tmp_path / f"{name}.yaml", controllers=controllers, status=True)
+        state = tmp_path / f"{name}-after.yaml"
+        argv = (event, "--cluster", str(cluster), "--at", IN_WINDOW, "--follow")
+        _run("replay", *argv, "--state-out", str(state))
+        after = load_cluster_file(state)
+        assert "ip-10-0-2-13.ec2.internal" not in {
+            o["metadata"]["name"] for o in after if o["kind"] == "Node"
+        }, name
+        assert not [
+            o
+            for o in after
+            if o["kind"] == "Pod" and o["spec"].get("nodeName") == "ip-10-0-2-13.ec2.internal"
+        ], name
