@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from kubemu import Emulator, dump_cluster_file
+from lifeboat import nodes
+from lifeboat.budgets import format_go_duration
 from lifeboat.instances import InstanceDirectory
 from lifeboat.instants import format_instant
 from lifeboat.kube import KubeApi
@@ -32,6 +34,7 @@ from lifeboat_local.common import (
     add_settings_flags,
     add_strict_flag,
     check_output_file,
+    note,
     read_event_file,
     strict_status,
     tool_settings,
@@ -290,6 +293,25 @@ class _Runner:
             self._step(due)
         if until is not None and until > self.clock.now:
             self._step(until)
+        if until is None and self.limit_hit is None:
+            self._say_unsettled()
+
+    def _say_unsettled(self) -> None:
+        """The simulation is left while it still polls (a pod a PDB or do-not-disrupt holds
+        on a draining node waits forever, as on a live cluster): said, with the nodes."""
+        if self.karpenter is None or self.karpenter.next_due() is None or self.emulator is None:
+            return
+        draining = sorted(
+            str((claim.get("status") or {}).get("nodeName") or nodes.name_of(claim))
+            for claim in self.emulator.view("NodeClaim")
+            if nodes.is_deleting(claim)
+        )
+        where = f" (still draining: {', '.join(draining)})" if draining else ""
+        note(
+            f"--follow stopped at {format_instant(self.clock.now)}: the simulated Karpenter "
+            f"made no progress for {format_go_duration(SIMULATION_QUIET)}{where}; what is "
+            "left waits on something only time or an operator changes (a PDB, do-not-disrupt)"
+        )
 
     def _next_due(self, until: datetime | None) -> datetime | None:
         due = self.wakeups.next_due()

@@ -183,3 +183,18 @@ def test_follow_drains_the_node_without_controllers_as_with_them(tmp_path: Path)
             for o in after
             if o["kind"] == "Pod" and o["spec"].get("nodeName") == "ip-10-0-2-13.ec2.internal"
         ], name
+
+
+def test_a_follow_left_unsettled_says_which_node_still_drains(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without controllers or status the fail-safe holds coredns on the node for good: the
+    timeline ends with the node still draining, and says so (never silently)."""
+    cluster = _variant(tmp_path / "bare.yaml", controllers=False, status=False)
+    argv = (str(EVENTS / "state-change.json"), "--cluster", str(cluster), "--at", IN_WINDOW)
+    _run("replay", *argv, "--follow")
+    err = capsys.readouterr().err
+    assert (
+        "--follow stopped at 2026-12-01T14:21:00Z: the simulated Karpenter made no progress "
+        "for 15m0s (still draining: ip-10-0-2-13.ec2.internal)"
+    ) in err
