@@ -13,6 +13,10 @@ from __future__ import annotations
 
 import io
 import json
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -198,3 +202,37 @@ def test_a_follow_left_unsettled_says_which_node_still_drains(
         "--follow stopped at 2026-12-01T14:21:00Z: the simulated Karpenter made no progress "
         "for 15m0s (still draining: ip-10-0-2-13.ec2.internal)"
     ) in err
+
+
+@pytest.mark.parametrize("controllers", [True, False], ids=["with-controllers", "status-only"])
+def test_lifeboat_serve_then_replay_and_explain_through_its_kubeconfig_agree(
+    tmp_path: Path, controllers: bool
+) -> None:
+    """The issue's case: a cluster served by ``lifeboat serve`` (a subprocess, as a user runs
+    it), then ``replay --kubeconfig`` and ``explain --kubeconfig`` against it."""
+    cluster = _variant(tmp_path / "cluster.yaml", controllers=controllers, status=True)
+    kubeconfig = tmp_path / "kubeconfig"
+    command = [sys.executable, "-m", "lifeboat_local.cli", "serve", "--cluster", str(cluster)]
+    server = subprocess.Popen(
+        [*command, "--kubeconfig-out", str(kubeconfig)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        for _ in range(600):  # written once the server answers
+            if kubeconfig.exists() or server.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert kubeconfig.exists(), server.communicate(timeout=10)
+        event = str(_rebalance(tmp_path, COREDNS_NODE_INSTANCE))
+        argv = (event, "--kubeconfig", str(kubeconfig), "--at", EVENING)
+        replayed = _decisions("replay", *argv)
+        assert [outcome for _, _, outcome, _ in replayed] == ["acted"]
+        assert _decisions("explain", *argv) == replayed
+    finally:
+        server.send_signal(signal.SIGTERM)
+        _, err = server.communicate(timeout=30)
+    assert server.returncode == 0
+    trusted = "PDB kube-system/coredns: its pods' controller(s)" in err
+    assert trusted is not controllers
