@@ -28,11 +28,11 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 
 ## demo: replay every sample event against the sample cluster, one line per decision
 demo: $(VENV)/.installed
-	$(BIN)/lifeboat replay $(sort $(wildcard events/*.json)) $(STATUS_SAMPLE) --cluster events/cluster.yaml --at $(DEMO_AT)
+	$(BIN)/lifeboat replay $(sort $(wildcard events/*.json)) $(STATUS_SAMPLE) --cluster events/cluster.yaml --at $(DEMO_AT) --same-instant
 
 ## follow: the same, following deferred work through time until nothing is pending
 follow: $(VENV)/.installed
-	$(BIN)/lifeboat replay $(sort $(wildcard events/*.json)) --cluster events/cluster.yaml --at $(DEMO_AT) --follow
+	$(BIN)/lifeboat replay $(sort $(wildcard events/*.json)) --cluster events/cluster.yaml --at $(DEMO_AT) --same-instant --follow
 
 ## test: lint, type-check, the whole test suite, and the SAM template validated and built
 ## offline (what .ci/run runs)

@@ -41,7 +41,9 @@ EXIT_BROKEN_PIPE, EXIT_INTERRUPTED = 141, 130
 
 EPILOG = """\
 exit status: 0 done; 2 some message was rejected (the others were still handled);
-1 usage error or unreadable input. Run `lifeboat COMMAND --help` for examples."""
+1 usage error or unreadable input; 3 audit findings, or any warning with --strict; 4 a
+replay cut short by a limit of the local simulation (a warning names the loop).
+Run `lifeboat COMMAND --help` for examples."""
 
 
 class _Parser(argparse.ArgumentParser):

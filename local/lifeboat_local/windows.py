@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
+from zoneinfo import ZoneInfo
 
 from lifeboat import nodes
 from lifeboat.budgets import (
@@ -48,6 +49,7 @@ from lifeboat_local.common import (
     tool_settings,
     write_output,
 )
+from lifeboat_local.localtime import local_text, schedule_shift_warning, zone
 from lifeboat_local.source import open_cluster
 
 HOUR = timedelta(hours=1)
@@ -317,14 +319,51 @@ def to_json(windows: Windows) -> dict[str, Any]:
     }
 
 
+def render_local(windows: Windows, tz: ZoneInfo, out: TextIO) -> None:
+    """``--tz``: the same windows in the operator's zone, and the schedules that move."""
+    write = out.write
+    write(
+        f"\nIn {tz.key} (shown only: Karpenter and Lifeboat evaluate schedules in UTC), from "
+        f"{local_text(windows.at, tz)}:\n"
+    )
+    for pool in windows.pools:
+        if pool.blocked or pool.opted_out:
+            continue
+        write(f"NodePool {pool.name}\n")
+        write(f"  {'FROM':<25}  {'TO':<25}  {'LIMIT':<8}  ALLOWED\n")
+        for segment in pool.segments:
+            write(
+                f"  {local_text(segment.start, tz):<25}  {local_text(segment.end, tz):<25}  "
+                f"{limit_text(segment.limit):<8}  "
+                f"{allowed_text(segment.limit, pool.disrupting)}\n"
+            )
+        for budget in pool.budgets:
+            warning = schedule_shift_warning(budget, tz, windows.at)
+            if warning is not None:
+                write(f"  warning: {warning}\n")
+
+
+def add_local_times(document: dict[str, Any], windows: Windows, tz: ZoneInfo) -> None:
+    """``--tz --json``: each segment's ends in the zone too (ISO 8601 with the offset), and
+    the schedule warnings."""
+    document["tz"] = tz.key
+    for pool, entry in zip(windows.pools, document["nodepools"], strict=True):
+        for segment, row in zip(pool.segments, entry["timeline"], strict=True):
+            row["start_local"] = segment.start.astimezone(tz).isoformat()
+            row["end_local"] = segment.end.astimezone(tz).isoformat()
+        warnings = [schedule_shift_warning(b, tz, windows.at) for b in pool.budgets]
+        entry["tz_warnings"] = [w for w in warnings if w is not None]
+
+
 # ---------------------------------------------------------------------------------------------
 # Command
 
 EXAMPLES = """
 lifeboat windows --cluster events/cluster.yaml --at 2026-12-01T14:05:00Z --days 2
 lifeboat windows --kubeconfig ~/.kube/config --days 7 --plot windows.svg
-lifeboat windows --check --cluster nodepools.yaml        # in CI: exit 1 on invalid budgets
+lifeboat windows --check --cluster events/examples/nodepools.yaml   # CI: exit 1 if invalid
 lifeboat windows --cluster cluster.yaml --json | jq '.nodepools[] | {nodepool, allowed}'
+lifeboat windows --cluster events/cluster.yaml --tz Europe/Madrid   # also in local time
 """
 
 
@@ -354,6 +393,13 @@ def add_parser(commands: Any) -> None:
         action="store_true",
         help="only say, per NodePool, whether its budgets are valid (exit 1 if any is not)",
     )
+    parser.add_argument(
+        "--tz",
+        metavar="ZONE",
+        help="also show the windows in this IANA time zone (e.g. Europe/Madrid), daylight "
+        "saving shifts included, and warn where a schedule moves by an hour twice a year; "
+        "Karpenter and Lifeboat decide in UTC whatever this says",
+    )
     add_settings_flags(parser)
 
 
@@ -368,7 +414,9 @@ def _positive_days(text: str) -> int:
 
 
 def check_args(args: argparse.Namespace) -> None:
-    """The plot's format and folder, before any work."""
+    """The plot's format and folder, and the zone, before any work."""
+    if args.tz is not None:
+        zone(args.tz)
     plot: Path | None = args.plot
     if plot is None:
         return
@@ -388,12 +436,18 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     with open_cluster(args.cluster, args.kubeconfig, args.context) as source:
         tool.announce()
         windows = gather(source.kube, at, args.days, tool.settings)
+    tz = zone(args.tz) if args.tz is not None else None
     if args.check:
         render_check(windows, out)
     elif args.json:
-        out.write(json.dumps(to_json(windows), indent=2) + "\n")
+        as_json = to_json(windows)
+        if tz is not None:
+            add_local_times(as_json, windows, tz)
+        out.write(json.dumps(as_json, indent=2) + "\n")
     else:
         render_text(windows, out)
+        if tz is not None:
+            render_local(windows, tz, out)
     plot: Path | None = args.plot
     if plot is not None:
         from lifeboat_local import svg

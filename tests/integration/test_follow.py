@@ -144,7 +144,8 @@ def test_json_stays_one_object_per_event_and_instance(capsys: pytest.CaptureFixt
 
 def test_without_follow_one_aligned_line_per_decision(capsys: pytest.CaptureFixture[str]) -> None:
     samples = sorted(EVENTS.glob("*.json"))
-    assert main(["replay", *map(str, samples), "--cluster", str(CLUSTER), "--at", AT]) == 0
+    argv = ["replay", *map(str, samples), "--cluster", str(CLUSTER), "--at", AT, "--same-instant"]
+    assert main(argv) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == len(samples) + 1  # the retirement names two instances
     starts = {line.index(" i-0a1b2c3d4e5f6") for line in lines}

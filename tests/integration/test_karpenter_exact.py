@@ -568,6 +568,7 @@ def test_a_notice_for_a_node_karpenter_already_terminates_adds_nothing(
         cluster,
         "--at",
         EVENING,
+        "--same-instant",  # both judged at EVENING
         "--state-out",
         state,
     )
@@ -599,6 +600,7 @@ def test_a_node_karpenter_is_disrupting_gets_no_second_replacement(
         cluster,
         "--at",
         EVENING,
+        "--same-instant",  # both judged at EVENING
     )
     assert spot_line["outcome"] == "acted"
     assert types(spot_line) == ["taint", "cordon", "label", "delete-nodeclaim"]

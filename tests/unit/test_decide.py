@@ -769,6 +769,9 @@ def test_a_pdb_allowing_no_disruption_defers_the_voluntary_replacement() -> None
     decision = decide(weekend_rebalance(), held, Settings(), SATURDAY)
     assert decision.outcome is Outcome.DEFERRED
     assert "PDB shop/web allows no disruption now (pod shop/web-1)" in decision.reason
+    # What it waits for is the PDB it names, not the pool's disrupting nodes.
+    assert decision.reason.endswith("; waiting until the PDB allows an eviction")
+    assert "disrupting nodes" not in decision.reason
     assert decision.steps == (Step.MARK_PENDING,)
     free = replace(target(pods=[web]), pdbs=(_pdb(1),))
     assert decide(weekend_rebalance(), free, Settings(), SATURDAY).outcome is Outcome.ACTED

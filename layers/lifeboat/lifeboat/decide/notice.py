@@ -180,7 +180,7 @@ def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime
     # now is no candidate; taking a slot and a spare node would only wait on the drain.
     held = _pdb_blocker(act, target, now)
     if held is not None:
-        return _defer(f"{what}: {held}", None, latest, now)
+        return _defer(f"{what}: {held}", None, latest, now, waiting=WAITING_FOR_PDB)
 
     nodepool, counts = target.nodepool, target.counts
     if not karpenter_owned or nodepool is None or counts is None:
@@ -282,15 +282,28 @@ def _no_replacement(target: Target) -> str | None:
     return replacement_blocker(target.nodepool, target.node)
 
 
-def _defer(reason: str, until: datetime | None, latest: datetime | None, now: datetime) -> Decision:
-    """Wait until ``until`` (None: until capacity frees), but never past ``latest``."""
+# What an open-ended deferral waits for: capacity in the pool's budget, or (a PDB holds the
+# node's pods) the PDB, which the reason names.
+WAITING_FOR_CAPACITY = "waiting for disrupting nodes to finish"
+WAITING_FOR_PDB = "waiting until the PDB allows an eviction"
+
+
+def _defer(
+    reason: str,
+    until: datetime | None,
+    latest: datetime | None,
+    now: datetime,
+    *,
+    waiting: str = WAITING_FOR_CAPACITY,
+) -> Decision:
+    """Wait until ``until`` (None: until capacity frees, or what ``waiting`` says), but
+    never past ``latest``."""
     pending = (Step.MARK_PENDING,)
     if until is None and latest is not None:
         # Capacity may free before the deadline: look again regularly; act at ``latest``.
         return Decision(
             Outcome.DEFERRED,
-            f"{reason}; waiting for disrupting nodes to finish, acting at {_fmt(latest)} "
-            "regardless",
+            f"{reason}; {waiting}, acting at {_fmt(latest)} regardless",
             pending,
             deferred_until=latest,
             recheck_at=min(latest, now + RECHECK_INTERVAL),
@@ -298,7 +311,7 @@ def _defer(reason: str, until: datetime | None, latest: datetime | None, now: da
     if until is None:
         return Decision(
             Outcome.DEFERRED,
-            f"{reason}; waiting for disrupting nodes to finish",
+            f"{reason}; {waiting}",
             pending,
             recheck_at=now + RECHECK_INTERVAL,
         )

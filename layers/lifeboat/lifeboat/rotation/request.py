@@ -31,7 +31,7 @@ from pydantic import ConfigDict, Field, StringConstraints, field_validator, mode
 
 from lifeboat.events.envelope import EventBridgeEvent
 from lifeboat.events.models import Model
-from lifeboat.events.notice import Kind, Notice
+from lifeboat.events.notice import Kind, MalformedMessage, Notice
 from lifeboat.instants import format_instant
 from lifeboat.labels import label_key_problems, label_value_problems
 
@@ -129,7 +129,15 @@ class RotationCommand:
 
 def parse_command(message: Mapping[str, Any]) -> RotationCommand:
     """The command ``message`` (an EventBridge event) carries; :class:`MalformedMessage`
-    naming the field when it is not valid."""
+    naming the field when it is not valid; a rejected command stays a ``rotation``."""
+    try:
+        return _command(message)
+    except MalformedMessage as error:
+        error.kind = error.kind or Kind.ROTATION
+        raise
+
+
+def _command(message: Mapping[str, Any]) -> RotationCommand:
     event = EventBridgeEvent.load(message)
     verb = DETAIL_TYPES[event.detail_type]
     if verb is Verb.REQUEST:
