@@ -777,16 +777,28 @@ def test_a_pdb_allowing_no_disruption_defers_the_voluntary_replacement() -> None
     assert decide(weekend_rebalance(), held, cordon, SATURDAY).outcome is Outcome.ACTED
 
 
-def test_a_static_pool_is_handed_over_without_a_replacement() -> None:
+def test_a_static_pool_is_handed_over_without_a_replacement_only_when_involuntary() -> None:
+    """A Spot interruption's instance goes anyway: the claim is deleted with no replacement.
+    A rebalance would strand the pods (``Provisioner.NewScheduler`` leaves static pools out):
+    it is let go and the claim kept."""
     static = nodepool([{"nodes": "20%"}])
     static["spec"]["replicas"] = 5
-    for kind in (Kind.SPOT_INTERRUPTION, Kind.REBALANCE_RECOMMENDATION):
-        decision = decide(
-            notice(kind, at=SATURDAY - timedelta(minutes=1)),
-            target(pool=static),
-            Settings(),
-            SATURDAY,
-        )
-        assert decision.outcome is Outcome.ACTED
-        assert decision.steps == (Step.TAINT_AND_CORDON, Step.DELETE_NODECLAIM)
-        assert "no replacement: NodePool general is static (spec.replicas 5)" in decision.reason
+    spot = decide(
+        notice(Kind.SPOT_INTERRUPTION, at=SATURDAY - timedelta(minutes=1)),
+        target(pool=static),
+        Settings(),
+        SATURDAY,
+    )
+    assert spot.outcome is Outcome.ACTED
+    assert spot.steps == (Step.TAINT_AND_CORDON, Step.DELETE_NODECLAIM)
+    assert "no replacement: NodePool general is static (spec.replicas 5)" in spot.reason
+    rebalance = decide(
+        notice(Kind.REBALANCE_RECOMMENDATION, at=SATURDAY - timedelta(minutes=1)),
+        target(pool=static),
+        Settings(),
+        SATURDAY,
+    )
+    assert rebalance.outcome is Outcome.IGNORED and rebalance.gave_up
+    assert Step.DELETE_NODECLAIM not in rebalance.steps
+    assert "no replacement can launch: NodePool general is static" in rebalance.reason
+    assert f"NodeClaim {CLAIM} kept" in rebalance.reason

@@ -59,6 +59,9 @@ class ActResult:
     pods_remaining: int = 0
     # The replacement already existed: an earlier notice or delivery acted on this claim.
     replaced_before: bool = False
+    # Why the replacement was not created (refused by the API server, or no valid claim):
+    # a voluntary notice then keeps the old claim (see ``carry_out``).
+    replacement_refused: str | None = None
 
 
 class Actor:
@@ -94,6 +97,10 @@ class Actor:
             elif step is Step.CREATE_REPLACEMENT:
                 outcome.replacement = self._replace(notice, target, outcome, dry)
             elif step is Step.DELETE_NODECLAIM:
+                if outcome.replacement_refused and not (notice.involuntary or decision.forced):
+                    # Voluntary work never deletes a claim whose replacement did not come:
+                    # its pods would wait with nowhere to go (the caller defers the notice).
+                    continue
                 outcome.actions += self._delete_claim(target, dry, outcome.replaced_before)
             elif step is Step.EVICT:
                 self._drain(notice, target, outcome, dry)
@@ -189,10 +196,11 @@ class Actor:
     # -- Karpenter -------------------------------------------------------------------------
 
     def _replace(self, notice: Notice, target: Target, outcome: ActResult, dry: bool) -> str | None:
-        """Create the replacement. Never holds up what follows (the old claim's deletion):
-        a claim that cannot be built, or that the API server refuses (422, 403, 5xx after
-        retries), is reported on the action, and Karpenter's provisioner makes capacity for
-        the drained pods itself."""
+        """Create the replacement. A claim that cannot be built, or that the API server
+        refuses (422, 403, 5xx after retries), is reported on the action and in
+        ``replacement_refused``: an involuntary notice still deletes the old claim (the
+        instance goes anyway; Karpenter's provisioner makes capacity for the drained pods),
+        a voluntary one keeps it."""
         assert target.node is not None
         if target.claim is None or target.nodepool is None:
             return None
@@ -201,6 +209,7 @@ class Actor:
         )
         if built.claim is None:
             outcome.actions.append({"type": "create-nodeclaim", "name": None, "error": built.note})
+            outcome.replacement_refused = built.note
             return None
         name = nodes.name_of(built.claim)
         action: Action = {"type": "create-nodeclaim", "name": name}
@@ -219,6 +228,7 @@ class Actor:
         except KubeError as error:
             action["error"] = f"{error.status}: {error}"[:500]
             outcome.actions.append(action)
+            outcome.replacement_refused = f"refused by the API server: {action['error']}"
             return None
         outcome.actions.append(action)
         return name

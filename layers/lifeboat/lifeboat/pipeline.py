@@ -22,6 +22,7 @@ from lifeboat import nodes
 from lifeboat.act import Actor, ActResult, LifecycleActions
 from lifeboat.deadline import INVOCATION_RESERVE, retry_window
 from lifeboat.decide import Decision, decide, follow_ups
+from lifeboat.decide.notice import replacement_refused
 from lifeboat.decide.wakeups import check_old_claim, continue_drain, finish_replacement
 from lifeboat.events import parse_message
 from lifeboat.events.envelope import load_body
@@ -309,6 +310,8 @@ class Pipeline:
         result = self._actor(kube).carry_out(notice, target, rest)
         if done is not None:
             result.actions[:0] = done.actions
+        if result.replacement_refused is not None:
+            decision = replacement_refused(notice, decision, result.replacement_refused, now)
         if not self.settings.dry_run:
             if self.wakeups is not None:
                 for later in follow_ups(
