@@ -130,8 +130,11 @@ def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime
 
     latest = _latest_start(notice, settings)
     if latest is None and now >= notice.event_time + VOLUNTARY_PATIENCE:
+        held_by = _holder(act, target, now)
         return give_up(
-            f"{what}: not permitted within {_minutes(VOLUNTARY_PATIENCE)} of the notice; giving up"
+            f"{what}: not permitted within {_minutes(VOLUNTARY_PATIENCE)} of the notice"
+            + (f" (held by {held_by})" if held_by else "")
+            + "; giving up"
         )
     if latest is not None and now >= latest:
         return replace(
@@ -217,6 +220,17 @@ def _without_replacement(act: Decision, target: Target) -> str:
     if Step.CREATE_REPLACEMENT in act.steps:
         return ""
     return f"; deleting NodeClaim {target.claim.name}, no replacement: {_no_replacement(target)}"
+
+
+def _holder(act: Decision, target: Target, now: datetime) -> str | None:
+    """What holds the node now, for a give-up's reason: the pod with do-not-disrupt, the
+    PDB (None when it is the budget, or nothing known)."""
+    if target.node is None:
+        return None
+    blocker = nodes.do_not_disrupt_blocker(target.node, target.pods or (), now)
+    if blocker is not None:
+        return blocker[0]
+    return _pdb_blocker(act, target, now)
 
 
 def _stranded(act: Decision, target: Target) -> str | None:
