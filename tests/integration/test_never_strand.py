@@ -14,11 +14,13 @@ involuntary kinds still hand the node over (the instance goes anyway).
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from nodeclaim_crd import crd_problems
 from replaying import (
     EVENING,
     IN_WINDOW,
@@ -220,3 +222,76 @@ def test_a_refused_replacement_keeps_the_old_claim_of_a_voluntary_notice() -> No
         (event,) = [e for e in emu.objects("Event") if e["involvedObject"]["name"] == NODE]
         assert "replacement not created (refused by the API server: 403" in event["message"]
         assert "NodeClaim kept" in event["message"]
+
+
+# -- item 3: the reclaimed capacity reservation -----------------------------------------------
+
+RESERVED_INSTANCE, RESERVED_CLAIM = "i-0a1b2c3d4e5f60007", "general-n5sjx"
+RESERVATION_ID = "karpenter.k8s.aws/capacity-reservation-id"
+
+
+def _reservation_event(tmp_path: Path) -> Path:
+    event = sample("capacity-reservation-interruption")
+    path = tmp_path / "reservation.json"
+    path.write_text(json.dumps(event))
+    return path
+
+
+def test_a_reservation_interruptions_replacement_excludes_the_reclaimed_reservation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``InterruptionHandler.markUnavailableOfferings`` (karpenter-provider-aws,
+    pkg/controllers/interruption) marks the claim's reservation unavailable
+    (``capacityReservationProvider.MarkUnavailable``): the replacement says ``NotIn`` it,
+    which on-demand, Spot and other reservations still satisfy; the CRD accepts it."""
+    state = tmp_path / "after.yaml"
+    (line,) = replay(
+        capsys,
+        _reservation_event(tmp_path),
+        "--cluster",
+        save(sample_cluster(), tmp_path / "cluster.yaml"),
+        "--at",
+        IN_WINDOW,
+        "--state-out",
+        state,
+    )
+    assert line["outcome"] == "acted"
+    assert types(line)[-2:] == ["create-nodeclaim", "delete-nodeclaim"]
+    (replacement,) = _replacements(load_cluster_file(state))
+    assert crd_problems(replacement) == []
+    reservation = [r for r in replacement["spec"]["requirements"] if r["key"] == RESERVATION_ID]
+    assert reservation == [
+        {"key": RESERVATION_ID, "operator": "NotIn", "values": ["cr-0a1b2c3d4e5f60007"]}
+    ]
+
+
+def test_a_pool_allowing_only_the_reclaimed_reservation_gets_no_replacement(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Excluding the reservation leaves no valid claim: none is made, the action says so,
+    and the involuntary rule holds (the instance goes anyway: the old claim is deleted)."""
+    objects = sample_cluster()
+    find(objects, "NodePool", "general")["spec"]["template"]["spec"]["requirements"].append(
+        {"key": RESERVATION_ID, "operator": "In", "values": ["cr-0a1b2c3d4e5f60007"]}
+    )
+    state = tmp_path / "after.yaml"
+    (line,) = replay(
+        capsys,
+        _reservation_event(tmp_path),
+        "--cluster",
+        save(objects, tmp_path / "cluster.yaml"),
+        "--at",
+        IN_WINDOW,
+        "--state-out",
+        state,
+    )
+    assert line["outcome"] == "acted"
+    created = next(a for a in line["actions"] if a["type"] == "create-nodeclaim")
+    assert created["name"] is None
+    assert (
+        "yields no valid NodeClaim without the reclaimed capacity reservation" in (created["error"])
+    )
+    assert types(line)[-1] == "delete-nodeclaim"
+    after = load_cluster_file(state)
+    assert _replacements(after) == []
+    assert find(after, "NodeClaim", RESERVED_CLAIM)["metadata"].get("deletionTimestamp")

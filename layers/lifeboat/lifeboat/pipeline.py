@@ -312,13 +312,19 @@ class Pipeline:
             result.actions[:0] = done.actions
         if result.replacement_refused is not None:
             decision = replacement_refused(notice, decision, result.replacement_refused, now)
+        if result.pods_terminating:
+            decision = replace(
+                decision,
+                reason=f"{decision.reason}; {result.pods_terminating} evicted pod(s) still "
+                "terminating: the lifecycle action is completed once they are gone",
+            )
         if not self.settings.dry_run:
             if self.wakeups is not None:
                 for later in follow_ups(
                     notice,
                     target,
                     decision,
-                    pods_remaining=result.pods_remaining,
+                    pods_remaining=result.pods_remaining + result.pods_terminating,
                     now=now,
                     wakeup=wakeup,
                 ):

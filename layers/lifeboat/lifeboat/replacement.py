@@ -16,7 +16,8 @@ pkg/controllers/provisioning/scheduling/nodeclaimtemplate.go), and so does the r
 - no finalizer and no status: Karpenter's lifecycle controller adds both.
 
 Lifeboat adds ``lifeboat.dev/replaces`` (the old claim) and ``lifeboat.dev/notice``, excludes
-the Spot instance type being reclaimed (never below ``minValues``), and asks for most of the
+the Spot instance type being reclaimed (never below ``minValues``) and, for a capacity
+reservation interruption, the reservation being reclaimed, and asks for most of the
 old node's cpu and memory so the replacement can hold what it held.
 
 No replacement (:func:`replacement_blocker`) for a static NodePool (``spec.replicas``: Karpenter
@@ -48,6 +49,8 @@ from lifeboat.requirements import Unsatisfiable, custom_labels, entries, exclude
 REQUEST_FRACTION: Final = 0.9
 # Set by Karpenter's scheduler on every dynamic claim it creates (since v1.6).
 MIN_VALUES_RELAXED: Final = "karpenter.sh/nodeclaim-min-values-relaxed"
+# v1.LabelCapacityReservationID (karpenter-provider-aws): the reservation a node runs in.
+CAPACITY_RESERVATION_ID_LABEL: Final = "karpenter.k8s.aws/capacity-reservation-id"
 
 
 @dataclass(frozen=True)
@@ -158,8 +161,17 @@ def _show(quantity: Fraction) -> str:
     return str(quantity) if quantity.denominator == 1 else str(float(quantity))
 
 
-def replacement_nodeclaim(nodepool: Obj, node: Obj, old_claim: str, notice_key: str) -> Replacement:
-    """The claim to create in place of ``old_claim`` (which runs on ``node``)."""
+def replacement_nodeclaim(
+    nodepool: Obj,
+    node: Obj,
+    old_claim: str,
+    notice_key: str,
+    *,
+    reservation_reclaimed: bool = False,
+) -> Replacement:
+    """The claim to create in place of ``old_claim`` (which runs on ``node``).
+    ``reservation_reclaimed``: the notice is a capacity reservation interruption, whose
+    reservation the replacement must not be launched into."""
     pool_name = nodes.name_of(nodepool)
     template = (nodepool.get("spec") or {}).get("template") or {}
     template_meta = template.get("metadata") or {}
@@ -176,6 +188,14 @@ def replacement_nodeclaim(nodepool: Obj, node: Obj, old_claim: str, notice_key: 
         skipped = _exclude_reclaimed_spot_type(requirements, node)
         if skipped:
             notes.append(f"the reclaimed instance type stays allowed: {skipped}")
+        if reservation_reclaimed:
+            unexcludable = _exclude_reclaimed_reservation(requirements, node)
+            if unexcludable:
+                return Replacement(
+                    None,
+                    f"NodePool {pool_name} yields no valid NodeClaim without the reclaimed "
+                    f"capacity reservation: {unexcludable}",
+                )
         spec_requirements, dropped = entries(requirements)
     except Unsatisfiable as problem:
         return Replacement(None, f"NodePool {pool_name} yields no valid NodeClaim: {problem}")
@@ -235,6 +255,18 @@ def _exclude_reclaimed_spot_type(requirements: Any, node: Obj) -> str | None:
     if node_labels.get(nodes.CAPACITY_TYPE_LABEL) != "spot" or not instance_type:
         return None
     return exclude(requirements, nodes.INSTANCE_TYPE_LABEL, instance_type)
+
+
+def _exclude_reclaimed_reservation(requirements: Any, node: Obj) -> str | None:
+    """As Karpenter's interruption controller marks the reclaimed reservation unavailable
+    (``markUnavailableOfferings``: ``capacityReservationProvider.MarkUnavailable`` of the
+    claim's ``karpenter.k8s.aws/capacity-reservation-id``), the replacement excludes it.
+    ``NotIn`` also matches offerings without the label (on-demand, Spot, other
+    reservations). None when done (or no reservation to exclude), else why it cannot be."""
+    reservation = nodes.labels_of(node).get(CAPACITY_RESERVATION_ID_LABEL)
+    if not reservation:
+        return None
+    return exclude(requirements, CAPACITY_RESERVATION_ID_LABEL, reservation)
 
 
 def _go_duration_string(text: str) -> str:

@@ -33,6 +33,16 @@ DEFAULT_HEARTBEAT_TIMEOUT = timedelta(hours=1)
 
 
 TRANSITIONS = ("autoscaling:EC2_INSTANCE_TERMINATING", "autoscaling:EC2_INSTANCE_LAUNCHING")
+GLOBAL_TIMEOUT = timedelta(hours=48)
+"""The most a lifecycle action can be kept waiting (heartbeats included): the smaller of
+100 x ``HeartbeatTimeout`` and 48 hours; Auto Scaling goes on after it whatever Lifeboat does."""
+
+
+def lifecycle_expired(notice: Notice, now: datetime) -> bool:
+    """Whether ``notice``'s lifecycle action has outlived the hook's global timeout (or has
+    none): past it, waiting for anything more only delays the answer Auto Scaling no longer
+    waits for."""
+    return notice.lifecycle is None or now >= notice.event_time + GLOBAL_TIMEOUT
 
 
 @dataclass(frozen=True)
