@@ -129,3 +129,91 @@ def test_a_hook_message_with_an_event_key_is_still_a_lifecycle_action() -> None:
     assert notice.lifecycle is not None
     assert notice.lifecycle.action_token == HOOK["LifecycleActionToken"]
     assert notice.ignore_reason is None
+
+
+# -- launch hooks: completed once the new instance's node is Ready (off by default) ---------
+
+LAUNCHED_NODE = "ip-10-0-3-16.ec2.internal"  # the sample's node group node, i-...06
+
+
+def _launch_message() -> str:
+    message: dict[str, Any] = json.loads((EVENTS / "raw" / "asg-lifecycle-hook.json").read_text())
+    message["LifecycleTransition"] = "autoscaling:EC2_INSTANCE_LAUNCHING"
+    return json.dumps(message)
+
+
+def _not_yet_registered(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        o
+        for o in objects
+        if not (o["kind"] == "Node" and o["metadata"]["name"] == LAUNCHED_NODE)
+        and not (o["kind"] == "Pod" and o["spec"].get("nodeName") == LAUNCHED_NODE)
+    ]
+
+
+def test_a_launch_hook_is_completed_once_the_node_is_ready() -> None:
+    """The Node Termination Handler's launch-hook completion (its ASG launch lifecycle
+    handling CONTINUEs a launch action once the instance's node is Ready in the cluster):
+    the node has not registered, then it is there but not Ready, then Ready: only then is
+    the action completed; nothing is done to the node."""
+    objects = load_cluster_file(EVENTS / "cluster.yaml")
+    node = next(
+        o for o in objects if o["kind"] == "Node" and o["metadata"]["name"] == LAUNCHED_NODE
+    )
+    autoscaling = boto3.client(
+        "autoscaling", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    clock = {"now": NOW}
+    wakeups = MemoryWakeups()
+    with Emulator(_not_yet_registered(objects)) as emu, Stubber(autoscaling) as asg:
+        pipeline = Pipeline(
+            clusters=OneCluster(KubeApi(emu.api_client(), RetryPolicy(attempts=2))),
+            directory=directory_from_objects(objects),
+            settings=Settings(complete_launch_hooks=True),
+            clock=lambda: clock["now"],
+            lifecycle=AutoScalingLifecycle(autoscaling),
+            wakeups=wakeups,
+            ledger=MemoryLedger(),
+        )
+        [first] = pipeline.process([_launch_message()])[0].reports
+        assert first.kind == "asg-launch"
+        assert first.outcome.value == "deferred"
+        assert "no node has registered for instance i-0a1b2c3d4e5f60006 yet" in first.reason
+
+        registering = copy.deepcopy(node)
+        registering["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+        emu.put_object(registering)
+        clock["now"] = NOW + timedelta(seconds=30)
+        [second] = pipeline.process([encode(w) for w in wakeups.pop_due(clock["now"])])[0].reports
+        assert second.outcome.value == "deferred"
+        assert f"node {LAUNCHED_NODE} is not Ready yet" in second.reason
+
+        emu.put_object(copy.deepcopy(node))  # Ready
+        asg.add_response(
+            "complete_lifecycle_action", {}, {**HOOK, "LifecycleActionResult": "CONTINUE"}
+        )
+        clock["now"] = NOW + timedelta(seconds=60)
+        [third] = pipeline.process([encode(w) for w in wakeups.pop_due(clock["now"])])[0].reports
+        assert third.outcome.value == "acted"
+        assert list(third.actions) == [{"type": "complete-lifecycle-action", "result": "CONTINUE"}]
+        asg.assert_no_pending_responses()
+        after = emu.get_object("Node", LAUNCHED_NODE)
+        assert after is not None and not after["spec"].get("unschedulable")
+        assert after["spec"].get("taints") == node["spec"].get("taints")  # untouched
+        assert wakeups.next_due() is None
+
+
+def test_launch_hooks_are_left_alone_by_default() -> None:
+    """Off by default: a launch action Lifeboat was not asked to complete is not its own
+    (another tool, or the group's own timeout, answers it)."""
+    objects = load_cluster_file(EVENTS / "cluster.yaml")
+    autoscaling = boto3.client(
+        "autoscaling", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    with Emulator(copy.deepcopy(objects)) as emu, Stubber(autoscaling) as asg:
+        pipeline = _pipeline(emu, objects, {"now": NOW}, autoscaling, MemoryWakeups())
+        [report] = pipeline.process([_launch_message()])[0].reports
+        assert report.outcome.value == "ignored"
+        assert "completing launch lifecycle actions is off" in report.reason
+        assert list(report.actions) == []
+        asg.assert_no_pending_responses()  # no call at all

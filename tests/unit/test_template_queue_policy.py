@@ -69,7 +69,8 @@ def _queue_statements(redrive_role: str = "") -> list[dict[str, Any]]:
     policy = template["Resources"]["QueuePolicy"]["Properties"]
     assert policy["Queues"] == [{"Ref": "Queue"}]
     parameters = {"QueueRedriveRoleArn": redrive_role}
-    conditions = {"HasRedriveRole": bool(redrive_role)}
+    # With CompleteLaunchHooks on, so the launch rule (created only then) is checked too.
+    conditions = {"HasRedriveRole": bool(redrive_role), "LaunchHooks": True}
     statements = _resolve(policy["PolicyDocument"]["Statement"], parameters, conditions)
     return list(statements)
 

@@ -26,7 +26,7 @@ from lifeboat.decide.notice import replacement_refused
 from lifeboat.decide.wakeups import check_old_claim, continue_drain, finish_replacement
 from lifeboat.events import parse_message
 from lifeboat.events.envelope import load_body
-from lifeboat.events.notice import MalformedMessage, Notice
+from lifeboat.events.notice import Kind, MalformedMessage, Notice
 from lifeboat.instances import InstanceDirectory, InstanceInfo
 from lifeboat.kube import KubeApi, retrying_for
 from lifeboat.lanes import lanes as message_lanes
@@ -245,7 +245,8 @@ class Pipeline:
             target = resolver.resolve(notice.instance_id, info, node=node)
             return self._decide_and_act(resolver, notice, target)
         target = resolver.resolve(notice.instance_id, info)
-        if target.node is None:
+        if target.node is None or notice.kind is Kind.ASG_LAUNCH:
+            # Nothing to weigh against a budget: no node, or a launch (nothing is done to it).
             return self._decide_and_act(resolver, notice, target)
         # Voluntary: weigh the budget and take the slot under the pool's lease. Only the
         # first step (the taint that makes the node count as disrupting, or the pending

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 
 from lifeboat import nodes
 from lifeboat.decide.model import (
+    FOLLOW_UP_INTERVAL,
     RECHECK_INTERVAL,
     VOLUNTARY_PATIENCE,
     Decision,
@@ -50,6 +51,8 @@ def decide(notice: Notice, target: Target, settings: Settings, now: datetime) ->
 def _decide(notice: Notice, target: Target, settings: Settings, now: datetime) -> Decision:
     if notice.ignore_reason:
         return ignore(notice.ignore_reason)
+    if notice.kind is Kind.ASG_LAUNCH:
+        return _launch(notice, target, settings, now)
     if target.node is None:
         if notice.lifecycle is not None:
             return Decision(
@@ -73,6 +76,34 @@ def _decide(notice: Notice, target: Target, settings: Settings, now: datetime) -
     if notice.involuntary:
         return _involuntary(notice, target)
     return _voluntary(notice, target, settings, now)
+
+
+def _launch(notice: Notice, target: Target, settings: Settings, now: datetime) -> Decision:
+    """A launch lifecycle action: CONTINUE once the new instance's node is Ready in the
+    cluster (the Node Termination Handler's launch-hook completion); nothing is done to the
+    node. Until then the action is looked at again every 30 s, up to the hook's timeout."""
+    what = _describe(notice)
+    if not settings.complete_launch_hooks:
+        return ignore(f"{what}: completing launch lifecycle actions is off (complete_launch_hooks)")
+    if target.node is not None and nodes.is_ready(target.node):
+        return Decision(
+            Outcome.ACTED,
+            f"{what}: node {target.node_name} is Ready: completing the lifecycle action",
+            (Step.COMPLETE_LIFECYCLE,),
+        )
+    waiting = (
+        f"node {target.node_name} is not Ready yet"
+        if target.node is not None
+        else f"no node has registered for instance {target.instance_id} yet"
+    )
+    if notice.deadline is not None and now >= notice.deadline:
+        return ignore(f"{what}: {waiting} by the hook's timeout: Auto Scaling decides")
+    recheck = now + FOLLOW_UP_INTERVAL
+    if notice.deadline is not None:
+        recheck = min(recheck, notice.deadline)
+    return Decision(
+        Outcome.DEFERRED, f"{what}: {waiting}; looking again at {_fmt(recheck)}", recheck_at=recheck
+    )
 
 
 def _involuntary(notice: Notice, target: Target) -> Decision:

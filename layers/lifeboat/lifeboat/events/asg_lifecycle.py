@@ -8,7 +8,8 @@ Three forms reach the queue, all parsed here:
   ``Time``, ...);
 * ``autoscaling:TEST_NOTIFICATION``, sent once when such a hook is created: a no-op.
 
-Launch transitions are understood and ignored.
+Launch transitions become ``asg-launch`` notices, completed once the new instance's node is
+Ready when ``complete_launch_hooks`` is on, and ignored otherwise.
 
 The deadline is the event time plus one hour, the default heartbeat timeout: neither form
 carries the hook's actual ``HeartbeatTimeout``, so ``LifecycleHook.heartbeat_timeout_seconds``
@@ -27,6 +28,7 @@ from lifeboat.events.envelope import EventBridgeEvent, Form, Unwrapped
 from lifeboat.events.notice import Kind, LifecycleHook, Notice
 
 TERMINATING = "autoscaling:EC2_INSTANCE_TERMINATING"
+LAUNCHING = "autoscaling:EC2_INSTANCE_LAUNCHING"
 TEST_NOTIFICATION = "autoscaling:TEST_NOTIFICATION"
 DEFAULT_HEARTBEAT_TIMEOUT = timedelta(hours=1)
 """Auto Scaling's default ``HeartbeatTimeout``; the messages do not carry the hook's own."""
@@ -126,8 +128,11 @@ def _notices(
         "region": region,
         "detail": action.transition,
     }
-    if action.transition != TERMINATING:
-        # Not ours to complete: Lifeboat registers terminate hooks only.
+    if action.transition == LAUNCHING:
+        # Completed once the new instance's node is Ready, if the operator turned that on
+        # (``complete_launch_hooks``, as the Node Termination Handler offers); else ignored.
+        common["kind"] = Kind.ASG_LAUNCH
+    elif action.transition != TERMINATING:
         reason = f"lifecycle transition {action.transition} is not a termination"
         return [Notice(**common, ignore_reason=reason)]
     hook = LifecycleHook(
