@@ -20,6 +20,7 @@ from rotation_rig import LEGACY, START, minutes, pods_on, request, rig, sample_o
 
 from kubemu import dump_cluster_file
 from lifeboat import nodes
+from lifeboat.notify import GIVE_UP, detail_type
 from lifeboat.rotation.model import NodePhase, Phase
 from tests.conftest import CliRun
 
@@ -76,6 +77,11 @@ def test_a_node_whose_pdb_never_allows_fails_the_rotation_and_status_says_not_do
         assert {e["involvedObject"]["kind"] for e in blocked} == {"ConfigMap", "Node"}
         assert all("PDB shop/session-cache" in e["message"] for e in blocked)
         assert all(e["type"] == "Warning" for e in blocked)
+
+        # ... and so does the notification (a give-up, published as one).
+        given_up = [rep for _, rep in r.log if rep.gave_up]
+        assert given_up and all(detail_type(rep) == GIVE_UP for rep in given_up)
+        assert any("PDB shop/session-cache" in rep.reason for rep in given_up)
 
         state = tmp_path / "state.yaml"
         dump_cluster_file(r.emu.objects(), state)
