@@ -223,7 +223,7 @@ class ToolSettings:
         return "; ".join(parts)
 
 
-VOLUNTARY_KINDS = tuple(k for k in Kind if not k.involuntary and k is not Kind.UNSUPPORTED)
+VOLUNTARY_KINDS = tuple(k for k in Kind if k.voluntary)
 
 
 def tool_settings(args: argparse.Namespace, *, dry_run: bool | None = None) -> ToolSettings:

@@ -1,4 +1,4 @@
-"""node_patches.restore_operations: what a rotation's rollback sends a node (issue 28),
+"""node_patches.rollback_operations: what a rotation's rollback sends a node (issue 28),
 applied with the emulator's RFC 6902 implementation (as the API server applies it)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from kubemu import ApiError
 from kubemu.patch import apply_json_patch
 from lifeboat import nodes
-from lifeboat.node_patches import restore_operations
+from lifeboat.node_patches import rollback_operations
 
 
 def node(**spec: Any) -> dict[str, Any]:
@@ -26,7 +26,7 @@ def test_every_lifeboat_taint_goes_others_stay_and_the_node_is_uncordoned() -> N
     before = node(taints=taints, unschedulable=True)
     before["metadata"]["labels"][nodes.EXCLUDE_FROM_LOAD_BALANCERS_LABEL] = "true"
     before["metadata"]["annotations"][nodes.EXCLUDED_BY_LIFEBOAT_ANNOTATION] = "true"
-    after = apply_json_patch(before, restore_operations(before))
+    after = apply_json_patch(before, rollback_operations(before))
     assert after["spec"] == {"taints": [taints[2]]}
     assert after["metadata"] == {"name": "n", "labels": {}, "annotations": {}}
 
@@ -34,13 +34,13 @@ def test_every_lifeboat_taint_goes_others_stay_and_the_node_is_uncordoned() -> N
 def test_an_operators_load_balancer_label_is_left_alone() -> None:
     before = node(unschedulable=True)
     before["metadata"]["labels"][nodes.EXCLUDE_FROM_LOAD_BALANCERS_LABEL] = "true"
-    after = apply_json_patch(before, restore_operations(before))
+    after = apply_json_patch(before, rollback_operations(before))
     assert after["metadata"]["labels"] == {nodes.EXCLUDE_FROM_LOAD_BALANCERS_LABEL: "true"}
     assert "unschedulable" not in after["spec"]
 
 
 def test_a_node_with_nothing_of_lifeboats_needs_no_patch() -> None:
-    assert restore_operations(node(taints=[{"key": "a", "effect": "NoSchedule"}])) == []
+    assert rollback_operations(node(taints=[{"key": "a", "effect": "NoSchedule"}])) == []
 
 
 def test_the_patch_tests_what_it_read() -> None:
@@ -52,4 +52,4 @@ def test_the_patch_tests_what_it_read() -> None:
         ]
     )
     with pytest.raises(ApiError):
-        apply_json_patch(changed, restore_operations(before))
+        apply_json_patch(changed, rollback_operations(before))

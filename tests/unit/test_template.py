@@ -136,7 +136,10 @@ def _conditional(statement: Any) -> tuple[str | None, dict[str, Any]]:
 
 
 def _rule_arns() -> list[dict[str, Any]]:
-    return [{"Fn::GetAtt": [rule, "Arn"]} for rule in RULE_SAMPLES]
+    # The launch lifecycle rule exists only with CompleteLaunchHooks (its entry is conditional,
+    # like each kind's switch: the callers look through the conditions).
+    launch = {"Fn::GetAtt": ["AsgLaunchRule", "Arn"]}
+    return [{"Fn::GetAtt": [rule, "Arn"]} for rule in RULE_SAMPLES] + [launch]
 
 
 # --- lint -----------------------------------------------------------------------------------
@@ -166,8 +169,17 @@ def test_serverless_rules_report_nothing_and_every_suppression_says_why() -> Non
 
 
 def test_there_is_one_rule_per_kind() -> None:
-    # ... and the optional rule that routes Lifeboat's own notifications to its topic.
-    assert set(_of_type("AWS::Events::Rule")) == set(RULE_SAMPLES) | {"NotificationRule"}
+    # ... and the optional rule that routes Lifeboat's own notifications to its topic, and
+    # the launch lifecycle actions' rule, only with CompleteLaunchHooks (issue 22).
+    assert set(_of_type("AWS::Events::Rule")) == set(RULE_SAMPLES) | {
+        "NotificationRule",
+        "AsgLaunchRule",
+    }
+    launch = _resources()["AsgLaunchRule"]
+    assert launch["Condition"] == "LaunchHooks"
+    assert launch["Properties"]["EventPattern"]["detail-type"] == [
+        "EC2 Instance-launch Lifecycle Action"
+    ]
 
 
 @pytest.mark.parametrize("rule", sorted(RULE_SAMPLES))

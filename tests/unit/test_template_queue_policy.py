@@ -72,7 +72,12 @@ def _queue_statements(
     template = _template()
     policy = template["Resources"]["QueuePolicy"]["Properties"]
     assert policy["Queues"] == [{"Ref": "Queue"}]
-    overrides = {**(overrides or {}), "QueueRedriveRoleArn": redrive_role}
+    # With CompleteLaunchHooks on, so the launch rule (created only then) is checked too.
+    overrides = {
+        "CompleteLaunchHooks": "true",
+        **(overrides or {}),
+        "QueueRedriveRoleArn": redrive_role,
+    }
     parameters = {name: overrides.get(name, "") for name in template["Parameters"]}
     conditions = evaluate_conditions(template, overrides)
     statements = _resolve(policy["PolicyDocument"]["Statement"], parameters, conditions)

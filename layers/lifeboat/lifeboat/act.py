@@ -16,7 +16,8 @@ from typing import Any, Protocol
 
 from lifeboat import nodes
 from lifeboat.decide import Decision, Step
-from lifeboat.events.notice import LifecycleHook, Notice
+from lifeboat.events.asg_lifecycle import lifecycle_expired
+from lifeboat.events.notice import Kind, LifecycleHook, Notice
 from lifeboat.kube import Conflict, Eviction, KubeApi, KubeError
 from lifeboat.node_patches import (
     releases_exclusion,
@@ -60,6 +61,12 @@ class ActResult:
     pods_remaining: int = 0
     # The replacement already existed: an earlier notice or delivery acted on this claim.
     replaced_before: bool = False
+    # Why the replacement was not created (refused by the API server, or no valid claim):
+    # a voluntary notice then keeps the old claim (see ``carry_out``).
+    replacement_refused: str | None = None
+    # Evicted pods still terminating (within their grace period) on a node whose lifecycle
+    # action waits for them: CONTINUE only once they are gone.
+    pods_terminating: int = 0
 
 
 class Actor:
@@ -95,12 +102,19 @@ class Actor:
             elif step is Step.CREATE_REPLACEMENT:
                 outcome.replacement = self._replace(notice, target, outcome, dry)
             elif step is Step.DELETE_NODECLAIM:
+                if outcome.replacement_refused and not (notice.involuntary or decision.forced):
+                    # Voluntary work never deletes a claim whose replacement did not come:
+                    # its pods would wait with nowhere to go (the caller defers the notice).
+                    continue
                 outcome.actions += self._delete_claim(target, dry, outcome.replaced_before)
             elif step is Step.EVICT:
                 self._drain(notice, target, outcome, dry)
             elif step is Step.RESTORE:
                 outcome.actions += self._restore(notice, target, dry)
             elif step is Step.COMPLETE_LIFECYCLE and outcome.pods_remaining == 0:
+                if outcome.pods_terminating and not lifecycle_expired(notice, self._clock()):
+                    continue  # the instance must outlive its pods' grace periods
+                outcome.pods_terminating = 0
                 outcome.actions += self._complete_lifecycle(notice, dry)
         return outcome
 
@@ -213,18 +227,24 @@ class Actor:
     # -- Karpenter -------------------------------------------------------------------------
 
     def _replace(self, notice: Notice, target: Target, outcome: ActResult, dry: bool) -> str | None:
-        """Create the replacement. Never holds up what follows (the old claim's deletion):
-        a claim that cannot be built, or that the API server refuses (422, 403, 5xx after
-        retries), is reported on the action, and Karpenter's provisioner makes capacity for
-        the drained pods itself."""
+        """Create the replacement. A claim that cannot be built, or that the API server
+        refuses (422, 403, 5xx after retries), is reported on the action and in
+        ``replacement_refused``: an involuntary notice still deletes the old claim (the
+        instance goes anyway; Karpenter's provisioner makes capacity for the drained pods),
+        a voluntary one keeps it."""
         assert target.node is not None
         if target.claim is None or target.nodepool is None:
             return None
         built = replacement_nodeclaim(
-            target.nodepool, target.node, target.claim.name, notice.dedup_key
+            target.nodepool,
+            target.node,
+            target.claim.name,
+            notice.dedup_key,
+            reservation_reclaimed=notice.kind is Kind.CAPACITY_RESERVATION_INTERRUPTION,
         )
         if built.claim is None:
             outcome.actions.append({"type": "create-nodeclaim", "name": None, "error": built.note})
+            outcome.replacement_refused = built.note
             return None
         name = nodes.name_of(built.claim)
         action: Action = {"type": "create-nodeclaim", "name": name}
@@ -243,6 +263,7 @@ class Actor:
         except KubeError as error:
             action["error"] = f"{error.status}: {error}"[:500]
             outcome.actions.append(action)
+            outcome.replacement_refused = f"refused by the API server: {action['error']}"
             return None
         outcome.actions.append(action)
         return name
@@ -276,9 +297,18 @@ class Actor:
 
     def _drain(self, notice: Notice, target: Target, outcome: ActResult, dry: bool) -> None:
         assert target.node is not None
-        outcome.pods_remaining = self._evict_pods(notice, nodes.name_of(target.node), outcome, dry)
-        if outcome.pods_remaining and not dry and notice.lifecycle and self._lifecycle:
-            # Keep the instance alive while PodDisruptionBudgets hold the drain back.
+        node_name = nodes.name_of(target.node)
+        outcome.pods_remaining = self._evict_pods(notice, node_name, outcome, dry)
+        if notice.lifecycle is not None and not dry:
+            # NTH issue #355: completing the action while the evicted pods still run their
+            # preStop hooks and grace periods lets the instance go under them.
+            outcome.pods_terminating = len(
+                nodes.terminating_pods(self._kube.list_pods_on_node(node_name))
+            )
+        waiting = outcome.pods_remaining or outcome.pods_terminating
+        if waiting and not dry and notice.lifecycle and self._lifecycle:
+            # Keep the instance alive while PodDisruptionBudgets hold the drain back, or
+            # while the evicted pods terminate.
             self._lifecycle.heartbeat(notice.lifecycle)
 
     def _evict_pods(self, notice: Notice, node_name: str, outcome: ActResult, dry: bool) -> int:

@@ -246,7 +246,7 @@ def unread_taint_variants(
     return no_taints_yet, some_taints
 
 
-def restore_operations(node: Obj) -> list[Operation]:
+def rollback_operations(node: Obj) -> list[Operation]:
     """The JSON patch that returns ``node`` to service after a rotation's rollback ([] if
     nothing of Lifeboat's is left on it): every taint in Lifeboat's domain removed (the
     out-of-service taint and any waiting mark), uncordoned, and the load balancer exclusion

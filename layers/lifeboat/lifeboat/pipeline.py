@@ -22,6 +22,7 @@ from lifeboat import nodes
 from lifeboat.act import Actor, ActResult, LifecycleActions
 from lifeboat.deadline import INVOCATION_RESERVE, retry_window
 from lifeboat.decide import Decision, decide, follow_ups
+from lifeboat.decide.notice import replacement_refused
 from lifeboat.decide.wakeups import (
     check_old_claim,
     continue_drain,
@@ -270,7 +271,8 @@ class Pipeline:
             target = resolver.resolve(notice.instance_id, info, node=node)
             return self._decide_and_act(resolver, notice, target)
         target = resolver.resolve(notice.instance_id, info)
-        if target.node is None:
+        if target.node is None or notice.kind is Kind.ASG_LAUNCH:
+            # Nothing to weigh against a budget: no node, or a launch (nothing is done to it).
             return self._decide_and_act(resolver, notice, target)
         # Voluntary: weigh the budget and take the slot under the pool's lease. Only the
         # first step (the taint that makes the node count as disrupting, or the pending
@@ -335,13 +337,21 @@ class Pipeline:
         result = self._actor(kube).carry_out(notice, target, rest)
         if done is not None:
             result.actions[:0] = done.actions
+        if result.replacement_refused is not None:
+            decision = replacement_refused(notice, decision, result.replacement_refused, now)
+        if result.pods_terminating:
+            decision = replace(
+                decision,
+                reason=f"{decision.reason}; {result.pods_terminating} evicted pod(s) still "
+                "terminating: the lifecycle action is completed once they are gone",
+            )
         if not self.settings.dry_run:
             if self.wakeups is not None:
                 for later in follow_ups(
                     notice,
                     target,
                     decision,
-                    pods_remaining=result.pods_remaining,
+                    pods_remaining=result.pods_remaining + result.pods_terminating,
                     now=now,
                     wakeup=wakeup,
                     release_cordon_after=self.settings.rebalance_cordon_release,

@@ -20,6 +20,7 @@ from lifeboat.instances import InstanceInfo, instance_id_from_provider_id
 from lifeboat.kube import KubeApi
 from lifeboat.objects import Obj
 from lifeboat.pdbs import pdb_namespaces
+from lifeboat.pool_usage import pool_usage
 from lifeboat.target import ClaimRef, PoolCounts, Target
 
 
@@ -88,7 +89,8 @@ class Resolver:
                 claim, deleting=claim.deleting or bool(mine and nodes.is_deleting(mine))
             )
         counts = count_pool(pool_nodes, claims)
-        return replace(target, pods=pods, pdbs=pdbs, counts=counts, claim=claim)
+        usage = pool_usage(pool_nodes, claims)
+        return replace(target, pods=pods, pdbs=pdbs, counts=counts, claim=claim, usage=usage)
 
     def nodepool(self, name: str) -> Mapping[str, Any] | None:
         """One GET per NodePool per batch, however many of its nodes the batch names."""

@@ -54,6 +54,11 @@ class Settings:
     # A node only cordoned for a rebalance recommendation (``rebalance-recommendation=cordon``,
     # or a node group's node) is uncordoned when it is still running this long after; 0: never.
     rebalance_cordon_release: timedelta = timedelta(hours=6)
+    # Complete Auto Scaling *launch* lifecycle actions once the new instance's node is Ready
+    # (as the Node Termination Handler can). Off by default: a launch hook nobody completes
+    # abandons (terminates) every new instance at its timeout, so only those who created
+    # a launch hook for Lifeboat should turn it on.
+    complete_launch_hooks: bool = False
 
     def action_for(self, kind: Kind) -> str:
         return self.kind_actions.get(kind, "replace")
@@ -94,8 +99,13 @@ def _kind_actions(raw: str) -> dict[Kind, str]:
         except ValueError:
             raise SettingsError(
                 f"LIFEBOAT_KIND_ACTIONS: unknown kind {kind_name!r}; expected one of "
-                + ", ".join(k for k in Kind if not k.involuntary and k is not Kind.UNSUPPORTED)
+                + ", ".join(k for k in Kind if k.voluntary)
             ) from None
+        if not kind.voluntary and not kind.involuntary:
+            raise SettingsError(
+                f"LIFEBOAT_KIND_ACTIONS: {kind} is not a voluntary kind; expected one of "
+                + ", ".join(k for k in Kind if k.voluntary)
+            )
         if kind.involuntary:
             raise SettingsError(
                 f"LIFEBOAT_KIND_ACTIONS: {kind} is involuntary (the instance goes away "
@@ -146,4 +156,5 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         rebalance_cordon_release=_seconds(
             env, "LIFEBOAT_REBALANCE_CORDON_RELEASE_SECONDS", timedelta(hours=6)
         ),
+        complete_launch_hooks=_flag(env, "LIFEBOAT_COMPLETE_LAUNCH_HOOKS", False),
     )

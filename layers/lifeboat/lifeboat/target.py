@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 
 from lifeboat.instances import InstanceInfo
 from lifeboat.objects import Obj
@@ -51,6 +53,10 @@ class Target:
     pods: tuple[Obj, ...] | None = None
     # The PodDisruptionBudgets of the namespaces of the pods a drain would evict.
     pdbs: tuple[Obj, ...] | None = None
+    # The pool's resource usage as Karpenter's cluster state sums it (its NodeClaims' and
+    # Nodes' capacity, :mod:`lifeboat.pool_usage`), loaded with ``counts``: what its limits
+    # are weighed against.
+    usage: Mapping[str, Fraction] | None = None
 
     @property
     def node_name(self) -> str | None:

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 
 from lifeboat import nodes
 from lifeboat.decide.model import (
+    FOLLOW_UP_INTERVAL,
     RECHECK_INTERVAL,
     VOLUNTARY_PATIENCE,
     Decision,
@@ -50,6 +51,8 @@ def decide(notice: Notice, target: Target, settings: Settings, now: datetime) ->
 def _decide(notice: Notice, target: Target, settings: Settings, now: datetime) -> Decision:
     if notice.ignore_reason:
         return ignore(notice.ignore_reason)
+    if notice.kind is Kind.ASG_LAUNCH:
+        return _launch(notice, target, settings, now)
     if target.node is None:
         if notice.lifecycle is not None:
             return Decision(
@@ -75,6 +78,34 @@ def _decide(notice: Notice, target: Target, settings: Settings, now: datetime) -
     if notice.involuntary:
         return _involuntary(notice, target)
     return _voluntary(notice, target, settings, now)
+
+
+def _launch(notice: Notice, target: Target, settings: Settings, now: datetime) -> Decision:
+    """A launch lifecycle action: CONTINUE once the new instance's node is Ready in the
+    cluster (the Node Termination Handler's launch-hook completion); nothing is done to the
+    node. Until then the action is looked at again every 30 s, up to the hook's timeout."""
+    what = _describe(notice)
+    if not settings.complete_launch_hooks:
+        return ignore(f"{what}: completing launch lifecycle actions is off (complete_launch_hooks)")
+    if target.node is not None and nodes.is_ready(target.node):
+        return Decision(
+            Outcome.ACTED,
+            f"{what}: node {target.node_name} is Ready: completing the lifecycle action",
+            (Step.COMPLETE_LIFECYCLE,),
+        )
+    waiting = (
+        f"node {target.node_name} is not Ready yet"
+        if target.node is not None
+        else f"no node has registered for instance {target.instance_id} yet"
+    )
+    if notice.deadline is not None and now >= notice.deadline:
+        return ignore(f"{what}: {waiting} by the hook's timeout: Auto Scaling decides")
+    recheck = now + FOLLOW_UP_INTERVAL
+    if notice.deadline is not None:
+        recheck = min(recheck, notice.deadline)
+    return Decision(
+        Outcome.DEFERRED, f"{what}: {waiting}; looking again at {_fmt(recheck)}", recheck_at=recheck
+    )
 
 
 def _involuntary(notice: Notice, target: Target) -> Decision:
@@ -160,8 +191,11 @@ def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime
 
     latest = _latest_start(notice, settings)
     if latest is None and now >= notice.event_time + VOLUNTARY_PATIENCE:
+        held_by = _holder(act, target, now)
         return give_up(
-            f"{what}: not permitted within {_minutes(VOLUNTARY_PATIENCE)} of the notice; giving up"
+            f"{what}: not permitted within {_minutes(VOLUNTARY_PATIENCE)} of the notice"
+            + (f" (held by {held_by})" if held_by else "")
+            + "; giving up"
         )
     if latest is not None and now >= latest:
         return replace(
@@ -181,6 +215,13 @@ def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime
     held = _pdb_blocker(act, target, now)
     if held is not None:
         return _defer(f"{what}: {held}", None, latest, now, waiting=WAITING_FOR_PDB)
+    # Voluntary work goes only where the pods can land: Karpenter's own voluntary
+    # disruption keeps a node whose replacement it cannot launch (``NewScheduler`` leaves
+    # out pools not Ready, static or being deleted; ``Provisioner.Create`` refuses a pool
+    # past its limits), so the old claim is kept rather than deleted without one.
+    stranded = _stranded(act, target)
+    if stranded is not None:
+        return _keep_claim(what, stranded, target, latest, now)
 
     nodepool, counts = target.nodepool, target.counts
     if not karpenter_owned or nodepool is None or counts is None:
@@ -242,6 +283,82 @@ def _without_replacement(act: Decision, target: Target) -> str:
     return f"; deleting NodeClaim {target.claim.name}, no replacement: {_no_replacement(target)}"
 
 
+def _holder(act: Decision, target: Target, now: datetime) -> str | None:
+    """What holds the node now, for a give-up's reason: the pod with do-not-disrupt, the
+    PDB (None when it is the budget, or nothing known)."""
+    if target.node is None:
+        return None
+    blocker = nodes.do_not_disrupt_blocker(target.node, target.pods or (), now)
+    if blocker is not None:
+        return blocker[0]
+    return _pdb_blocker(act, target, now)
+
+
+def _stranded(act: Decision, target: Target) -> str | None:
+    """Why acting would delete a Karpenter node's claim with no replacement (None: it would
+    not: a replacement comes, or the claim is not deleted)."""
+    if target.claim is None or Step.DELETE_NODECLAIM not in act.steps:
+        return None
+    if Step.CREATE_REPLACEMENT in act.steps:
+        return None
+    return _no_replacement(target)
+
+
+def _keep_claim(
+    what: str, why: str, target: Target, latest: datetime | None, now: datetime
+) -> Decision:
+    """Keep the node and its claim: let the notice go when no replacement can ever come
+    (no NodePool, a static one or one being deleted), otherwise look again later (a pool
+    not Ready or at its limits may recover). A scheduled change still acts at ``latest``,
+    as its instance goes anyway."""
+    assert target.claim is not None
+    reason = f"{what}: no replacement can launch: {why}; NodeClaim {target.claim.name} kept"
+    pool = target.nodepool
+    if pool is None or nodes.is_deleting(pool) or (pool.get("spec") or {}).get("replicas"):
+        if latest is None:
+            return give_up(f"{reason}; giving up")
+        return Decision(
+            Outcome.DEFERRED,
+            f"{reason}; acting at {_fmt(latest)} regardless, as the instance goes then",
+            (Step.MARK_PENDING,),
+            deferred_until=latest,
+        )
+    recheck = now + RECHECK_INTERVAL
+    if latest is not None:
+        return Decision(
+            Outcome.DEFERRED,
+            f"{reason}; looking again at {_fmt(min(latest, recheck))}, acting at "
+            f"{_fmt(latest)} regardless",
+            (Step.MARK_PENDING,),
+            deferred_until=latest,
+            recheck_at=min(latest, recheck),
+        )
+    return Decision(
+        Outcome.DEFERRED,
+        f"{reason}; looking again at {_fmt(recheck)}",
+        (Step.MARK_PENDING,),
+        recheck_at=recheck,
+    )
+
+
+def replacement_refused(notice: Notice, decision: Decision, error: str, now: datetime) -> Decision:
+    """What a voluntary decision becomes when its replacement could not be made (the API
+    server refused it, or the pool yields no valid claim): act kept the old claim (it
+    deletes no claim of a voluntary notice without its replacement), so the notice waits
+    and is decided again. Involuntary and forced decisions are unchanged: the instance goes
+    anyway."""
+    if notice.involuntary or decision.forced or decision.outcome is not Outcome.ACTED:
+        return decision
+    recheck = now + RECHECK_INTERVAL
+    return Decision(
+        Outcome.DEFERRED,
+        f"{decision.reason}; replacement not created ({error}): NodeClaim kept, node stays "
+        f"cordoned, trying again at {_fmt(recheck)}",
+        decision.steps,
+        recheck_at=recheck,
+    )
+
+
 def _pdb_blocker(act: Decision, target: Target, now: datetime) -> str | None:
     """The PDB that keeps the node's pods, when acting means draining them."""
     drains = Step.DELETE_NODECLAIM in act.steps or Step.EVICT in act.steps
@@ -279,7 +396,7 @@ def _no_replacement(target: Target) -> str | None:
         )
     if target.nodepool is None:
         return f"NodePool {target.nodepool_name or '(unknown)'} not found"
-    return replacement_blocker(target.nodepool, target.node)
+    return replacement_blocker(target.nodepool, target.node, target.usage)
 
 
 # What an open-ended deferral waits for: capacity in the pool's budget, or (a PDB holds the

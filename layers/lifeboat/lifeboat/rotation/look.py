@@ -222,7 +222,9 @@ def record_changes(ctx: Context, rotation: Rotation, changes: Sequence[plan.Chan
 
 
 def change_report(rotation: Rotation, change: plan.Change) -> Report:
-    """A change as a report: progress is ``acted``; a skip or a stop ``ignored`` (given up)."""
+    """A change as a report: progress is ``acted``; a skip or a stop ``ignored`` (given up).
+    A warning (a failed gate, a node held back for good, a rotation ending with nodes not
+    done) is a give-up, so it is notified as one, naming the blocker."""
     node = change.node
     return Report(
         rotation.request_id,
@@ -233,6 +235,7 @@ def change_report(rotation: Rotation, change: plan.Change) -> Report:
         node=node.name if node else None,
         event_time=rotation.requested_at,
         rotation_change=change.reason if change.reason in NOTIFIED_CHANGES else None,
+        gave_up=change.warning and not change.ok,
     )
 
 

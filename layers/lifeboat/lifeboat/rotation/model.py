@@ -6,8 +6,10 @@ do-not-disrupt) -> ``replacing`` (a Karpenter node out of service while its repl
 launches) -> ``draining`` (its pods are being evicted) -> ``rescheduling`` (drained; its pods
 must run Ready elsewhere) -> ``done``; or ends ``failed`` (its health gate timed out),
 ``skipped`` (gone, already going, or its notice was let go) or ``released`` (the rotation
-stopped before the node was touched); a rollback ends the nodes it took out of service
-``restored`` (returned to service) and the rotation ``rolled-back``.
+stopped before the node was touched). A node held back (its notice deferred) for longer than
+the health gate's timeout ends ``failed`` too, naming what held it: the gate's clock starts
+when the node is first held back, not once it is cordoned. A rollback ends the nodes it took
+out of service ``restored`` (returned to service) and the rotation ``rolled-back``.
 """
 
 from __future__ import annotations
@@ -27,7 +29,10 @@ class Phase(StrEnum):
     PAUSED = "paused"  # no node is started; nodes already out of service finish
     CANCELLED = "cancelled"
     FAILED = "failed"  # a health gate failed: stopped, touching no further node until resumed
-    COMPLETED = "completed"
+    COMPLETED = "completed"  # every node done: the group may be scaled down
+    # Nothing left to do, but not every node was rotated (let go, gone, taken back): the
+    # nodes not done still run their pods, so the group must not be scaled down blindly.
+    COMPLETED_WITH_SKIPS = "completed-with-skips"
     ROLLED_BACK = "rolled-back"  # cancelled, and its nodes out of service returned to service
 
     @property
@@ -91,7 +96,8 @@ class RotationNode:
     nodeclaim: str | None = None  # a Karpenter node's claim; None for a node group's node
     phase: NodePhase = NodePhase.PENDING
     since: datetime | None = None  # when it entered its phase
-    gate_started: datetime | None = None  # when its drain started: the health gate's clock
+    # The health gate's clock: when the node was first held back, or its drain started.
+    gate_started: datetime | None = None
     workloads: tuple[Workload, ...] = ()
     unmanaged: tuple[str, ...] = ()  # its pods no controller recreates ("namespace/name")
     note: str = ""  # the latest word about it: a decision's reason, the health gate's verdict

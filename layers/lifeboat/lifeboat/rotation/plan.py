@@ -94,18 +94,24 @@ def advance(rotation: Rotation, views: Mapping[str, NodeView], now: datetime) ->
         after, change = _progress(
             node, view, rotation.spec.health_timeout, now, rotation.spec.allowed_amis
         )
+        if node.phase is NodePhase.WAITING and rotation.phase is not Phase.RUNNING:
+            # Held by the pause, not by a blocker: no gate verdict on it.
+            after, change = node, None
         moved.append(after)
         if change is not None:
             changes.append(change)
     rotation = rotation.with_nodes(moved)
-    failed = [c for c in changes if c.reason == HEALTH_GATE_FAILED]
+    failed = [c for c in changes if c.reason in (HEALTH_GATE_FAILED, NODE_BLOCKED)]
+    blocked = tuple(c.node.name for c in changes if c.reason == NODE_BLOCKED and c.node)
     if failed and rotation.phase.active:
         why = f"health gate of {failed[0].message}"
         rotation = replace(rotation, phase=Phase.FAILED, reason=why)
         stopped = f"stopped, touching no further node: {why}"
         changes.append(Change(ROTATION_FAILED, stopped, None, warning=True, ok=False))
     rotation, released = _release_if_stopped(rotation, now)
-    return Advance(rotation, tuple(changes), released)
+    # A node that failed while held back was never taken out of service: its waiting mark
+    # goes with the rest.
+    return Advance(rotation, tuple(changes), released + blocked)
 
 
 def candidates(rotation: Rotation) -> list[str]:
@@ -195,26 +201,35 @@ def decided(rotation: Rotation, name: str, outcome: Outcome, reason: str, now: d
         if node.nodeclaim is not None:
             after = _to(node, NodePhase.REPLACING, now, reason)
         else:
-            after = replace(_to(node, NodePhase.DRAINING, now, reason), gate_started=now)
+            started = node.gate_started or now
+            after = replace(_to(node, NodePhase.DRAINING, now, reason), gate_started=started)
         return Advance(rotation.with_nodes([after]))
     if outcome is Outcome.IGNORED:
         after = _to(node, NodePhase.SKIPPED, now, reason)
         skipped = Change(NODE_SKIPPED, f"{name} skipped: {reason}", after, ok=False)
         return Advance(rotation.with_nodes([after]), (skipped,))
-    return Advance(rotation.with_nodes([replace(node, note=reason)]))
+    # Held back: the health gate's clock starts now (a PDB that never allows, a
+    # do-not-disrupt that never ends, a window that never opens fail it, naming it).
+    held = replace(node, note=reason, gate_started=node.gate_started or now)
+    return Advance(rotation.with_nodes([held]))
 
 
 def finish_if_done(rotation: Rotation, now: datetime) -> Advance:
-    """A rotation with nothing pending or in flight is complete (paused or running)."""
+    """A rotation with nothing pending or in flight is over (paused or running):
+    ``completed`` only when every node is done; otherwise ``completed-with-skips``, naming
+    the nodes not rotated and why, so nobody scales the group down over pods still on them."""
     if not rotation.phase.active or rotation.in_flight or rotation.in_phase(NodePhase.PENDING):
         return Advance(rotation)
     done = len(rotation.in_phase(NodePhase.DONE))
-    skipped = len(rotation.in_phase(NodePhase.SKIPPED))
-    why = f"{done} of {len(rotation.nodes)} node(s) rotated" + (
-        f", {skipped} skipped" if skipped else ""
-    )
-    completed = replace(rotation, phase=Phase.COMPLETED, reason=why)
-    return Advance(completed, (Change(ROTATION_COMPLETED, f"completed: {why}"),))
+    why = f"{done} of {len(rotation.nodes)} node(s) rotated"
+    left = [node for node in rotation.nodes if node.phase is not NodePhase.DONE]
+    if not left:
+        completed = replace(rotation, phase=Phase.COMPLETED, reason=why)
+        return Advance(completed, (Change(ROTATION_COMPLETED, f"completed: {why}"),))
+    why += "; not rotated: " + "; ".join(f"{n.name} {n.phase} ({n.note})" for n in left)
+    partial = replace(rotation, phase=Phase.COMPLETED_WITH_SKIPS, reason=why)
+    change = Change(ROTATION_COMPLETED, f"completed with skips: {why}", warning=True, ok=False)
+    return Advance(partial, (change,))
 
 
 def command(rotation: Rotation, verb: Verb, now: datetime) -> Advance | str:
@@ -310,6 +325,7 @@ def progress_text(rotation: Rotation) -> str:
 NODE_DONE = "RotationNodeDone"
 NODE_SKIPPED = "RotationNodeSkipped"
 HEALTH_GATE_FAILED = "RotationHealthGateFailed"
+NODE_BLOCKED = "RotationNodeBlocked"  # held back (never cordoned) past the health gate
 ROTATION_FAILED = "RotationFailed"
 ROTATION_COMPLETED = "RotationCompleted"
 ROTATION_ROLLED_BACK = "RotationRolledBack"
@@ -336,7 +352,7 @@ def _progress(
             why = "taken back into service (Lifeboat's taint was removed)"
             after = _to(node, NodePhase.SKIPPED, now, why)
             return after, Change(NODE_SKIPPED, f"{node.name} skipped: {why}", after, ok=False)
-        return node, None  # still waiting for its notice to act
+        return _held_back(node, timeout, now)  # still waiting for its notice to act
     phase = node.phase
     if not view.present:
         phase = NodePhase.RESCHEDULING  # gone: whatever was on it left
@@ -353,6 +369,21 @@ def _progress(
     if node.gate_started is None:
         node = replace(node, gate_started=now)
     return _health_gate(node, view, timeout, now, allowed_amis)
+
+
+def _held_back(
+    node: RotationNode, timeout: timedelta, now: datetime
+) -> tuple[RotationNode, Change | None]:
+    """A waiting node held back past the health gate's timeout fails, naming what held it
+    (its notice's latest deferral: the PDB, the pod with do-not-disrupt, the budget)."""
+    if node.phase is not NodePhase.WAITING or node.gate_started is None:
+        return node, None
+    if now < node.gate_started + timeout:
+        return node, None
+    blocker = node.note or "its notice was deferred"
+    why = f"{node.name} failed after {_duration(timeout)} held back, never drained: {blocker}"
+    after = _to(node, NodePhase.FAILED, now, f"held back, never drained: {blocker}")
+    return after, Change(NODE_BLOCKED, why, after, warning=True, ok=False)
 
 
 def _health_gate(
@@ -411,7 +442,7 @@ def _retry_failed(rotation: Rotation, now: datetime) -> Rotation:
     started first) and with the workloads they had, so their drain is taken up again and
     their health gate waits for what it waited for, from now."""
     again = [
-        _to(node, NodePhase.PENDING, now, "to be taken up again")
+        replace(_to(node, NodePhase.PENDING, now, "to be taken up again"), gate_started=None)
         for node in rotation.in_phase(NodePhase.FAILED, NodePhase.RELEASED)
     ]
     return rotation.with_nodes(again)

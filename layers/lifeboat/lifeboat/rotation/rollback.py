@@ -1,6 +1,6 @@
 """Carrying out a rollback (``plan.rollback`` decides which nodes): each node the rotation
 took out of service that still exists, with the same instance, is returned to service in
-one guarded JSON patch (``node_patches.restore_operations``: Lifeboat's taints off,
+one guarded JSON patch (``node_patches.rollback_operations``: Lifeboat's taints off,
 uncordoned, the load balancer exclusion Lifeboat added taken off). What cannot be undone is
 said, never hidden: a node gone (its instance terminated), a Karpenter node whose NodeClaim
 is being deleted (Karpenter terminates it whatever its taints), and a replacement NodeClaim
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from lifeboat import nodes
 from lifeboat.kube import KubeApi, KubeError
-from lifeboat.node_patches import restore_operations
+from lifeboat.node_patches import rollback_operations
 from lifeboat.objects import MutableObj, Obj
 from lifeboat.rotation.model import Rotation
 
@@ -52,7 +52,7 @@ def restore(kube: KubeApi, rotation: Rotation, names: Sequence[str]) -> list[Res
 
 def _patch(kube: KubeApi, name: str, node: MutableObj) -> Restored:
     for attempt in range(PATCH_ATTEMPTS):
-        operations = restore_operations(node)
+        operations = rollback_operations(node)
         if not operations:
             return Restored(name, True, "returned to service")
         try:
