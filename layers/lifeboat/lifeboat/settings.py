@@ -48,6 +48,13 @@ class Settings:
     # Where the stack runs; events from elsewhere are rejected. None: not checked.
     account_id: str | None = None
     region: str | None = None
+    # Clusters tagged <this key>=true are served too, found at run time (lifeboat.discovery);
+    # None: only the clusters named in ``clusters``.
+    cluster_tag_key: str | None = None
+    # How long a cluster's tag is trusted before it is described again.
+    discovery_ttl: timedelta = timedelta(minutes=5)
+    # DescribeCluster calls one environment may make in a minute for discovery.
+    discovery_calls_per_minute: int = 60
 
     def action_for(self, kind: Kind) -> str:
         return self.kind_actions.get(kind, "replace")
@@ -134,4 +141,33 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         ),
         account_id=env.get("LIFEBOAT_ACCOUNT_ID") or None,
         region=env.get("LIFEBOAT_REGION") or None,
+        cluster_tag_key=_cluster_tag_key(env.get("LIFEBOAT_CLUSTER_TAG_KEY", "")),
+        discovery_ttl=_seconds(env, "LIFEBOAT_DISCOVERY_TTL_SECONDS", timedelta(minutes=5)),
+        discovery_calls_per_minute=_positive(env, "LIFEBOAT_DISCOVERY_CALLS_PER_MINUTE", 60),
     )
+
+
+def _cluster_tag_key(raw: str) -> str | None:
+    """An EKS tag key (1 to 128 characters; ``aws:`` is AWS's own prefix), or None."""
+    key = raw.strip()
+    if not key:
+        return None
+    if len(key) > 128 or key.lower().startswith("aws:") or "=" in key:
+        raise SettingsError(
+            f"LIFEBOAT_CLUSTER_TAG_KEY={raw[:140]!r}: expected a tag key of at most 128 "
+            "characters, without '=' and not starting with aws: (the value is always true)"
+        )
+    return key
+
+
+def _positive(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise SettingsError(f"{name}={raw!r}: expected a whole number") from None
+    if value < 1:
+        raise SettingsError(f"{name}={raw!r}: must be at least 1")
+    return value
