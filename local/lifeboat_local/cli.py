@@ -17,7 +17,7 @@ from types import ModuleType
 from typing import NoReturn
 
 from lifeboat.kube import KubeError
-from lifeboat_local import explain, replay, rotate, serve, status, windows
+from lifeboat_local import explain, fleet, replay, rotate, serve, status, windows
 from lifeboat_local.audit import command as audit
 from lifeboat_local.common import EXIT_USAGE, UsageError
 
@@ -30,6 +30,7 @@ COMMANDS: dict[str, ModuleType] = {
     "serve": serve,
     "rotate": rotate,
     "status": status,
+    "fleet": fleet,
 }
 
 # What a shell reports for a command ended by SIGPIPE (its reader went away) or by Ctrl-C.
