@@ -359,6 +359,29 @@ def test_a_cluster_created_between_two_warnings_is_served_on_its_first_warning(
     assert describes == ["payments", "sandbox", "checkout"]
 
 
+def test_a_tagged_cluster_without_lifeboats_access_fails_the_message_loudly(
+    fleet: Fleet, emulated: tuple[Emulator, dict[str, Instance]]
+) -> None:
+    """The owner tagged the cluster but skipped the access entry and RBAC: the API server
+    answers 403, and the message goes back to the queue (then the DLQ and its alarm); it
+    is neither acknowledged nor reported as handled."""
+    emulator, instances = emulated
+    emulator.enforce_rbac([])  # Lifeboat's user may do nothing
+    pipeline = Pipeline(
+        clusters=OneCluster(KubeApi(emulator.api_client(), RetryPolicy(attempts=1))),
+        directory=Ec2InstanceDirectory(fleet.home.client("ec2")),
+        settings=Settings(cluster_tag_key=TAG),
+        clock=lambda: NOW,
+        scope=_catalog(fleet.home.client("eks"), Clock()),
+    )
+    event = aws_event("spot-interruption", instance=instances["payments"].instance_id)
+    [result] = pipeline.process([event])
+    assert result.error is not None
+    assert "403" in str(result.error) or "forbidden" in str(result.error).lower()
+    assert result.reports == []
+    assert not _tainted(emulator, instances["payments"].node_name)
+
+
 # --- start-up ------------------------------------------------------------------------------
 
 
