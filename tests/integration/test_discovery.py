@@ -15,9 +15,10 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 
 from kubemu import Emulator
-from lifeboat.discovery import ClusterCatalog, DiscoveryThrottled
+from lifeboat.discovery import ClusterCatalog
 from lifeboat.eks_auth import ClusterInfo, EksAuth
 from lifeboat.instances import Ec2InstanceDirectory
 from lifeboat.kube import KubeApi, RetryPolicy
@@ -126,8 +127,8 @@ def test_each_account_and_region_serves_exactly_its_tagged_clusters(fleet: Fleet
 
 
 def test_a_warning_asks_only_about_its_own_cluster_and_the_answer_is_kept(fleet: Fleet) -> None:
-    """A miss describes the one cluster named (no ListClusters); within the TTL, asking again
-    costs nothing, for a served and an unserved cluster alike."""
+    """A miss describes the one cluster named, if EKS lists it here (one ListClusters, kept);
+    within the TTL, asking again costs nothing, for a served and an unserved cluster alike."""
     clock = Clock()
     eks = fleet.home.client("eks")
     describes = _count_describes(eks)
@@ -141,8 +142,9 @@ def test_a_warning_asks_only_about_its_own_cluster_and_the_answer_is_kept(fleet:
     for _ in range(50):
         assert catalog.serves("payments")
         assert not catalog.serves("sandbox")
-    assert describes == ["payments", "sandbox", "legacy", "search", "analytics"]
-    assert catalog.calls.list_clusters == 0
+    # The other account's and the other region's clusters are not listed: not described.
+    assert describes == ["payments", "sandbox", "legacy"]
+    assert catalog.calls.list_clusters == 1
 
 
 def test_a_removed_tag_stops_the_service_after_the_ttl_and_drops_the_client(
@@ -189,52 +191,63 @@ def test_named_clusters_are_served_without_asking_eks(fleet: Fleet) -> None:
     assert describes == ["payments"]
 
 
-def test_a_flood_of_unknown_clusters_is_held_to_the_call_budget(fleet: Fleet) -> None:
-    """Warnings about 200 instances of 100 distinct untagged (or nonexistent) clusters: at most
-    ``calls_per_minute`` DescribeCluster calls a minute; the rest go back to the queue
-    (DiscoveryThrottled), and a cluster already described is answered from the cache."""
+def test_a_flood_of_warnings_about_unknown_clusters_costs_two_list_calls_a_minute(
+    fleet: Fleet,
+) -> None:
+    """Warnings about instances of 100 distinct clusters EKS does not list here, twice over,
+    within a minute: no DescribeCluster, one ListClusters per 30 seconds. A flood about an
+    untagged cluster costs one DescribeCluster per TTL."""
     clock = Clock()
     eks = fleet.home.client("eks")
     describes = _count_describes(eks)
-    catalog = _catalog(eks, clock, calls_per_minute=10)
-    throttled = 0
-    for _ in range(2):
+    catalog = _catalog(eks, clock, ttl=300)
+    for second in range(60):
+        clock.now += 1
         for index in range(100):
-            try:
-                assert not catalog.serves(f"unknown-{index}")
-            except DiscoveryThrottled:
-                throttled += 1
-    assert len(describes) == 10
-    assert throttled == 180
-    assert catalog.calls.throttled == 180
-    clock.now += 30  # half a minute refills half the budget
-    answered = 0
-    for index in range(100):
-        try:
-            catalog.serves(f"unknown-{index}")
-            answered += 1
-        except DiscoveryThrottled:
-            pass
-    assert len(describes) == 15
-    assert answered == 15  # the ten known, and five new
-    # A flood about one untagged cluster costs a single call per TTL.
-    clock.now += 60
+            assert not catalog.serves(f"self-managed-{(index + second) % 100}")
+    assert describes == []
+    assert catalog.calls.list_clusters == 2
     for _ in range(500):
         assert not catalog.serves("sandbox")
-    assert describes.count("sandbox") == 1
+    clock.now += 299
+    assert not catalog.serves("sandbox")
+    assert describes == ["sandbox"]
+    clock.now += 1
+    assert not catalog.serves("sandbox")
+    assert describes == ["sandbox", "sandbox"]
 
 
-def test_an_expired_answer_is_used_when_the_budget_is_spent(fleet: Fleet) -> None:
+class FailingEks:
+    """moto's EKS, whose DescribeCluster fails (throttled) while ``failing`` is set."""
+
+    def __init__(self, eks: Any) -> None:
+        self._eks = eks
+        self.exceptions = eks.exceptions
+        self.failing = False
+
+    def get_paginator(self, name: str) -> Any:
+        return self._eks.get_paginator(name)
+
+    def describe_cluster(self, **params: Any) -> Any:
+        if self.failing:
+            error = {"Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"}}
+            raise ClientError(error, "DescribeCluster")
+        return self._eks.describe_cluster(**params)
+
+
+def test_when_eks_does_not_answer_the_last_answer_stands(fleet: Fleet) -> None:
     clock = Clock()
-    catalog = _catalog(fleet.home.client("eks"), clock, ttl=60, calls_per_minute=1)
+    eks = FailingEks(fleet.home.client("eks"))
+    catalog = _catalog(eks, clock, ttl=60)
     assert catalog.serves("payments")
-    clock.now += 61  # the answer has expired; the bucket holds one call again
-    assert not catalog.serves("sandbox")  # spends it
-    assert catalog.serves("payments")  # no call left: the expired answer stands
-    assert catalog.calls.describe_cluster == 2
-    assert catalog.calls.throttled == 1
-    with pytest.raises(DiscoveryThrottled, match="LIFEBOAT_DISCOVERY_CALLS_PER_MINUTE"):
-        catalog.serves("never-seen")
+    eks.failing = True
+    clock.now += 61  # expired, and EKS throttles
+    assert catalog.serves("payments")
+    # A cluster never described cannot be judged: the message goes back to the queue.
+    with pytest.raises(ClientError, match="Rate exceeded"):
+        catalog.serves("sandbox")
+    eks.failing = False
+    assert not catalog.serves("sandbox")
 
 
 def test_a_described_cluster_hands_its_endpoint_to_eks_auth(fleet: Fleet) -> None:
@@ -380,6 +393,48 @@ def test_a_tagged_cluster_without_lifeboats_access_fails_the_message_loudly(
     assert "403" in str(result.error) or "forbidden" in str(result.error).lower()
     assert result.reports == []
     assert not _tainted(emulator, instances["payments"].node_name)
+
+
+@pytest.mark.parametrize(
+    ("cluster", "outcome", "why"),
+    [
+        ("sandbox", Outcome.IGNORED, "rotation for cluster sandbox, not managed here"),
+        (None, Outcome.REJECTED, "detail.cluster: required"),
+    ],
+)
+def test_a_rotation_names_a_tagged_cluster(
+    fleet: Fleet, cluster: str | None, outcome: Outcome, why: str
+) -> None:
+    """An operator's rotation command is refused before any cluster is touched when its
+    cluster is not tagged (or not named at all: a stack of tagged clusters has no default)."""
+    touched: list[str | None] = []
+
+    def kube_for(name: str | None) -> KubeApi:
+        touched.append(name)
+        raise AssertionError("no cluster may be asked")
+
+    class Clusters:
+        def kube(self, name: str | None) -> KubeApi:
+            return kube_for(name)
+
+    pipeline = Pipeline(
+        clusters=Clusters(),
+        directory=Ec2InstanceDirectory(fleet.home.client("ec2")),
+        settings=Settings(cluster_tag_key=TAG),
+        clock=lambda: NOW,
+        scope=_catalog(fleet.home.client("eks"), Clock()),
+    )
+    command = aws_event("rotation/legacy-to-karpenter")
+    if cluster is None:
+        del command["detail"]["cluster"]
+    else:
+        command["detail"]["cluster"] = cluster
+    [result] = pipeline.process([command])
+    assert result.error is None
+    [report] = result.reports
+    assert report.outcome is outcome
+    assert why in report.reason
+    assert touched == []
 
 
 # --- start-up ------------------------------------------------------------------------------

@@ -5,24 +5,25 @@ A cluster opts in by carrying the tag ``<key>=true`` (``LIFEBOAT_CLUSTER_TAG_KEY
 no call to EKS. One stack per account and region (a StackSet deploys it everywhere) then
 serves every opted-in cluster there with no list typed by hand.
 
-The answer for a cluster comes from ``eks:DescribeCluster`` (its tags, and the endpoint and CA
-the cluster's client needs, handed to :class:`lifeboat.eks_auth.EksAuth` so the first request
-does not describe it a second time) and is kept for ``ttl`` seconds:
+A warning's instance names its cluster (EC2 tags). Whether that cluster is served:
 
-* **a miss** (a cluster never asked about, e.g. one created a minute ago) is described at
-  once, so a new cluster is served on its first warning;
-* **an expired answer** is described again when the cluster is next asked about, so a removed
-  tag stops the service within ``ttl`` and the cost follows the clusters that have warnings,
-  not all the clusters of the account;
-* **every call is rate-limited** (a token bucket of ``calls_per_minute``): a flood of warnings
-  about instances of clusters no one tagged costs one call per cluster and ``ttl``, and many
-  distinct unknown names cost at most the bucket. When the bucket is empty an expired answer
-  is used as it is; a cluster never described raises :class:`DiscoveryThrottled`, so its
-  message goes back to the queue (nothing is lost) and is tried again.
+* **a name EKS does not list** here (an instance of a self-managed cluster, of another
+  account's cluster, a forged name) is not served, at no cost: the account's cluster names
+  (``eks:ListClusters``) are kept, and listed again on such a miss at most once every
+  :data:`LIST_INTERVAL_SECONDS`. A flood of warnings about clusters no one knows costs at
+  most two ``ListClusters`` a minute, whatever their number;
+* **a listed cluster** is described (``eks:DescribeCluster``: its tags, and the endpoint and
+  CA its client needs, handed to :class:`lifeboat.eks_auth.EksAuth` so its first request does
+  not describe it again), and the answer kept for ``ttl`` seconds: a cluster created a minute
+  ago is served on its first warning, an untagged one costs one call per ``ttl`` however
+  many warnings it has, and a removed tag stops the service within ``ttl``. The cost follows
+  the clusters that have warnings, not all the clusters of the account;
+* if EKS fails to answer (throttled, denied), an expired answer is used as it is; a cluster
+  never described raises, so its message goes back to the queue and is tried again.
 
-:meth:`ClusterCatalog.refresh` is the full discovery (``eks:ListClusters`` and a
-``DescribeCluster`` of each): run before a SnapStart snapshot so the snapshot holds every
-served cluster's endpoint, and by ``make bench``. It is not rate-limited (it runs once).
+:meth:`ClusterCatalog.refresh` is the full discovery (``ListClusters`` and a ``DescribeCluster``
+of each, a few at a time): run before a SnapStart snapshot so the snapshot holds every served
+cluster's endpoint, and by ``make bench``.
 
 The clock is injected (monotonic seconds) so tests move time by hand.
 """
@@ -33,41 +34,39 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from lifeboat.eks_auth import ClusterInfo, decode_ca
 
 __all__ = [
-    "DEFAULT_CALLS_PER_MINUTE",
     "DEFAULT_TTL_SECONDS",
+    "LIST_INTERVAL_SECONDS",
     "TAG_VALUE",
     "ClusterCatalog",
     "DiscoveryCalls",
-    "DiscoveryThrottled",
 ]
 
 # The value that opts a cluster in; anything else (or no tag) does not.
 TAG_VALUE = "true"
 DEFAULT_TTL_SECONDS = 300.0
-DEFAULT_CALLS_PER_MINUTE = 60
+# A name EKS did not list is looked for again at most this often.
+LIST_INTERVAL_SECONDS = 30.0
+# Clusters described at once by a full discovery.
+REFRESH_WORKERS = 8
 
 Clock = Callable[[], float]
 
 _log = logging.getLogger(__name__)
 
 
-class DiscoveryThrottled(RuntimeError):
-    """A cluster was never described and the call budget is spent: retry the message later."""
-
-
 @dataclass
 class DiscoveryCalls:
     """EKS calls made so far (for the bench and for tests)."""
 
-    list_clusters: int = 0
+    list_clusters: int = 0  # pages
     describe_cluster: int = 0
-    throttled: int = 0
 
 
 @dataclass(frozen=True)
@@ -75,26 +74,6 @@ class _Answer:
     served: bool
     checked_at: float
     info: ClusterInfo | None = None
-
-
-class _TokenBucket:
-    """``per_minute`` tokens a minute, at most a minute's worth saved up."""
-
-    def __init__(self, per_minute: int, clock: Clock) -> None:
-        self._rate = per_minute / 60.0
-        self._capacity = float(per_minute)
-        self._tokens = float(per_minute)
-        self._clock = clock
-        self._at = clock()
-
-    def take(self) -> bool:
-        now = self._clock()
-        self._tokens = min(self._capacity, self._tokens + (now - self._at) * self._rate)
-        self._at = now
-        if self._tokens >= 1.0:
-            self._tokens -= 1.0
-            return True
-        return False
 
 
 class ClusterCatalog:
@@ -112,7 +91,7 @@ class ClusterCatalog:
         tag_key: str | None,
         named: Sequence[str] = (),
         ttl: float = DEFAULT_TTL_SECONDS,
-        calls_per_minute: int = DEFAULT_CALLS_PER_MINUTE,
+        list_interval: float = LIST_INTERVAL_SECONDS,
         clock: Clock = time.monotonic,
         on_described: Callable[[ClusterInfo], None] | None = None,
         on_dropped: Callable[[str], None] | None = None,
@@ -122,11 +101,15 @@ class ClusterCatalog:
         self._named = frozenset(named)
         self._ttl = ttl
         self._clock = clock
-        self._bucket = _TokenBucket(calls_per_minute, clock)
+        self._list_interval = list_interval
+        # The account's cluster names as last listed, and when (None: never).
+        self._names: frozenset[str] = frozenset()
+        self._listed_at: float | None = None
+        self._list_lock = threading.Lock()
         self._on_described = on_described
         self._on_dropped = on_dropped
         self._answers: dict[str, _Answer] = {}
-        self._lock = threading.Lock()  # guards the dictionaries and the bucket
+        self._lock = threading.Lock()  # guards the dictionaries, names and counters
         self._name_locks: dict[str, threading.Lock] = {}
         self.calls = DiscoveryCalls()
 
@@ -147,17 +130,13 @@ class ClusterCatalog:
             answer = self._answers.get(cluster)
             if answer is not None and self._fresh(answer):  # another thread just asked
                 return answer.served
-            with self._lock:
-                allowed = self._bucket.take()
-                if not allowed:
-                    self.calls.throttled += 1
-            if not allowed:
-                if answer is not None:
-                    return answer.served  # expired, but the best answer there is
-                raise DiscoveryThrottled(
-                    f"cluster {cluster[:100]} is not known yet and the EKS call budget "
-                    "(LIFEBOAT_DISCOVERY_CALLS_PER_MINUTE) is spent: the message is retried"
-                )
+            if not self._listed(cluster):
+                if answer is not None:  # deleted since: forget it
+                    with self._lock:
+                        self._answers.pop(cluster, None)
+                    if answer.served:
+                        self._dropped(cluster)
+                return False
             try:
                 return self._describe(cluster).served
             except Exception as error:
@@ -183,18 +162,17 @@ class ClusterCatalog:
         Returns the served clusters."""
         if self.tag_key is None:
             return self.served()
-        names: list[str] = []
-        paginator = self._eks.get_paginator("list_clusters")
-        for page in paginator.paginate():
-            with self._lock:
-                self.calls.list_clusters += 1
-            names.extend(page.get("clusters", []))
-        for name in names:
+        names = self._list()
+
+        def describe(name: str) -> None:
             with self._name_lock(name):
                 try:
                     self._describe(name)
                 except Exception as error:  # one broken cluster must not hide the others
                     _log.warning("could not describe cluster %s: %r", name, error)
+
+        with ThreadPoolExecutor(max_workers=REFRESH_WORKERS) as pool:
+            list(pool.map(describe, names))
         listed = set(names)
         with self._lock:
             gone = [name for name in self._answers if name not in listed]
@@ -204,6 +182,32 @@ class ClusterCatalog:
         return self.served()
 
     # -- inside ------------------------------------------------------------------------------
+
+    def _list(self) -> list[str]:
+        """``ListClusters``, every page; remembered for :meth:`_listed`."""
+        names: list[str] = []
+        paginator = self._eks.get_paginator("list_clusters")
+        for page in paginator.paginate():
+            with self._lock:
+                self.calls.list_clusters += 1
+            names.extend(page.get("clusters", []))
+        with self._lock:
+            self._names = frozenset(names)
+            self._listed_at = self._clock()
+        return names
+
+    def _listed(self, cluster: str) -> bool:
+        """Whether EKS lists ``cluster`` here, listing again if it did not and the list is
+        older than the interval (one caller lists, the others wait for its answer)."""
+        if cluster in self._names:
+            return True
+        with self._list_lock:
+            if cluster in self._names:
+                return True
+            at = self._listed_at
+            if at is not None and self._clock() - at < self._list_interval:
+                return False
+            return cluster in self._list()
 
     def _fresh(self, answer: _Answer) -> bool:
         return self._clock() - answer.checked_at < self._ttl

@@ -409,6 +409,7 @@ class Pipeline:
             describe=self.directory.describe,
             wakeups=self.wakeups,
             ledger=self.ledger,
+            serves=self.scope.serves if self.scope is not None else None,
         )
 
 

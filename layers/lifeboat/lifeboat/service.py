@@ -221,7 +221,6 @@ def build_service(
             tag_key=settings.cluster_tag_key,
             named=settings.clusters,
             ttl=settings.discovery_ttl.total_seconds(),
-            calls_per_minute=settings.discovery_calls_per_minute,
             on_described=auth.remember,
             on_dropped=clusters.forget,
         )

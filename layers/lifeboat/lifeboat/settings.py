@@ -53,8 +53,6 @@ class Settings:
     cluster_tag_key: str | None = None
     # How long a cluster's tag is trusted before it is described again.
     discovery_ttl: timedelta = timedelta(minutes=5)
-    # DescribeCluster calls one environment may make in a minute for discovery.
-    discovery_calls_per_minute: int = 60
 
     def action_for(self, kind: Kind) -> str:
         return self.kind_actions.get(kind, "replace")
@@ -143,7 +141,6 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         region=env.get("LIFEBOAT_REGION") or None,
         cluster_tag_key=_cluster_tag_key(env.get("LIFEBOAT_CLUSTER_TAG_KEY", "")),
         discovery_ttl=_seconds(env, "LIFEBOAT_DISCOVERY_TTL_SECONDS", timedelta(minutes=5)),
-        discovery_calls_per_minute=_positive(env, "LIFEBOAT_DISCOVERY_CALLS_PER_MINUTE", 60),
     )
 
 
@@ -158,16 +155,3 @@ def _cluster_tag_key(raw: str) -> str | None:
             "characters, without '=' and not starting with aws: (the value is always true)"
         )
     return key
-
-
-def _positive(env: Mapping[str, str], name: str, default: int) -> int:
-    raw = env.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise SettingsError(f"{name}={raw!r}: expected a whole number") from None
-    if value < 1:
-        raise SettingsError(f"{name}={raw!r}: must be at least 1")
-    return value
