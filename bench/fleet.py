@@ -19,6 +19,7 @@ taint-and-cordon patch (``time.perf_counter()``: one monotonic clock for every p
 
 from __future__ import annotations
 
+import base64
 import math
 import multiprocessing
 import statistics
@@ -37,6 +38,8 @@ from bench.events import sqs_batches
 from bench.harness import LambdaContext
 from bench.scenarios import DecisionLog, NullMetrics
 from lifeboat import snapstart
+from lifeboat.discovery import ClusterCatalog
+from lifeboat.eks_auth import ClusterInfo
 from lifeboat.events.notice import Kind
 from lifeboat.handler import handle_batch
 from lifeboat.instances import InstanceInfo, StaticInstanceDirectory
@@ -48,6 +51,8 @@ from lifeboat.service import BATCH_WORKERS, EksClusters, Service, utc_now
 from lifeboat.settings import Settings
 
 DESCRIBE_CLUSTER_SECONDS = 0.05
+# The tag the discovered fleet's clusters carry (``many_clusters(discovered=True)``).
+DISCOVERY_TAG = "lifeboat.dev/managed"
 # Processes start by importing what they run (spawn: nothing is inherited half-made).
 _CONTEXT = multiprocessing.get_context("spawn")
 # How long a process of the fleet may take to start or to finish before the bench gives up.
@@ -75,12 +80,64 @@ class EmulatedEksAuth:
                 self._clients[cluster] = RestClient(Configuration(host=self._urls[cluster]))
             return self._clients[cluster]
 
+    def remember(self, info: ClusterInfo) -> None:
+        """What discovery described (``EksAuth.remember``): the client needs no describe."""
+        from kubernetes.client.configuration import Configuration
+
+        with self._locks[info.name]:
+            if info.name not in self._clients:
+                self._clients[info.name] = RestClient(Configuration(host=info.endpoint))
+
+    def forget(self, cluster: str) -> None:
+        with self._locks[cluster]:
+            self._clients.pop(cluster, None)
+
     def forget_tokens(self) -> None:
         pass  # no tokens: the emulators do not authenticate
 
     def close_connections(self) -> None:
         for api_client in self._clients.values():
             api_client.rest_client.pool_manager.clear()
+
+
+class _NotFound(Exception):
+    pass
+
+
+class EmulatedEks:
+    """Stands in for the EKS client discovery uses (``lifeboat.discovery``): every cluster of
+    the fleet listed (100 a page, as ListClusters) and tagged, each DescribeCluster taking
+    :data:`DESCRIBE_CLUSTER_SECONDS`."""
+
+    class exceptions:  # botocore's spelling: client.exceptions.ResourceNotFoundException
+        ResourceNotFoundException = _NotFound
+
+    def __init__(self, urls: dict[str, str]) -> None:
+        self._urls = urls
+
+    def describe_cluster(self, *, name: str) -> dict[str, Any]:
+        time.sleep(DESCRIBE_CLUSTER_SECONDS)
+        if name not in self._urls:
+            raise _NotFound(name)
+        pem = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nbench\n").decode()
+        return {
+            "cluster": {
+                "name": name,
+                "endpoint": self._urls[name],
+                "certificateAuthority": {"data": pem},
+                "tags": {DISCOVERY_TAG: "true"},
+            }
+        }
+
+    def get_paginator(self, operation: str) -> Any:
+        assert operation == "list_clusters"
+        names = sorted(self._urls)
+
+        class Pages:
+            def paginate(self) -> Any:
+                return ({"clusters": names[i : i + 100]} for i in range(0, len(names), 100))
+
+        return Pages()
 
 
 def _names(clusters: int) -> list[str]:
@@ -160,15 +217,31 @@ def _invocation(
     go: Any,
     results: Any,
     restored: bool,
+    discovered: bool = False,
 ) -> None:
     """One Lambda environment: takes batches from the queue until it is empty.
 
     ``restored``: started as the stack runs it, from a SnapStart snapshot: the service's
     ``before_snapshot`` ran (every cluster described, its client made), then
     ``after_restore`` (tokens forgotten, pooled connections closed). Otherwise initialised
-    without SnapStart: each cluster is described on its first warning."""
+    without SnapStart: each cluster is described on its first warning.
+
+    ``discovered``: no cluster is named; each is served by its tag (``lifeboat.discovery``),
+    found by ListClusters and DescribeCluster (:class:`EmulatedEks`)."""
     settings = Settings(clusters=tuple(urls))
-    clusters = EksClusters(settings, EmulatedEksAuth(urls))  # type: ignore[arg-type]
+    auth = EmulatedEksAuth(urls)
+    clusters = EksClusters(settings, auth)  # type: ignore[arg-type]
+    catalog = None
+    if discovered:
+        settings = Settings(cluster_tag_key=DISCOVERY_TAG)
+        clusters = EksClusters(settings, auth)  # type: ignore[arg-type]
+        catalog = ClusterCatalog(
+            EmulatedEks(urls),
+            tag_key=DISCOVERY_TAG,
+            on_described=auth.remember,
+            on_dropped=clusters.forget,
+        )
+        clusters.catalog = catalog
     pipeline = Pipeline(
         clusters=clusters,
         directory=StaticInstanceDirectory(infos),
@@ -176,6 +249,7 @@ def _invocation(
         clock=utc_now,
         ledger=MemoryLedger(),
         workers=BATCH_WORKERS,
+        scope=catalog,
     )
     if restored:
         service = Service(pipeline, settings, clusters=clusters)
@@ -184,6 +258,7 @@ def _invocation(
     log = DecisionLog()
     receipts: dict[int, float] = {}
     failures = 0
+    before = (catalog.calls.list_clusters, catalog.calls.describe_cluster) if catalog else (0, 0)
     ready.put(None)
     go.wait()
     while (index := work.get()) is not None:
@@ -192,7 +267,14 @@ def _invocation(
             batches[index][0], LambdaContext(), pipeline, metrics=NullMetrics(), logger=log
         )
         failures += len(response.get("batchItemFailures", []))
-    results.put((receipts, failures, dict(log.outcomes)))
+    # Discovery calls: at the snapshot (once per published version), and during the storm.
+    calls = {
+        "snapshot_list_pages": before[0],
+        "snapshot_describes": before[1],
+        "storm_list_pages": (catalog.calls.list_clusters - before[0]) if catalog else 0,
+        "storm_describes": (catalog.calls.describe_cluster - before[1]) if catalog else 0,
+    }
+    results.put((receipts, failures, dict(log.outcomes), calls))
 
 
 def many_clusters(
@@ -202,6 +284,7 @@ def many_clusters(
     latency_ms: float = 10.0,
     *,
     restored: bool = True,
+    discovered: bool = False,
 ) -> dict[str, Any]:
     """``restored``: the invocations' environments start from a SnapStart snapshot, as the
     stack deploys them (``SnapStart: ApplyOn: PublishedVersions``); False: initialised without
@@ -238,7 +321,17 @@ def many_clusters(
         invocations[:] = [
             _CONTEXT.Process(
                 target=_invocation,
-                args=(urls, _directory(fleet), batches, work, ready, go, results, restored),
+                args=(
+                    urls,
+                    _directory(fleet),
+                    batches,
+                    work,
+                    ready,
+                    go,
+                    results,
+                    restored,
+                    discovered,
+                ),
             )
             for _ in range(concurrency)
         ]
@@ -251,11 +344,13 @@ def many_clusters(
         receipts: dict[int, float] = {}
         failures = 0
         outcomes: Counter[str] = Counter()
+        calls: Counter[str] = Counter()
         for _ in invocations:
-            theirs, failed, seen = _take(results, invocations)
+            theirs, failed, seen, called = _take(results, invocations)
             receipts.update(theirs)
             failures += failed
             outcomes.update(seen)
+            calls.update(called)
         wall = time.perf_counter() - started
         for process in invocations:
             process.join(_PATIENCE_SECONDS)
@@ -307,6 +402,8 @@ def many_clusters(
         "worst_cluster_max_ms": max((v for v in worst.values() if v is not None), default=None),
         "best_cluster_max_ms": min((v for v in worst.values() if v is not None), default=None),
         "clusters_fully_tainted": sum(1 for n in tainted_per_cluster.values() if n == per_cluster),
+        # Summed over the environments (discovered only: named clusters are not listed).
+        "discovery_calls": dict(calls) if discovered else None,
     }
 
 
