@@ -456,7 +456,14 @@ def test_a_stack_with_a_tag_key_and_no_names_serves_the_tagged_clusters(fleet: F
     service = build_service(_env(LIFEBOAT_CLUSTER_TAG_KEY=TAG))
     assert service.clusters is not None and service.clusters.catalog is not None
     assert service.pipeline.scope is service.clusters.catalog
-    assert service.clusters.catalog.refresh() == ("payments",)
+    eks = service.clusters.catalog._eks
+    describes = _count_describes(eks)
+    # Before a SnapStart snapshot: every cluster of the account described, the tagged one's
+    # client made from that description (no second DescribeCluster).
+    service.before_snapshot()
+    assert service.clusters.catalog.served() == ("payments",)
+    assert service.clusters._auth.cached_clusters() == ("payments",)
+    assert sorted(describes) == ["legacy", "payments", "sandbox", "shared"]
 
 
 def test_neither_names_nor_a_tag_key_is_refused_at_start_up(aws: boto3.Session) -> None:
