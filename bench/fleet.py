@@ -6,11 +6,12 @@ Lambda execution environment is one: its own interpreter, its own lock on it), t
 after batch from the queue as an environment does, with its own pipeline and its
 own ``lifeboat.service.EksClusters``, whose per-cluster client is made on first use behind a
 simulated ``eks:DescribeCluster`` of 50 ms, so first contact with many clusters is part of
-what is measured. The clusters' API servers (one emulator each) run in another process: an
-API server's work is not the function's. All share this machine's cores, which a fleet of
-Lambda environments would not. Each process has started (its imports done, and with SnapStart
-its snapshot hooks run) before the first batch is taken: what is measured is the storm, not
-the environments' start-up (``bench.coldstart`` and ``bench.first_message`` measure that).
+what is measured. The clusters' API servers (one emulator each) run in other processes, 50
+clusters a process: an API server's work is not the function's. All share this machine's
+cores, which a fleet of Lambda environments would not. Each process has started (its
+imports done, and with SnapStart its snapshot hooks run) before the first batch is taken:
+what is measured is the storm, not the environments' start-up (``bench.coldstart`` and
+``bench.first_message`` measure that).
 
 The queue interleaves the clusters (as warnings for a fleet arrive); receipt is the moment an
 invocation takes the batch, tainted the moment the cluster's API server applied the
@@ -51,6 +52,7 @@ from lifeboat.service import BATCH_WORKERS, EksClusters, Service, utc_now
 from lifeboat.settings import Settings
 
 DESCRIBE_CLUSTER_SECONDS = 0.05
+CLUSTERS_PER_SERVER_PROCESS = 50
 # The tag the discovered fleet's clusters carry (``many_clusters(discovered=True)``).
 DISCOVERY_TAG = "lifeboat.dev/managed"
 # Processes start by importing what they run (spawn: nothing is inherited half-made).
@@ -144,12 +146,23 @@ def _names(clusters: int) -> list[str]:
     return [f"cluster-{i:02d}" for i in range(clusters)]
 
 
-def _fleet(clusters: int, per_cluster: int) -> dict[str, Cluster]:
-    """The same fleet wherever it is built: the seeds fix every id and name."""
+def _fleet(clusters: int, per_cluster: int, shard: range | None = None) -> dict[str, Cluster]:
+    """The same fleet wherever it is built: the seeds fix every id and name. ``shard``: only
+    the clusters of these indices."""
+    names = _names(clusters)
     return {
-        name: build_cluster(per_cluster + 2, pools=2, pods_per_node=2, asg_nodes=0, seed=i)
-        for i, name in enumerate(_names(clusters))
+        names[i]: build_cluster(per_cluster + 2, pools=2, pods_per_node=2, asg_nodes=0, seed=i)
+        for i in shard or range(clusters)
     }
+
+
+def _shards(clusters: int) -> list[range]:
+    """The clusters each API servers' process serves, :data:`CLUSTERS_PER_SERVER_PROCESS` at
+    most: real API servers share nothing, and one interpreter serving hundreds of them (and
+    a keep-alive connection, so a thread, per environment and cluster) would measure its own
+    lock rather than Lifeboat."""
+    step = CLUSTERS_PER_SERVER_PROCESS
+    return [range(i, min(i + step, clusters)) for i in range(0, clusters, step)]
 
 
 def _directory(fleet: dict[str, Cluster]) -> list[InstanceInfo]:
@@ -171,7 +184,7 @@ def _interleaved(fleet: dict[str, Cluster], per_cluster: int) -> list[tuple[str,
 
 
 def _serve_api_servers(
-    conn: Connection, clusters: int, per_cluster: int, latency_ms: float
+    conn: Connection, clusters: int, per_cluster: int, latency_ms: float, shard: range
 ) -> None:
     """The API servers' process: an emulator per cluster until told to report, then, per
     cluster, when each node's first patch was answered and which nodes carry the taint."""
@@ -183,7 +196,7 @@ def _serve_api_servers(
     with ExitStack() as stack:
         emulators = {
             name: stack.enter_context(Emulator(c.objects, latency=latency_ms / 1000))
-            for name, c in _fleet(clusters, per_cluster).items()
+            for name, c in _fleet(clusters, per_cluster, shard).items()
         }
         conn.send({name: emulator.url for name, emulator in emulators.items()})
         try:
@@ -298,16 +311,23 @@ def many_clusters(
         [(event, _)] = sqs_batches("spot-interruption", [m for _, m in chunk], 10)
         batches.append((event, [(name, m.node_name) for name, m in chunk]))
 
-    servers_end, ours = _CONTEXT.Pipe()
-    servers = _CONTEXT.Process(
-        target=_serve_api_servers, args=(servers_end, clusters, per_cluster, latency_ms)
-    )
-    servers.start()
+    pipes = [_CONTEXT.Pipe() for _ in _shards(clusters)]
+    servers = [
+        _CONTEXT.Process(
+            target=_serve_api_servers,
+            args=(theirs, clusters, per_cluster, latency_ms, shard),
+        )
+        for (theirs, _), shard in zip(pipes, _shards(clusters), strict=True)
+    ]
+    for server in servers:
+        server.start()
     invocations: list[BaseProcess] = []
     try:
-        if not ours.poll(_PATIENCE_SECONDS):
-            raise RuntimeError("the API servers' process did not start")
-        urls: dict[str, str] = ours.recv()
+        urls: dict[str, str] = {}
+        for _, ours in pipes:
+            if not ours.poll(_PATIENCE_SECONDS):
+                raise RuntimeError("an API servers' process did not start")
+            urls.update(ours.recv())
         work, ready, results, go = (
             _CONTEXT.Queue(),
             _CONTEXT.Queue(),
@@ -354,17 +374,21 @@ def many_clusters(
         wall = time.perf_counter() - started
         for process in invocations:
             process.join(_PATIENCE_SECONDS)
-        ours.send("report")
-        served: dict[str, tuple[dict[str, float], set[str]]] = ours.recv()
+        served: dict[str, tuple[dict[str, float], set[str]]] = {}
+        for _, ours in pipes:
+            ours.send("report")
+            served.update(ours.recv())
     finally:  # on an error too: nothing of the fleet is left running
         for process in invocations:
             if process.is_alive():
                 process.kill()
             process.join(_PATIENCE_SECONDS)
-        ours.close()  # the API servers' process stops on it if it was still waiting
-        servers.join(_PATIENCE_SECONDS)
-        if servers.is_alive():
-            servers.kill()
+        for _, ours in pipes:
+            ours.close()  # an API servers' process stops on it if it was still waiting
+        for server in servers:
+            server.join(_PATIENCE_SECONDS)
+            if server.is_alive():
+                server.kill()
 
     per_cluster_latency: dict[str, list[float]] = {name: [] for name in names}
     for index, (_event, records) in enumerate(batches):

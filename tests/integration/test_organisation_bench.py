@@ -8,14 +8,18 @@ from typing import Any
 
 import pytest
 
-from bench import organisation
+from bench import fleet, organisation
 from bench.report import table
 from bench.runner import parse_args, verdicts
 
 
 @pytest.fixture(scope="module")
 def measured() -> dict[str, Any]:
-    return organisation.organisation((2, 4), warnings=3, concurrency=2, latency_ms=1.0)
+    # Two clusters per API servers' process: the larger fleet is served by two of them.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(fleet, "CLUSTERS_PER_SERVER_PROCESS", 2)
+        assert fleet._shards(4) == [range(2), range(2, 4)]
+        return organisation.organisation((2, 4), warnings=3, concurrency=2, latency_ms=1.0)
 
 
 def test_every_warning_of_every_discovered_cluster_is_tainted(measured: dict[str, Any]) -> None:
