@@ -9,7 +9,7 @@ DEMO_AT ?= 2026-12-01T14:05:00Z
 # instance, one with an EC2 scheduled event. Not an SQS message, so not in events/*.json.
 STATUS_SAMPLE := events/status/describe-instance-status.json
 
-.PHONY: demo test lint typecheck follow bench bench-health-split soak clean
+.PHONY: demo test lint typecheck follow bench bench-health-split soak clean stackset-template
 
 include sam.mk
 
@@ -59,6 +59,16 @@ bench-health-split: $(VENV)/.installed-dev
 ## soak: 10,000 mixed events with injected faults and duplicates; accounts for every message
 soak: $(VENV)/.installed-dev
 	$(BIN)/python -m bench.soak --events 10000
+
+## stackset-template: the packaged template (sam package) as plain CloudFormation for a
+## service-managed StackSet (README, "Across an organisation")
+STACKSET_PACKAGED ?= .aws-sam/packaged.yaml
+STACKSET_ARTIFACT_PREFIX ?=
+STACKSET_DEPLOYMENT_TYPE ?= Canary10Percent5Minutes
+stackset-template: $(VENV)/.installed-dev
+	$(BIN)/python -m lifeboat_local.stackset $(STACKSET_PACKAGED) --out .aws-sam/stackset.json \
+		--parameter DeploymentType=$(STACKSET_DEPLOYMENT_TYPE) \
+		$(if $(STACKSET_ARTIFACT_PREFIX),--artifact-bucket-prefix $(STACKSET_ARTIFACT_PREFIX))
 
 clean:
 	rm -rf $(VENV) .sam-venv .aws-sam .mypy_cache .ruff_cache .pytest_cache .hypothesis

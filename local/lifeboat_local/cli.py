@@ -17,7 +17,7 @@ from types import ModuleType
 from typing import NoReturn
 
 from lifeboat.kube import KubeError
-from lifeboat_local import explain, replay, rotate, serve, status, windows
+from lifeboat_local import explain, fleet, replay, rotate, serve, status, windows
 from lifeboat_local.audit import command as audit
 from lifeboat_local.common import EXIT_USAGE, UsageError
 from lifeboat_local.convert import command as convert
@@ -34,6 +34,7 @@ COMMANDS: dict[str, ModuleType] = {
     "status": status,
     "convert": convert,
     "patching": patching,
+    "fleet": fleet,
 }
 
 # What a shell reports for a command ended by SIGPIPE (its reader went away) or by Ctrl-C.

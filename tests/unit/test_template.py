@@ -48,6 +48,8 @@ STAR_RESOURCE_ACTIONS = {
     "ec2:DescribeInstanceStatus",
     "xray:PutTraceSegments",
     "xray:PutTelemetryRecords",
+    # Discovering the clusters tagged ClusterTagKey (lifeboat.discovery).
+    "eks:ListClusters",
 }
 
 # Infrastructure the function needs to find; not operator settings, so not in settings.py
@@ -169,10 +171,12 @@ def test_serverless_rules_report_nothing_and_every_suppression_says_why() -> Non
 
 
 def test_there_is_one_rule_per_kind() -> None:
-    # ... and the optional rule that routes Lifeboat's own notifications to its topic, and
-    # the launch lifecycle actions' rule, only with CompleteLaunchHooks (issue 22).
+    # ... and the optional rule that routes Lifeboat's own notifications to its topic, the
+    # one that forwards them to the fleet's central bus (issue 26), and the launch lifecycle
+    # actions' rule, only with CompleteLaunchHooks (issue 22).
     assert set(_of_type("AWS::Events::Rule")) == set(RULE_SAMPLES) | {
         "NotificationRule",
+        "FleetForwardRule",
         "AsgLaunchRule",
     }
     launch = _resources()["AsgLaunchRule"]
@@ -227,13 +231,15 @@ def test_queue_policy_trusts_only_the_rules_and_denies_plain_http(policy: str, q
     if queue == "Queue":
         assert extra == []
     else:
-        [(condition, notification)] = extra
-        assert condition == "NotificationTopic"
-        assert notification["Principal"] == {"Service": "events.amazonaws.com"}
-        assert notification["Action"] == "sqs:SendMessage"
-        assert notification["Condition"] == {
-            "ArnEquals": {"aws:SourceArn": {"Fn::GetAtt": ["NotificationRule", "Arn"]}}
-        }
+        # ... and the optional rule forwarding to the fleet's bus, and only it.
+        rules = {"NotificationTopic": "NotificationRule", "ForwardToFleet": "FleetForwardRule"}
+        assert sorted(condition for condition, _ in extra) == sorted(rules)
+        for condition, notification in extra:
+            assert notification["Principal"] == {"Service": "events.amazonaws.com"}
+            assert notification["Action"] == "sqs:SendMessage"
+            assert notification["Condition"] == {
+                "ArnEquals": {"aws:SourceArn": {"Fn::GetAtt": [rules[condition], "Arn"]}}
+            }
 
 
 def test_queues_are_encrypted_and_redrive_to_the_dlq() -> None:
@@ -415,7 +421,12 @@ def test_describe_cluster_and_access_entries_are_per_managed_cluster() -> None:
         "Fn::Sub": "arn:${AWS::Partition}:eks:${AWS::Region}:${AWS::AccountId}:cluster/${Cluster}"
     }
     entry = body["AccessEntry&{Cluster}"]
-    assert entry["Condition"] == "CreateAccessEntries"
+    # ... when ClusterNames names some (it may be empty: clusters found by their tag).
+    assert entry["Condition"] == "AccessEntriesForNamedClusters"
+    assert _template()["Conditions"]["AccessEntriesForNamedClusters"] == {
+        "Fn::And": [{"Condition": "CreateAccessEntries"}, {"Condition": "HasClusterNames"}]
+    }
+    assert body["DescribeClusterPolicy&{Cluster}"]["Condition"] == "HasClusterNames"
     assert entry["Properties"]["Type"] == "STANDARD"
     assert entry["Properties"]["KubernetesGroups"] == ["lifeboat"]
     assert entry["Properties"]["PrincipalArn"] == {
@@ -649,7 +660,16 @@ def test_lifecycle_actions_are_scoped_to_the_managed_clusters_groups_by_default(
         for sid, statement in statements.items()
         if "autoscaling:CompleteLifecycleAction" in _as_list(statement["Action"])
     }
-    assert granting == set(scoped) | {"LifecycleActionsAnyGroup"}
+    # With ClusterTagKey the clusters' names are unknown: groups of any EKS cluster (their
+    # tag present), never a group of no cluster (tests/unit/test_template_discovery.py).
+    discovered = {
+        "LifecycleActionsTaggedClustersManagedNodeGroups": "eks:cluster-name",
+        "LifecycleActionsTaggedClustersEksctlNodeGroups": "alpha.eksctl.io/cluster-name",
+    }
+    for sid, tag in discovered.items():
+        assert conditions[sid] == "ScopeLifecycleByDiscovery"
+        assert statements[sid]["Condition"] == {"Null": {f"aws:ResourceTag/{tag}": "false"}}
+    assert granting == set(scoped) | set(discovered) | {"LifecycleActionsAnyGroup"}
 
 
 def test_notifications_may_only_be_put_on_the_default_bus_as_lifeboat() -> None:

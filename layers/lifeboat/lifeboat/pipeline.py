@@ -62,6 +62,12 @@ class ClusterClients(Protocol):
     def kube(self, cluster: str | None) -> KubeApi: ...
 
 
+class ClusterScope(Protocol):
+    """Whether a cluster is this stack's to serve, found at run time (lifeboat.discovery)."""
+
+    def serves(self, cluster: str | None) -> bool: ...
+
+
 @dataclass(frozen=True)
 class OneCluster:
     """Every instance is in the same cluster: replay, tests, single-cluster stacks."""
@@ -128,6 +134,8 @@ class Pipeline:
     notices_per_message: int | None = None
     # Where a sweep request (lifeboat.sweep) reads DescribeInstanceStatus; None: ignored.
     statuses: InstanceStatuses | None = None
+    # Clusters served by their tag (lifeboat.discovery); None: settings.clusters decide.
+    scope: ClusterScope | None = None
 
     def process(
         self, bodies: Sequence[Body], *, time_left: Callable[[], float] | None = None
@@ -255,7 +263,8 @@ class Pipeline:
 
     def _handle(self, batch: _Batch, notice: Notice) -> Report:
         info = batch.infos.get(notice.instance_id or "")
-        checked = triage(notice, info, self.settings, self.clock())
+        managed = self._managed(info.cluster if info is not None else None)
+        checked = triage(notice, info, self.settings, self.clock(), managed)
         if checked.outcome is not None or info is None or notice.instance_id is None:
             outcome = checked.outcome or Outcome.IGNORED
             return Report.for_notice(
@@ -283,6 +292,17 @@ class Pipeline:
             first = replace(decision, steps=decision.steps[:1])
             held = self._actor(resolver.kube).carry_out(notice, target, first)
         return self._carry_out(resolver.kube, notice, target, decision, done=held)
+
+    def _managed(self, cluster: str | None) -> frozenset[str] | None:
+        """The served clusters triage needs to know of (None: the named ones decide). Asked
+        here, before the pure triage: it may describe the cluster (lifeboat.discovery)."""
+        if self.scope is None:
+            return None
+        return (
+            frozenset([cluster])
+            if cluster is not None and self.scope.serves(cluster)
+            else frozenset()
+        )
 
     def _taint_at_once(
         self, resolver: Resolver, notice: Notice, info: InstanceInfo
@@ -385,7 +405,8 @@ class Pipeline:
             return self._handle(batch, wakeup.notice)  # decided again like an AWS notice
         notice = wakeup.notice
         info = batch.infos.get(notice.instance_id or "")
-        checked = triage_follow_up(wakeup, info, self.settings, self.clock())
+        managed = self._managed(info.cluster if info is not None else wakeup.cluster)
+        checked = triage_follow_up(wakeup, info, self.settings, self.clock(), managed)
         if checked.outcome is not None or notice.instance_id is None:
             outcome = checked.outcome or Outcome.IGNORED
             return Report.for_notice(
@@ -429,6 +450,7 @@ class Pipeline:
             describe=self.directory.describe,
             wakeups=self.wakeups,
             ledger=self.ledger,
+            serves=self.scope.serves if self.scope is not None else None,
         )
 
 

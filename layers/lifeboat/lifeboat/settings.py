@@ -59,6 +59,11 @@ class Settings:
     # abandons (terminates) every new instance at its timeout, so only those who created
     # a launch hook for Lifeboat should turn it on.
     complete_launch_hooks: bool = False
+    # Clusters tagged <this key>=true are served too, found at run time (lifeboat.discovery);
+    # None: only the clusters named in ``clusters``.
+    cluster_tag_key: str | None = None
+    # How long a cluster's tag is trusted before it is described again.
+    discovery_ttl: timedelta = timedelta(minutes=5)
 
     def action_for(self, kind: Kind) -> str:
         return self.kind_actions.get(kind, "replace")
@@ -157,4 +162,19 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             env, "LIFEBOAT_REBALANCE_CORDON_RELEASE_SECONDS", timedelta(hours=6)
         ),
         complete_launch_hooks=_flag(env, "LIFEBOAT_COMPLETE_LAUNCH_HOOKS", False),
+        cluster_tag_key=_cluster_tag_key(env.get("LIFEBOAT_CLUSTER_TAG_KEY", "")),
+        discovery_ttl=_seconds(env, "LIFEBOAT_DISCOVERY_TTL_SECONDS", timedelta(minutes=5)),
     )
+
+
+def _cluster_tag_key(raw: str) -> str | None:
+    """An EKS tag key (1 to 128 characters; ``aws:`` is AWS's own prefix), or None."""
+    key = raw.strip()
+    if not key:
+        return None
+    if len(key) > 128 or key.lower().startswith("aws:") or "=" in key:
+        raise SettingsError(
+            f"LIFEBOAT_CLUSTER_TAG_KEY={raw[:140]!r}: expected a tag key of at most 128 "
+            "characters, without '=' and not starting with aws: (the value is always true)"
+        )
+    return key

@@ -67,8 +67,11 @@ class RotationRunner:
         describe: observe.Describe,
         wakeups: WakeupSink | None = None,
         ledger: Ledger | None = None,
+        serves: Callable[[str | None], bool] | None = None,
     ) -> None:
         self._kube_for = kube_for
+        # Clusters served by their tag (lifeboat.discovery); None: settings.clusters decide.
+        self._serves = serves
         self._settings = settings
         self._clock = clock
         self._nodes = nodes
@@ -115,6 +118,14 @@ class RotationRunner:
         foreign = foreign_origin(command.notice(), self._settings)
         if foreign is not None:
             return _report(command, Outcome.REJECTED, foreign)
+        if self._serves is not None:
+            if command.cluster is None:
+                why = "detail.cluster: required, this stack serves the clusters tagged for it"
+                return _report(command, Outcome.REJECTED, why)
+            if not self._serves(command.cluster):
+                why = f"rotation for cluster {command.cluster}, not managed here"
+                return replace(_report(command, Outcome.IGNORED, why), unmanaged=True)
+            return None
         clusters = self._settings.clusters
         if command.cluster is None and len(clusters) > 1:
             why = f"detail.cluster: required, this stack manages {len(clusters)} clusters"
