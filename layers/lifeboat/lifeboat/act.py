@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from lifeboat import nodes
@@ -259,26 +259,40 @@ class Actor:
 
     def _evict_pods(self, notice: Notice, node_name: str, outcome: ActResult, dry: bool) -> int:
         """Evict the node's pods, retrying PDB refusals for ``drain_patience`` seconds (never
-        past the notice's deadline); returns how many pods PDBs still hold."""
-        give_up = time.monotonic() + self._drain_patience
+        past the notice's deadline); returns how many pods PDBs still hold.
+
+        One clock, the injected one, says when to stop: patience and the deadline are both
+        instants on it. The seconds slept (through the injected ``sleep``) bound the wait as
+        well, so a clock that stands still (replay's ``--at``) cannot keep it going."""
+        give_up = self._clock() + timedelta(seconds=self._drain_patience)
+        if notice.deadline is not None:
+            give_up = min(give_up, notice.deadline)
+        slept = 0.0
         delay = 0.5
         while True:
-            pods = nodes.evictable_pods(self._kube.list_pods_on_node(node_name))
-            blocked = 0
-            for pod in pods:
-                meta = pod["metadata"]
-                namespace, name = meta.get("namespace", "default"), meta["name"]
-                result = Eviction.EVICTED if dry else self._kube.evict_pod(namespace, name)
-                if result is Eviction.EVICTED:
-                    outcome.actions.append({"type": "evict", "pod": f"{namespace}/{name}"})
-                elif result is Eviction.BLOCKED:
-                    blocked += 1
-            if blocked == 0 or dry or time.monotonic() >= give_up:
+            blocked = self._evict_round(node_name, outcome, dry)
+            if blocked == 0 or dry:
                 return blocked
-            if notice.deadline is not None and self._clock() >= notice.deadline:
+            left = (give_up - self._clock()).total_seconds()
+            if left <= 0 or slept >= self._drain_patience:
                 return blocked
-            self._sleep(delay)
+            pause = min(delay, left, self._drain_patience - slept)
+            self._sleep(pause)
+            slept += pause
             delay = min(delay * 2, 5.0)
+
+    def _evict_round(self, node_name: str, outcome: ActResult, dry: bool) -> int:
+        """One eviction request per pod on the node; how many a PDB refused (429)."""
+        blocked = 0
+        for pod in nodes.evictable_pods(self._kube.list_pods_on_node(node_name)):
+            meta = pod["metadata"]
+            namespace, name = meta.get("namespace", "default"), meta["name"]
+            result = Eviction.EVICTED if dry else self._kube.evict_pod(namespace, name)
+            if result is Eviction.EVICTED:
+                outcome.actions.append({"type": "evict", "pod": f"{namespace}/{name}"})
+            elif result is Eviction.BLOCKED:
+                blocked += 1
+        return blocked
 
     def _complete_lifecycle(self, notice: Notice, dry: bool) -> list[Action]:
         if notice.lifecycle is None or self._lifecycle is None:

@@ -10,6 +10,7 @@ on an error.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -110,6 +111,9 @@ class Pipeline:
     wakeups: WakeupSink | None = None
     ledger: Ledger | None = None
     drain_patience: float = 0.0
+    # How the drain waits between rounds of PDB-blocked evictions (tests inject their own,
+    # moving their clock).
+    sleep: Callable[[float], None] = time.sleep
     holder: str = "lifeboat"
     # Messages of a batch handled at once; 1 keeps replay's output in a stable order.
     workers: int = 1
@@ -338,6 +342,7 @@ class Pipeline:
             self.settings,
             self.lifecycle,
             clock=self.clock,
+            sleep=self.sleep,
             drain_patience=self.drain_patience,
         )
 
