@@ -43,7 +43,9 @@ def kube(emulator: Emulator) -> KubeApi:
     return KubeApi(emulator.api_client())
 
 
-def crashed_holders_lease(emulator: Emulator, renewed: datetime) -> None:
+def crashed_holders_lease(
+    emulator: Emulator, renewed: datetime, duration: int = LEASE_SECONDS
+) -> None:
     """The Lease as a worker that died inside the section left it: still named its holder."""
     emulator.put_object(
         {
@@ -52,7 +54,7 @@ def crashed_holders_lease(emulator: Emulator, renewed: datetime) -> None:
             "metadata": {"name": LEASE, "namespace": NAMESPACE},
             "spec": {
                 "holderIdentity": "lifeboat-crashed-0badc0de",
-                "leaseDurationSeconds": LEASE_SECONDS,
+                "leaseDurationSeconds": duration,
                 "acquireTime": format_micro(renewed),
                 "renewTime": format_micro(renewed),
             },
@@ -118,3 +120,16 @@ def test_a_live_holders_lease_is_not_taken_and_the_waiter_gives_up_on_the_clock(
         pytest.fail("the lease was taken from a live holder")
     assert time.now >= NOW + timedelta(seconds=5)
     assert lease_spec(emulator)["holderIdentity"] == "lifeboat-crashed-0badc0de"
+
+
+def test_the_duration_the_holder_wrote_is_the_one_that_counts(
+    emulator: Emulator, kube: KubeApi
+) -> None:
+    """A holder with a shorter lease (another version, another setting) is waited on for its
+    own ``leaseDurationSeconds``, not for ours."""
+    crashed_holders_lease(emulator, renewed=NOW - timedelta(seconds=16), duration=15)
+    time = InjectedTime(NOW)
+
+    with lock(kube, time, wait_seconds=20).hold("general"):
+        assert lease_spec(emulator)["holderIdentity"].startswith("lifeboat-next-")
+    assert time.slept == []

@@ -114,6 +114,9 @@ class Pipeline:
     # How the drain waits between rounds of PDB-blocked evictions (tests inject their own,
     # moving their clock).
     sleep: Callable[[float], None] = time.sleep
+    # The clock a near deadline's retry window runs on (lifeboat.kube.retrying_for): the
+    # one the clients' sleep moves.
+    monotonic: Callable[[], float] = time.monotonic
     holder: str = "lifeboat"
     # Messages of a batch handled at once; 1 keeps replay's output in a stable order.
     workers: int = 1
@@ -188,7 +191,7 @@ class Pipeline:
             return item
         deadline = min((n.deadline for n in _notices_of(item) if n.deadline), default=None)
         try:
-            with retrying_for(retry_window(deadline, self.clock())):
+            with retrying_for(retry_window(deadline, self.clock()), clock=self.monotonic):
                 if isinstance(item, list):
                     self._hand_on(later)  # before acting: the message holds them until then
                     return MessageResult(self._notices(batch, item), deadline=deadline)
