@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DEMO_AT ?= 2026-12-01T14:05:00Z
 
-.PHONY: demo test lint typecheck follow bench bench-health-split soak clean
+.PHONY: demo test lint typecheck follow bench bench-health-split soak mutants clean
 
 include sam.mk
 
@@ -57,5 +57,13 @@ bench-health-split: $(VENV)/.installed-dev
 soak: $(VENV)/.installed-dev
 	$(BIN)/python -m bench.soak --events 10000
 
+## mutants: mutation testing (cosmic-ray) of decide/, budgets*, cron, act, node_patches,
+## pool_lock and deadline against their tests, in a copy of the tree; kill rate per target in
+## mutation-results/report.md. Long: MUTANTS_ARGS="--sample 20" runs a random sample per
+## target, "--target act" one target.
+MUTANTS_ARGS ?=
+mutants: $(VENV)/.installed-dev
+	$(BIN)/python -m mutation $(MUTANTS_ARGS)
+
 clean:
-	rm -rf $(VENV) .sam-venv .aws-sam .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) .sam-venv .aws-sam .mypy_cache .ruff_cache .pytest_cache .hypothesis mutation-results
