@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DEMO_AT ?= 2026-12-01T14:05:00Z
 
-.PHONY: demo test lint typecheck follow bench bench-health-split soak mutants clean
+.PHONY: demo test lint typecheck follow bench bench-health-split soak bench-check mutants clean
 
 include sam.mk
 
@@ -52,6 +52,11 @@ bench: $(VENV)/.installed-dev
 ## the longest invocation against the 60 s function timeout
 bench-health-split: $(VENV)/.installed-dev
 	$(BIN)/python -m bench.health_split --json bench-results/health-split.json
+
+## bench-check: the tests marked bench (the benchmark's quick configuration with its fleet of
+## processes and moto storm, the soaks at 250-2,000 events); make test runs them small
+bench-check: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest -q -n 2 -m bench
 
 ## soak: 10,000 mixed events with injected faults and duplicates; accounts for every message
 soak: $(VENV)/.installed-dev
