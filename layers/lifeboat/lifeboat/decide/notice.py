@@ -23,9 +23,9 @@ from lifeboat.decide.model import (
 )
 from lifeboat.events.notice import Kind, Notice
 from lifeboat.instants import format_instant
+from lifeboat.outcome import Outcome
 from lifeboat.pdbs import pdb_blocker
 from lifeboat.replacement import replacement_blocker
-from lifeboat.report import Outcome
 from lifeboat.settings import Settings
 from lifeboat.target import Target
 

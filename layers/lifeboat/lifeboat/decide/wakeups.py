@@ -20,7 +20,7 @@ from typing import Any
 from lifeboat import nodes
 from lifeboat.decide.model import Decision, Step
 from lifeboat.instances import instance_id_from_provider_id
-from lifeboat.report import Outcome
+from lifeboat.outcome import Outcome
 from lifeboat.target import Target
 from lifeboat.wakeup import Wakeup
 
