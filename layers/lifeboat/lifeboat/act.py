@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from lifeboat import nodes
 from lifeboat.decide import Decision, Step
+from lifeboat.errors import BrokenInvariant
 from lifeboat.events.notice import LifecycleHook, Notice
 from lifeboat.kube import Conflict, Eviction, KubeApi, KubeError
 from lifeboat.node_patches import (
@@ -106,7 +107,8 @@ class Actor:
     def _taint(self, notice: Notice, target: Target, mode: str, dry: bool) -> list[Action]:
         """Taint and cordon (``mode`` "cordon", a node about to go: also excluded from load
         balancers) or only mark (``mode`` "prefer", a deferred notice), in one patch."""
-        assert target.node is not None
+        if target.node is None:
+            raise BrokenInvariant("lifeboat.act._taint: target.node is None")
         key = nodes.taint_key(notice.kind)
         effect = self._settings.taint_effect if mode == "cordon" else "PreferNoSchedule"
         cordon = mode == "cordon"
@@ -152,7 +154,8 @@ class Actor:
     def _clear_pending(self, notice: Notice, target: Target, dry: bool) -> list[Action]:
         """Remove the waiting mark of a notice let go, and the load balancer exclusion if
         Lifeboat added it and no other of its taints keeps the node out of service."""
-        assert target.node is not None
+        if target.node is None:
+            raise BrokenInvariant("lifeboat.act._clear_pending: target.node is None")
         key = nodes.taint_key(notice.kind)
         node = self._patch_node(target.node, lambda n: untaint_operations(n, key), dry)
         if node is None:
@@ -193,7 +196,8 @@ class Actor:
         a claim that cannot be built, or that the API server refuses (422, 403, 5xx after
         retries), is reported on the action, and Karpenter's provisioner makes capacity for
         the drained pods itself."""
-        assert target.node is not None
+        if target.node is None:
+            raise BrokenInvariant("lifeboat.act._replace: target.node is None")
         if target.claim is None or target.nodepool is None:
             return None
         built = replacement_nodeclaim(
@@ -251,7 +255,8 @@ class Actor:
     # -- drain without Karpenter -----------------------------------------------------------
 
     def _drain(self, notice: Notice, target: Target, outcome: ActResult, dry: bool) -> None:
-        assert target.node is not None
+        if target.node is None:
+            raise BrokenInvariant("lifeboat.act._drain: target.node is None")
         outcome.pods_remaining = self._evict_pods(notice, nodes.name_of(target.node), outcome, dry)
         if outcome.pods_remaining and not dry and notice.lifecycle and self._lifecycle:
             # Keep the instance alive while PodDisruptionBudgets hold the drain back.

@@ -31,6 +31,7 @@ from urllib.parse import quote, urlencode
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError as TransportError
 
+from lifeboat.errors import ClusterError
 from lifeboat.kube_rest import ClientLike, disable_transport_retries, user_agent
 from lifeboat.objects import MutableObj
 
@@ -50,7 +51,7 @@ THROTTLED = 429
 UNAVAILABLE_STATUSES = frozenset({0, 429, 502, 503, 504})
 
 
-class KubeError(Exception):
+class KubeError(ClusterError):
     """A Kubernetes request failed; ``status`` is the HTTP status (0: no answer)."""
 
     def __init__(self, status: int, message: str, *, method: str = "", path: str = "") -> None:

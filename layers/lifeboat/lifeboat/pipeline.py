@@ -24,6 +24,7 @@ from lifeboat.act import Actor, ActResult, LifecycleActions
 from lifeboat.deadline import INVOCATION_RESERVE, retry_window
 from lifeboat.decide import Decision, decide, follow_ups
 from lifeboat.decide.wakeups import check_old_claim, continue_drain, finish_replacement
+from lifeboat.errors import BrokenInvariant
 from lifeboat.events import parse_message
 from lifeboat.events.envelope import load_body
 from lifeboat.events.notice import MalformedMessage, Notice
@@ -230,7 +231,10 @@ class Pipeline:
 
     def _hand_on(self, later: Sequence[Wakeup]) -> None:
         for wakeup in later:
-            assert self.wakeups is not None  # only split when there is a sink
+            if self.wakeups is None:
+                raise BrokenInvariant(
+                    "pipeline._hand_on: self.wakeups is None (only split when there is a sink)"
+                )
             self.wakeups.schedule(wakeup)
 
     def _handle(self, batch: _Batch, notice: Notice) -> Report:
@@ -368,7 +372,8 @@ class Pipeline:
             )
         resolver = batch.resolver(checked.cluster)
         if wakeup.task is Task.CONTINUE_DRAIN:
-            assert info is not None  # triage_follow_up lets only hand-overs go on without
+            if info is None:  # triage_follow_up lets only hand-overs go on without
+                raise BrokenInvariant("pipeline._wake: a drain to continue without its instance")
             target = resolver.resolve(notice.instance_id, info)
             decision = continue_drain(target)
         else:
@@ -392,7 +397,12 @@ class Pipeline:
             kube_for=self.clusters.kube,
             settings=self.settings,
             clock=self.clock,
-            nodes=_RotationNodes(self, batch),
+            nodes=_RotationNodes(
+                batch,
+                self.directory,
+                handle=partial(self._handle, batch),
+                wake=partial(self._wake, batch),
+            ),
             describe=self.directory.describe,
             wakeups=self.wakeups,
             ledger=self.ledger,
@@ -401,20 +411,20 @@ class Pipeline:
 
 @dataclass(frozen=True)
 class _RotationNodes:
-    """The pipeline's triage, resolve, decide and act, lent to a rotation for its nodes."""
+    """The pipeline's triage, resolve, decide and act, lent to a rotation for its nodes: the
+    pipeline hands over its own handling of a notice and of a wake-up, bound to the batch."""
 
-    pipeline: Pipeline
     batch: _Batch
+    directory: InstanceDirectory
+    handle: Callable[[Notice], Report]
+    wake: Callable[[Wakeup], Report]
 
     def decide(self, notices: list[Notice]) -> list[Report]:
         infos = self.batch.infos
         wanted = sorted({n.instance_id for n in notices if n.instance_id} - infos.keys())
         if wanted:  # one DescribeInstances for the nodes a look starts
-            infos.update(self.pipeline.directory.describe(wanted))
-        return [self.pipeline._handle(self.batch, notice) for notice in notices]
-
-    def wake(self, wakeup: Wakeup) -> Report:
-        return self.pipeline._wake(self.batch, wakeup)
+            infos.update(self.directory.describe(wanted))
+        return [self.handle(notice) for notice in notices]
 
 
 def _notices_of(item: Parsed) -> list[Notice]:

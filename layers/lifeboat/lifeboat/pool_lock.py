@@ -19,6 +19,7 @@ from contextlib import contextmanager, suppress
 from datetime import datetime, timedelta
 from typing import Any
 
+from lifeboat.errors import RetryLater
 from lifeboat.instants import format_micro, parse_timestamp
 from lifeboat.kube import Conflict, KubeApi, NotFound
 
@@ -28,11 +29,11 @@ from lifeboat.kube import Conflict, KubeApi, NotFound
 LEASE_SECONDS = 60
 
 
-class LockTimeout(RuntimeError):
+class LockTimeout(RetryLater):
     """The pool's lease stayed busy; the message will be retried."""
 
 
-class LeaseNamespaceMissing(RuntimeError):
+class LeaseNamespaceMissing(RetryLater):
     """The Leases' namespace does not exist: the message is retried (and dead-lettered if
     it stays missing) with an error that says how to fix the set-up."""
 

@@ -21,6 +21,7 @@ from lifeboat.decide.model import (
     give_up,
     ignore,
 )
+from lifeboat.errors import BrokenInvariant
 from lifeboat.events.notice import Kind, Notice
 from lifeboat.instants import format_instant
 from lifeboat.outcome import Outcome
@@ -107,7 +108,8 @@ def _involuntary(notice: Notice, target: Target) -> Decision:
 
 
 def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime) -> Decision:
-    assert target.node is not None
+    if target.node is None:
+        raise BrokenInvariant("lifeboat.decide.notice._voluntary: target.node is None")
     what = _describe(notice)
     action = settings.action_for(notice.kind)
     if action == "ignore":
@@ -241,7 +243,8 @@ def _already_terminating(target: Target) -> str | None:
 
 def _no_replacement(target: Target) -> str | None:
     """Why the node gets no replacement from Lifeboat (None: it gets one)."""
-    assert target.node is not None
+    if target.node is None:
+        raise BrokenInvariant("lifeboat.decide.notice._no_replacement: target.node is None")
     if nodes.karpenter_disrupting(target.node):
         return (
             f"Karpenter is already replacing node {target.node_name} "

@@ -18,6 +18,7 @@ from enum import StrEnum
 
 from pydantic import TypeAdapter, ValidationError
 
+from lifeboat.errors import InvalidInput
 from lifeboat.rotation.request import RotationSpec
 
 
@@ -137,7 +138,7 @@ class Rotation:
         return f"{self.phase}: " + ", ".join(parts)
 
 
-class StateError(ValueError):
+class StateError(InvalidInput):
     """A rotation's stored state cannot be read (edited by hand, or corrupted)."""
 
 

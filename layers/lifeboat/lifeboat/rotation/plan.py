@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from lifeboat.decide.model import RECHECK_INTERVAL
+from lifeboat.errors import BrokenInvariant
 from lifeboat.instants import format_instant
 from lifeboat.report import Outcome
 from lifeboat.rotation.model import NodePhase, Phase, Rotation, RotationNode, Workload
@@ -264,7 +265,8 @@ def _progress(
 def _health_gate(
     node: RotationNode, view: NodeView, timeout: timedelta, now: datetime
 ) -> tuple[RotationNode, Change | None]:
-    assert node.gate_started is not None
+    if node.gate_started is None:
+        raise BrokenInvariant("lifeboat.rotation.plan._health_gate: node.gate_started is None")
     short = [
         (w, view.ready_elsewhere.get(w.uid, 0))
         for w in node.workloads
