@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from kubemu import Emulator, load_cluster_file
+from lifeboat.events.notice import LifecycleHook
 from lifeboat.kube import KubeApi, RetryPolicy
 from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.report import Report
@@ -73,11 +74,28 @@ def set_coredns_budget(emulator: Emulator, *, max_unavailable: int) -> None:
     emulator.put_object(budget)
 
 
+@dataclass
+class RecordingLifecycle:
+    """The Auto Scaling calls of the lifecycle hook (a seam: moto does not implement them)."""
+
+    calls: list[str] = field(default_factory=list)
+
+    def complete(self, hook: LifecycleHook, result: str = "CONTINUE") -> None:
+        self.calls.append(f"complete {result}")
+
+    def heartbeat(self, hook: LifecycleHook) -> None:
+        self.calls.append("heartbeat")
+
+
 def drain(
-    cluster: tuple[Emulator, list[dict[str, Any]]], time: InjectedTime, patience: float
+    cluster: tuple[Emulator, list[dict[str, Any]]],
+    time: InjectedTime,
+    patience: float,
+    lifecycle: RecordingLifecycle | None = None,
 ) -> Report:
     emulator, objects = cluster
     pipeline = Pipeline(
+        lifecycle=lifecycle,
         clusters=OneCluster(KubeApi(emulator.api_client(), RetryPolicy(attempts=1))),
         directory=directory_from_objects(objects, cluster="prod"),
         settings=Settings(clusters=("prod",)),
@@ -142,15 +160,43 @@ def test_a_budget_that_never_allows_it_is_waited_on_for_the_patience_and_no_long
     assert f"kube-system/{COREDNS}" not in evicted(report)
 
 
+@pytest.mark.parametrize(
+    ("left", "slept"), [(3.0, [0.5, 1.0, 1.5]), (0.7, [0.5, 0.2]), (0.3, [0.3])]
+)
 def test_the_wait_ends_at_the_notices_deadline_when_that_comes_first(
-    cluster: tuple[Emulator, list[dict[str, Any]]],
+    cluster: tuple[Emulator, list[dict[str, Any]]], left: float, slept: list[float]
 ) -> None:
-    time = InjectedTime(INSTANCE_GOES - timedelta(seconds=3))
+    time = InjectedTime(INSTANCE_GOES - timedelta(seconds=left))
     report = drain(cluster, time, DRAIN_PATIENCE)
 
-    assert time.slept == [0.5, 1.0, 1.5]
+    assert time.slept == pytest.approx(slept)
     assert time.now == INSTANCE_GOES
     assert pods_remaining(report) == 1
+
+
+def test_a_drain_held_by_a_pdb_keeps_the_instance_alive_and_completes_nothing(
+    cluster: tuple[Emulator, list[dict[str, Any]]],
+) -> None:
+    """The lifecycle action completes only once no pod is left (or the instance would go
+    with the pod still on it): until then the hook gets a heartbeat."""
+    lifecycle = RecordingLifecycle()
+    report = drain(cluster, InjectedTime(NOW), 0.0, lifecycle)
+
+    assert pods_remaining(report) == 1
+    assert lifecycle.calls == ["heartbeat"]
+    assert not [a for a in report.actions if a["type"] == "complete-lifecycle-action"]
+
+
+def test_a_drain_that_empties_the_node_completes_the_lifecycle_action(
+    cluster: tuple[Emulator, list[dict[str, Any]]],
+) -> None:
+    emulator, _ = cluster
+    set_coredns_budget(emulator, max_unavailable=1)
+    lifecycle = RecordingLifecycle()
+    report = drain(cluster, InjectedTime(NOW), 0.0, lifecycle)
+
+    assert pods_remaining(report) == 0
+    assert lifecycle.calls == ["complete CONTINUE"]
 
 
 def test_without_patience_a_blocked_eviction_is_tried_once_and_left_for_a_wake_up(
