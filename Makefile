@@ -9,7 +9,7 @@ DEMO_AT ?= 2026-12-01T14:05:00Z
 # instance, one with an EC2 scheduled event. Not an SQS message, so not in events/*.json.
 STATUS_SAMPLE := events/status/describe-instance-status.json
 
-.PHONY: demo test lint typecheck follow bench bench-health-split soak clean stackset-template
+.PHONY: demo test lint typecheck follow bench bench-health-split soak bench-check mutants clean stackset-template
 
 include sam.mk
 
@@ -56,6 +56,11 @@ bench: $(VENV)/.installed-dev
 bench-health-split: $(VENV)/.installed-dev
 	$(BIN)/python -m bench.health_split --json bench-results/health-split.json
 
+## bench-check: the tests marked bench (the benchmark's quick configuration with its fleet of
+## processes and moto storm, the soaks at 250-2,000 events); make test runs them small
+bench-check: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest -q -n 2 -m bench
+
 ## soak: 10,000 mixed events with injected faults and duplicates; accounts for every message
 soak: $(VENV)/.installed-dev
 	$(BIN)/python -m bench.soak --events 10000
@@ -70,5 +75,13 @@ stackset-template: $(VENV)/.installed-dev
 		--parameter DeploymentType=$(STACKSET_DEPLOYMENT_TYPE) \
 		$(if $(STACKSET_ARTIFACT_PREFIX),--artifact-bucket-prefix $(STACKSET_ARTIFACT_PREFIX))
 
+## mutants: mutation testing (cosmic-ray) of decide/, budgets*, cron, act, node_patches,
+## pool_lock and deadline against their tests, in a copy of the tree; kill rate per target in
+## mutation-results/report.md. Long: MUTANTS_ARGS="--sample 20" runs a random sample per
+## target, "--target act" one target.
+MUTANTS_ARGS ?=
+mutants: $(VENV)/.installed-dev
+	$(BIN)/python -m mutation $(MUTANTS_ARGS)
+
 clean:
-	rm -rf $(VENV) .sam-venv .aws-sam .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) .sam-venv .aws-sam .mypy_cache .ruff_cache .pytest_cache .hypothesis mutation-results

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -52,14 +53,17 @@ class Emulator:
         port: int = 0,
         *,
         take: bool = False,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         """The emulator, seeded with ``objects``: copies of them, or with ``take`` the
         objects themselves, which the caller hands over (it must not change them after, and
         finds the server's metadata added to them): a freshly parsed cluster file of 25,000
-        objects then costs no second copy. Either way the objects must be JSON values."""
+        objects then costs no second copy. Either way the objects must be JSON values.
+        ``sleep`` waits out the ``latency`` of each request (real time unless injected)."""
         self._store = Store(Clock())
         self._backend = Backend(self._store)
         self._backend.latency = latency
+        self._backend.sleep = sleep
         self._port = port
         self._server: EmulatorHTTPServer | None = None
         self._thread: threading.Thread | None = None

@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources as package_files
 from typing import Any
@@ -40,6 +39,7 @@ from . import resources as kinds
 from .clock import parse_rfc3339
 from .errors import ApiError, bad_request
 from .resources import Obj, ResourceType
+from .verdict import Verdict as Verdict  # importable from here, as it always was
 
 SCHEMA_DIR = "kubernetes-json-schema/v1.31.0-local-strict"
 DEFINITIONS: dict[ResourceType, str] = {
@@ -63,14 +63,6 @@ _QUALIFIED_NAME = re.compile(
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
     r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
 )
-
-
-@dataclass
-class Verdict:
-    """The object as it will be stored, and the warnings to send with the answer."""
-
-    obj: Obj
-    warnings: list[str] = field(default_factory=list)
 
 
 def _rfc3339(value: object) -> bool:

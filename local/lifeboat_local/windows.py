@@ -14,16 +14,13 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 from zoneinfo import ZoneInfo
 
 from lifeboat import nodes
 from lifeboat.budgets import (
-    LIFEBOAT_REASON,
-    Allowance,
     Budget,
     BudgetError,
     Segment,
@@ -51,9 +48,12 @@ from lifeboat_local.common import (
 )
 from lifeboat_local.localtime import local_text, schedule_shift_warning, zone
 from lifeboat_local.source import open_cluster
-
-HOUR = timedelta(hours=1)
-DAY = timedelta(days=1)
+from lifeboat_local.window_model import DAY as DAY  # what windows shows, in a module of its own
+from lifeboat_local.window_model import HOUR as HOUR
+from lifeboat_local.window_model import PoolWindows as PoolWindows
+from lifeboat_local.window_model import Windows as Windows
+from lifeboat_local.window_model import allowed_text as allowed_text
+from lifeboat_local.window_model import limit_text as limit_text
 
 # One character per hour in the day strips.
 FROZEN_MARK = "█"
@@ -63,44 +63,6 @@ OUTSIDE_MARK = "·"  # an hour outside the horizon [at, at + days)
 
 EXIT_INVALID_BUDGETS = EXIT_USAGE
 PLOT_SUFFIXES = (".svg", ".png")
-
-
-@dataclass(frozen=True)
-class PoolWindows:
-    """Everything ``lifeboat windows`` shows about one NodePool."""
-
-    name: str
-    node_count: int
-    disrupting: int
-    allowance: Allowance
-    budgets: tuple[Budget, ...] = ()
-    # Over the horizon; empty when the budgets are invalid.
-    segments: tuple[Segment, ...] = ()
-    error: str | None = None  # invalid budgets: the pool is blocked throughout
-    opted_out: bool = False  # lifeboat.dev/disabled: Lifeboat leaves the pool alone
-
-    @property
-    def blocked(self) -> bool:
-        return self.error is not None
-
-
-@dataclass(frozen=True)
-class Windows:
-    at: datetime
-    end: datetime  # at + days: the horizon is [at, end)
-    chart_start: datetime  # midnight UTC of ``at``
-    chart_end: datetime  # the midnight at or after ``end``
-    pools: tuple[PoolWindows, ...] = field(default_factory=tuple)
-    reason: str = LIFEBOAT_REASON
-    settings: Settings = field(default_factory=Settings)
-
-    @property
-    def days(self) -> float:
-        return (self.end - self.at) / DAY
-
-    @property
-    def invalid(self) -> list[PoolWindows]:
-        return [pool for pool in self.pools if pool.blocked]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -154,14 +116,6 @@ def limit_over(segments: Sequence[Segment], start: datetime, end: datetime) -> i
     """The tightest limit over ``[start, end)`` (None: no limit throughout)."""
     limits = [s.limit for s in clipped(segments, start, end) if s.limit is not None]
     return min(limits) if limits else None
-
-
-def allowed_text(limit: int | None, disrupting: int) -> str:
-    return "no limit" if limit is None else str(max(0, limit - disrupting))
-
-
-def limit_text(limit: int | None) -> str:
-    return "no limit" if limit is None else str(limit)
 
 
 def _short(moment: datetime) -> str:

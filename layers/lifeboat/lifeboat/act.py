@@ -11,11 +11,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from lifeboat import nodes
 from lifeboat.decide import Decision, Step
+from lifeboat.errors import BrokenInvariant
 from lifeboat.events.asg_lifecycle import lifecycle_expired
 from lifeboat.events.notice import Kind, LifecycleHook, Notice
 from lifeboat.kube import Conflict, Eviction, KubeApi, KubeError
@@ -123,7 +124,8 @@ class Actor:
     def _taint(self, notice: Notice, target: Target, mode: str, dry: bool) -> list[Action]:
         """Taint and cordon (``mode`` "cordon", a node about to go: also excluded from load
         balancers) or only mark (``mode`` "prefer", a deferred notice), in one patch."""
-        assert target.node is not None
+        if target.node is None:
+            raise BrokenInvariant("lifeboat.act._taint: target.node is None")
         key = nodes.taint_key(notice.kind)
         effect = self._settings.taint_effect if mode == "cordon" else "PreferNoSchedule"
         cordon = mode == "cordon"
@@ -169,7 +171,8 @@ class Actor:
     def _clear_pending(self, notice: Notice, target: Target, dry: bool) -> list[Action]:
         """Remove the waiting mark of a notice let go, and the load balancer exclusion if
         Lifeboat added it and no other of its taints keeps the node out of service."""
-        assert target.node is not None
+        if target.node is None:
+            raise BrokenInvariant("lifeboat.act._clear_pending: target.node is None")
         key = nodes.taint_key(notice.kind)
         node = self._patch_node(target.node, lambda n: untaint_operations(n, key), dry)
         if node is None:
@@ -182,7 +185,8 @@ class Actor:
     def _restore(self, notice: Notice, target: Target, dry: bool) -> list[Action]:
         """Undo Lifeboat's taint, cordon and load balancer exclusion on a node that stays
         (``node_patches.restore_operations``); the actions as the node was before."""
-        assert target.node is not None
+        if target.node is None:
+            raise BrokenInvariant("lifeboat.act._restore: target.node is None")
         key = nodes.taint_key(notice.kind)
         ended = None
         if notice.ends_maintenance and notice.deadline is not None:
@@ -232,7 +236,8 @@ class Actor:
         ``replacement_refused``: an involuntary notice still deletes the old claim (the
         instance goes anyway; Karpenter's provisioner makes capacity for the drained pods),
         a voluntary one keeps it."""
-        assert target.node is not None
+        if target.node is None:
+            raise BrokenInvariant("lifeboat.act._replace: target.node is None")
         if target.claim is None or target.nodepool is None:
             return None
         built = replacement_nodeclaim(
@@ -296,7 +301,8 @@ class Actor:
     # -- drain without Karpenter -----------------------------------------------------------
 
     def _drain(self, notice: Notice, target: Target, outcome: ActResult, dry: bool) -> None:
-        assert target.node is not None
+        if target.node is None:
+            raise BrokenInvariant("lifeboat.act._drain: target.node is None")
         node_name = nodes.name_of(target.node)
         outcome.pods_remaining = self._evict_pods(notice, node_name, outcome, dry)
         if notice.lifecycle is not None and not dry:
@@ -313,26 +319,40 @@ class Actor:
 
     def _evict_pods(self, notice: Notice, node_name: str, outcome: ActResult, dry: bool) -> int:
         """Evict the node's pods, retrying PDB refusals for ``drain_patience`` seconds (never
-        past the notice's deadline); returns how many pods PDBs still hold."""
-        give_up = time.monotonic() + self._drain_patience
+        past the notice's deadline); returns how many pods PDBs still hold.
+
+        One clock, the injected one, says when to stop: patience and the deadline are both
+        instants on it. The seconds slept (through the injected ``sleep``) bound the wait as
+        well, so a clock that stands still (replay's ``--at``) cannot keep it going."""
+        give_up = self._clock() + timedelta(seconds=self._drain_patience)
+        if notice.deadline is not None:
+            give_up = min(give_up, notice.deadline)
+        slept = 0.0
         delay = 0.5
         while True:
-            pods = nodes.evictable_pods(self._kube.list_pods_on_node(node_name))
-            blocked = 0
-            for pod in pods:
-                meta = pod["metadata"]
-                namespace, name = meta.get("namespace", "default"), meta["name"]
-                result = Eviction.EVICTED if dry else self._kube.evict_pod(namespace, name)
-                if result is Eviction.EVICTED:
-                    outcome.actions.append({"type": "evict", "pod": f"{namespace}/{name}"})
-                elif result is Eviction.BLOCKED:
-                    blocked += 1
-            if blocked == 0 or dry or time.monotonic() >= give_up:
+            blocked = self._evict_round(node_name, outcome, dry)
+            if blocked == 0 or dry:
                 return blocked
-            if notice.deadline is not None and self._clock() >= notice.deadline:
+            left = (give_up - self._clock()).total_seconds()
+            if left <= 0 or slept >= self._drain_patience:
                 return blocked
-            self._sleep(delay)
+            pause = min(delay, left, self._drain_patience - slept)
+            self._sleep(pause)
+            slept += pause
             delay = min(delay * 2, 5.0)
+
+    def _evict_round(self, node_name: str, outcome: ActResult, dry: bool) -> int:
+        """One eviction request per pod on the node; how many a PDB refused (429)."""
+        blocked = 0
+        for pod in nodes.evictable_pods(self._kube.list_pods_on_node(node_name)):
+            meta = pod["metadata"]
+            namespace, name = meta.get("namespace", "default"), meta["name"]
+            result = Eviction.EVICTED if dry else self._kube.evict_pod(namespace, name)
+            if result is Eviction.EVICTED:
+                outcome.actions.append({"type": "evict", "pod": f"{namespace}/{name}"})
+            elif result is Eviction.BLOCKED:
+                blocked += 1
+        return blocked
 
     def _complete_lifecycle(self, notice: Notice, dry: bool) -> list[Action]:
         if notice.lifecycle is None or self._lifecycle is None:

@@ -31,6 +31,7 @@ from lifeboat.budget_spec import (
     parse_budgets,
 )
 from lifeboat.cron import CronCursor, robfig_horizon_opens
+from lifeboat.errors import BrokenInvariant
 from lifeboat.instants import require_utc
 
 __all__ = [
@@ -76,7 +77,8 @@ class BudgetActivity:
     def active_at(self, moment: datetime) -> bool:
         if self._always or self._every_minute:
             return True
-        assert self._cursor is not None
+        if self._cursor is None:
+            raise BrokenInvariant("lifeboat.budget_windows.active_at: self._cursor is None")
         hit = self._cursor.next_after(moment - self._duration)
         return hit is None or hit <= moment
 
@@ -87,7 +89,8 @@ class BudgetActivity:
         ask ``active_at`` again there)."""
         if self._always or self._every_minute:
             return None
-        assert self._cursor is not None
+        if self._cursor is None:
+            raise BrokenInvariant("lifeboat.budget_windows.next_change: self._cursor is None")
         cursor, duration = self._cursor, self._duration
         hit = cursor.next_after(moment - duration)
         if hit is None:
@@ -109,7 +112,10 @@ class BudgetActivity:
 
     def _hidden_hit_visible(self, moment: datetime) -> datetime | None:
         """Active at ``moment`` by robfig's zero time: until ``Next`` can see the next hit."""
-        assert self._cursor is not None
+        if self._cursor is None:
+            raise BrokenInvariant(
+                "lifeboat.budget_windows._hidden_hit_visible: self._cursor is None"
+            )
         hidden = self._cursor.next_beyond_horizon(moment - self._duration)
         if hidden is None:
             return None  # nothing within twelve years: active for as long as we can tell
@@ -118,7 +124,10 @@ class BudgetActivity:
     def _zero_duration_change(self, hit: datetime) -> datetime | None:
         """A zero-duration budget is active only in robfig's blind spots: from a hit whose
         successor robfig cannot see. Visit hits (bounded) until one is such a hit."""
-        assert self._cursor is not None
+        if self._cursor is None:
+            raise BrokenInvariant(
+                "lifeboat.budget_windows._zero_duration_change: self._cursor is None"
+            )
         for _ in range(MAX_EDGES):
             following = self._cursor.next_after(hit)
             if following is None:

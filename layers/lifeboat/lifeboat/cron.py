@@ -29,6 +29,7 @@ from typing import Final
 
 from croniter import CroniterBadDateError, croniter
 
+from lifeboat.errors import InvalidInput
 from lifeboat.instants import require_utc
 
 __all__ = [
@@ -42,7 +43,7 @@ __all__ = [
 ]
 
 
-class CronError(ValueError):
+class CronError(InvalidInput):
     """A schedule Karpenter would refuse (CRD pattern or robfig/cron ``ParseStandard``)."""
 
 

@@ -56,6 +56,7 @@ from urllib.parse import urlparse
 import boto3
 from kubernetes.client.configuration import Configuration
 
+from lifeboat.errors import ClusterError
 from lifeboat.kube_rest import RestClient
 
 if TYPE_CHECKING:
@@ -87,7 +88,7 @@ Clock = Callable[[], float]
 _log = logging.getLogger(__name__)
 
 
-class EksAuthError(RuntimeError):
+class EksAuthError(ClusterError, RuntimeError):
     """The cluster cannot be reached with the Lambda's credentials; the message says why."""
 
 

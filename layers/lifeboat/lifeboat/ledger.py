@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import Protocol
 
+from lifeboat.errors import RetryLater
 from lifeboat.report import Report
 
 
@@ -24,7 +25,7 @@ class Ledger(Protocol):
         ...
 
 
-class HandlingInProgress(RuntimeError):
+class HandlingInProgress(RetryLater):
     """The same (event, instance) is being handled right now; retry the message later."""
 
 

@@ -10,6 +10,7 @@ on an error.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -29,6 +30,7 @@ from lifeboat.decide.wakeups import (
     finish_replacement,
     release_cordon,
 )
+from lifeboat.errors import BrokenInvariant
 from lifeboat.events import parse_message
 from lifeboat.events.envelope import load_body
 from lifeboat.events.notice import Kind, MalformedMessage, Notice
@@ -123,6 +125,12 @@ class Pipeline:
     wakeups: WakeupSink | None = None
     ledger: Ledger | None = None
     drain_patience: float = 0.0
+    # How the drain waits between rounds of PDB-blocked evictions (tests inject their own,
+    # moving their clock).
+    sleep: Callable[[float], None] = time.sleep
+    # The clock a near deadline's retry window runs on (lifeboat.kube.retrying_for): the
+    # one the clients' sleep moves.
+    monotonic: Callable[[], float] = time.monotonic
     holder: str = "lifeboat"
     # Messages of a batch handled at once; 1 keeps replay's output in a stable order.
     workers: int = 1
@@ -213,7 +221,7 @@ class Pipeline:
             return item
         deadline = min((n.deadline for n in _notices_of(item) if n.deadline), default=None)
         try:
-            with retrying_for(retry_window(deadline, self.clock())):
+            with retrying_for(retry_window(deadline, self.clock()), clock=self.monotonic):
                 if isinstance(item, list):
                     self._hand_on(later)  # before acting: the message holds them until then
                     return MessageResult(self._notices(batch, item), deadline=deadline)
@@ -258,7 +266,10 @@ class Pipeline:
 
     def _hand_on(self, later: Sequence[Wakeup]) -> None:
         for wakeup in later:
-            assert self.wakeups is not None  # only split when there is a sink
+            if self.wakeups is None:
+                raise BrokenInvariant(
+                    "pipeline._hand_on: self.wakeups is None (only split when there is a sink)"
+                )
             self.wakeups.schedule(wakeup)
 
     def _handle(self, batch: _Batch, notice: Notice) -> Report:
@@ -395,6 +406,7 @@ class Pipeline:
             self.settings,
             self.lifecycle,
             clock=self.clock,
+            sleep=self.sleep,
             drain_patience=self.drain_patience,
         )
 
@@ -418,7 +430,8 @@ class Pipeline:
             )
         resolver = batch.resolver(checked.cluster)
         if wakeup.task is Task.CONTINUE_DRAIN:
-            assert info is not None  # triage_follow_up lets only hand-overs go on without
+            if info is None:  # triage_follow_up lets only hand-overs go on without
+                raise BrokenInvariant("pipeline._wake: a drain to continue without its instance")
             target = resolver.resolve(notice.instance_id, info)
             decision = continue_drain(target)
         elif wakeup.task is Task.RELEASE_CORDON:
@@ -446,7 +459,12 @@ class Pipeline:
             kube_for=self.clusters.kube,
             settings=self.settings,
             clock=self.clock,
-            nodes=_RotationNodes(self, batch),
+            nodes=_RotationNodes(
+                batch,
+                self.directory,
+                handle=partial(self._handle, batch),
+                wake=partial(self._wake, batch),
+            ),
             describe=self.directory.describe,
             wakeups=self.wakeups,
             ledger=self.ledger,
@@ -456,20 +474,20 @@ class Pipeline:
 
 @dataclass(frozen=True)
 class _RotationNodes:
-    """The pipeline's triage, resolve, decide and act, lent to a rotation for its nodes."""
+    """The pipeline's triage, resolve, decide and act, lent to a rotation for its nodes: the
+    pipeline hands over its own handling of a notice and of a wake-up, bound to the batch."""
 
-    pipeline: Pipeline
     batch: _Batch
+    directory: InstanceDirectory
+    handle: Callable[[Notice], Report]
+    wake: Callable[[Wakeup], Report]
 
     def decide(self, notices: list[Notice]) -> list[Report]:
         infos = self.batch.infos
         wanted = sorted({n.instance_id for n in notices if n.instance_id} - infos.keys())
         if wanted:  # one DescribeInstances for the nodes a look starts
-            infos.update(self.pipeline.directory.describe(wanted))
-        return [self.pipeline._handle(self.batch, notice) for notice in notices]
-
-    def wake(self, wakeup: Wakeup) -> Report:
-        return self.pipeline._wake(self.batch, wakeup)
+            infos.update(self.directory.describe(wanted))
+        return [self.handle(notice) for notice in notices]
 
 
 def _notices_of(item: Parsed) -> list[Notice]:

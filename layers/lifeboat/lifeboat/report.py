@@ -5,22 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from lifeboat.events.notice import Kind, Notice
 from lifeboat.instants import format_instant
+from lifeboat.outcome import Outcome as Outcome  # importable from here, as it always was
 
-if TYPE_CHECKING:  # decide builds on Outcome; the report only reads a Decision
+if TYPE_CHECKING:  # the report only reads a Decision (decide builds on lifeboat.outcome)
     from lifeboat.decide import Decision
     from lifeboat.target import Target
-
-
-class Outcome(StrEnum):
-    ACTED = "acted"
-    DEFERRED = "deferred"
-    IGNORED = "ignored"
-    REJECTED = "rejected"
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from typing import Any
 
 from lifeboat import nodes
 from lifeboat.counting import count_pool
+from lifeboat.errors import BrokenInvariant
 from lifeboat.instances import InstanceInfo, instance_id_from_provider_id
 from lifeboat.kube import KubeApi
 from lifeboat.objects import Obj
@@ -60,7 +61,8 @@ class Resolver:
         ``karpenter.sh/nodeclaim`` at someone else's claim, so a claim named only by the tag
         is used only when its ``status.providerID`` names this very instance.
         """
-        assert found.node is not None
+        if found.node is None:
+            raise BrokenInvariant("lifeboat.resolve._claim_of: found.node is None")
         owner = nodes.nodeclaim_owner(found.node)
         if owner is not None:
             return ClaimRef(*owner)

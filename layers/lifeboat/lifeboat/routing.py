@@ -13,6 +13,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 
+from lifeboat.errors import RetryLater
 from lifeboat.events.notice import Notice
 from lifeboat.instances import InstanceInfo
 from lifeboat.report import Outcome
@@ -20,7 +21,7 @@ from lifeboat.settings import Settings
 from lifeboat.wakeup import Task, Wakeup
 
 
-class NotYetKnown(RuntimeError):
+class NotYetKnown(RetryLater):
     """The instance is unknown for now; the message goes back to the queue for a while
     (operators sharing a queue with another consumer choose a grace period)."""
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+from lifeboat.errors import InvalidInput
 from lifeboat.events.notice import Kind
 
 # PreferNoSchedule is not offered: it is the effect of the mark a deferred node gets, and a
@@ -19,7 +20,7 @@ TAINT_EFFECTS = ("NoSchedule", "NoExecute")
 KIND_ACTIONS = ("ignore", "cordon", "replace")
 
 
-class SettingsError(ValueError):
+class SettingsError(InvalidInput):
     """A setting has a value Lifeboat cannot use; the message names the variable."""
 
 

@@ -22,11 +22,12 @@ from lifeboat.decide.model import (
     give_up,
     ignore,
 )
+from lifeboat.errors import BrokenInvariant
 from lifeboat.events.notice import Kind, Notice
 from lifeboat.instants import format_instant
+from lifeboat.outcome import Outcome
 from lifeboat.pdbs import pdb_blocker
 from lifeboat.replacement import replacement_blocker
-from lifeboat.report import Outcome
 from lifeboat.settings import Settings
 from lifeboat.target import Target
 
@@ -143,7 +144,8 @@ def _maintenance_over(notice: Notice, target: Target) -> Decision:
     """The maintenance ended (EC2 ``[Completed]``/``[Canceled]``, Health ``closed``) and the
     node is still here: undo Lifeboat's taint, cordon and load balancer exclusion once it is
     Ready again (a node that was replaced is being deleted and never gets here)."""
-    assert target.node is not None
+    if target.node is None:
+        raise BrokenInvariant("lifeboat.decide.notice: a maintenance's end without a node")
     what = f"{_describe(notice)} is over"
     key = nodes.taint_key(notice.kind)
     if not any(t.get("key") == key for t in nodes.taints(target.node)):
@@ -161,7 +163,8 @@ def _maintenance_over(notice: Notice, target: Target) -> Decision:
 
 
 def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime) -> Decision:
-    assert target.node is not None
+    if target.node is None:
+        raise BrokenInvariant("lifeboat.decide.notice._voluntary: target.node is None")
     what = _describe(notice)
     action = settings.action_for(notice.kind)
     if action == "ignore":
@@ -311,7 +314,8 @@ def _keep_claim(
     (no NodePool, a static one or one being deleted), otherwise look again later (a pool
     not Ready or at its limits may recover). A scheduled change still acts at ``latest``,
     as its instance goes anyway."""
-    assert target.claim is not None
+    if target.claim is None:
+        raise BrokenInvariant("lifeboat.decide.notice._keep_claim: target.claim is None")
     reason = f"{what}: no replacement can launch: {why}; NodeClaim {target.claim.name} kept"
     pool = target.nodepool
     if pool is None or nodes.is_deleting(pool) or (pool.get("spec") or {}).get("replicas"):
@@ -388,7 +392,8 @@ def _already_terminating(target: Target) -> str | None:
 
 def _no_replacement(target: Target) -> str | None:
     """Why the node gets no replacement from Lifeboat (None: it gets one)."""
-    assert target.node is not None
+    if target.node is None:
+        raise BrokenInvariant("lifeboat.decide.notice._no_replacement: target.node is None")
     if nodes.karpenter_disrupting(target.node):
         return (
             f"Karpenter is already replacing node {target.node_name} "

@@ -21,7 +21,7 @@ from lifeboat import nodes
 from lifeboat.decide.model import Decision, Step
 from lifeboat.events.notice import Kind
 from lifeboat.instances import instance_id_from_provider_id
-from lifeboat.report import Outcome
+from lifeboat.outcome import Outcome
 from lifeboat.target import Target
 from lifeboat.wakeup import Wakeup
 

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
+from lifeboat.errors import InvalidInput
+
 
 class Kind(StrEnum):
     """What AWS announced (or, for ``ROTATION``, what an operator asked for). The values are
@@ -132,7 +134,7 @@ class Notice:
         return self.dedup_key
 
 
-class MalformedMessage(ValueError):
+class MalformedMessage(InvalidInput):
     """A message that cannot be understood. The text names the field and what is wrong.
 
     ``kind`` is set when the message says what it is although its details are wrong (a Spot

@@ -21,6 +21,7 @@ from enum import StrEnum
 
 from pydantic import TypeAdapter, ValidationError
 
+from lifeboat.errors import InvalidInput
 from lifeboat.rotation.request import RotationSpec
 
 
@@ -153,7 +154,7 @@ class Rotation:
         return f"{self.phase}: " + ", ".join(parts)
 
 
-class StateError(ValueError):
+class StateError(InvalidInput):
     """A rotation's stored state cannot be read (edited by hand, or corrupted)."""
 
 

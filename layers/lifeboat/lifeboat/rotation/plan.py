@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from lifeboat.decide.model import RECHECK_INTERVAL
+from lifeboat.errors import BrokenInvariant
 from lifeboat.instants import format_instant
 from lifeboat.report import Outcome
 from lifeboat.rotation.model import NodePhase, Phase, Rotation, RotationNode, Workload
@@ -393,7 +394,8 @@ def _health_gate(
     now: datetime,
     allowed_amis: tuple[str, ...] = (),
 ) -> tuple[RotationNode, Change | None]:
-    assert node.gate_started is not None
+    if node.gate_started is None:
+        raise BrokenInvariant("lifeboat.rotation.plan._health_gate: node.gate_started is None")
     short = [
         (w, view.ready_elsewhere.get(w.uid, 0))
         for w in node.workloads

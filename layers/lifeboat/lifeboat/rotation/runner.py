@@ -23,6 +23,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Protocol
 
+from lifeboat.errors import BrokenInvariant
 from lifeboat.events.notice import Kind, Notice
 from lifeboat.kube import KubeApi
 from lifeboat.ledger import Ledger
@@ -146,7 +147,8 @@ class RotationRunner:
 
     def _request(self, ctx: Context, command: RotationCommand) -> list[Report]:
         spec = command.spec
-        assert spec is not None
+        if spec is None:
+            raise BrokenInvariant("lifeboat.rotation.runner._request: spec is None")
         existing = store.load(ctx.kube, ctx.namespace, spec.name)
         if existing is not None:
             old = existing.rotation
@@ -292,7 +294,8 @@ class RotationRunner:
             )
             return Report.for_notice(notice, Outcome.IGNORED, why)
         if phase is Phase.RUNNING:
-            assert rotation is not None
+            if rotation is None:
+                raise BrokenInvariant("lifeboat.rotation.runner._node_wakeup: rotation is None")
             return self._decide_node(ctx, rotation, wakeup)
         if phase is Phase.PAUSED:
             if ctx.wakeups is not None:

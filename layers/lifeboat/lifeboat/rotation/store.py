@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TypeVar
 
-from lifeboat import nodes
+from lifeboat import errors, nodes
 from lifeboat.kube import Conflict, KubeApi
 from lifeboat.objects import MutableObj, Obj
 from lifeboat.rotation.model import Rotation, StateError, from_json, to_json
@@ -39,7 +39,7 @@ WRITE_ATTEMPTS = 5
 T = TypeVar("T")
 
 
-class Gone(LookupError):
+class Gone(errors.Gone):
     """The rotation's ConfigMap is not there (deleted by an operator, or never created)."""
 
 
