@@ -18,16 +18,14 @@ import re
 from collections.abc import Callable, Iterator
 from functools import cache
 from importlib import resources as package_files
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import fastjsonschema
 import yaml
 
 from .errors import ApiError, bad_request
 from .resources import EC2NODECLASSES, Obj
-
-if TYPE_CHECKING:
-    from .validation import Verdict
+from .verdict import Verdict
 
 CRD_FILE = "crds/karpenter.k8s.aws_ec2nodeclasses.yaml"
 _MAX_UNKNOWN_FIELDS = 64
@@ -396,8 +394,6 @@ def _cel(node: Obj, value: Any, path: str, name: str) -> None:
 
 def check(obj: Obj, mode: str) -> Verdict:
     """Defaults, validates and prunes ``obj`` in place, as on a create or update."""
-    from .validation import Verdict
-
     name = (obj.get("metadata") or {}).get("name", "")
     missing = rules_without_implementation()
     if missing:  # a CRD newer than this module: refuse rather than skip its rules

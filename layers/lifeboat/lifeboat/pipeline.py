@@ -435,7 +435,8 @@ class Pipeline:
             target = resolver.resolve(notice.instance_id, info)
             decision = continue_drain(target)
         elif wakeup.task is Task.RELEASE_CORDON:
-            assert info is not None  # as for a continued drain
+            if info is None:  # as for a continued drain
+                raise BrokenInvariant("pipeline._wake: a cordon to release without its instance")
             target = resolver.resolve(notice.instance_id, info)
             decision = release_cordon(target)
         else:
