@@ -1,0 +1,134 @@
+"""Facts are taken from what a node cannot write (issue 23.3): the NodePool whose budgets
+apply, and whose template a replacement gets, is the owning NodeClaim's (matched to the
+instance by ``status.providerID``), never the Node's own ``karpenter.sh/nodepool`` label,
+which anyone who may patch Nodes (or the node's kubelet) can change. A Node whose label
+disagrees is reported and judged by its claim.
+
+Karpenter itself reads the pool from the claim: ``NodeClaim.Labels[karpenter.sh/nodepool]``
+is set from the NodePool's template when the claim is made (``pkg/controllers/provisioning/
+scheduling/nodeclaim.go``), and disruption budgets count NodeClaims by that label.
+
+Through the pipeline, the official client over HTTP and the emulator loaded with the sample
+cluster.
+"""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from kubemu import Emulator, load_cluster_file
+from lifeboat.kube import KubeApi, RetryPolicy
+from lifeboat.ledger import MemoryLedger
+from lifeboat.pipeline import OneCluster, Pipeline
+from lifeboat.settings import Settings
+from lifeboat.wakeup import MemoryWakeups
+from lifeboat_local.directory import directory_from_objects
+
+ROOT = Path(__file__).resolve().parents[2]
+EVENTS = ROOT / "events"
+OBJECTS = load_cluster_file(EVENTS / "cluster.yaml")
+# 14:05 UTC on a Tuesday: general's "0 during working hours" budget is not in force.
+NOW = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
+REBALANCE = (EVENTS / "rebalance-recommendation.json").read_text()
+NODE = "ip-10-0-1-12.ec2.internal"  # i-0a1b2c3d4e5f60002, NodePool general
+
+
+def _objects(general_budget: str, node_label: str | None) -> list[dict[str, Any]]:
+    objects = copy.deepcopy(OBJECTS)
+    for obj in objects:
+        name = obj["metadata"]["name"]
+        if obj["kind"] == "NodePool" and name == "general":
+            obj["spec"]["disruption"]["budgets"] = [{"nodes": general_budget}]
+        if obj["kind"] == "Node" and name == NODE and node_label is not None:
+            obj["metadata"]["labels"]["karpenter.sh/nodepool"] = node_label
+    return objects
+
+
+def _pipeline(emu: Emulator, objects: list[dict[str, Any]]) -> Pipeline:
+    return Pipeline(
+        clusters=OneCluster(KubeApi(emu.api_client(), RetryPolicy(attempts=2, base_delay=0.01))),
+        directory=directory_from_objects(objects),
+        settings=Settings(),
+        clock=lambda: NOW,
+        wakeups=MemoryWakeups(),
+        ledger=MemoryLedger(),
+        workers=4,
+    )
+
+
+def _claims(emu: Emulator) -> list[dict[str, Any]]:
+    return list(emu.objects("NodeClaim"))
+
+
+def test_a_relabelled_node_does_not_escape_its_claims_pool_budget() -> None:
+    """Regression: the Node relabelled karpenter.sh/nodepool=batch (budget 1) was judged by
+    batch and replaced from batch's template, although its claim's pool general allows 0."""
+    objects = _objects(general_budget="0", node_label="batch")
+    with Emulator(objects) as emu:
+        before = {c["metadata"]["name"] for c in _claims(emu)}
+        [result] = _pipeline(emu, objects).process([REBALANCE])
+        [report] = result.reports
+        assert report.nodepool == "general"
+        assert report.outcome == "ignored", report.reason  # no window opens: given up
+        assert "NodePool general budget" in report.reason
+        assert "karpenter.sh/nodepool=batch disagrees" in report.reason
+        assert "NodePool general" in report.reason
+        assert {c["metadata"]["name"] for c in _claims(emu)} == before
+        node = emu.get_object("Node", NODE)
+        assert node is not None and not node["spec"].get("unschedulable")
+
+
+def test_a_relabelled_node_is_replaced_from_its_claims_pool_template() -> None:
+    """Where the claim's pool allows it, the replacement is made from that pool's template
+    (general), not the pool the Node's label names."""
+    objects = _objects(general_budget="20%", node_label="batch")
+    with Emulator(objects) as emu:
+        before = {c["metadata"]["name"] for c in _claims(emu)}
+        [result] = _pipeline(emu, objects).process([REBALANCE])
+        [report] = result.reports
+        assert report.outcome == "acted", report.reason
+        assert "disagrees" in report.reason
+        made = [c for c in _claims(emu) if c["metadata"]["name"] not in before]
+        assert made, report.reason
+        assert {c["metadata"]["labels"]["karpenter.sh/nodepool"] for c in made} == {"general"}
+
+
+def test_a_node_whose_label_agrees_is_reported_as_before() -> None:
+    objects = _objects(general_budget="20%", node_label=None)
+    with Emulator(objects) as emu:
+        [result] = _pipeline(emu, objects).process([REBALANCE])
+        [report] = result.reports
+        assert report.outcome == "acted"
+        assert report.nodepool == "general"
+        assert "disagrees" not in report.reason
+
+
+def test_an_owner_reference_to_another_instances_claim_is_not_trusted() -> None:
+    """A Node whose ownerReference was pointed at a claim of another instance: that claim is
+    not this node's (its providerID says so), so it is neither deleted nor read for the
+    pool (here EC2's tag, read from the same objects, names it too, so the node is handled as
+    one without a claim: cordoned and drained)."""
+    objects = copy.deepcopy(OBJECTS)
+    claims = {o["metadata"]["name"]: o for o in objects if o["kind"] == "NodeClaim"}
+    node = next(o for o in objects if o["kind"] == "Node" and o["metadata"]["name"] == NODE)
+    [own] = [r for r in node["metadata"]["ownerReferences"] if r["kind"] == "NodeClaim"]
+    mine = own["name"]
+    other = next(
+        c
+        for n, c in claims.items()
+        if n != mine and c["metadata"]["labels"]["karpenter.sh/nodepool"] == "batch"
+    )
+    own.update(name=other["metadata"]["name"], uid=other["metadata"]["uid"])
+    with Emulator(objects) as emu:
+        before = {c["metadata"]["name"] for c in _claims(emu)}
+        [result] = _pipeline(emu, objects).process([REBALANCE])
+        [report] = result.reports
+        made = [c for c in _claims(emu) if c["metadata"]["name"] not in before]
+        replaced = {c["metadata"]["annotations"]["lifeboat.dev/replaces"] for c in made}
+        assert other["metadata"]["name"] not in replaced, report.reason
+        assert replaced <= {mine}
+        left = emu.get_object("NodeClaim", other["metadata"]["name"])
+        assert left is not None and "deletionTimestamp" not in left["metadata"]
