@@ -19,6 +19,7 @@ from .errors import (
     already_exists,
     bad_request,
     conflict,
+    entity_too_large,
     invalid,
     not_found,
     stale_version,
@@ -140,7 +141,7 @@ class Operations:
             metadata["generation"] = 1
             _reset_status_on_create(resource, obj)
             write.warnings += validation.check(resource, obj, write.field_validation).warnings
-            return obj if write.dry_run else self.store.put(resource, obj)
+            return obj if write.dry_run else self.store.put(resource, _fits_etcd(obj))
 
     def update(
         self,
@@ -283,7 +284,20 @@ class Operations:
                 # The last finalizer is gone from an object being deleted: it goes away now.
                 self.deleter.finish(resource, stored)
                 return new
-        return self.store.put(resource, new)
+        return self.store.put(resource, _fits_etcd(new))
+
+
+# etcd's default --max-request-bytes: 1.5 MiB (https://etcd.io/docs/v3.5/dev-guide/limit/).
+ETCD_MAX_REQUEST_BYTES = 1572864
+
+
+def _fits_etcd(obj: Obj) -> Obj:
+    """An object etcd would refuse to store ("etcdserver: request is too large") is refused
+    here, before anything is stored; the size counted is the object's compact JSON (etcd
+    holds it as protobuf, a little smaller: near the limit the emulator refuses first)."""
+    if len(json.dumps(obj, separators=(",", ":"))) > ETCD_MAX_REQUEST_BYTES:
+        raise entity_too_large("etcdserver: request is too large")
+    return obj
 
 
 def _require_namespace(store: Store, namespace: str) -> None:

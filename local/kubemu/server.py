@@ -11,6 +11,10 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from .dispatch import REQUEST_HEADERS, Backend, Drop, Response
+from .errors import entity_too_large
+
+# The API server's limit on a request body (apiserver's MaxRequestBodyBytes, 3 MiB).
+MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024
 
 
 class EmulatorHTTPServer(ThreadingHTTPServer):
@@ -57,7 +61,15 @@ class _Handler(BaseHTTPRequestHandler):
         self._handle()
 
     def _handle(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if not 0 <= length <= MAX_REQUEST_BODY_BYTES:
+            # As the API server (handlers.limitedReadBody): a body past 3 MiB is refused
+            # unread, with 413; the connection is closed (the body was not consumed).
+            self._refuse(413, entity_too_large(f"limit is {MAX_REQUEST_BODY_BYTES}").status())
+            return
         raw = self.rfile.read(length) if length else b""
         url = urlsplit(self.path)
         query = {key: values[-1] for key, values in parse_qs(url.query).items()}
@@ -86,6 +98,16 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(payload)
+
+    def _refuse(self, code: int, body: dict[str, Any]) -> None:
+        payload = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(payload)
+        self.close_connection = True
 
     def _stream(self, result: Response) -> None:
         """A watch: chunked transfer encoding, one event per chunk, until the stream ends."""
