@@ -132,3 +132,18 @@ def test_an_owner_reference_to_another_instances_claim_is_not_trusted() -> None:
         assert replaced <= {mine}
         left = emu.get_object("NodeClaim", other["metadata"]["name"])
         assert left is not None and "deletionTimestamp" not in left["metadata"]
+
+
+def test_a_node_deleted_between_read_and_patch_is_gone_not_a_failure() -> None:
+    """Regression (issue 23.5): the PATCH's 404 failed the message (retried until the DLQ).
+    A node deleted after it was read is gone: nothing to cordon, replace or drain."""
+    objects = _objects(general_budget="20%", node_label=None)
+    with Emulator(objects) as emu:
+        before = {c["metadata"]["name"] for c in _claims(emu)}
+        emu.fail_next(404, verb="patch", resource="nodes")
+        [result] = _pipeline(emu, objects).process([REBALANCE])
+        [report] = result.reports
+        assert report.outcome == "acted", report.reason
+        assert f"node {NODE} is gone" in report.reason
+        assert {c["metadata"]["name"] for c in _claims(emu)} == before
+        assert emu.requests_by_resource[("create", "nodeclaims")] == 0

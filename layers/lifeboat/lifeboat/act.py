@@ -59,6 +59,8 @@ class ActResult:
     pods_remaining: int = 0
     # The replacement already existed: an earlier notice or delivery acted on this claim.
     replaced_before: bool = False
+    # The node was deleted between its read and the patch (404): nothing to drain.
+    node_gone: bool = False
 
 
 class Actor:
@@ -85,12 +87,14 @@ class Actor:
         outcome = ActResult()
         dry = self._settings.dry_run
         for step in decision.steps:
+            if outcome.node_gone and step is not Step.COMPLETE_LIFECYCLE:
+                continue  # deleted under us: no replacement, no drain, nothing to delete
             if step is Step.TAINT_AND_CORDON:
-                outcome.actions += self._taint(notice, target, "cordon", dry)
+                outcome.actions += self._taint(notice, target, "cordon", dry, outcome)
             elif step is Step.CLEAR_PENDING:
                 outcome.actions += self._clear_pending(notice, target, dry)
             elif step is Step.MARK_PENDING:
-                outcome.actions += self._taint(notice, target, "prefer", dry)
+                outcome.actions += self._taint(notice, target, "prefer", dry, outcome)
             elif step is Step.CREATE_REPLACEMENT:
                 outcome.replacement = self._replace(notice, target, outcome, dry)
             elif step is Step.DELETE_NODECLAIM:
@@ -103,7 +107,9 @@ class Actor:
 
     # -- taint and cordon ------------------------------------------------------------------
 
-    def _taint(self, notice: Notice, target: Target, mode: str, dry: bool) -> list[Action]:
+    def _taint(
+        self, notice: Notice, target: Target, mode: str, dry: bool, outcome: ActResult
+    ) -> list[Action]:
         """Taint and cordon (``mode`` "cordon", a node about to go: also excluded from load
         balancers) or only mark (``mode`` "prefer", a deferred notice), in one patch."""
         assert target.node is not None
@@ -118,7 +124,9 @@ class Actor:
             target.node, lambda n: taint_operations(n, key, effect, cordon, exclude), dry
         )
         if node is None:
-            return []  # the node went away while we were patching: nothing to cordon
+            # The node went away while we were patching: nothing to cordon, nothing to drain.
+            outcome.node_gone = True
+            return [{**actions[0], "error": f"node {nodes.name_of(target.node)} is gone"}]
         # Reported when Lifeboat labels the node (now, or at an earlier delivery), not for
         # a label the operator set: Lifeboat neither added that one nor will remove it.
         if exclude and (
@@ -178,6 +186,8 @@ class Actor:
                 self._kube.patch_node(nodes.name_of(node), operations)
                 return node
             except KubeError as error:
+                if error.status == 404:
+                    return None  # deleted since it was read: gone, nothing to patch
                 if error.status not in (409, 422) or attempt == PATCH_ATTEMPTS - 1:
                     raise
             fresh = self._kube.get_node(nodes.name_of(node))

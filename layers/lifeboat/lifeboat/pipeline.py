@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 from lifeboat import nodes
 from lifeboat.act import Actor, ActResult, LifecycleActions
 from lifeboat.deadline import INVOCATION_RESERVE, retry_window
-from lifeboat.decide import Decision, decide, follow_ups
+from lifeboat.decide import Decision, Step, decide, follow_ups
 from lifeboat.decide.wakeups import check_old_claim, continue_drain, finish_replacement
 from lifeboat.events import parse_message
 from lifeboat.events.envelope import load_body
@@ -39,6 +39,7 @@ from lifeboat.rotation.messages import is_rotation_event
 from lifeboat.routing import triage, triage_follow_up
 from lifeboat.settings import Settings
 from lifeboat.split import expand, remainders, split
+from lifeboat.staleness import Stale, staleness
 from lifeboat.target import Target
 from lifeboat.wakeup import Task, Wakeup, WakeupSink, decode, is_wakeup
 
@@ -239,19 +240,22 @@ class Pipeline:
                 cluster=checked.cluster,
             )
         resolver = batch.resolver(checked.cluster)
-        if notice.involuntary:
+        # A notice past its age limit is judged from the present state, as a voluntary one
+        # (lifeboat.staleness): never tainted at once, never forced.
+        stale = staleness(notice, info, self.settings, self.clock())
+        if notice.involuntary and stale is None:
             node = self._taint_at_once(resolver, notice, info)
             target = resolver.resolve(notice.instance_id, info, node=node)
             return self._decide_and_act(resolver, notice, target)
         target = resolver.resolve(notice.instance_id, info)
-        if target.node is None:
-            return self._decide_and_act(resolver, notice, target)
+        if target.node is None or (stale is not None and stale.nothing_going):
+            return self._decide_and_act(resolver, notice, target, stale)
         # Voluntary: weigh the budget and take the slot under the pool's lease. Only the
         # first step (the taint that makes the node count as disrupting, or the pending
         # mark) needs the lease; the replacement and the rest follow once it is released.
         with self._pool_lease(resolver.kube, target):
             target = resolver.with_budget_state(target)
-            decision = self._decide(notice, target)
+            decision = self._decide(notice, target, stale)
             first = replace(decision, steps=decision.steps[:1])
             held = self._actor(resolver.kube).carry_out(notice, target, first)
         return self._carry_out(resolver.kube, notice, target, decision, done=held)
@@ -282,11 +286,14 @@ class Pipeline:
         with lock.hold(nodes.name_of(target.nodepool)):
             yield
 
-    def _decide_and_act(self, resolver: Resolver, notice: Notice, target: Target) -> Report:
-        return self._carry_out(resolver.kube, notice, target, self._decide(notice, target))
+    def _decide_and_act(
+        self, resolver: Resolver, notice: Notice, target: Target, stale: Stale | None = None
+    ) -> Report:
+        decision = self._decide(notice, target, stale)
+        return self._carry_out(resolver.kube, notice, target, decision)
 
-    def _decide(self, notice: Notice, target: Target) -> Decision:
-        decision = decide(notice, target, self.settings, self.clock())
+    def _decide(self, notice: Notice, target: Target, stale: Stale | None = None) -> Decision:
+        decision = decide(notice, target, self.settings, self.clock(), stale=stale)
         if self.on_decision is not None:
             self.on_decision(notice, target, decision)
         return decision
@@ -306,6 +313,10 @@ class Pipeline:
         follow-ups it calls for, record it on the node, and report it."""
         now = self.clock()
         rest = replace(decision, steps=decision.steps[1:]) if done is not None else decision
+        if done is not None and done.node_gone:
+            # Deleted under the first step: only a lifecycle action is left to answer.
+            kept = tuple(step for step in rest.steps if step is Step.COMPLETE_LIFECYCLE)
+            rest = replace(rest, steps=kept)
         result = self._actor(kube).carry_out(notice, target, rest)
         if done is not None:
             result.actions[:0] = done.actions
