@@ -30,6 +30,9 @@ class InstanceInfo:
     image_id: str | None = None
     # EC2's state name (running, stopping, ...): None when not known.
     state: str | None = None
+    # False where the group is not known (the local tools: a cluster file's node-group node
+    # names its group only as EKS labels it, not as EC2 does): then a hook cannot be checked.
+    auto_scaling_group_known: bool = True
     tags: Mapping[str, str] = field(default_factory=dict)
 
 

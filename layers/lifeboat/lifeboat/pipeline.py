@@ -169,7 +169,12 @@ class Pipeline:
             message = load_body(body)  # decoded once, for both kinds of message
             if is_wakeup(message):
                 wakeup = decode(message)
-                return expand(wakeup) if wakeup.task is Task.REMAINDER else wakeup
+                if wakeup.task is not Task.REMAINDER:
+                    return wakeup
+                late = _remainder_too_late(wakeup, self.clock())
+                if late is not None:
+                    raise MalformedMessage(late, wakeup.notice.event_id, wakeup.notice.kind)
+                return expand(wakeup)
             if is_rotation_event(message):  # an operator's command (lifeboat.rotation)
                 from lifeboat.rotation.request import parse_command
 
@@ -426,3 +431,14 @@ def _notices_of(item: Parsed) -> list[Notice]:
     if isinstance(item, Wakeup):
         return [item.notice]
     return []
+
+
+def _remainder_too_late(wakeup: Wakeup, now: datetime) -> str | None:
+    """A remainder is handed on minutes after its event, long before the maintenance
+    starts: one arriving after the start is no work Lifeboat scheduled (or is too late to
+    prepare for it), and its instances are not taken out on its word."""
+    deadline = wakeup.notice.deadline
+    if deadline is not None and now >= deadline:
+        start = deadline.isoformat()
+        return f"lifeboat-wakeup.notice.deadline: a remainder past its start ({start})"
+    return None
