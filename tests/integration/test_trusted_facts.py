@@ -15,7 +15,8 @@ cluster.
 from __future__ import annotations
 
 import copy
-from datetime import UTC, datetime
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ OBJECTS = load_cluster_file(EVENTS / "cluster.yaml")
 NOW = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
 REBALANCE = (EVENTS / "rebalance-recommendation.json").read_text()
 NODE = "ip-10-0-1-12.ec2.internal"  # i-0a1b2c3d4e5f60002, NodePool general
+BUSY = "ip-10-0-1-11.ec2.internal"  # another node of general
 
 
 def _objects(general_budget: str, node_label: str | None) -> list[dict[str, Any]]:
@@ -127,7 +129,7 @@ def test_an_owner_reference_to_another_instances_claim_is_not_trusted() -> None:
         [result] = _pipeline(emu, objects).process([REBALANCE])
         [report] = result.reports
         made = [c for c in _claims(emu) if c["metadata"]["name"] not in before]
-        replaced = {c["metadata"]["annotations"]["lifeboat.dev/replaces"] for c in made}
+        replaced = {c["metadata"]["labels"]["lifeboat.dev/replaces"] for c in made}
         assert other["metadata"]["name"] not in replaced, report.reason
         assert replaced <= {mine}
         left = emu.get_object("NodeClaim", other["metadata"]["name"])
@@ -147,3 +149,66 @@ def test_a_node_deleted_between_read_and_patch_is_gone_not_a_failure() -> None:
         assert f"node {NODE} is gone" in report.reason
         assert {c["metadata"]["name"] for c in _claims(emu)} == before
         assert emu.requests_by_resource[("create", "nodeclaims")] == 0
+
+
+def test_a_squatted_replacement_name_is_not_taken_for_the_replacement() -> None:
+    """Regression (issue 23.5): the replacement's name was a 40-bit hash of the old claim's
+    name; a claim made under that name (a collision found in seconds) was taken for the
+    replacement on the 409, and the old claim got none. The name now comes from the old
+    claim's uid (80 bits), and a 409 counts only if the claim there replaces this one."""
+    from lifeboat.replacement import replacement_name
+
+    objects = _objects(general_budget="20%", node_label=None)
+    node = next(o for o in objects if o["kind"] == "Node" and o["metadata"]["name"] == NODE)
+    [own] = [r for r in node["metadata"]["ownerReferences"] if r["kind"] == "NodeClaim"]
+    claim = next(
+        o for o in objects if o["kind"] == "NodeClaim" and o["metadata"]["name"] == own["name"]
+    )
+    squatter = copy.deepcopy(claim)
+    squatter["metadata"] = {
+        "name": replacement_name("general", own["name"], own["uid"]),
+        "labels": {**claim["metadata"]["labels"], "lifeboat.dev/replaces": "someone-else"},
+    }
+    squatter.pop("status", None)
+    objects.append(squatter)
+    with Emulator(objects) as emu:
+        [result] = _pipeline(emu, objects).process([REBALANCE])
+        [report] = result.reports
+        assert f"is not the replacement of {own['name']}" in report.reason, report.reason
+        replacing = [
+            c
+            for c in _claims(emu)
+            if c["metadata"]["labels"].get("lifeboat.dev/replaces") == own["name"]
+        ]
+        assert replacing == []
+
+
+def test_a_decide_wake_up_delivered_twice_schedules_one_next_wake_up() -> None:
+    """Regression (issue 23.5): a DECIDE wake-up delivered twice, one second apart, timed
+    its next look from the clock, so the chain forked (two schedule names). What follows a
+    wake-up is timed from its due time."""
+
+    from lifeboat.events import parse_message
+    from lifeboat.scheduler import schedule_name
+    from lifeboat.wakeup import Task, Wakeup, encode
+
+    # A budget of 1 that another node of the pool holds: "waiting for disrupting nodes to
+    # finish", looked at again after RECHECK_INTERVAL.
+    objects = _objects(general_budget="1", node_label=None)
+    busy = next(o for o in objects if o["kind"] == "Node" and o["metadata"]["name"] == BUSY)
+    busy["spec"]["taints"] = [{"key": "lifeboat.dev/spot-interruption", "effect": "NoSchedule"}]
+    [notice] = parse_message(REBALANCE, received_at=NOW)
+    due = NOW + timedelta(minutes=5)
+    body = encode(Wakeup(Task.DECIDE, notice, due))
+    names: set[str] = set()
+    with Emulator(objects) as emu:
+        for delay in (timedelta(0), timedelta(seconds=1)):
+            wakeups = MemoryWakeups()
+            pipeline = replace(
+                _pipeline(emu, objects), wakeups=wakeups, clock=lambda d=delay: due + d
+            )
+            [result] = pipeline.process([body])
+            [report] = result.reports
+            assert report.outcome == "deferred", report.reason
+            names |= {schedule_name(w) for w in wakeups.pending.values()}
+    assert len(names) == 1, names

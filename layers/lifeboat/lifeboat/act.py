@@ -207,7 +207,7 @@ class Actor:
         if target.claim is None or target.nodepool is None:
             return None
         built = replacement_nodeclaim(
-            target.nodepool, target.node, target.claim.name, notice.dedup_key
+            target.nodepool, target.node, target.claim.name, notice.dedup_key, target.claim.uid
         )
         if built.claim is None:
             outcome.actions.append({"type": "create-nodeclaim", "name": None, "error": built.note})
@@ -223,7 +223,19 @@ class Actor:
             self._kube.create_nodeclaim(dict(built.claim))
         except Conflict:
             # AlreadyExists: the replacement's name derives from the old claim, so another
-            # notice, delivery or invocation already made this one. Never a second one.
+            # notice, delivery or invocation already made this one. Never a second one. But
+            # only if it is one: a claim of that name replacing another claim (or none) is
+            # not this one's replacement, and this one gets none from Lifeboat (Karpenter's
+            # provisioner makes capacity for the drained pods).
+            existing = self._kube.get_nodeclaim(name)
+            replaces = nodes.labels_of(existing or {}).get(nodes.REPLACES_LABEL)
+            if existing is not None and replaces != target.claim.name:
+                action["error"] = (
+                    f"409: NodeClaim {name} exists and is not the replacement of "
+                    f"{target.claim.name} ({nodes.REPLACES_LABEL}={replaces or '(none)'})"
+                )
+                outcome.actions.append(action)
+                return None
             action["existing"] = True
             outcome.replaced_before = True
         except KubeError as error:

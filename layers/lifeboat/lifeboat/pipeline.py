@@ -232,7 +232,10 @@ class Pipeline:
             assert self.wakeups is not None  # only split when there is a sink
             self.wakeups.schedule(wakeup)
 
-    def _handle(self, batch: _Batch, notice: Notice) -> Report:
+    def _handle(self, batch: _Batch, notice: Notice, wakeup: Wakeup | None = None) -> Report:
+        """Triage, decide and act on one notice; ``wakeup``: the DECIDE wake-up it came back
+        in, whose due time (not the clock) times what follows, so a wake-up delivered twice
+        schedules the same next one instead of forking its chain."""
         info = batch.infos.get(notice.instance_id or "")
         checked = triage(notice, info, self.settings, self.clock())
         if checked.outcome is not None or info is None or notice.instance_id is None:
@@ -251,10 +254,10 @@ class Pipeline:
         if notice.involuntary and stale is None:
             node = self._taint_at_once(resolver, notice, info)
             target = resolver.resolve(notice.instance_id, info, node=node)
-            return self._decide_and_act(resolver, notice, target)
+            return self._decide_and_act(resolver, notice, target, wakeup=wakeup)
         target = resolver.resolve(notice.instance_id, info)
         if target.node is None or (stale is not None and stale.nothing_going):
-            return self._decide_and_act(resolver, notice, target, stale)
+            return self._decide_and_act(resolver, notice, target, stale, wakeup=wakeup)
         # Voluntary: weigh the budget and take the slot under the pool's lease. Only the
         # first step (the taint that makes the node count as disrupting, or the pending
         # mark) needs the lease; the replacement and the rest follow once it is released.
@@ -263,7 +266,7 @@ class Pipeline:
             decision = self._decide(notice, target, stale)
             first = replace(decision, steps=decision.steps[:1])
             held = self._actor(resolver.kube).carry_out(notice, target, first)
-        return self._carry_out(resolver.kube, notice, target, decision, done=held)
+        return self._carry_out(resolver.kube, notice, target, decision, done=held, wakeup=wakeup)
 
     def _taint_at_once(
         self, resolver: Resolver, notice: Notice, info: InstanceInfo
@@ -292,10 +295,16 @@ class Pipeline:
             yield
 
     def _decide_and_act(
-        self, resolver: Resolver, notice: Notice, target: Target, stale: Stale | None = None
+        self,
+        resolver: Resolver,
+        notice: Notice,
+        target: Target,
+        stale: Stale | None = None,
+        *,
+        wakeup: Wakeup | None = None,
     ) -> Report:
         decision = self._decide(notice, target, stale)
-        return self._carry_out(resolver.kube, notice, target, decision)
+        return self._carry_out(resolver.kube, notice, target, decision, wakeup=wakeup)
 
     def _decide(self, notice: Notice, target: Target, stale: Stale | None = None) -> Decision:
         decision = decide(notice, target, self.settings, self.clock(), stale=stale)
@@ -361,7 +370,7 @@ class Pipeline:
 
     def _wake(self, batch: _Batch, wakeup: Wakeup) -> Report:
         if wakeup.task is Task.DECIDE:
-            return self._handle(batch, wakeup.notice)  # decided again like an AWS notice
+            return self._handle(batch, wakeup.notice, wakeup)  # decided again like an AWS notice
         notice = wakeup.notice
         info = batch.infos.get(notice.instance_id or "")
         checked = triage_follow_up(wakeup, info, self.settings, self.clock())
