@@ -316,3 +316,31 @@ def test_a_remainder_only_of_a_scheduled_change_and_never_past_its_start(
     world.drain_queue()
     assert world.log.outcomes == {"rejected": 2}
     assert sum(_acted_per_pool(world).values()) == 0
+
+
+def test_a_rejected_forgery_does_not_make_the_genuine_event_a_duplicate(
+    small_world: World,
+) -> None:
+    """Regression (issue 23.5): a forged remainder (another account) naming a genuine
+    event's id and instances was rejected, but stored in the ledger as done, so the genuine
+    event's instances were then reported as duplicates and never judged. Rejections are
+    never remembered (DynamoDB, through Powertools, as in the Lambda)."""
+    world = small_world
+    event = _event(world, 3)
+    [notice] = _parsed_template(event)
+    instances = tuple(m.instance_id for m in world.cluster.karpenter[:3])
+    world.fire(
+        Wakeup(
+            Task.REMAINDER,
+            replace(notice, account="999999999999"),
+            notice.event_time,
+            instances=instances,
+        )
+    )
+    world.drain_queue()
+    assert world.log.outcomes == {"rejected": 3}
+    world.sqs.send_message(QueueUrl=world.queue_url, MessageBody=json.dumps(event))
+    world.drain_queue()
+    assert sum(world.log.judged[i] for i in instances) == 3 + 3
+    assert world.log.outcomes["rejected"] == 3
+    assert sum(world.log.outcomes.values()) == 6
