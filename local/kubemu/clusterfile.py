@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from .gcpause import collector_paused
+from .names import name_problem
 from .resources import ALL_RESOURCES, Obj, resource_for_object
 from .yamlfast import has_alias, plain_data_documents
 from .yamlload import LOADER, load_documents
@@ -103,6 +104,9 @@ def _validate(obj: Any, index: int, path: Path) -> Obj:
         raise ValueError(
             f"{where}: unsupported apiVersion {obj['apiVersion']!r} for kind {obj['kind']!r}"
         )
+    problem = name_problem(obj["kind"], str(name))
+    if problem is not None:
+        raise ValueError(f"{where}: {obj['kind']} metadata.name: {problem}")
     if obj["kind"] == "Pod" and not (obj.get("spec") or {}).get("containers"):
         # The API server requires containers, and the client cannot parse a pod without them.
         raise ValueError(f"{where}: Pod {name!r} is missing spec.containers")

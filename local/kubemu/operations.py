@@ -24,6 +24,7 @@ from .errors import (
     not_found,
     stale_version,
 )
+from .names import name_problem
 from .patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
 from .resources import NAMESPACES, NODECLAIMS, NODEPOOLS, PDBS, PODS, Obj, ResourceType
 from .selectors import parse_field_selector, parse_label_selector
@@ -130,6 +131,9 @@ class Operations:
                         resource, "", "metadata.name", "Required value: name or generateName"
                     )
                 metadata["name"] = self._generated_name(resource, namespace, metadata)
+            problem = name_problem(resource.kind, str(metadata["name"]))
+            if problem is not None:
+                raise invalid(resource, str(metadata["name"]), "metadata.name", problem)
             if resource is PODS and not (obj.get("spec") or {}).get("containers"):
                 raise invalid(resource, metadata["name"], "spec.containers", "Required value")
             if self.store.get(resource, namespace, metadata["name"]) is not None:

@@ -204,9 +204,8 @@ def test_a_decide_wake_up_delivered_twice_schedules_one_next_wake_up() -> None:
     with Emulator(objects) as emu:
         for delay in (timedelta(0), timedelta(seconds=1)):
             wakeups = MemoryWakeups()
-            pipeline = replace(
-                _pipeline(emu, objects), wakeups=wakeups, clock=lambda d=delay: due + d
-            )
+            at = due + delay
+            pipeline = replace(_pipeline(emu, objects), wakeups=wakeups, clock=lambda: at)
             [result] = pipeline.process([body])
             [report] = result.reports
             assert report.outcome == "deferred", report.reason
