@@ -15,8 +15,10 @@ cluster.
 from __future__ import annotations
 
 import copy
+import operator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -204,8 +206,8 @@ def test_a_decide_wake_up_delivered_twice_schedules_one_next_wake_up() -> None:
     with Emulator(objects) as emu:
         for delay in (timedelta(0), timedelta(seconds=1)):
             wakeups = MemoryWakeups()
-            at = due + delay
-            pipeline = replace(_pipeline(emu, objects), wakeups=wakeups, clock=lambda: at)
+            clock = partial(operator.add, due, delay)  # due + delay, each delivery its own
+            pipeline = replace(_pipeline(emu, objects), wakeups=wakeups, clock=clock)
             [result] = pipeline.process([body])
             [report] = result.reports
             assert report.outcome == "deferred", report.reason
