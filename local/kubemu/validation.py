@@ -160,6 +160,7 @@ def check(resource: ResourceType, obj: Obj, mode: str) -> Verdict:
     if resource is kinds.EC2NODECLASSES:
         return ec2nodeclass.check(obj, mode)
     if resource not in DEFINITIONS:
+        _check_values(resource, obj)
         return Verdict(obj)
     unknown: list[tuple[list[Any], str]] = []
     validate = _validator(resource)
@@ -221,6 +222,28 @@ def invalid_field(resource: ResourceType, name: str, field_path: str, why: str) 
 def _check_values(resource: ResourceType, obj: Obj) -> None:
     if resource is kinds.NODES:
         _check_taints(resource, obj)
+    if resource is kinds.CONFIGMAPS:
+        _check_configmap_size(resource, obj)
+
+
+# core.MaxSecretSize: the most a ConfigMap's (or Secret's) data may hold, 1 MiB.
+MAX_CONFIGMAP_BYTES = 1024 * 1024
+
+
+def _check_configmap_size(resource: ResourceType, configmap: Obj) -> None:
+    """ValidateConfigMap (pkg/apis/core/validation): the bytes of every ``data`` value and
+    every decoded ``binaryData`` value, summed, at most core.MaxSecretSize; too many is a
+    field.TooLong on the whole object (the path ``[]``)."""
+    total = sum(len(str(v).encode()) for v in (configmap.get("data") or {}).values())
+    for value in (configmap.get("binaryData") or {}).values():
+        total += len(str(value)) * 3 // 4 - str(value).count("=")
+    if total > MAX_CONFIGMAP_BYTES:
+        raise invalid_field(
+            resource,
+            configmap["metadata"].get("name", ""),
+            "[]",
+            f"Too long: must have at most {MAX_CONFIGMAP_BYTES} bytes",
+        )
 
 
 def _check_taints(resource: ResourceType, node: Obj) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -203,7 +204,7 @@ class _Output:
 
     def finish(self) -> int:
         for line in self.timeline.lines():
-            self.out.write(line + "\n")
+            self.out.write(printable(line) + "\n")
         self.out.flush()
         if self.failed:
             return EXIT_USAGE
@@ -381,3 +382,14 @@ def replay_target(
             # deploy/rbac.yaml creates the Leases' namespace in a real cluster.
             source.emulator.ensure_namespace(tool.settings.lease_namespace)
         yield source.emulator, source.kube, directory, tool
+
+
+# C0 and C1 control characters (ESC starts a terminal's escape sequences) and DEL.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character shown as ``\\xNN``: what a message or a
+    cluster file says (an event's detail, a reason) reaches the terminal as text, never as
+    an escape sequence."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}", text)

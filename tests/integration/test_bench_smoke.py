@@ -181,9 +181,9 @@ def test_cold_start_child_parses_importtime() -> None:
 
 def test_the_marginal_cost_counts_every_warning_at_each_size(summary: Summary) -> None:
     """bench.marginal: one measure per cluster size, each warning acted on (it raises
-    otherwise) with a Spot warning's 5 requests, CPU and wall time both positive."""
+    otherwise) with a Spot warning's 6 requests, CPU and wall time both positive."""
     [cost] = summary["marginal"]  # the tiny configuration has one size
     options = tiny_options()
     assert cost["nodes"] == options.nodes[0] and cost["warnings"] == options.marginal_warnings
-    assert cost["k8s_requests_per_warning"] == 5.0
+    assert cost["k8s_requests_per_warning"] == 6.0
     assert cost["cpu_ms_per_warning"] > 0 and cost["wall_ms_per_warning"] > 0

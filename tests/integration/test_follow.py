@@ -117,7 +117,7 @@ def test_the_simulated_karpenter_steps_are_shown(make_follow: list[str]) -> None
     ]  # fmt: skip
     text = "\n".join(make_follow)
     assert "NodeClaim batch-q2vtn: drained and terminated" in text
-    assert re.search(r"NodeClaim batch-[0-9a-f]{10}: registered and initialized", text)
+    assert re.search(r"NodeClaim batch-[0-9a-f]{20}: registered and initialized", text)
 
 
 def test_wide_puts_every_row_on_one_line(capsys: pytest.CaptureFixture[str]) -> None:

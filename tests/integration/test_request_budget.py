@@ -29,8 +29,9 @@ from lifeboat_local.replay import RecordedLifecycle
 from tests.support.paths import EVENTS
 
 AT = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
-# Issue 13.4: at most 5 including the Event (the floor without it is 4).
-SPOT_BUDGET = 5
+# Issue 13.4: at most 5 including the Event (the floor without it is 4); issue 23.3 adds
+# the GET of the node's NodeClaim, whose label (not the Node's) names the pool.
+SPOT_BUDGET = 6
 
 
 @dataclass(frozen=True)
@@ -120,9 +121,10 @@ def show(title: str, rig: Rig) -> None:
         print(f"  {verb:<7} {resource:<16} {count}")
 
 
-def test_spot_interruption_costs_five_requests_and_no_list(rig: Rig) -> None:
+def test_spot_interruption_costs_six_requests_and_no_list(rig: Rig) -> None:
     """The node is tainted and cordoned before it is read (a JSON patch guarded by its
-    providerID); the patch's answer is the node, which names its NodeClaim."""
+    providerID); the patch's answer is the node, which names its NodeClaim; the claim is
+    read for its NodePool (the Node's own label is not trusted)."""
     reports = rig.process("spot-interruption.json")
     show("spot interruption, Karpenter node", rig)
 
@@ -131,6 +133,7 @@ def test_spot_interruption_costs_five_requests_and_no_list(rig: Rig) -> None:
         {
             ("get", "nodepools"): 1,
             ("patch", "nodes"): 1,
+            ("get", "nodeclaims"): 1,
             ("create", "nodeclaims"): 1,
             ("delete", "nodeclaims"): 1,
             ("create", "events"): 1,
@@ -141,6 +144,7 @@ def test_spot_interruption_costs_five_requests_and_no_list(rig: Rig) -> None:
     assert [(r.verb, r.resource, r.name) for r in rig.seen] == [
         ("get", "nodepools", "general"),
         ("patch", "nodes", "ip-10-0-1-11.ec2.internal"),
+        ("get", "nodeclaims", "general-7xkqz"),
         ("create", "nodeclaims", ""),
         ("delete", "nodeclaims", "general-7xkqz"),
         ("create", "events", ""),

@@ -397,7 +397,11 @@ def test_scheduler_permissions_are_confined_to_the_group_and_role() -> None:
     scheduler_role = _resources()["SchedulerRole"]["Properties"]
     trust = scheduler_role["AssumeRolePolicyDocument"]["Statement"][0]
     assert trust["Principal"] == {"Service": "scheduler.amazonaws.com"}
-    assert trust["Condition"] == {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}
+    # Only Lifeboat's own schedule group (tests/unit/test_template_command_bus.py evaluates it).
+    assert trust["Condition"] == {
+        "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}},
+        "ArnEquals": {"aws:SourceArn": {"Fn::GetAtt": ["ScheduleGroup", "Arn"]}},
+    }
     send, dead_letters = scheduler_role["Policies"][0]["PolicyDocument"]["Statement"]
     assert send["Action"] == "sqs:SendMessage"
     assert send["Resource"] == {"Fn::GetAtt": ["Queue", "Arn"]}
@@ -679,7 +683,12 @@ def test_notifications_may_only_be_put_on_the_default_bus_as_lifeboat() -> None:
     assert statement["Resource"] == {
         "Fn::Sub": "arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:event-bus/default"
     }
-    assert statement["Condition"] == {"StringEquals": {"events:source": "lifeboat"}}
+    from lifeboat.notify import DETAIL_TYPES
+
+    # Only its own detail-types (tests/unit/test_template_command_bus.py evaluates it).
+    assert statement["Condition"] == {
+        "StringEquals": {"events:source": "lifeboat", "events:detail-type": list(DETAIL_TYPES)}
+    }
     variables = _resources()["InterruptionFunction"]["Properties"]["Environment"]["Variables"]
     assert variables["LIFEBOAT_NOTIFICATION_BUS"] == {"Fn::If": ["Notify", "default", ""]}
 

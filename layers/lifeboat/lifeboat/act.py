@@ -68,6 +68,8 @@ class ActResult:
     # Evicted pods still terminating (within their grace period) on a node whose lifecycle
     # action waits for them: CONTINUE only once they are gone.
     pods_terminating: int = 0
+    # The node was deleted between its read and the patch (404): nothing to drain.
+    node_gone: bool = False
 
 
 class Actor:
@@ -94,12 +96,14 @@ class Actor:
         outcome = ActResult()
         dry = self._settings.dry_run
         for step in decision.steps:
+            if outcome.node_gone and step is not Step.COMPLETE_LIFECYCLE:
+                continue  # deleted under us: no replacement, no drain, nothing to delete
             if step is Step.TAINT_AND_CORDON:
-                outcome.actions += self._taint(notice, target, "cordon", dry)
+                outcome.actions += self._taint(notice, target, "cordon", dry, outcome)
             elif step is Step.CLEAR_PENDING:
                 outcome.actions += self._clear_pending(notice, target, dry)
             elif step is Step.MARK_PENDING:
-                outcome.actions += self._taint(notice, target, "prefer", dry)
+                outcome.actions += self._taint(notice, target, "prefer", dry, outcome)
             elif step is Step.CREATE_REPLACEMENT:
                 outcome.replacement = self._replace(notice, target, outcome, dry)
             elif step is Step.DELETE_NODECLAIM:
@@ -121,7 +125,9 @@ class Actor:
 
     # -- taint and cordon ------------------------------------------------------------------
 
-    def _taint(self, notice: Notice, target: Target, mode: str, dry: bool) -> list[Action]:
+    def _taint(
+        self, notice: Notice, target: Target, mode: str, dry: bool, outcome: ActResult
+    ) -> list[Action]:
         """Taint and cordon (``mode`` "cordon", a node about to go: also excluded from load
         balancers) or only mark (``mode`` "prefer", a deferred notice), in one patch."""
         if target.node is None:
@@ -137,7 +143,9 @@ class Actor:
             target.node, lambda n: taint_operations(n, key, effect, cordon, exclude), dry
         )
         if node is None:
-            return []  # the node went away while we were patching: nothing to cordon
+            # The node went away while we were patching: nothing to cordon, nothing to drain.
+            outcome.node_gone = True
+            return [{**actions[0], "error": f"node {nodes.name_of(target.node)} is gone"}]
         # Reported when Lifeboat labels the node (now, or at an earlier delivery), not for
         # a label the operator set: Lifeboat neither added that one nor will remove it.
         if exclude and (
@@ -220,6 +228,8 @@ class Actor:
                 self._kube.patch_node(nodes.name_of(node), operations)
                 return node
             except KubeError as error:
+                if error.status == 404:
+                    return None  # deleted since it was read: gone, nothing to patch
                 if error.status not in (409, 422) or attempt == PATCH_ATTEMPTS - 1:
                     raise
             fresh = self._kube.get_node(nodes.name_of(node))
@@ -245,6 +255,7 @@ class Actor:
             target.node,
             target.claim.name,
             notice.dedup_key,
+            target.claim.uid,
             reservation_reclaimed=notice.kind is Kind.CAPACITY_RESERVATION_INTERRUPTION,
         )
         if built.claim is None:
@@ -262,7 +273,19 @@ class Actor:
             self._kube.create_nodeclaim(dict(built.claim))
         except Conflict:
             # AlreadyExists: the replacement's name derives from the old claim, so another
-            # notice, delivery or invocation already made this one. Never a second one.
+            # notice, delivery or invocation already made this one. Never a second one. But
+            # only if it is one: a claim of that name replacing another claim (or none) is
+            # not this one's replacement, and this one gets none from Lifeboat (Karpenter's
+            # provisioner makes capacity for the drained pods).
+            existing = self._kube.get_nodeclaim(name)
+            replaces = nodes.labels_of(existing or {}).get(nodes.REPLACES_LABEL)
+            if existing is not None and replaces != target.claim.name:
+                action["error"] = (
+                    f"409: NodeClaim {name} exists and is not the replacement of "
+                    f"{target.claim.name} ({nodes.REPLACES_LABEL}={replaces or '(none)'})"
+                )
+                outcome.actions.append(action)
+                return None
             action["existing"] = True
             outcome.replaced_before = True
         except KubeError as error:

@@ -28,6 +28,11 @@ class InstanceInfo:
     instance_type: str | None = None
     # The AMI it was launched from (a rotation may select nodes by AMI).
     image_id: str | None = None
+    # EC2's state name (running, stopping, ...): None when not known.
+    state: str | None = None
+    # False where the group is not known (the local tools: a cluster file's node-group node
+    # names its group only as EKS labels it, not as EC2 does): then a hook cannot be checked.
+    auto_scaling_group_known: bool = True
     tags: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -60,6 +65,7 @@ def info_from_ec2(instance: Mapping[str, Any]) -> InstanceInfo:
         zone=(instance.get("Placement") or {}).get("AvailabilityZone"),
         instance_type=instance.get("InstanceType"),
         image_id=instance.get("ImageId"),
+        state=(instance.get("State") or {}).get("Name"),
         tags=tags,
     )
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 from lifeboat import nodes
 from lifeboat.act import Actor, ActResult, LifecycleActions
 from lifeboat.deadline import INVOCATION_RESERVE, retry_window
-from lifeboat.decide import Decision, decide, follow_ups
+from lifeboat.decide import Decision, Step, decide, follow_ups
 from lifeboat.decide.notice import replacement_refused
 from lifeboat.decide.wakeups import (
     check_old_claim,
@@ -47,6 +47,7 @@ from lifeboat.rotation.messages import is_rotation_event
 from lifeboat.routing import triage, triage_follow_up
 from lifeboat.settings import Settings
 from lifeboat.split import expand, remainders, split
+from lifeboat.staleness import Stale, staleness
 from lifeboat.sweep import InstanceStatuses, is_sweep_request, too_recently_impaired
 from lifeboat.target import Target
 from lifeboat.wakeup import Task, Wakeup, WakeupSink, decode, is_wakeup
@@ -193,7 +194,12 @@ class Pipeline:
             message = load_body(body)  # decoded once, for both kinds of message
             if is_wakeup(message):
                 wakeup = decode(message)
-                return expand(wakeup) if wakeup.task is Task.REMAINDER else wakeup
+                if wakeup.task is not Task.REMAINDER:
+                    return wakeup
+                late = _remainder_too_late(wakeup, self.clock())
+                if late is not None:
+                    raise MalformedMessage(late, wakeup.notice.event_id, wakeup.notice.kind)
+                return expand(wakeup)
             if is_rotation_event(message):  # an operator's command (lifeboat.rotation)
                 from lifeboat.rotation.request import parse_command
 
@@ -272,7 +278,10 @@ class Pipeline:
                 )
             self.wakeups.schedule(wakeup)
 
-    def _handle(self, batch: _Batch, notice: Notice) -> Report:
+    def _handle(self, batch: _Batch, notice: Notice, wakeup: Wakeup | None = None) -> Report:
+        """Triage, decide and act on one notice; ``wakeup``: the DECIDE wake-up it came back
+        in, whose due time (not the clock) times what follows, so a wake-up delivered twice
+        schedules the same next one instead of forking its chain."""
         info = batch.infos.get(notice.instance_id or "")
         managed = self._managed(info.cluster if info is not None else None)
         checked = triage(notice, info, self.settings, self.clock(), managed)
@@ -286,23 +295,31 @@ class Pipeline:
                 cluster=checked.cluster,
             )
         resolver = batch.resolver(checked.cluster)
-        if notice.involuntary:
+        # A notice past its age limit is judged from the present state, as a voluntary one
+        # (lifeboat.staleness): never tainted at once, never forced.
+        stale = staleness(notice, info, self.settings, self.clock())
+        if notice.involuntary and stale is None:
             node = self._taint_at_once(resolver, notice, info)
             target = resolver.resolve(notice.instance_id, info, node=node)
-            return self._decide_and_act(resolver, notice, target)
+            return self._decide_and_act(resolver, notice, target, wakeup=wakeup)
         target = resolver.resolve(notice.instance_id, info)
-        if target.node is None or notice.kind is Kind.ASG_LAUNCH:
-            # Nothing to weigh against a budget: no node, or a launch (nothing is done to it).
-            return self._decide_and_act(resolver, notice, target)
+        if (
+            target.node is None
+            or notice.kind is Kind.ASG_LAUNCH
+            or (stale is not None and stale.nothing_going)
+        ):
+            # Nothing to weigh against a budget: no node, a launch (nothing is done to it), or
+            # a stale notice about an instance that is not going after all.
+            return self._decide_and_act(resolver, notice, target, stale, wakeup=wakeup)
         # Voluntary: weigh the budget and take the slot under the pool's lease. Only the
         # first step (the taint that makes the node count as disrupting, or the pending
         # mark) needs the lease; the replacement and the rest follow once it is released.
         with self._pool_lease(resolver.kube, target):
             target = resolver.with_budget_state(target)
-            decision = self._decide(notice, target)
+            decision = self._decide(notice, target, stale)
             first = replace(decision, steps=decision.steps[:1])
             held = self._actor(resolver.kube).carry_out(notice, target, first)
-        return self._carry_out(resolver.kube, notice, target, decision, done=held)
+        return self._carry_out(resolver.kube, notice, target, decision, done=held, wakeup=wakeup)
 
     def _managed(self, cluster: str | None) -> frozenset[str] | None:
         """The served clusters triage needs to know of (None: the named ones decide). Asked
@@ -341,11 +358,20 @@ class Pipeline:
         with lock.hold(nodes.name_of(target.nodepool)):
             yield
 
-    def _decide_and_act(self, resolver: Resolver, notice: Notice, target: Target) -> Report:
-        return self._carry_out(resolver.kube, notice, target, self._decide(notice, target))
+    def _decide_and_act(
+        self,
+        resolver: Resolver,
+        notice: Notice,
+        target: Target,
+        stale: Stale | None = None,
+        *,
+        wakeup: Wakeup | None = None,
+    ) -> Report:
+        decision = self._decide(notice, target, stale)
+        return self._carry_out(resolver.kube, notice, target, decision, wakeup=wakeup)
 
-    def _decide(self, notice: Notice, target: Target) -> Decision:
-        decision = decide(notice, target, self.settings, self.clock())
+    def _decide(self, notice: Notice, target: Target, stale: Stale | None = None) -> Decision:
+        decision = decide(notice, target, self.settings, self.clock(), stale=stale)
         if self.on_decision is not None:
             self.on_decision(notice, target, decision)
         return decision
@@ -365,6 +391,10 @@ class Pipeline:
         follow-ups it calls for, record it on the node, and report it."""
         now = self.clock()
         rest = replace(decision, steps=decision.steps[1:]) if done is not None else decision
+        if done is not None and done.node_gone:
+            # Deleted under the first step: only a lifecycle action is left to answer.
+            kept = tuple(step for step in rest.steps if step is Step.COMPLETE_LIFECYCLE)
+            rest = replace(rest, steps=kept)
         result = self._actor(kube).carry_out(notice, target, rest)
         if done is not None:
             result.actions[:0] = done.actions
@@ -414,7 +444,7 @@ class Pipeline:
 
     def _wake(self, batch: _Batch, wakeup: Wakeup) -> Report:
         if wakeup.task is Task.DECIDE:
-            return self._handle(batch, wakeup.notice)  # decided again like an AWS notice
+            return self._handle(batch, wakeup.notice, wakeup)  # decided again like an AWS notice
         notice = wakeup.notice
         info = batch.infos.get(notice.instance_id or "")
         managed = self._managed(info.cluster if info is not None else wakeup.cluster)
@@ -497,3 +527,14 @@ def _notices_of(item: Parsed) -> list[Notice]:
     if isinstance(item, Wakeup):
         return [item.notice]
     return []
+
+
+def _remainder_too_late(wakeup: Wakeup, now: datetime) -> str | None:
+    """A remainder is handed on minutes after its event, long before the maintenance
+    starts: one arriving after the start is no work Lifeboat scheduled (or is too late to
+    prepare for it), and its instances are not taken out on its word."""
+    deadline = wakeup.notice.deadline
+    if deadline is not None and now >= deadline:
+        start = deadline.isoformat()
+        return f"lifeboat-wakeup.notice.deadline: a remainder past its start ({start})"
+    return None

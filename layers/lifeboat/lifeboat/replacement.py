@@ -61,12 +61,17 @@ class Replacement:
     note: str = ""  # what was left out, or why there is no claim
 
 
-def replacement_name(pool_name: str, old_claim: str) -> str:
+def replacement_name(pool_name: str, old_claim: str, old_uid: str | None = None) -> str:
     """The replacement's name, derived from the claim it replaces: one old claim gets at most
     one replacement, whichever notices, deliveries, batches or invocations ask for it (the
     second create is answered 409 AlreadyExists). Shaped like Karpenter's own
-    ``<nodepool>-<suffix>`` names."""
-    digest = hashlib.sha256(old_claim.encode()).hexdigest()[:10]
+    ``<nodepool>-<suffix>`` names.
+
+    From the old claim's uid (the API server's, random) when known, not its name, and 80
+    bits of it: a 40-bit hash of a name was found colliding in seconds, and the claim whose
+    replacement's name was taken got none. A 409 is still checked (``lifeboat.dev/replaces``)
+    before it is taken for this claim's replacement."""
+    digest = hashlib.sha256((old_uid or old_claim).encode()).hexdigest()[:20]
     return f"{pool_name}-{digest}"
 
 
@@ -166,10 +171,11 @@ def replacement_nodeclaim(
     node: Obj,
     old_claim: str,
     notice_key: str,
+    old_uid: str | None = None,
     *,
     reservation_reclaimed: bool = False,
 ) -> Replacement:
-    """The claim to create in place of ``old_claim`` (which runs on ``node``).
+    """The claim to create in place of ``old_claim`` (uid ``old_uid``; it runs on ``node``).
     ``reservation_reclaimed``: the notice is a capacity reservation interruption, whose
     reservation the replacement must not be launched into."""
     pool_name = nodes.name_of(nodepool)
@@ -236,7 +242,7 @@ def replacement_nodeclaim(
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodeClaim",
         "metadata": {
-            "name": replacement_name(pool_name, old_claim),
+            "name": replacement_name(pool_name, old_claim, old_uid),
             "labels": labels,
             "annotations": annotations,
             "ownerReferences": [owner],

@@ -96,6 +96,11 @@ def decision_report(
         reason = f"dry run, nothing changed: {reason}"
     if pods_remaining:
         reason += f"; {pods_remaining} pod(s) held by PodDisruptionBudgets, retrying"
+    if target.node_nodepool_label is not None:
+        reason += (
+            f"; the Node's label karpenter.sh/nodepool={target.node_nodepool_label} disagrees "
+            f"with its NodeClaim's NodePool {target.nodepool_name}: judged by the NodeClaim's"
+        )
     for action in actions:
         # A step that could not be done but did not stop the others (a replacement the API
         # server refused): the reason says so, as the action does.

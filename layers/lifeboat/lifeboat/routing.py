@@ -127,9 +127,10 @@ def triage(
         return Triage(where.cluster, Outcome.IGNORED, why, unmanaged=True)
     hook = notice.lifecycle
     group = info.auto_scaling_group
-    if hook is not None and group is not None and hook.auto_scaling_group != group:
+    if hook is not None and hook.auto_scaling_group != group and info.auto_scaling_group_known:
         # Completing a lifecycle action lets its group go on: only the instance's own group
-        # (EC2 tags every instance of a group with aws:autoscaling:groupName).
+        # (EC2 tags every instance of a group with aws:autoscaling:groupName). An instance
+        # EC2 puts in no group (a Karpenter node) confirms no hook at all.
         why = (
             f"the lifecycle hook names Auto Scaling group {hook.auto_scaling_group[:256]}, "
             f"but instance {info.instance_id} belongs to {info.auto_scaling_group or 'none'}"

@@ -46,6 +46,9 @@ class Settings:
     managed_tag: str | None = None
     # Seconds to keep an unknown instance's message in the queue before giving up on it.
     unknown_instance_grace: timedelta = timedelta(0)
+    # How late a notice may be (past its deadline or start, lifeboat.staleness) and still be
+    # obeyed as sent; later, it is re-judged as a voluntary notice, never forced.
+    stale_notice_after: timedelta = timedelta(minutes=10)
     # Where the stack runs; events from elsewhere are rejected. None: not checked.
     account_id: str | None = None
     region: str | None = None
@@ -154,6 +157,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         unknown_instance_grace=_seconds(
             env, "LIFEBOAT_UNKNOWN_INSTANCE_GRACE_SECONDS", timedelta(0)
         ),
+        stale_notice_after=_seconds(env, "LIFEBOAT_STALE_NOTICE_SECONDS", timedelta(minutes=10)),
         account_id=env.get("LIFEBOAT_ACCOUNT_ID") or None,
         region=env.get("LIFEBOAT_REGION") or None,
         impaired_threshold=_seconds(

@@ -45,7 +45,8 @@ class Target:
     info: InstanceInfo | None = None
     node: Obj | None = None
     claim: ClaimRef | None = None
-    # The NodePool the node says it belongs to (its label, or EC2's tag) ...
+    # The NodePool the instance belongs to: its NodeClaim's label (the Node's label, or
+    # EC2's tag, only when there is no claim to read) ...
     nodepool_name: str | None = None
     # ... and that NodePool's object, when it exists: budgets and the replacement's template.
     nodepool: Obj | None = None
@@ -57,6 +58,9 @@ class Target:
     # Nodes' capacity, :mod:`lifeboat.pool_usage`), loaded with ``counts``: what its limits
     # are weighed against.
     usage: Mapping[str, Fraction] | None = None
+    # The Node's own karpenter.sh/nodepool label when it disagrees with its claim's pool
+    # (reported; the claim's pool is the one judged by).
+    node_nodepool_label: str | None = None
 
     @property
     def node_name(self) -> str | None:

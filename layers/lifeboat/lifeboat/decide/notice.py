@@ -29,15 +29,24 @@ from lifeboat.outcome import Outcome
 from lifeboat.pdbs import pdb_blocker
 from lifeboat.replacement import replacement_blocker
 from lifeboat.settings import Settings
+from lifeboat.staleness import Stale
 from lifeboat.target import Target
 
 # Karpenter-owned node: taint and cordon, create the replacement, delete the old claim.
 KARPENTER_REPLACE = (Step.TAINT_AND_CORDON, Step.CREATE_REPLACEMENT, Step.DELETE_NODECLAIM)
 
 
-def decide(notice: Notice, target: Target, settings: Settings, now: datetime) -> Decision:
-    """Decide what to do now about ``notice`` for ``target``."""
-    decision = _decide(notice, target, settings, now)
+def decide(
+    notice: Notice,
+    target: Target,
+    settings: Settings,
+    now: datetime,
+    *,
+    stale: Stale | None = None,
+) -> Decision:
+    """Decide what to do now about ``notice`` for ``target``; ``stale``: the notice is past
+    its age limit (lifeboat.staleness) and is judged from the present state, never forced."""
+    decision = _decide(notice, target, settings, now, stale)
     # A notice let go (given up, opted out, configured to ignore) takes its waiting mark
     # with it, or the node would stay marked PreferNoSchedule for the rest of its life.
     if (
@@ -49,11 +58,15 @@ def decide(notice: Notice, target: Target, settings: Settings, now: datetime) ->
     return decision
 
 
-def _decide(notice: Notice, target: Target, settings: Settings, now: datetime) -> Decision:
+def _decide(
+    notice: Notice, target: Target, settings: Settings, now: datetime, stale: Stale | None
+) -> Decision:
     if notice.ignore_reason:
         return ignore(notice.ignore_reason)
     if notice.kind is Kind.ASG_LAUNCH:
         return _launch(notice, target, settings, now)
+    if stale is not None and stale.nothing_going:
+        return ignore(f"{_describe(notice)}: stale: {stale.reason}; nothing to do")
     if target.node is None:
         if notice.lifecycle is not None:
             return Decision(
@@ -76,6 +89,8 @@ def _decide(notice: Notice, target: Target, settings: Settings, now: datetime) -
         return ignore(f"{_describe(notice)}: {handled}; nothing to add")
     if notice.ends_maintenance:
         return _maintenance_over(notice, target)
+    if stale is not None:
+        return _stale(notice, target, settings, now, stale)
     if notice.involuntary:
         return _involuntary(notice, target)
     return _voluntary(notice, target, settings, now)
@@ -107,6 +122,42 @@ def _launch(notice: Notice, target: Target, settings: Settings, now: datetime) -
     return Decision(
         Outcome.DEFERRED, f"{what}: {waiting}; looking again at {_fmt(recheck)}", recheck_at=recheck
     )
+
+
+def _stale(
+    notice: Notice, target: Target, settings: Settings, now: datetime, stale: Stale
+) -> Decision:
+    """A notice past its age limit: acted on now only if a voluntary notice would be
+    (do-not-disrupt, PodDisruptionBudgets, the NodePool's budget), else let go. Never
+    forced, never deferred (a wake-up would only bring the same stale notice back)."""
+    if target.node is None:
+        raise BrokenInvariant("lifeboat.decide.notice._stale: target.node is None")
+    what = f"{_describe(notice)}: stale ({stale.reason})"
+    action = "replace" if notice.involuntary else settings.action_for(notice.kind)
+    if action == "ignore":
+        return ignore(f"{what}: configured to ignore {notice.kind}")
+    act = _voluntary_action(notice, action, target)
+    if nodes.acted_on(target.node):
+        return replace(act, reason=f"{what}: node already being replaced; continuing")
+    letting_go = "; a stale notice is never forced: letting it go"
+    blocker = nodes.do_not_disrupt_blocker(target.node, target.pods or (), now)
+    if blocker is not None:
+        return give_up(f"{what}: blocked by {blocker[0]}{letting_go}")
+    held = _pdb_blocker(act, target, now)
+    if held is not None:
+        return give_up(f"{what}: {held}{letting_go}")
+    nodepool, counts = target.nodepool, target.counts
+    if target.claim is None or nodepool is None or counts is None:
+        why = f"{what}: node has no NodePool budget to honour; judged now"
+        return replace(act, reason=why + _without_replacement(act, target))
+    from lifeboat.budgets import allowed_disruptions
+
+    allowance = allowed_disruptions(nodepool, counts.node_count, counts.disrupting, now)
+    name = nodes.name_of(nodepool)
+    if not allowance.permits_one:
+        return give_up(f"{what}: NodePool {name} budget: {allowance.reason}{letting_go}")
+    why = f"{what}: NodePool {name} allows it ({allowance.reason}); judged now"
+    return replace(act, reason=why + _without_replacement(act, target))
 
 
 def _involuntary(notice: Notice, target: Target) -> Decision:

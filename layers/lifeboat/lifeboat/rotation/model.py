@@ -161,8 +161,32 @@ class StateError(InvalidInput):
 _ADAPTER: TypeAdapter[Rotation] = TypeAdapter(Rotation)
 
 
-def to_json(rotation: Rotation) -> str:
-    return _ADAPTER.dump_json(rotation).decode()
+# The most of a finished node's note kept in the stored state: the whole note was reported
+# (and logged) when the node finished.
+FINISHED_NOTE_MAX = 160
+
+
+def compact(rotation: Rotation) -> Rotation:
+    """The rotation as stored: a node done or skipped keeps no workloads and no unmanaged
+    pods (nothing waits for them any more) and a short note, so 2,000 finished nodes take a
+    few hundred bytes each. A failed or released node keeps everything: resuming takes it
+    up again with the workloads its health gate waited for."""
+    return rotation.with_nodes(
+        replace(node, workloads=(), unmanaged=(), note=_shortened(node.note))
+        for node in rotation.nodes
+        if node.phase in (NodePhase.DONE, NodePhase.SKIPPED)
+        and (node.workloads or node.unmanaged or len(node.note) > FINISHED_NOTE_MAX)
+    )
+
+
+def _shortened(note: str) -> str:
+    return note if len(note) <= FINISHED_NOTE_MAX else note[: FINISHED_NOTE_MAX - 1] + "…"
+
+
+def to_json(rotation: Rotation, *, stored: bool = False) -> str:
+    """Every field (``lifeboat status --json``); ``stored``: fields at their defaults left
+    out (a pending node is its name, instance and claim), :func:`from_json` fills them in."""
+    return _ADAPTER.dump_json(rotation, exclude_defaults=stored).decode()
 
 
 def from_json(text: str) -> Rotation:
