@@ -21,9 +21,17 @@ import pytest
 from cfnlint.api import lint_file  # type: ignore[import-untyped]  # cfn-lint is untyped
 from cfnlint.decode import decode_str  # type: ignore[import-untyped]
 
+from tests.support import iam_policy
+from tests.support.iam_policy import operator_holds as _operator_holds
+from tests.support.iam_policy import values as _values
 from tests.support.paths import ROOT
 from tests.unit.test_template import _matches, _resources, _template
-from tests.unit.test_template_queue_policy import _operator_holds, _resolve, _values
+from tests.unit.test_template_queue_policy import _arn
+
+
+def _resolve(value: Any, parameters: dict[str, str], conditions: dict[str, bool]) -> Any:
+    return iam_policy.resolve(value, parameters, conditions, _arn)
+
 
 FLEET_TEMPLATE = ROOT / "deploy" / "fleet-bus.yaml"
 ORG = "o-a1b2c3d4e5"
