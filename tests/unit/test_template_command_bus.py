@@ -20,6 +20,7 @@ from lifeboat.notify import DETAIL_TYPES as NOTIFICATION_DETAIL_TYPES
 from lifeboat.notify import SOURCE
 from lifeboat.rotation.messages import DETAIL_TYPES as COMMAND_DETAIL_TYPES
 from tests.support import iam_policy
+from tests.support.cfn_resolve import evaluate_conditions
 from tests.support.iam_policy import ACCOUNT, REGION, Request
 from tests.unit.test_template import _resources, _template
 
@@ -93,7 +94,9 @@ def test_commands_are_read_only_from_the_command_bus() -> None:
     for name, rule in rules.items():
         if name != "RotationRule":
             assert rule.get("EventBusName") in (None, "default"), name
-            assert rule["EventPattern"]["source"] != [SOURCE] or name == "NotificationRule"
+            # Lifeboat's own notifications: to its topic, and forwarded to the fleet's bus.
+            notifications = ("NotificationRule", "FleetForwardRule")
+            assert rule["EventPattern"]["source"] != [SOURCE] or name in notifications
             assert not set(rule["EventPattern"]["detail-type"]) & set(COMMAND_DETAIL_TYPES)
 
 
@@ -126,7 +129,10 @@ def test_the_named_operators_may_put_commands_and_no_one_else() -> None:
 
 def _function_statements(notify: bool) -> list[dict[str, Any]]:
     role = _resources()["InterruptionFunctionRole"]["Properties"]
+    # Every other condition as a default stack with one named cluster has it (its VPC,
+    # discovery and other switches off).
     conditions = {
+        **evaluate_conditions(_template(), {"ClusterNames": "prod-a"}),
         "Notify": notify,
         "ScopeLifecycleByTag": True,
         "AnyLifecycleGroup": False,

@@ -18,11 +18,10 @@ import pytest
 from cfnlint.api import ManualArgs, lint_file  # type: ignore[import-untyped]
 
 from tests.support.cfn_resolve import resolve, resources
+from tests.support.iam_policy import ACCOUNT, Request
 from tests.unit.test_template import RULE_SAMPLES, _template
 from tests.unit.test_template_queue_policy import (
-    ACCOUNT,
     REDRIVE_ROLE,
-    Request,
     _arn,
     _as_role,
     _from_rule,

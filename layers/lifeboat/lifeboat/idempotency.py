@@ -20,6 +20,7 @@ from aws_lambda_powertools.utilities.idempotency import (
     idempotent_function,
 )
 
+from lifeboat.errors import InvalidInput
 from lifeboat.ledger import remembered
 from lifeboat.report import Report
 
@@ -71,7 +72,7 @@ def _handle_once(
     return {"token": token, "outcome": str(report.outcome), "key": item["key"]}
 
 
-class _NotRemembered(Exception):
+class _NotRemembered(InvalidInput):
     """A report the ledger does not remember as done (a rejection: lifeboat.ledger)."""
 
     def __init__(self, report: Report) -> None:
