@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubeconfigs import write_kubeconfig
 
 from kubemu import Emulator, load_cluster_file
 from lifeboat.selectors import selector_matches
 from lifeboat_local.cli import build_parser
 from lifeboat_local.explain import run
 from lifeboat_local.replay import run as replay
+from tests.integration.kubeconfigs import write_kubeconfig
 from tests.support.events import aws_event
 from tests.support.paths import EVENTS, ROOT, SAMPLE_CLUSTER
 

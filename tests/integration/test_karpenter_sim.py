@@ -8,12 +8,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from replaying import find, sample_cluster
 
 from kubemu import Emulator
 from lifeboat import nodes
 from lifeboat.replacement import replacement_nodeclaim
 from lifeboat_local.karpenter_sim import KarpenterSimulation, SimStep
+from tests.integration.replaying import find, sample_cluster
 
 START = datetime(2026, 12, 1, 18, 0, tzinfo=UTC)  # outside general's weekday freeze
 Obj = dict[str, Any]

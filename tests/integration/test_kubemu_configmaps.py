@@ -13,11 +13,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from kubeconfigs import write_kubeconfig
 from kubernetes import client
 from kubernetes.client import ApiException
 
 from kubemu import Emulator, dump_cluster_file, load_cluster_file
+from tests.integration.kubeconfigs import write_kubeconfig
 
 
 def configmap(name: str, data: dict[str, str], labels: dict[str, str] | None = None) -> dict:
