@@ -38,7 +38,7 @@ class _FrozenDict(dict[str, Any]):
 
 
 class _FrozenList(list[Any]):
-    __setitem__ = __delitem__ = append = extend = insert = remove = pop = _refuse  # type: ignore[assignment]
+    __setitem__ = __delitem__ = append = extend = insert = remove = pop = _refuse
     sort = reverse = clear = __iadd__ = _refuse  # type: ignore[assignment]
     __deepcopy__ = _thawed
 
