@@ -45,7 +45,7 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/ruff format --check .
 
 typecheck: $(VENV)/.installed-dev
-	$(BIN)/mypy layers/lifeboat/lifeboat local/lifeboat_local local/kubemu functions/interruption
+	$(BIN)/mypy layers/lifeboat/lifeboat local/lifeboat_local local/kubemu functions/interruption tests bench
 
 ## bench: the benchmark harness (requests per event, storm latency, cold start, layer size)
 bench: $(VENV)/.installed-dev

@@ -18,13 +18,13 @@ from typing import Any
 
 import pytest
 import yaml
-from kubeconfigs import write_kubeconfig
 
 from kubemu import Emulator
 from kubemu.resources import resource_for_object
 from lifeboat_local.audit.registry import CHECK_NAMES, CHECKS
 from lifeboat_local.audit.sources import read_cluster_file
 from lifeboat_local.cli import main
+from tests.integration.kubeconfigs import write_kubeconfig
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "audit"

@@ -18,7 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from replaying import (
+
+from kubemu import dump_cluster_file, load_cluster_file
+from lifeboat import nodes
+from lifeboat_local.cli import main
+from lifeboat_local.common import parse_instant
+from lifeboat_local.karpenter_sim import TERMINATE_TIME
+from tests.integration.replaying import (
     CLUSTER,
     EVENING,
     EVENTS,
@@ -32,12 +38,6 @@ from replaying import (
     spot_event,
     types,
 )
-
-from kubemu import dump_cluster_file, load_cluster_file
-from lifeboat import nodes
-from lifeboat_local.cli import main
-from lifeboat_local.common import parse_instant
-from lifeboat_local.karpenter_sim import TERMINATE_TIME
 
 # -- (a), (b), (f): the business-hours window -------------------------------------------------
 

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubeconfigs import write_kubeconfig
 
 from kubemu import Emulator, load_cluster_file
 from lifeboat_local.cli import COMMANDS, main
+from tests.integration.kubeconfigs import write_kubeconfig
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events"

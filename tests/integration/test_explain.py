@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubeconfigs import write_kubeconfig
 
 from kubemu import Emulator, load_cluster_file
 from lifeboat.selectors import selector_matches
 from lifeboat_local.cli import build_parser
 from lifeboat_local.explain import run
 from lifeboat_local.replay import run as replay
+from tests.integration.kubeconfigs import write_kubeconfig
 from tests.support.events import aws_event
 from tests.support.paths import EVENTS, ROOT, SAMPLE_CLUSTER
 
@@ -272,7 +272,11 @@ def test_a_live_cluster_is_copied_and_never_written(tmp_path: Path) -> None:
 def test_production_settings_cordon_a_rebalance_instead_of_replacing() -> None:
     """samconfig's production environment sets KindActions=rebalance-recommendation=cordon;
     explain, like the Lambda deployed with it, cordons and starts no replacement."""
-    argv = (str(EVENTS / "rebalance-recommendation.json"), "--cluster", str(CLUSTER))
+    argv: tuple[str, ...] = (
+        str(EVENTS / "rebalance-recommendation.json"),
+        "--cluster",
+        str(CLUSTER),
+    )
     argv += ("--at", "2026-12-01T18:05:00Z", "--config-file", str(ROOT / "samconfig.toml"))
     _, [default] = explain_json(*argv[:-2])
     _, [production] = explain_json(*argv, "--config-env", "production")

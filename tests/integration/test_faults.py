@@ -26,7 +26,7 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from kubemu import Emulator
-from kubemu.dispatch import Drop
+from kubemu.dispatch import Drop, Response
 from lifeboat import nodes
 from lifeboat.deadline import HANDLING_MARGIN
 from lifeboat.handler import AllRecordsFailed, handle_batch
@@ -40,6 +40,7 @@ from tests.support.aws import create_idempotency_table
 from tests.support.events import sample
 from tests.support.events import sqs_batch as _batch
 from tests.support.fakes import LambdaContext as _Context
+from tests.support.present import present
 
 NOW = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
 INSTANCE = "i-0a1b2c3d4e5f60001"
@@ -184,17 +185,19 @@ def test_a_timeout_then_an_answer_succeeds(emu: Emulator) -> None:
     original = backend.handle
     dropped: list[str] = []
 
-    def drop_first(method: str, path: str, *rest: Any) -> Any:
+    def drop_first(
+        method: str, path: str, query: dict[str, str], content_type: str, raw: bytes
+    ) -> Response | Drop:
         if method == "PATCH" and not dropped:
             dropped.append(path)
             return Drop(1.0)
-        return original(method, path, *rest)
+        return original(method, path, query, content_type, raw)
 
     backend.handle = drop_first  # type: ignore[method-assign]
     operations = [{"op": "add", "path": "/spec/unschedulable", "value": True}]
     kube.patch_node(NODE, operations)
     assert dropped
-    assert emu.get_object("Node", NODE)["spec"]["unschedulable"] is True
+    assert present(emu.get_object("Node", NODE), "the node")["spec"]["unschedulable"] is True
 
 
 def test_a_create_whose_answer_was_lost_is_resent_and_finds_the_claim(emu: Emulator) -> None:
@@ -206,9 +209,12 @@ def test_a_create_whose_answer_was_lost_is_resent_and_finds_the_claim(emu: Emula
     original = backend.handle
     lost: list[int] = []
 
-    def serve_then_drop(method: str, path: str, *rest: Any) -> Any:
-        result = original(method, path, *rest)
+    def serve_then_drop(
+        method: str, path: str, query: dict[str, str], content_type: str, raw: bytes
+    ) -> Response | Drop:
+        result = original(method, path, query, content_type, raw)
         if method == "POST" and path.endswith("/nodeclaims") and not lost:
+            assert isinstance(result, Response), "the server answered the create"
             lost.append(result.code)
             return Drop(0.3)
         return result
@@ -305,7 +311,7 @@ def test_a_409_on_the_node_patch_is_reread_and_retried(emu: Emulator) -> None:
     assert _failed(_batch(SPOT), _pipeline(kube)) == set()
     node_calls = [(e[0], e[4]) for e in emu.request_log if e[2] == "nodes"]
     assert node_calls == [("get", NODE), ("patch", NODE), ("get", NODE), ("patch", NODE)]
-    keys = [t["key"] for t in nodes.taints(emu.get_object("Node", NODE))]
+    keys = [t["key"] for t in nodes.taints(present(emu.get_object("Node", NODE), "the node"))]
     assert keys == ["lifeboat.dev/spot-interruption"]
 
 
@@ -317,17 +323,19 @@ def test_a_concurrent_taint_change_is_kept(emu: Emulator) -> None:
     original = backend.handle
     raced: list[bool] = []
 
-    def race(method: str, path: str, *rest: Any) -> Any:
+    def race(
+        method: str, path: str, query: dict[str, str], content_type: str, raw: bytes
+    ) -> Response | Drop:
         if method == "PATCH" and path.endswith(NODE) and not raced:
             raced.append(True)
-            node = emu.get_object("Node", NODE)
+            node = present(emu.get_object("Node", NODE), "the node")
             node["spec"]["taints"] = [{"key": "example.com/maintenance", "effect": "NoSchedule"}]
             emu.put_object(node)
-        return original(method, path, *rest)
+        return original(method, path, query, content_type, raw)
 
     backend.handle = race  # type: ignore[method-assign]
     assert _failed(_batch(SPOT), _pipeline(kube)) == set()
-    keys = sorted(t["key"] for t in nodes.taints(emu.get_object("Node", NODE)))
+    keys = sorted(t["key"] for t in nodes.taints(present(emu.get_object("Node", NODE), "the node")))
     assert keys == ["example.com/maintenance", "lifeboat.dev/spot-interruption"]
     assert _calls(emu, "patch", "nodes") == 2
 
@@ -433,6 +441,7 @@ def test_memory_ledger_does_not_call_a_running_handling_done() -> None:
     thread = threading.Thread(target=first)
     thread.start()
     assert inside.wait(5)
+    answer: object  # what the duplicate was told: a Report, or the refusal's text
     try:
         answer = ledger.once("event#i-1", lambda: pytest.fail("ran twice at once"))
     except Exception:
@@ -503,7 +512,7 @@ def test_a_spot_warning_outlasts_an_api_outage_within_the_invocation(
     assert ticking.now >= outage  # it did wait the outage out
     assert _calls(emu, "patch", "nodes") > 1
     assert len(_replacements(emu)) == 1
-    keys = [t["key"] for t in nodes.taints(emu.get_object("Node", NODE))]
+    keys = [t["key"] for t in nodes.taints(present(emu.get_object("Node", NODE), "the node"))]
     assert keys == ["lifeboat.dev/spot-interruption"]
 
 

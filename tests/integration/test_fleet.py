@@ -32,6 +32,7 @@ from lifeboat_local.directory import directory_from_objects
 from tests.support.events import aws_event, sqs_batch
 from tests.support.fakes import RecordingMetrics
 from tests.support.paths import EVENTS
+from tests.support.present import present
 
 NOW = datetime(2026, 12, 1, 18, 0, tzinfo=UTC)  # outside general's weekday freeze
 REGION = "us-east-1"
@@ -149,7 +150,9 @@ def test_one_handler_serves_two_clusters_and_counts_the_unmanaged(ec2: Any) -> N
             assert node["spec"].get("unschedulable") is True
             assert {t["key"] for t in node["spec"]["taints"]} == {nodes.taint_key(Kind(spot))}
             # Deleted; Karpenter's termination finalizer keeps it until the instance is gone.
-            assert emu.get_object("NodeClaim", "general-7xkqz")["metadata"]["deletionTimestamp"]
+            assert present(emu.get_object("NodeClaim", "general-7xkqz"), "NodeClaim general-7xkqz")[
+                "metadata"
+            ]["deletionTimestamp"]
         # Each cluster was reached through its own client, and only for its own instance.
         assert set(router.asked) == {"prod", "stage"}
         # The other cluster's instance and the untagged one: ignored, counted, not lost.
@@ -217,9 +220,10 @@ def test_a_pdb_blocked_drain_heartbeats_then_completes_once_the_pdb_allows() -> 
         assert actions == ["evict"]
         assert "evicted pod(s) still terminating" in second.reports[0].reason
         asg.assert_no_pending_responses()
-        assert emu.get_object("Pod", "coredns-5d78c9869d-4xkq2", "kube-system")["metadata"][
-            "deletionTimestamp"
-        ]
+        assert present(
+            emu.get_object("Pod", "coredns-5d78c9869d-4xkq2", "kube-system"),
+            "Pod coredns-5d78c9869d-4xkq2 in kube-system",
+        )["metadata"]["deletionTimestamp"]
 
         # Its grace period over, the pod is gone: CONTINUE.
         asg.add_response(
@@ -368,12 +372,16 @@ def test_a_follow_up_finds_its_cluster_when_ec2_no_longer_knows_the_instance() -
             NOW,
             replacement="general-gone",
             old_nodeclaim="general-7xkqz",
-            old_nodeclaim_uid=emu.get_object("NodeClaim", "general-7xkqz")["metadata"]["uid"],
+            old_nodeclaim_uid=present(
+                emu.get_object("NodeClaim", "general-7xkqz"), "NodeClaim general-7xkqz"
+            )["metadata"]["uid"],
             cluster="prod",
         )
         [result] = pipeline.process([encode(wakeup)])
         assert result.error is None
         assert result.reports[0].actions == ({"type": "delete-nodeclaim", "name": "general-7xkqz"},)
         # Deleted; Karpenter's termination finalizer keeps it until the instance is gone.
-        assert emu.get_object("NodeClaim", "general-7xkqz")["metadata"]["deletionTimestamp"]
+        assert present(emu.get_object("NodeClaim", "general-7xkqz"), "NodeClaim general-7xkqz")[
+            "metadata"
+        ]["deletionTimestamp"]
         assert set(router.asked) == {"prod"}

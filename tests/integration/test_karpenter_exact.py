@@ -15,8 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from nodeclaim_crd import crd_problems
-from replaying import (
+
+import kubemu
+from kubemu import load_cluster_file
+from lifeboat import nodes
+from lifeboat.nodepool_hash import HASH_ANNOTATION, nodepool_hash
+from lifeboat_local import replay as replay_module
+from lifeboat_local.karpenter_sim import KarpenterSimulation, SimStep
+from lifeboat_local.karpenter_sim.disruption import drift_reason
+from tests.integration.nodeclaim_crd import crd_problems
+from tests.integration.replaying import (
     EVENING,
     IN_WINDOW,
     Obj,
@@ -33,14 +41,6 @@ from replaying import (
     types,
     write,
 )
-
-import kubemu
-from kubemu import load_cluster_file
-from lifeboat import nodes
-from lifeboat.nodepool_hash import HASH_ANNOTATION, nodepool_hash
-from lifeboat_local import replay as replay_module
-from lifeboat_local.karpenter_sim import KarpenterSimulation, SimStep
-from lifeboat_local.karpenter_sim.disruption import drift_reason
 
 SPOT_NODE, SPOT_CLAIM, SPOT_INSTANCE = (
     "ip-10-0-1-11.ec2.internal",

@@ -8,12 +8,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from replaying import find, sample_cluster
 
 from kubemu import Emulator
 from lifeboat import nodes
 from lifeboat.replacement import replacement_nodeclaim
 from lifeboat_local.karpenter_sim import KarpenterSimulation, SimStep
+from tests.integration.replaying import find, sample_cluster
 
 START = datetime(2026, 12, 1, 18, 0, tzinfo=UTC)  # outside general's weekday freeze
 Obj = dict[str, Any]
@@ -38,7 +38,7 @@ class _FrozenDict(dict[str, Any]):
 
 
 class _FrozenList(list[Any]):
-    __setitem__ = __delitem__ = append = extend = insert = remove = pop = _refuse  # type: ignore[assignment]
+    __setitem__ = __delitem__ = append = extend = insert = remove = pop = _refuse
     sort = reverse = clear = __iadd__ = _refuse  # type: ignore[assignment]
     __deepcopy__ = _thawed
 

@@ -350,7 +350,7 @@ def test_patch_merge_json_and_strategic(served: Served) -> None:
 def test_apply_creates_then_updates_and_strict_validation_refuses_unknown_fields(
     served: Served, tmp_path: Path
 ) -> None:
-    manifest = {
+    manifest: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": "debug", "namespace": "shop", "labels": {"app": "debug"}},
@@ -482,7 +482,7 @@ def test_watch_streams_changes_as_table_rows(served: Served) -> None:
          "get", "nodes", "--watch", "--output-watch-events"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    lines: queue.Queue[str] = queue.Queue()
+    lines: queue.Queue[list[str]] = queue.Queue()
 
     def read() -> None:
         assert watcher.stdout is not None

@@ -12,6 +12,16 @@ from kubernetes.client import ApiException
 
 from kubemu import Emulator
 from kubemu.builders import node, nodeclaim, pod
+from tests.support.present import (
+    as_model,
+    error_body,
+    json_object,
+    meta,
+    present,
+    resource_version,
+    spec_of,
+    status_part,
+)
 
 
 def core(emu: Emulator) -> client.CoreV1Api:
@@ -23,7 +33,7 @@ def custom(emu: Emulator) -> client.CustomObjectsApi:
 
 
 def status_of(error: ApiException) -> dict[str, Any]:
-    body: dict[str, Any] = json.loads(error.body)
+    body: dict[str, Any] = json.loads(error_body(error))
     return body
 
 
@@ -35,7 +45,8 @@ def test_version_reports_a_1_31_server(emulator: Emulator) -> None:
 def test_unknown_path_answers_404_status_body(emulator: Emulator) -> None:
     rest = emulator.api_client().rest_client
     for path in ("/nope", "/apis/batch/v1/jobs", "/api/v1/nodes/n1/proxy"):
-        response = rest.request("GET", f"{emulator.url}{path}")
+        # The kubernetes client leaves request() unannotated.
+        response = rest.request("GET", f"{emulator.url}{path}")  # type: ignore[no-untyped-call]
         assert response.status == 404
         body = json.loads(response.read())
         assert (body["kind"], body["reason"], body["code"]) == ("Status", "NotFound", 404)
@@ -43,51 +54,53 @@ def test_unknown_path_answers_404_status_body(emulator: Emulator) -> None:
 
 def test_node_crud_sets_server_metadata(emulator: Emulator) -> None:
     api = core(emulator)
-    created = api.create_node(node("n1"))
-    assert created.metadata.uid
-    assert created.metadata.creation_timestamp is not None
-    first = int(created.metadata.resource_version)
+    created = api.create_node(as_model(node("n1"), client.V1Node))
+    assert meta(created).uid
+    assert meta(created).creation_timestamp is not None
+    first = resource_version(created)
     read = api.read_node("n1")
-    assert read.metadata.uid == created.metadata.uid
+    assert meta(read).uid == meta(created).uid
     # Nodes keep the status they are created with, as on a real server.
-    assert read.status.conditions[0].type == "Ready"
+    assert present(status_part(read).conditions, "conditions")[0].type == "Ready"
     api.delete_node("n1")
     with pytest.raises(ApiException) as caught:
         api.read_node("n1")
     assert caught.value.status == 404
     assert status_of(caught.value)["details"] == {"name": "n1", "kind": "nodes"}
-    assert int(api.list_node().metadata.resource_version) > first
+    assert resource_version(api.list_node()) > first
 
 
 def test_create_twice_is_already_exists(emulator: Emulator) -> None:
     api = core(emulator)
-    api.create_node(node("n1"))
+    api.create_node(as_model(node("n1"), client.V1Node))
     with pytest.raises(ApiException) as caught:
-        api.create_node(node("n1"))
+        api.create_node(as_model(node("n1"), client.V1Node))
     assert caught.value.status == 409
     assert status_of(caught.value)["reason"] == "AlreadyExists"
 
 
 def test_resource_version_increases_on_every_write(emulator: Emulator) -> None:
     api = core(emulator)
-    versions = [int(api.create_node(node(f"n{i}")).metadata.resource_version) for i in range(3)]
+    versions = [
+        resource_version(api.create_node(as_model(node(f"n{i}"), client.V1Node))) for i in range(3)
+    ]
     patched = api.patch_node("n0", {"metadata": {"labels": {"x": "y"}}})
-    versions.append(int(patched.metadata.resource_version))
+    versions.append(resource_version(patched))
     assert versions == sorted(versions)
     assert len(set(versions)) == 4
 
 
 def test_noop_patch_keeps_the_resource_version(emulator: Emulator) -> None:
     api = core(emulator)
-    version = api.create_node(node("n1")).metadata.resource_version
-    assert api.patch_node("n1", {"metadata": {}}).metadata.resource_version == version
+    version = meta(api.create_node(as_model(node("n1"), client.V1Node))).resource_version
+    assert meta(api.patch_node("n1", {"metadata": {}})).resource_version == version
 
 
 def test_generate_name_appends_five_safe_characters(emulator: Emulator) -> None:
     claim = nodeclaim("x")
     claim["metadata"] = {"generateName": "general-", "labels": {"karpenter.sh/nodepool": "g"}}
-    created = custom(emulator).create_cluster_custom_object(
-        "karpenter.sh", "v1", "nodeclaims", claim
+    created = json_object(
+        custom(emulator).create_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", claim)
     )
     assert re.fullmatch(r"general-[bcdfghjklmnpqrstvwxz2456789]{5}", created["metadata"]["name"])
     # Custom resources with a status subresource drop status on create.
@@ -98,49 +111,54 @@ def test_create_without_name_is_invalid(emulator: Emulator) -> None:
     body = node("x")
     body["metadata"] = {}
     with pytest.raises(ApiException) as caught:
-        core(emulator).create_node(body)
+        core(emulator).create_node(as_model(body, client.V1Node))
     assert caught.value.status == 422
 
 
 def test_pod_created_through_the_api_starts_pending(emulator: Emulator) -> None:
-    created = core(emulator).create_namespaced_pod("default", pod("p1", phase="Running"))
-    assert created.status.phase == "Pending"
+    created = core(emulator).create_namespaced_pod(
+        "default", as_model(pod("p1", phase="Running"), client.V1Pod)
+    )
+    assert status_part(created).phase == "Pending"
 
 
 def test_pod_without_containers_is_invalid(emulator: Emulator) -> None:
     body = pod("p1")
     body["spec"]["containers"] = []
     with pytest.raises(ApiException) as caught:
-        core(emulator).create_namespaced_pod("default", body)
+        core(emulator).create_namespaced_pod("default", as_model(body, client.V1Pod))
     assert caught.value.status == 422
 
 
 def test_put_with_stale_resource_version_conflicts(emulator: Emulator) -> None:
     api = core(emulator)
-    stale = api.create_node(node("n1"))
+    stale = api.create_node(as_model(node("n1"), client.V1Node))
     api.patch_node("n1", {"metadata": {"labels": {"a": "b"}}})
-    stale.metadata.labels = {"c": "d"}
+    meta(stale).labels = {"c": "d"}
     with pytest.raises(ApiException) as caught:
         api.replace_node("n1", stale)
     assert caught.value.status == 409
     assert status_of(caught.value)["reason"] == "Conflict"
     fresh = api.read_node("n1")
-    fresh.metadata.labels = {"c": "d"}
-    assert api.replace_node("n1", fresh).metadata.labels == {"c": "d"}
+    meta(fresh).labels = {"c": "d"}
+    assert meta(api.replace_node("n1", fresh)).labels == {"c": "d"}
 
 
 def test_put_ignores_status_of_the_main_resource_but_status_subresource_sets_it(
     emulator: Emulator,
 ) -> None:
     api = core(emulator)
-    api.create_node(node("n1"))
+    api.create_node(as_model(node("n1"), client.V1Node))
     current = api.read_node("n1")
-    current.status.conditions[0].status = "False"
-    assert api.replace_node("n1", current).status.conditions[0].status == "True"
+    present(status_part(current).conditions, "conditions")[0].status = "False"
+    assert (
+        present(status_part(api.replace_node("n1", current)).conditions, "conditions")[0].status
+        == "True"
+    )
     updated = api.patch_node_status(
         "n1", {"status": {"conditions": [{"type": "Ready", "status": "False"}]}}
     )
-    assert updated.status.conditions[0].status == "False"
+    assert present(status_part(updated).conditions, "conditions")[0].status == "False"
 
 
 def test_custom_resource_put_requires_resource_version(emulator: Emulator) -> None:
@@ -153,7 +171,7 @@ def test_custom_resource_put_requires_resource_version(emulator: Emulator) -> No
 
 def test_merge_patch_with_stale_resource_version_conflicts(emulator: Emulator) -> None:
     api = core(emulator)
-    stale = api.create_node(node("n1")).metadata.resource_version
+    stale = meta(api.create_node(as_model(node("n1"), client.V1Node))).resource_version
     api.patch_node("n1", {"metadata": {"labels": {"x": "y"}}})
     with pytest.raises(ApiException) as caught:
         api.patch_node(
@@ -168,32 +186,38 @@ def test_client_sends_strategic_merge_for_dict_bodies(emulator: Emulator) -> Non
     """kubernetes 37: patch_node picks application/json-patch+json from its list, and
     rest.py rewrites it to strategic-merge-patch+json whenever the body is not a list."""
     api = core(emulator)
-    api.create_node(node("n1", taints=[{"key": "a", "effect": "NoSchedule"}]))
+    api.create_node(
+        as_model(node("n1", taints=[{"key": "a", "effect": "NoSchedule"}]), client.V1Node)
+    )
     api.patch_node("n1", {"metadata": {"finalizers": ["x"]}})
     api.patch_node("n1", {"metadata": {"finalizers": ["y"]}})
     # Only a strategic merge unions finalizers; a merge patch would have replaced the list.
-    assert api.read_node("n1").metadata.finalizers == ["x", "y"]
+    assert meta(api.read_node("n1")).finalizers == ["x", "y"]
 
 
 def test_strategic_merge_replaces_taints_atomically(emulator: Emulator) -> None:
     api = core(emulator)
-    api.create_node(node("n1", taints=[{"key": "a", "effect": "NoSchedule"}]))
+    api.create_node(
+        as_model(node("n1", taints=[{"key": "a", "effect": "NoSchedule"}]), client.V1Node)
+    )
     patched = api.patch_node(
         "n1", {"spec": {"taints": [{"key": "b", "effect": "NoExecute"}], "unschedulable": True}}
     )
-    assert [(t.key, t.effect) for t in patched.spec.taints] == [("b", "NoExecute")]
-    assert patched.spec.unschedulable is True
+    assert [(t.key, t.effect) for t in present(spec_of(patched).taints, "taints")] == [
+        ("b", "NoExecute")
+    ]
+    assert spec_of(patched).unschedulable is True
 
 
 def test_strategic_merge_merges_conditions_by_type(emulator: Emulator) -> None:
     api = core(emulator)
     body = node("n1")
     body["status"]["conditions"].append({"type": "DiskPressure", "status": "False"})
-    api.create_node(body)
+    api.create_node(as_model(body, client.V1Node))
     patched = api.patch_node_status(
         "n1", {"status": {"conditions": [{"type": "Ready", "status": "False"}]}}
     )
-    assert [(c.type, c.status) for c in patched.status.conditions] == [
+    assert [(c.type, c.status) for c in present(status_part(patched).conditions, "conditions")] == [
         ("Ready", "False"),
         ("DiskPressure", "False"),
     ]
@@ -204,7 +228,7 @@ def test_strategic_merge_directives(emulator: Emulator) -> None:
     body = node("n1")
     body["metadata"]["labels"] = {"a": "1", "b": "2"}
     body["metadata"]["annotations"] = {"keep": "no"}
-    api.create_node(body)
+    api.create_node(as_model(body, client.V1Node))
     patched = api.patch_node(
         "n1",
         {
@@ -214,8 +238,8 @@ def test_strategic_merge_directives(emulator: Emulator) -> None:
             }
         },
     )
-    assert patched.metadata.labels == {"c": "3"}
-    assert patched.metadata.annotations is None
+    assert meta(patched).labels == {"c": "3"}
+    assert meta(patched).annotations is None
 
 
 def test_strategic_merge_of_containers_by_name(emulator: Emulator) -> None:
@@ -229,7 +253,7 @@ def test_strategic_merge_of_containers_by_name(emulator: Emulator) -> None:
             }
         },
     )
-    assert [(c.name, c.image) for c in patched.spec.containers] == [
+    assert [(c.name, c.image) for c in spec_of(patched).containers] == [
         ("app", "nginx:2"),
         ("side", "s"),
     ]
@@ -239,7 +263,7 @@ def test_merge_patch_replaces_lists_and_deletes_nulls(emulator: Emulator) -> Non
     api = core(emulator)
     body = node("n1")
     body["metadata"]["labels"] = {"a": "1", "b": "2"}
-    api.create_node(body)
+    api.create_node(as_model(body, client.V1Node))
     patched = api.patch_node_status(
         "n1",
         {
@@ -248,18 +272,18 @@ def test_merge_patch_replaces_lists_and_deletes_nulls(emulator: Emulator) -> Non
         },
         _content_type="application/merge-patch+json",
     )
-    assert [c.type for c in patched.status.conditions] == ["X"]
+    assert [c.type for c in present(status_part(patched).conditions, "conditions")] == ["X"]
     # The status subresource ignores metadata.
-    assert api.read_node("n1").metadata.labels == {"a": "1", "b": "2"}
+    assert meta(api.read_node("n1")).labels == {"a": "1", "b": "2"}
     relabelled = api.patch_node(
         "n1", {"metadata": {"labels": {"a": None}}}, _content_type="application/merge-patch+json"
     )
-    assert relabelled.metadata.labels == {"b": "2"}
+    assert meta(relabelled).labels == {"b": "2"}
 
 
 def test_json_patch_operations_and_test(emulator: Emulator) -> None:
     api = core(emulator)
-    api.create_node(node("n1"))
+    api.create_node(as_model(node("n1"), client.V1Node))
     patched = api.patch_node(
         "n1",
         [
@@ -269,12 +293,12 @@ def test_json_patch_operations_and_test(emulator: Emulator) -> None:
             {"op": "add", "path": "/metadata/labels/a~1b", "value": "v"},
         ],
     )
-    assert patched.spec.taints[0].key == "k"
-    assert patched.metadata.labels == {"a/b": "v"}
+    assert present(spec_of(patched).taints, "taints")[0].key == "k"
+    assert meta(patched).labels == {"a/b": "v"}
     with pytest.raises(ApiException) as caught:
         api.patch_node("n1", [{"op": "test", "path": "/metadata/name", "value": "other"}])
     assert caught.value.status == 422
-    version = api.read_node("n1").metadata.resource_version
+    version = meta(api.read_node("n1")).resource_version
     with pytest.raises(ApiException) as stale:
         api.patch_node(
             "n1",
@@ -284,7 +308,7 @@ def test_json_patch_operations_and_test(emulator: Emulator) -> None:
             ],
         )
     assert stale.value.status == 409
-    assert api.read_node("n1").metadata.resource_version == version
+    assert meta(api.read_node("n1")).resource_version == version
 
 
 def test_strategic_merge_on_custom_resource_is_415(emulator: Emulator) -> None:
@@ -301,8 +325,10 @@ def test_strategic_merge_on_custom_resource_is_415(emulator: Emulator) -> None:
         )
     assert caught.value.status == 415
     # The client's default for custom objects is a merge patch, which works.
-    patched = api.patch_cluster_custom_object(
-        "karpenter.sh", "v1", "nodeclaims", "c1", {"metadata": {"labels": {"a": "b"}}}
+    patched = json_object(
+        api.patch_cluster_custom_object(
+            "karpenter.sh", "v1", "nodeclaims", "c1", {"metadata": {"labels": {"a": "b"}}}
+        )
     )
     assert patched["metadata"]["labels"]["a"] == "b"
 
@@ -313,7 +339,9 @@ def test_nodeclaim_status_subresource(emulator: Emulator) -> None:
     api.patch_cluster_custom_object_status(
         "karpenter.sh", "v1", "nodeclaims", "c1", {"status": {"nodeName": "n1"}}
     )
-    read = api.get_cluster_custom_object_status("karpenter.sh", "v1", "nodeclaims", "c1")
+    read = json_object(
+        api.get_cluster_custom_object_status("karpenter.sh", "v1", "nodeclaims", "c1")
+    )
     assert read["status"] == {"nodeName": "n1"}
 
 
@@ -324,8 +352,8 @@ def test_label_selectors(emulator: Emulator) -> None:
         emulator.put_object(body)
     api = core(emulator)
 
-    def names(selector: str) -> list[str]:
-        return [n.metadata.name for n in api.list_node(label_selector=selector).items]
+    def names(selector: str) -> list[str | None]:
+        return [meta(n).name for n in api.list_node(label_selector=selector).items]
 
     assert names("tier=web") == ["a"]
     assert names("tier==web") == ["a"]
@@ -343,9 +371,9 @@ def test_field_selectors_and_unsupported_field(emulator: Emulator) -> None:
     emulator.put_object(pod("p3", node_name="n1", namespace="other"))
     api = core(emulator)
 
-    def names(selector: str) -> list[str]:
+    def names(selector: str) -> list[str | None]:
         pods = api.list_pod_for_all_namespaces(field_selector=selector).items
-        return [p.metadata.name for p in pods]
+        return [meta(p).name for p in pods]
 
     assert names("spec.nodeName=n1") == ["p1", "p3"]
     assert names("spec.nodeName=n1,metadata.namespace==other") == ["p3"]
@@ -357,7 +385,7 @@ def test_field_selectors_and_unsupported_field(emulator: Emulator) -> None:
     emulator.put_object(node("n1", unschedulable=True))
     emulator.put_object(node("n2"))
     unschedulable = api.list_node(field_selector="spec.unschedulable=false").items
-    assert [n.metadata.name for n in unschedulable] == ["n2"]
+    assert [meta(n).name for n in unschedulable] == ["n2"]
 
 
 def test_pod_moves_between_node_index_entries(emulator: Emulator) -> None:
@@ -371,8 +399,10 @@ def test_pod_moves_between_node_index_entries(emulator: Emulator) -> None:
 def test_nodepool_label_lookup(emulator: Emulator) -> None:
     for i in range(4):
         emulator.put_object(nodeclaim(f"c{i}", nodepool="a" if i % 2 else "b"))
-    found = custom(emulator).list_cluster_custom_object(
-        "karpenter.sh", "v1", "nodeclaims", label_selector="karpenter.sh/nodepool=a"
+    found = json_object(
+        custom(emulator).list_cluster_custom_object(
+            "karpenter.sh", "v1", "nodeclaims", label_selector="karpenter.sh/nodepool=a"
+        )
     )
     assert [c["metadata"]["name"] for c in found["items"]] == ["c1", "c3"]
 
@@ -381,17 +411,17 @@ def test_pagination_with_limit_and_continue(emulator: Emulator) -> None:
     for i in range(7):
         emulator.put_object(node(f"n{i}"))
     api = core(emulator)
-    seen: list[str] = []
+    seen: list[str | None] = []
     token = None
     pages = 0
     while True:
         page = api.list_node(limit=3, _continue=token)
         pages += 1
-        seen += [n.metadata.name for n in page.items]
-        token = page.metadata._continue
+        seen += [meta(n).name for n in page.items]
+        token = meta(page)._continue
         if not token:
             break
-        assert page.metadata.remaining_item_count == 7 - len(seen)
+        assert meta(page).remaining_item_count == 7 - len(seen)
     assert pages == 3
     assert seen == [f"n{i}" for i in range(7)]
     with pytest.raises(ApiException) as caught:
@@ -401,14 +431,22 @@ def test_pagination_with_limit_and_continue(emulator: Emulator) -> None:
 
 def test_delete_preconditions(emulator: Emulator) -> None:
     api = core(emulator)
-    created = api.create_node(node("n1"))
+    created = api.create_node(as_model(node("n1"), client.V1Node))
     with pytest.raises(ApiException) as caught:
-        api.delete_node("n1", body=client.V1DeleteOptions(preconditions={"uid": "other"}))
+        api.delete_node(
+            "n1", body=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid="other"))
+        )
     assert caught.value.status == 409
     with pytest.raises(ApiException) as stale:
-        api.delete_node("n1", body=client.V1DeleteOptions(preconditions={"resourceVersion": "0"}))
+        api.delete_node(
+            "n1",
+            body=client.V1DeleteOptions(preconditions=client.V1Preconditions(resource_version="0")),
+        )
     assert stale.value.status == 409
-    api.delete_node("n1", body=client.V1DeleteOptions(preconditions={"uid": created.metadata.uid}))
+    api.delete_node(
+        "n1",
+        body=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=meta(created).uid)),
+    )
     assert emulator.get_object("Node", "n1") is None
     with pytest.raises(ApiException) as missing:
         api.delete_node("n1")
@@ -420,10 +458,10 @@ def test_finalizers_defer_deletion_until_removed(emulator: Emulator) -> None:
     claim["metadata"]["finalizers"] = ["karpenter.sh/termination"]
     emulator.put_object(claim)
     api = custom(emulator)
-    first = api.delete_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", "c1")
+    first = json_object(api.delete_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", "c1"))
     stamp = first["metadata"]["deletionTimestamp"]
     assert stamp
-    again = api.delete_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", "c1")
+    again = json_object(api.delete_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", "c1"))
     assert again["metadata"]["deletionTimestamp"] == stamp
     assert again["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
     api.patch_cluster_custom_object(
@@ -436,44 +474,53 @@ def test_lease_and_events(emulator: Emulator) -> None:
     leases = client.CoordinationV1Api(emulator.api_client())
     lease = leases.create_namespaced_lease(
         "kube-system",
-        {
-            "metadata": {"name": "lifeboat"},
-            "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15},
-        },
+        as_model(
+            {
+                "metadata": {"name": "lifeboat"},
+                "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15},
+            },
+            client.V1Lease,
+        ),
     )
-    lease.spec.holder_identity = "b"
+    spec_of(lease).holder_identity = "b"
     assert (
-        leases.replace_namespaced_lease("lifeboat", "kube-system", lease).spec.holder_identity
+        spec_of(leases.replace_namespaced_lease("lifeboat", "kube-system", lease)).holder_identity
         == "b"
     )
-    lease.spec.holder_identity = "c"  # still the old resourceVersion
+    spec_of(lease).holder_identity = "c"  # still the old resourceVersion
     with pytest.raises(ApiException) as caught:
         leases.replace_namespaced_lease("lifeboat", "kube-system", lease)
     assert caught.value.status == 409
     core_event = core(emulator).create_namespaced_event(
         "default",
-        {
-            "metadata": {"generateName": "n1."},
-            "involvedObject": {"kind": "Node", "name": "n1"},
-            "reason": "SpotInterrupted",
-            "message": "m",
-        },
+        as_model(
+            {
+                "metadata": {"generateName": "n1."},
+                "involvedObject": {"kind": "Node", "name": "n1"},
+                "reason": "SpotInterrupted",
+                "message": "m",
+            },
+            client.CoreV1Event,
+        ),
     )
-    assert core_event.metadata.name.startswith("n1.")
+    assert present(meta(core_event).name, "the event's name").startswith("n1.")
     events = client.EventsV1Api(emulator.api_client())
     events.create_namespaced_event(
         "default",
-        {
-            "metadata": {"name": "e1"},
-            "eventTime": "2024-01-01T00:00:00.000000Z",
-            "reportingController": "lifeboat",
-            "reportingInstance": "lifeboat-1",
-            "action": "Cordon",
-            "reason": "Interrupted",
-            "type": "Normal",
-        },
+        as_model(
+            {
+                "metadata": {"name": "e1"},
+                "eventTime": "2024-01-01T00:00:00.000000Z",
+                "reportingController": "lifeboat",
+                "reportingInstance": "lifeboat-1",
+                "action": "Cordon",
+                "reason": "Interrupted",
+                "type": "Normal",
+            },
+            client.EventsV1Event,
+        ),
     )
-    assert [e.metadata.name for e in events.list_namespaced_event("default").items] == ["e1"]
+    assert [meta(e).name for e in events.list_namespaced_event("default").items] == ["e1"]
     by_reason = core(emulator).list_namespaced_event(
         "default", field_selector="reason=SpotInterrupted"
     )
@@ -487,14 +534,15 @@ def test_field_selector_with_an_empty_node_name_selects_unscheduled_pods(
     emulator.put_object(pod("scheduled", node_name="n1"))
     emulator.put_object(pod("waiting", node_name=""))
     listed = core(emulator).list_pod_for_all_namespaces(field_selector="spec.nodeName=")
-    assert [p.metadata.name for p in listed.items] == ["waiting"]
+    assert [meta(p).name for p in listed.items] == ["waiting"]
 
 
 def test_json_patch_test_compares_json_values_strictly(emulator: Emulator) -> None:
     """RFC 6902 test: 1 is not true."""
     emulator.put_object(node("n1", unschedulable=True))
     rest = emulator.api_client().rest_client
-    response = rest.request(
+    # The kubernetes client leaves request() unannotated.
+    response = rest.request(  # type: ignore[no-untyped-call]
         "PATCH",
         f"{emulator.url}/api/v1/nodes/n1",
         headers={"Content-Type": "application/json-patch+json"},
@@ -513,7 +561,9 @@ def test_an_empty_set_in_a_label_selector_is_refused(emulator: Emulator) -> None
 def test_creating_in_a_missing_namespace_is_not_found(emulator: Emulator) -> None:
     """NamespaceLifecycle admission: 404 naming the namespace."""
     with pytest.raises(ApiException) as caught:
-        core(emulator).create_namespaced_pod("nowhere", pod("p1", namespace="nowhere"))
+        core(emulator).create_namespaced_pod(
+            "nowhere", as_model(pod("p1", namespace="nowhere"), client.V1Pod)
+        )
     assert caught.value.status == 404
     assert status_of(caught.value)["message"] == 'namespaces "nowhere" not found'
 
@@ -582,12 +632,12 @@ def test_no_finalizer_may_be_added_to_a_deleting_object(emulator: Emulator) -> N
 
 def test_server_side_dry_run_never_mutates(emulator: Emulator) -> None:
     api = core(emulator)
-    api.create_node(node("n1"), dry_run="All")
+    api.create_node(as_model(node("n1"), client.V1Node), dry_run="All")
     assert emulator.get_object("Node", "n1") is None
-    api.create_node(node("n1"))
-    version = emulator.get_object("Node", "n1")["metadata"]["resourceVersion"]
+    api.create_node(as_model(node("n1"), client.V1Node))
+    version = present(emulator.get_object("Node", "n1"), "node n1")["metadata"]["resourceVersion"]
     api.patch_node("n1", {"metadata": {"labels": {"x": "y"}}}, dry_run="All")
     api.delete_node("n1", dry_run="All")
-    after = emulator.get_object("Node", "n1")
+    after = present(emulator.get_object("Node", "n1"), "node n1")
     assert after["metadata"]["resourceVersion"] == version
     assert "x" not in (after["metadata"].get("labels") or {})

@@ -11,16 +11,20 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
-from kubeconfigs import write_kubeconfig
 from kubernetes import client
 from kubernetes.client import ApiException
 
 from kubemu import Emulator, dump_cluster_file, load_cluster_file
+from tests.integration.kubeconfigs import write_kubeconfig
+from tests.support.present import as_model, error_body, meta
 
 
-def configmap(name: str, data: dict[str, str], labels: dict[str, str] | None = None) -> dict:
+def configmap(
+    name: str, data: dict[str, str], labels: dict[str, str] | None = None
+) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -38,13 +42,17 @@ def emulator(emulator: Emulator) -> Emulator:
 
 def test_create_get_and_a_second_create_is_409_already_exists(emulator: Emulator) -> None:
     core = client.CoreV1Api(emulator.api_client())
-    created = core.create_namespaced_config_map("lifeboat", configmap("r1", {"a": "1"}))
-    assert created.metadata.resource_version
+    created = core.create_namespaced_config_map(
+        "lifeboat", as_model(configmap("r1", {"a": "1"}), client.V1ConfigMap)
+    )
+    assert meta(created).resource_version
     assert core.read_namespaced_config_map("r1", "lifeboat").data == {"a": "1"}
     with pytest.raises(ApiException) as error:
-        core.create_namespaced_config_map("lifeboat", configmap("r1", {"a": "2"}))
+        core.create_namespaced_config_map(
+            "lifeboat", as_model(configmap("r1", {"a": "2"}), client.V1ConfigMap)
+        )
     assert error.value.status == 409
-    assert json.loads(error.value.body)["reason"] == "AlreadyExists"
+    assert json.loads(error_body(error.value))["reason"] == "AlreadyExists"
     with pytest.raises(ApiException) as missing:
         core.read_namespaced_config_map("r1", "default")  # namespaced: not in another one
     assert missing.value.status == 404
@@ -52,7 +60,9 @@ def test_create_get_and_a_second_create_is_409_already_exists(emulator: Emulator
 
 def test_an_update_with_a_stale_resource_version_is_409_conflict(emulator: Emulator) -> None:
     core = client.CoreV1Api(emulator.api_client())
-    first = core.create_namespaced_config_map("lifeboat", configmap("r1", {"phase": "running"}))
+    first = core.create_namespaced_config_map(
+        "lifeboat", as_model(configmap("r1", {"phase": "running"}), client.V1ConfigMap)
+    )
     first.data = {"phase": "paused"}
     core.replace_namespaced_config_map("r1", "lifeboat", first)  # resourceVersion as read
     first.data = {"phase": "cancelled"}  # still carries the version read before the update
@@ -65,11 +75,14 @@ def test_an_update_with_a_stale_resource_version_is_409_conflict(emulator: Emula
 def test_list_by_label_selector(emulator: Emulator) -> None:
     core = client.CoreV1Api(emulator.api_client())
     core.create_namespaced_config_map(
-        "lifeboat", configmap("r1", {}, {"lifeboat.dev/rotation": "r1"})
+        "lifeboat",
+        as_model(configmap("r1", {}, {"lifeboat.dev/rotation": "r1"}), client.V1ConfigMap),
     )
-    core.create_namespaced_config_map("lifeboat", configmap("other", {}, {"app": "x"}))
+    core.create_namespaced_config_map(
+        "lifeboat", as_model(configmap("other", {}, {"app": "x"}), client.V1ConfigMap)
+    )
     found = core.list_namespaced_config_map("lifeboat", label_selector="lifeboat.dev/rotation")
-    assert [item.metadata.name for item in found.items] == ["r1"]
+    assert [meta(item).name for item in found.items] == ["r1"]
 
 
 def test_configmaps_survive_a_cluster_file_round_trip(tmp_path: Path) -> None:
@@ -83,11 +96,12 @@ def test_configmaps_survive_a_cluster_file_round_trip(tmp_path: Path) -> None:
 def test_kubectl_reads_them(emulator: Emulator, tmp_path: Path) -> None:
     """The stock kubectl needs API discovery (``/api``), which only an emulator serving it
     answers; until then there is nothing to run kubectl against."""
-    probe = emulator.api_client().rest_client.request("GET", f"{emulator.url}/api")
+    # The kubernetes client leaves request() unannotated.
+    probe = emulator.api_client().rest_client.request("GET", f"{emulator.url}/api")  # type: ignore[no-untyped-call]
     if probe.status != 200:
         pytest.skip("this emulator serves no API discovery, which kubectl needs")
     client.CoreV1Api(emulator.api_client()).create_namespaced_config_map(
-        "lifeboat", configmap("r1", {"summary": "running"})
+        "lifeboat", as_model(configmap("r1", {"summary": "running"}), client.V1ConfigMap)
     )
     kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", emulator.url)
     run = subprocess.run(

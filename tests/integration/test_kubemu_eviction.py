@@ -11,6 +11,7 @@ from kubernetes.client import ApiException
 
 from kubemu import Emulator
 from kubemu.builders import pdb, pod, workload
+from tests.support.present import error_body, status_part
 
 
 def evict(emu: Emulator, name: str, namespace: str = "default") -> Any:
@@ -79,7 +80,8 @@ def test_dry_run_eviction_changes_nothing(emulator: Emulator) -> None:
 def test_eviction_answers_201(emulator: Emulator) -> None:
     seed(emulator, pod("p1"))
     rest = emulator.api_client().rest_client
-    response = rest.request(
+    # The kubernetes client leaves request() unannotated.
+    response = rest.request(  # type: ignore[no-untyped-call]
         "POST",
         f"{emulator.url}/api/v1/namespaces/default/pods/p1/eviction",
         headers={"Content-Type": "application/json"},
@@ -101,7 +103,7 @@ def test_pdb_allows_until_budget_is_spent_then_429(emulator: Emulator) -> None:
     with pytest.raises(ApiException) as caught:
         evict(emulator, "p1")
     assert caught.value.status == 429
-    body = json.loads(caught.value.body)
+    body = json.loads(error_body(caught.value))
     assert body["reason"] == "TooManyRequests"
     assert body["message"] == "Cannot evict pod as it would violate the pod's disruption budget."
     assert body["details"]["causes"][0]["reason"] == "DisruptionBudget"
@@ -114,7 +116,7 @@ def test_two_matching_pdbs_is_500(emulator: Emulator) -> None:
     with pytest.raises(ApiException) as caught:
         evict(emulator, "p1")
     assert caught.value.status == 500
-    assert "more than one PodDisruptionBudget" in json.loads(caught.value.body)["message"]
+    assert "more than one PodDisruptionBudget" in json.loads(error_body(caught.value))["message"]
 
 
 def test_pdb_in_another_namespace_does_not_apply(emulator: Emulator) -> None:
@@ -142,20 +144,20 @@ def test_pdb_status_with_percentages(
     budget = client.PolicyV1Api(emulator.api_client()).read_namespaced_pod_disruption_budget(
         "web", "default"
     )
-    assert budget.status.expected_pods == pods
-    assert budget.status.desired_healthy == desired
-    assert budget.status.current_healthy == pods
-    assert budget.status.disruptions_allowed == allowed
+    assert status_part(budget).expected_pods == pods
+    assert status_part(budget).desired_healthy == desired
+    assert status_part(budget).current_healthy == pods
+    assert status_part(budget).disruptions_allowed == allowed
 
 
 def test_pdb_status_refreshes_on_list(emulator: Emulator) -> None:
     seed(emulator, pod("p1"), pod("p2"), pdb("web", minAvailable=1))
     api = client.PolicyV1Api(emulator.api_client())
     listed = api.list_pod_disruption_budget_for_all_namespaces().items
-    assert listed[0].status.disruptions_allowed == 1
+    assert status_part(listed[0]).disruptions_allowed == 1
     emulator.delete_object("Pod", "p2", "default")
     listed = api.list_namespaced_pod_disruption_budget("default").items
-    assert listed[0].status.disruptions_allowed == 0
+    assert status_part(listed[0]).disruptions_allowed == 0
 
 
 def test_unhealthy_pods_count_against_the_budget(emulator: Emulator) -> None:
@@ -169,7 +171,7 @@ def test_unhealthy_pods_count_against_the_budget(emulator: Emulator) -> None:
     budget = client.PolicyV1Api(emulator.api_client()).read_namespaced_pod_disruption_budget(
         "web", "default"
     )
-    assert (budget.status.current_healthy, budget.status.disruptions_allowed) == (1, 0)
+    assert (status_part(budget).current_healthy, status_part(budget).disruptions_allowed) == (1, 0)
     # Pending pods skip the PDB check entirely.
     evict(emulator, "p3")
     # Running but not ready: IfHealthyBudget lets it go because the budget is met (1 >= 1).

@@ -16,6 +16,7 @@ from kubernetes.client import ApiException
 from kubemu import Emulator, dump_cluster_file, load_cluster_file
 from kubemu.builders import node, nodeclaim, pdb, pod
 from kubemu.store import Store
+from tests.support.present import error_body, meta, present
 
 
 def core(emu: Emulator) -> client.CoreV1Api:
@@ -31,7 +32,7 @@ def test_fail_next_matches_verb_and_resource(emulator: Emulator) -> None:
         with pytest.raises(ApiException) as caught:
             api.patch_node("n1", {"metadata": {"labels": {"a": "b"}}})
         assert caught.value.status == 503
-    assert api.patch_node("n1", {"metadata": {"labels": {"a": "b"}}}).metadata.labels == {"a": "b"}
+    assert meta(api.patch_node("n1", {"metadata": {"labels": {"a": "b"}}})).labels == {"a": "b"}
 
 
 def test_fail_next_429_carries_retry_after(emulator: Emulator) -> None:
@@ -41,11 +42,11 @@ def test_fail_next_429_carries_retry_after(emulator: Emulator) -> None:
     with pytest.raises(ApiException) as caught:
         api.patch_node("n1", {"spec": {"unschedulable": True}})
     assert caught.value.status == 429
-    assert caught.value.headers["Retry-After"] == "1"
+    assert present(caught.value.headers, "the answer's headers")["Retry-After"] == "1"
     # Behaviour of the client, not the emulator: urllib3's default Retry honours Retry-After
     # on idempotent methods, so a GET answered 429 is retried once, transparently.
     emulator.fail_next(status=429, verb="get")
-    assert api.read_node("n1").metadata.name == "n1"
+    assert meta(api.read_node("n1")).name == "n1"
     assert emulator.requests["get"] == 2
 
 
@@ -94,7 +95,7 @@ def test_timeout_fault_drops_the_request(emulator: Emulator) -> None:
     with pytest.raises(urllib3.exceptions.HTTPError):
         api.read_node("n1", _request_timeout=0.1)
     emulator.clear_faults()
-    assert api.read_node("n1").metadata.name == "n1"
+    assert meta(api.read_node("n1")).name == "n1"
 
 
 RULES: list[dict[str, Any]] = [
@@ -120,13 +121,13 @@ def test_rbac_forbids_what_the_rules_do_not_grant(emulator: Emulator) -> None:
     with pytest.raises(ApiException) as caught:
         api.delete_node("n1")
     assert caught.value.status == 403
-    assert json.loads(caught.value.body)["message"] == (
+    assert json.loads(error_body(caught.value))["message"] == (
         'nodes "n1" is forbidden: User "system:serviceaccount:kube-system:lifeboat" cannot'
         ' delete resource "nodes" in API group "" at the cluster scope'
     )
     with pytest.raises(ApiException) as pods:
         api.delete_namespaced_pod("p1", "default")
-    assert json.loads(pods.value.body)["message"].endswith('in the namespace "default"')
+    assert json.loads(error_body(pods.value))["message"].endswith('in the namespace "default"')
     objects = client.CustomObjectsApi(emulator.api_client())
     objects.delete_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", "c1")
     with pytest.raises(ApiException) as named:

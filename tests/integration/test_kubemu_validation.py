@@ -12,6 +12,7 @@ from kubernetes.client import ApiException
 
 from kubemu import Emulator
 from kubemu.builders import nodeclaim
+from tests.support.present import error_body, json_object
 
 
 def custom(emu: Emulator) -> client.CustomObjectsApi:
@@ -21,7 +22,7 @@ def custom(emu: Emulator) -> client.CustomObjectsApi:
 def refused(call: Any) -> tuple[int, dict[str, Any]]:
     with pytest.raises(ApiException) as caught:
         call()
-    return caught.value.status, json.loads(caught.value.body)
+    return caught.value.status, json.loads(error_body(caught.value))
 
 
 def create_claim(emu: Emulator, body: dict[str, Any]) -> Any:
@@ -36,7 +37,8 @@ def lease(renew: Any) -> dict[str, Any]:
 
 def test_a_lease_with_an_unparsable_time_cannot_be_decoded(emulator: Emulator) -> None:
     """MicroTime must be RFC 3339: the decoder fails, 400 BadRequest."""
-    response = emulator.api_client().rest_client.request(
+    # The kubernetes client leaves request() unannotated.
+    response = emulator.api_client().rest_client.request(  # type: ignore[no-untyped-call]
         "POST",
         f"{emulator.url}/apis/coordination.k8s.io/v1/namespaces/default/leases",
         headers={"Content-Type": "application/json"},
@@ -49,7 +51,8 @@ def test_a_lease_with_an_unparsable_time_cannot_be_decoded(emulator: Emulator) -
 def test_strict_field_validation_refuses_unknown_fields(emulator: Emulator) -> None:
     rest = emulator.api_client().rest_client
     body = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}, "spec": {"bogus": 1}}
-    strict = rest.request(
+    # The kubernetes client leaves request() unannotated.
+    strict = rest.request(  # type: ignore[no-untyped-call]
         "POST",
         f"{emulator.url}/api/v1/nodes?fieldValidation=Strict",
         headers={"Content-Type": "application/json"},
@@ -57,7 +60,8 @@ def test_strict_field_validation_refuses_unknown_fields(emulator: Emulator) -> N
     )
     assert strict.status == 400
     assert 'unknown field "spec.bogus"' in json.loads(strict.read())["message"]
-    warned = rest.request(
+    # The kubernetes client leaves request() unannotated.
+    warned = rest.request(  # type: ignore[no-untyped-call]
         "POST",
         f"{emulator.url}/api/v1/nodes?fieldValidation=Warn",
         headers={"Content-Type": "application/json"},
@@ -208,8 +212,8 @@ def test_nodepool_template_labels_may_not_name_the_nodepool(emulator: Emulator) 
 
 
 def test_a_valid_nodepool_gets_the_crds_defaults(emulator: Emulator) -> None:
-    created = custom(emulator).create_cluster_custom_object(
-        "karpenter.sh", "v1", "nodepools", _pool()
+    created = json_object(
+        custom(emulator).create_cluster_custom_object("karpenter.sh", "v1", "nodepools", _pool())
     )
     assert created["spec"]["disruption"] == {
         "consolidateAfter": "0s",
@@ -242,7 +246,8 @@ def test_schema_required_fields_are_not_enforced(emulator: Emulator) -> None:
         }
     )
     # (The Python client's models insist on every field, so read the answer as JSON.)
-    response = emulator.api_client().rest_client.request(
+    # The kubernetes client leaves request() unannotated.
+    response = emulator.api_client().rest_client.request(  # type: ignore[no-untyped-call]
         "PATCH",
         f"{emulator.url}/api/v1/nodes/n1",
         headers={"Content-Type": "application/merge-patch+json"},

@@ -10,20 +10,22 @@ from kubernetes import client, watch
 
 from kubemu import Emulator
 from kubemu.builders import node
+from tests.support.present import as_model, meta, present
 
 
 def _events(emu: Emulator, **kwargs: Any) -> list[tuple[str, str]]:
     api = client.CoreV1Api(emu.api_client())
-    stream = watch.Watch().stream(api.list_node, timeout_seconds=1, **kwargs)
+    # The kubernetes client leaves Watch() and stream() unannotated.
+    stream = watch.Watch().stream(api.list_node, timeout_seconds=1, **kwargs)  # type: ignore[no-untyped-call]
     return [(e["type"], e["object"].metadata.name) for e in stream]
 
 
 def test_a_watch_from_a_lists_version_sees_only_later_changes(emulator: Emulator) -> None:
     """Changes after the given resourceVersion, in order; the stream ends at timeoutSeconds."""
     emulator.put_object(node("old"))
-    version = client.CoreV1Api(emulator.api_client()).list_node().metadata.resource_version
+    version = meta(client.CoreV1Api(emulator.api_client()).list_node()).resource_version
     api = client.CoreV1Api(emulator.api_client())
-    api.create_node(node("n1"))
+    api.create_node(as_model(node("n1"), client.V1Node))
     api.patch_node("n1", {"metadata": {"labels": {"a": "b"}}})
     api.delete_node("n1")
     assert _events(emulator, resource_version=version) == [
@@ -44,7 +46,7 @@ def test_an_object_that_stops_matching_the_selector_is_deleted_from_the_watch(
 ) -> None:
     """Cacher semantics: a filtered watch reports DELETED when the object leaves the set."""
     emulator.put_object(node("n1", nodepool="general"))
-    version = emulator.get_object("Node", "n1")["metadata"]["resourceVersion"]
+    version = present(emulator.get_object("Node", "n1"), "node n1")["metadata"]["resourceVersion"]
     client.CoreV1Api(emulator.api_client()).patch_node(
         "n1", {"metadata": {"labels": {"karpenter.sh/nodepool": "batch"}}}
     )
@@ -68,7 +70,7 @@ def test_a_version_older_than_the_history_is_410_expired(emulator: Emulator) -> 
 
 def test_a_change_reaches_a_waiting_watch(emulator: Emulator) -> None:
     """The watch is a stream: an event written while it waits arrives on it."""
-    version = client.CoreV1Api(emulator.api_client()).list_node().metadata.resource_version
+    version = meta(client.CoreV1Api(emulator.api_client()).list_node()).resource_version
     writer = threading.Timer(0.3, lambda: emulator.put_object(node("late")))
     writer.start()
     try:

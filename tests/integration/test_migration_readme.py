@@ -9,9 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from rotation_rig import ROOT
 
 from tests.conftest import CliRun
+from tests.integration.rotation_rig import ROOT
 
 MARKER = "<!-- migration-walkthrough:"
 WRITTEN = ("pools.yaml", "with-pools.yaml", "wave-1.yaml", "rollback.json", "rolled-back.yaml")

@@ -20,8 +20,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from nodeclaim_crd import crd_problems
-from replaying import (
+
+from kubemu import Emulator, load_cluster_file
+from lifeboat import nodes
+from lifeboat.handler import handle_batch
+from lifeboat.instances import InstanceInfo, StaticInstanceDirectory
+from lifeboat.kube import KubeApi, RetryPolicy
+from lifeboat.ledger import MemoryLedger
+from lifeboat.pipeline import OneCluster, Pipeline
+from lifeboat.settings import Settings
+from tests.integration.nodeclaim_crd import crd_problems
+from tests.integration.replaying import (
     EVENING,
     IN_WINDOW,
     Obj,
@@ -34,15 +43,6 @@ from replaying import (
     spot_event,
     types,
 )
-
-from kubemu import Emulator, load_cluster_file
-from lifeboat import nodes
-from lifeboat.handler import handle_batch
-from lifeboat.instances import InstanceInfo, StaticInstanceDirectory
-from lifeboat.kube import KubeApi, RetryPolicy
-from lifeboat.ledger import MemoryLedger
-from lifeboat.pipeline import OneCluster, Pipeline
-from lifeboat.settings import Settings
 from tests.support import kube
 from tests.support.events import sample, sqs_batch
 

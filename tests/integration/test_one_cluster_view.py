@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubeconfigs import write_kubeconfig
 
 from kubemu import Emulator, dump_cluster_file, load_cluster_file
 from lifeboat_local.cli import build_parser
 from lifeboat_local.explain import run as explain_run
 from lifeboat_local.replay import run as replay_run
 from lifeboat_local.source import EXPORT_KINDS
+from tests.integration.kubeconfigs import write_kubeconfig
 from tests.support.paths import EVENTS, SAMPLE_CLUSTER
 
 Obj = dict[str, Any]

@@ -39,6 +39,7 @@ from lifeboat_local.directory import directory_from_objects
 from lifeboat_local.karpenter_sim import KarpenterSimulation
 from lifeboat_local.replay import RecordedLifecycle, SimulatedClock
 from tests.support.paths import EVENTS, ROOT
+from tests.support.present import present
 
 START = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
 # Following wake-ups must end well before this many rounds (each round is one batch).
@@ -174,7 +175,9 @@ def run() -> Iterator[Run]:
             clock.now,
             replacement="general-from-before",
             old_nodeclaim="general-x3mhb",
-            old_nodeclaim_uid=emu.get_object("NodeClaim", "general-x3mhb")["metadata"]["uid"],
+            old_nodeclaim_uid=present(
+                emu.get_object("NodeClaim", "general-x3mhb"), "NodeClaim general-x3mhb"
+            )["metadata"]["uid"],
             started=clock.now,
         )
         process([encode(legacy)], [str(Task.FINISH_REPLACEMENT)])

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 import yaml
-from kubeconfigs import write_kubeconfig
 
 from kubemu import Emulator, load_cluster_file
 from lifeboat_local.cli import build_parser, main
 from lifeboat_local.replay import run as replay
+from tests.integration.kubeconfigs import write_kubeconfig
 from tests.support.paths import EVENTS, SAMPLE_CLUSTER
 
 CLUSTER = SAMPLE_CLUSTER

@@ -18,7 +18,15 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
-from rotation_rig import (
+
+from kubemu import Emulator
+from lifeboat import nodes
+from lifeboat.report import Outcome
+from lifeboat.rotation import store
+from lifeboat.rotation.model import NodePhase, Phase
+from lifeboat.settings import Settings
+from lifeboat.wakeup import Task, encode
+from tests.integration.rotation_rig import (
     LEGACY,
     START,
     Rig,
@@ -30,14 +38,6 @@ from rotation_rig import (
     sample_objects,
     serving,
 )
-
-from kubemu import Emulator
-from lifeboat import nodes
-from lifeboat.report import Outcome
-from lifeboat.rotation import store
-from lifeboat.rotation.model import NodePhase, Phase
-from lifeboat.settings import Settings
-from lifeboat.wakeup import Task, encode
 
 
 def controller_uid(pod: dict[str, Any]) -> str | None:

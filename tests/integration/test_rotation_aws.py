@@ -16,7 +16,6 @@ import boto3
 import pytest
 from cfnlint.decode import decode_str  # type: ignore[import-untyped]
 from moto import mock_aws
-from rotation_rig import EVENTS, LEGACY, ROOT
 
 from kubemu import Emulator, load_cluster_file
 from lifeboat.handler import handle_batch
@@ -31,6 +30,7 @@ from lifeboat.wakeup import Task, decode
 from lifeboat_local.cli import main
 from lifeboat_local.directory import directory_from_objects
 from lifeboat_local.rotate import DEFAULT_EVENT_BUS
+from tests.integration.rotation_rig import EVENTS, LEGACY, ROOT
 
 REGION = "us-east-1"
 NOW = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)

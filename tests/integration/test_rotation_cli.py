@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 import yaml
-from kubeconfigs import write_kubeconfig
-from rotation_rig import EVENTS, LEGACY, ROTATION
 
 from kubemu import Emulator, load_cluster_file
 from tests.conftest import CliRun
+from tests.integration.kubeconfigs import write_kubeconfig
+from tests.integration.rotation_rig import EVENTS, LEGACY, ROTATION
 
 CLUSTER = EVENTS / "cluster.yaml"
 AT = "2026-12-01T14:05:00Z"

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from rotation_rig import ROOT
 
 from tests.conftest import CliRun
+from tests.integration.rotation_rig import ROOT
 
 MARKER = "<!-- rotation-walkthrough:"
 

@@ -10,14 +10,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rotation_rig import LEGACY, START, control, minutes, request, rig
-from test_rotation import pinned_to_first_node
-
 from lifeboat import nodes
 from lifeboat.report import Outcome
 from lifeboat.rotation.model import NodePhase, Phase
 from lifeboat.rotation.request import Verb, parse_command
 from tests.conftest import CliRun
+from tests.integration.rotation_rig import LEGACY, START, control, minutes, request, rig
+from tests.integration.test_rotation import pinned_to_first_node
 
 
 def in_service(node: dict[str, Any] | None) -> bool:

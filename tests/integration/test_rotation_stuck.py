@@ -16,13 +16,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rotation_rig import LEGACY, START, minutes, pods_on, request, rig, sample_objects
-
 from kubemu import dump_cluster_file
 from lifeboat import nodes
 from lifeboat.notify import GIVE_UP, detail_type
 from lifeboat.rotation.model import NodePhase, Phase
 from tests.conftest import CliRun
+from tests.integration.rotation_rig import (
+    LEGACY,
+    START,
+    minutes,
+    pods_on,
+    request,
+    rig,
+    sample_objects,
+)
 
 
 def _session_cache_never_allows() -> list[dict[str, Any]]:

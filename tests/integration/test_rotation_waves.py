@@ -9,12 +9,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from rotation_rig import LEGACY, START, control, minutes, request, rig
 
 from lifeboat.rotation.model import NodePhase, Phase, Rotation, RotationNode
 from lifeboat.rotation.plan import wave_limit
 from lifeboat.rotation.request import RotationSpec
 from tests.conftest import CliRun
+from tests.integration.rotation_rig import LEGACY, START, control, minutes, request, rig
 
 
 def test_the_rotation_pauses_at_each_checkpoint_until_resumed() -> None:

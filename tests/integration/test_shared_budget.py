@@ -19,7 +19,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from replaying import find, of_kind, sample, sample_cluster
 
 from kubemu import Emulator
 from lifeboat import nodes
@@ -33,6 +32,7 @@ from lifeboat.settings import Settings
 from lifeboat.wakeup import MemoryWakeups, encode
 from lifeboat_local.directory import directory_from_objects
 from lifeboat_local.karpenter_sim import KarpenterSimulation, SimStep
+from tests.integration.replaying import find, of_kind, sample, sample_cluster
 
 BUDGET = 2
 START = datetime(2026, 12, 1, 18, 0, tzinfo=UTC)  # after general's weekday freeze
@@ -228,6 +228,6 @@ def test_the_sampling_catches_lifeboat_blind_to_karpenters_commands(
         why = blind(node)
         return None if why is not None and "karpenter.sh/disrupted" in why else why
 
-    monkeypatch.setattr(counting.nodes, "disruption_reason", without_karpenters_taint)
+    monkeypatch.setattr(nodes, "disruption_reason", without_karpenters_taint)
     run = _run(Settings(), GENERAL_INSTANCES)
     assert run.peak > BUDGET

@@ -98,7 +98,7 @@ def test_a_body_that_breaks_parsing_unexpectedly_fails_alone(
     """A bug in a parser (not bad input) fails only its own message."""
     import lifeboat.pipeline as module
 
-    real = module.parse_message
+    real = parse_message  # the function pipeline imported, which this test replaces there
 
     def broken(message: Any, **kwargs: Any) -> Any:
         if message.get("detail-type") == "EC2 Instance Rebalance Recommendation":
@@ -289,7 +289,7 @@ def test_a_genuine_hand_over_still_deletes_the_old_claim() -> None:
         assert gone is not None and gone["metadata"].get("deletionTimestamp")
 
 
-HOOK = {
+HOOK: dict[str, Any] = {
     "auto_scaling_group": "eks-system-20260101-1a2b3c4d",
     "hook_name": "lifeboat-drain",
     "action_token": "5b8e2f4a-9c1d-4e7b-8a3f-6d0c2e9b1a75",

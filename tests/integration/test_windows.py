@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 import yaml
-from kubeconfigs import write_kubeconfig
 
 from kubemu import Emulator, load_cluster_file
 from lifeboat_local import svg
 from lifeboat_local.cli import build_parser, main
 from lifeboat_local.windows import FROZEN_MARK, OUTSIDE_MARK, run
+from tests.integration.kubeconfigs import write_kubeconfig
 from tests.support.paths import SAMPLE_CLUSTER
 
 CLUSTER = SAMPLE_CLUSTER

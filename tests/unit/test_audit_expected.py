@@ -3,6 +3,8 @@ getExpectedPodCount, getExpectedScale and its finders, countHealthyPods, updateP
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from lifeboat_local.audit.expected import InvalidBudgetValue, pdb_state, scaled
@@ -10,7 +12,7 @@ from lifeboat_local.audit.expected import InvalidBudgetValue, pdb_state, scaled
 from .audit_builders import deployment_with_rs, owner, pdb, pod, view, workload
 
 
-def web_pods(count: int, rs: str = "web-rs", ready: bool = True) -> list[dict[str, object]]:
+def web_pods(count: int, rs: str = "web-rs", ready: bool = True) -> list[dict[str, Any]]:
     return [pod(f"web-{i}", controller=owner("ReplicaSet", rs), ready=ready) for i in range(count)]
 
 

@@ -117,10 +117,12 @@ def test_a_wakeup_scheduler_cannot_deliver_goes_to_the_dead_letter_queue(schedul
     assert schedule["Target"]["RetryPolicy"]["MaximumEventAgeInSeconds"] == 86400
 
     built = build_service(full_env() | {"LIFEBOAT_SCHEDULE_GROUP": GROUP})
-    assert built.pipeline.wakeups is not None
-    built.pipeline.wakeups._client = scheduler  # the stack's wiring, on moto's scheduler
+    sink = built.pipeline.wakeups
+    assert sink is not None
+    assert isinstance(sink, SchedulerWakeups)
+    sink._client = scheduler  # the stack's wiring, on moto's scheduler
     later = Wakeup(Task.DECIDE, notice(), NOW + timedelta(hours=3))
-    built.pipeline.wakeups.schedule(later)
+    sink.schedule(later)
     target = scheduler.get_schedule(Name=schedule_name(later), GroupName=GROUP)["Target"]
     assert target["DeadLetterConfig"] == {"Arn": full_env()["LIFEBOAT_DEAD_LETTER_QUEUE_ARN"]}
 

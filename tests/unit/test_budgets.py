@@ -903,9 +903,9 @@ def test_timeline_agrees_with_is_active_across_robfigs_horizon(
         assert allowed_disruptions(nodepool, 10, 0, last).limit == segment.limit
     for fraction in probes:
         moment = (start + (end - start) * fraction).replace(microsecond=0)
-        segment = next((s for s in timeline if s.start <= moment < s.end), None)
-        if segment is not None:
-            assert allowed_disruptions(nodepool, 10, 0, moment).limit == segment.limit
+        found = next((s for s in timeline if s.start <= moment < s.end), None)
+        if found is not None:
+            assert allowed_disruptions(nodepool, 10, 0, moment).limit == found.limit
 
 
 # --------------------------------------------------------------------------------------------

@@ -18,8 +18,11 @@ SAMPLE = ROOT / "events" / "cluster.yaml"
 def test_yaml_is_read_with_libyaml_where_pyyaml_has_it() -> None:
     if not yaml.__with_libyaml__:
         pytest.skip("this PyYAML was built without libyaml")
-    assert clusterfile._LOADER is yaml.CSafeLoader
-    assert clusterfile._DUMPER is yaml.CSafeDumper
+    # As objects: mypy knows only the declared SafeLoader/SafeDumper types, not the C classes.
+    loader: object = clusterfile._LOADER
+    dumper: object = clusterfile._DUMPER
+    assert loader is yaml.CSafeLoader
+    assert dumper is yaml.CSafeDumper
 
 
 def test_the_same_cluster_as_yaml_and_as_json_gives_the_same_objects(tmp_path: Path) -> None:
@@ -40,7 +43,7 @@ def test_a_json_file_is_parsed_by_the_json_module(
 
     path = tmp_path / "cluster.json"
     path.write_text(json.dumps(clusterfile.as_list(load_cluster_file(SAMPLE))))
-    monkeypatch.setattr(clusterfile.yaml, "load_all", no_yaml)
+    monkeypatch.setattr(yaml, "load_all", no_yaml)  # the module clusterfile reads with
     assert [o["kind"] for o in load_cluster_file(path)]
 
 

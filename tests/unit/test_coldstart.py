@@ -172,7 +172,7 @@ def _daemon() -> socket.socket:
 
 
 def _segments(sock: socket.socket) -> list[dict[str, Any]]:
-    received = []
+    received: list[dict[str, Any]] = []
     while True:
         try:
             data, _ = sock.recvfrom(65536)

@@ -9,6 +9,7 @@ from typing import Any
 from kubernetes import client
 
 from kubemu import Emulator
+from tests.support.present import meta
 
 
 def _node(name: str) -> dict[str, Any]:
@@ -63,7 +64,7 @@ def test_objects_handed_over_are_stored_without_a_copy_and_indexed() -> None:
     with emulator:  # the index by spec.nodeName serves field selectors
         api = client.CoreV1Api(emulator.api_client())
         found = api.list_pod_for_all_namespaces(field_selector="spec.nodeName=a")
-        assert [p.metadata.name for p in found.items] == ["p"]
+        assert [meta(p).name for p in found.items] == ["p"]
 
 
 def test_objects_not_handed_over_are_copied() -> None:

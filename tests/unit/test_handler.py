@@ -30,6 +30,7 @@ from tests.support.events import sqs_record
 from tests.support.fakes import LambdaContext as FakeLambdaContext
 from tests.support.fakes import RecordingMetrics as Metrics
 from tests.support.paths import EVENTS, ROOT
+from tests.support.present import present
 
 NOW = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
 EVENT_TIME = NOW - timedelta(seconds=3)
@@ -333,7 +334,9 @@ def test_lambda_handler_runs_the_spot_sample_end_to_end(
     node = emulator.get_object("Node", "ip-10-0-1-11.ec2.internal")
     assert node is not None and node["spec"].get("unschedulable") is True
     # Deleted (Karpenter's termination finalizer keeps it until the instance is gone).
-    assert emulator.get_object("NodeClaim", "general-7xkqz")["metadata"]["deletionTimestamp"]
+    assert present(emulator.get_object("NodeClaim", "general-7xkqz"), "NodeClaim general-7xkqz")[
+        "metadata"
+    ]["deletionTimestamp"]
 
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line[:1] == "{"]
     # Powertools Logger: structured decision lines with the Lambda context and correlation id.
@@ -411,7 +414,9 @@ def test_lambda_handler_returns_the_failed_record(
 
     assert response == {"batchItemFailures": [{"itemIdentifier": spot["messageId"]}]}
     # The other one acted: its claim is being deleted.
-    assert emulator.get_object("NodeClaim", "general-h9cfd")["metadata"]["deletionTimestamp"]
+    assert present(emulator.get_object("NodeClaim", "general-h9cfd"), "NodeClaim general-h9cfd")[
+        "metadata"
+    ]["deletionTimestamp"]
 
 
 def test_wakeups_are_counted_apart_from_notices_and_add_no_reaction_latency() -> None:

@@ -28,7 +28,7 @@ def test_a_kubectl_json_file_is_not_parsed_as_yaml(
     def no_yaml(*args: object, **kwargs: object) -> None:
         raise AssertionError("a JSON cluster file went through the YAML parser")
 
-    monkeypatch.setattr(source.yaml, "load_all", no_yaml)
+    monkeypatch.setattr(yaml, "load_all", no_yaml)  # the module source reads with
     from_json = source.read_cluster_file(path).objects
     assert sorted(map(json.dumps, from_json)) == sorted(map(json.dumps, from_yaml))
 
@@ -65,4 +65,5 @@ def test_yaml_timestamps_become_rfc3339_strings(tmp_path: Path) -> None:
 def test_yaml_is_read_with_libyaml_where_pyyaml_has_it() -> None:
     if not yaml.__with_libyaml__:
         pytest.skip("this PyYAML was built without libyaml")
-    assert source._Loader is yaml.CSafeLoader
+    loader: object = source._Loader  # as an object: its declared type is SafeLoader
+    assert loader is yaml.CSafeLoader

@@ -15,11 +15,11 @@ import random
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import boto3
 import pytest
-import snapshot_restore_py
+import snapshot_restore_py  # type: ignore[import-untyped]  # ships no type information
 from moto import mock_aws
 
 import lifeboat.eks_auth
@@ -27,10 +27,12 @@ from kubemu import Emulator, builders
 from lifeboat import snapstart
 from lifeboat.eks_auth import EksAuth
 from lifeboat.kube import KubeApi
+from lifeboat.kube_rest import RestClient
 from lifeboat.observability import PowertoolsBatchMetrics
 from lifeboat.service import EksClusters, LazyClient, Service
 from lifeboat.settings import Settings
 from lifeboat.tracing import LazyTracer
+from tests.support.present import present
 
 REGION = "us-east-1"
 ROOT = Path(__file__).resolve().parents[2]
@@ -157,7 +159,10 @@ def test_after_a_restore_every_environment_mints_its_own_eks_token(
     seeded = mints.count
 
     run_hooks(registry[1])  # restored
-    configuration.refresh_api_key_hook(configuration)  # what the client does before a request
+    # The client declares the hook as None; EksAuth installs a function there.
+    refresh: object = configuration.refresh_api_key_hook
+    assert callable(refresh)
+    refresh(configuration)  # what the client does before a request
     after = configuration.api_key["BearerToken"]
     assert after != before
     assert mints.count == seeded + 1
@@ -171,7 +176,9 @@ def test_after_a_restore_pooled_connections_are_dropped(
     with Emulator([builders.node("n1", providerID="aws:///us-east-1a/i-0a1b2c3d4e5f60001")]) as emu:
         service, auth, _, _ = _service(aws)
         api_client = emu.api_client()
-        auth._api_clients["prod"] = api_client  # the cluster's client, on the emulator
+        # The cluster's client, on the emulator: an ApiClient has both attributes a RestClient has
+        # (configuration, rest_client), all that EksAuth and snapstart use of it.
+        auth._api_clients["prod"] = cast(RestClient, api_client)
         KubeApi(api_client).get_node("n1")
         pools = api_client.rest_client.pool_manager.pools
         assert len(pools) == 1
@@ -214,7 +221,7 @@ def test_the_retry_jitter_and_lease_holder_ids_keep_no_state_a_snapshot_could_co
     draws = [kube._retry.delay(3, kube._rng) for _ in range(8)]
     assert len(set(draws)) == len(draws)
     pool_lock = importlib.import_module("lifeboat.pool_lock")
-    assert "uuid.uuid4()" in Path(pool_lock.__file__).read_text()
+    assert "uuid.uuid4()" in Path(present(pool_lock.__file__, "pool_lock.__file__")).read_text()
     assert uuid.uuid4() != uuid.uuid4()
 
 

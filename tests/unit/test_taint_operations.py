@@ -176,7 +176,8 @@ def test_an_unread_patch_never_applies_to_another_instances_node() -> None:
 def test_an_unread_patch_never_applies_to_a_node_being_deleted() -> None:
     """Karpenter deletes the NodeClaim and then the Node, which its termination finalizer
     keeps while it drains: such a node is read instead, and gets nothing more."""
-    for taints in (None, []):
+    no_taints: tuple[list[dict[str, Any]] | None, ...] = (None, [])
+    for taints in no_taints:
         node = unread_node(taints)
         node["metadata"]["deletionTimestamp"] = "2026-12-01T17:59:00Z"
         for variant in unread_taint_variants(PROVIDER, KEY, "NoSchedule"):

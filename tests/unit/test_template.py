@@ -774,9 +774,12 @@ def _transformed() -> dict[str, Any]:
     cfn-lint's language-extensions transform, then the SAM transform (aws-sam-translator)."""
     import os
 
-    from cfnlint.template import Template
-    from cfnlint.template.transforms._language_extensions import language_extension
-    from samtranslator.translator.transform import transform
+    # cfn-lint and aws-sam-translator ship no type information.
+    from cfnlint.template import Template  # type: ignore[import-untyped]
+    from cfnlint.template.transforms._language_extensions import (  # type: ignore[import-untyped]
+        language_extension,
+    )
+    from samtranslator.translator.transform import transform  # type: ignore[import-untyped]
 
     class NoManagedPolicies:
         def load(self) -> dict[str, str]:
