@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from lifeboat import nodes
 from lifeboat.decide import Decision, Step
-from lifeboat.events.notice import LifecycleHook, Notice
+from lifeboat.events.notice import Kind, LifecycleHook, Notice
 from lifeboat.kube import Conflict, Eviction, KubeApi, KubeError
 from lifeboat.node_patches import (
     releases_exclusion,
@@ -117,8 +117,11 @@ class Actor:
         actions: list[Action] = [{"type": "taint", "key": key, "effect": effect}]
         if cordon:
             actions.append({"type": "cordon"})
+        marker = None
+        if notice.ec2_event and notice.kind is Kind.SCHEDULED_CHANGE and notice.deadline:
+            marker = nodes.ec2_maintenance_value(notice.deadline)
         node = self._patch_node(
-            target.node, lambda n: taint_operations(n, key, effect, cordon, exclude), dry
+            target.node, lambda n: taint_operations(n, key, effect, cordon, exclude, marker), dry
         )
         if node is None:
             return []  # the node went away while we were patching: nothing to cordon

@@ -29,6 +29,8 @@ class InstanceInfo:
     # The AMI it was launched from (a rotation may select nodes by AMI).
     image_id: str | None = None
     tags: Mapping[str, str] = field(default_factory=dict)
+    # EC2's instance state (``running``, ``stopped``...); None when not known.
+    state: str | None = None
 
 
 class InstanceDirectory(Protocol):
@@ -61,6 +63,7 @@ def info_from_ec2(instance: Mapping[str, Any]) -> InstanceInfo:
         instance_type=instance.get("InstanceType"),
         image_id=instance.get("ImageId"),
         tags=tags,
+        state=(instance.get("State") or {}).get("Name"),
     )
 
 

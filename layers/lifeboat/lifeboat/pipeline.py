@@ -30,6 +30,7 @@ from lifeboat.decide.wakeups import (
 )
 from lifeboat.events import parse_message
 from lifeboat.events.envelope import load_body
+from lifeboat.events.instance_status import InstanceStatus, read_response
 from lifeboat.events.notice import Kind, MalformedMessage, Notice
 from lifeboat.instances import InstanceDirectory, InstanceInfo
 from lifeboat.kube import KubeApi, retrying_for
@@ -44,7 +45,14 @@ from lifeboat.rotation.messages import is_rotation_event
 from lifeboat.routing import triage, triage_follow_up
 from lifeboat.settings import Settings
 from lifeboat.split import expand, remainders, split
-from lifeboat.sweep import InstanceStatuses, is_sweep_request, too_recently_impaired
+from lifeboat.sweep import (
+    InstanceStatuses,
+    complete,
+    is_sweep_request,
+    too_recently_impaired,
+    unlisted,
+    vanished,
+)
 from lifeboat.target import Target
 from lifeboat.wakeup import Task, Wakeup, WakeupSink, decode, is_wakeup
 
@@ -197,7 +205,27 @@ class Pipeline:
                 [Report(None, str(Kind.INSTANCE_IMPAIRED), Outcome.IGNORED, reason)]
             )
         pages = self.statuses.pages()
-        return parse_message({"Pages": pages}, received_at=self.clock())
+        now = self.clock()
+        notices = parse_message({"Pages": pages}, received_at=now)
+        if not complete(pages):
+            return notices
+        # Ends first, so a maintenance EC2 moved to a new start is undone before the new
+        # one is acted on.
+        return self._vanished(read_response({"Pages": pages}, received_at=now), now) + notices
+
+    def _vanished(self, statuses: list[InstanceStatus], now: datetime) -> list[Notice]:
+        """The EC2 events Lifeboat acted on that a complete sweep no longer reports: one
+        LIST per managed cluster, of the nodes labelled ``lifeboat.dev/ec2-maintenance``
+        (``lifeboat.sweep.vanished``), whatever the fleet's size."""
+        notices: list[Notice] = []
+        for cluster in self.settings.clusters or (None,):
+            try:
+                marked = self.clusters.kube(cluster).list_nodes(nodes.EC2_MAINTENANCE_LABEL)
+            except Exception as error:  # that cluster's ends wait for the next sweep
+                notices.append(unlisted(cluster, error, now))
+                continue
+            notices += vanished(statuses, marked, now)
+        return notices
 
     def _one(self, batch: _Batch, item: Parsed, later: Sequence[Wakeup] = ()) -> MessageResult:
         if isinstance(item, MessageResult):

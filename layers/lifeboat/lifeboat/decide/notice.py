@@ -117,6 +117,9 @@ def _maintenance_over(notice: Notice, target: Target) -> Decision:
     key = nodes.taint_key(notice.kind)
     if not any(t.get("key") == key for t in nodes.taints(target.node)):
         return ignore(f"{what}: node {target.node_name} carries no {key} taint; nothing to undo")
+    state = target.info.state if target.info is not None else None
+    if state not in (None, "running"):
+        return ignore(f"{what}: instance {target.instance_id} is {state}, not running; left as is")
     if not nodes.is_ready(target.node):
         return ignore(
             f"{what}: node {target.node_name} is not Ready yet; undone when it is reported Ready"
