@@ -319,3 +319,31 @@ def test_a_rescheduled_event_ends_the_old_start_and_keeps_the_node_out(cordon_on
     node = rig.node(KARPENTER_NODE)
     assert node["spec"]["unschedulable"] is True
     assert nodes.labels_of(node)[LABEL] == "20261210T090000Z"
+
+
+def test_told_by_health_then_seen_by_the_sweep_it_ends_by_vanishing(cordon_only: Rig) -> None:
+    """Health first (acted on), then the sweep sees EC2's event for the same maintenance: a
+    duplicate, but the node is labelled now (once), so the event's vanishing ends it."""
+    rig = cordon_only
+    health = aws_event(
+        "scheduled-change",
+        instance=KARPENTER_INSTANCE,
+        startTime=health_time(MAINTENANCE),
+        time=NOW,
+    )
+    [acted] = rig.send(health)
+    assert acted.outcome == "acted"
+    event = scheduled_event("system-reboot")
+    for minute in (1, 2):  # the second sight needs no request to the node at all
+        rig.now = NOW + timedelta(minutes=minute)
+        patches_before = sum(1 for e in rig.emulator.request_log if e[0] == "patch")
+        [duplicate] = rig.sweep(instance_status(KARPENTER_INSTANCE, events=[event]))
+        assert duplicate.reason == "duplicate delivery: already handled"
+        patches = sum(1 for e in rig.emulator.request_log if e[0] == "patch") - patches_before
+        assert patches == (1 if minute == 1 else 0)
+    assert nodes.labels_of(rig.node(KARPENTER_NODE))[LABEL] == "20261208T090000Z"
+
+    rig.now += timedelta(minutes=1)
+    [ended] = [r for r in rig.sweep() if r.instance_id]
+    assert ended.outcome == "acted" and types(ended) == ["untaint", "uncordon", "unlabel"]
+    assert not rig.node(KARPENTER_NODE)["spec"].get("unschedulable")

@@ -19,6 +19,7 @@ from lifeboat.decide import Decision, Step
 from lifeboat.events.notice import Kind, LifecycleHook, Notice
 from lifeboat.kube import Conflict, Eviction, KubeApi, KubeError
 from lifeboat.node_patches import (
+    ec2_maintenance_operations,
     releases_exclusion,
     restore_operations,
     taint_operations,
@@ -132,6 +133,18 @@ class Actor:
         ):
             actions.append(dict(EXCLUSION_ACTION))
         return actions
+
+    def mark_ec2_maintenance(self, notice: Notice, target: Target) -> bool:
+        """Label the node of a maintenance AWS Health told first with the start of the EC2
+        event the sweep now sees (``node_patches.ec2_maintenance_operations``); whether a
+        patch was sent."""
+        if target.node is None or notice.deadline is None or self._settings.dry_run:
+            return False
+        start = nodes.ec2_maintenance_value(notice.deadline)
+        if not ec2_maintenance_operations(target.node, start):
+            return False
+        self._patch_node(target.node, lambda n: ec2_maintenance_operations(n, start), False)
+        return True
 
     def taint_unread(self, node_name: str, provider_id: str, notice: Notice) -> Obj | None:
         """Taint and cordon the node of an involuntary notice without reading it first (a

@@ -63,6 +63,17 @@ def taint_operations(
     return operations
 
 
+def ec2_maintenance_operations(node: Obj, start: str) -> list[Operation]:
+    """Label a node Lifeboat already acted on or marked for a maintenance (its scheduled-
+    change taint, any effect) with the EC2 event's ``start`` ([] if it carries no such taint
+    or the label already): the maintenance was first told by AWS Health, and the sweep has
+    now seen EC2's event for it, so it may end by that event vanishing."""
+    key = nodes.taint_key(Kind.SCHEDULED_CHANGE)
+    if not any(t.get("key") == key for t in nodes.taints(node)):
+        return []
+    return _set_label(node, nodes.EC2_MAINTENANCE_LABEL, start)
+
+
 def _set_label(node: Obj, key: str, value: str) -> list[Operation]:
     """Set label ``key`` ([] if it has that value already)."""
     metadata = node.get("metadata", {})

@@ -262,12 +262,28 @@ class Pipeline:
                 reports.append(self._handle(batch, notice))
                 continue
             report = self.ledger.once(notice.ledger_key, partial(self._handle, batch, notice))
+            if report is None and notice.ec2_event and notice.deadline is not None:
+                # Told by Health first: the sweep has now seen EC2's event (once per
+                # maintenance), so the node is labelled and the event's vanishing ends it.
+                seen = partial(self._mark_ec2_maintenance, batch, notice)
+                self.ledger.once(f"ec2-seen#{notice.ledger_key}", seen)
             if report is None:
                 report = Report.for_notice(
                     notice, Outcome.IGNORED, "duplicate delivery: already handled"
                 )
             reports.append(report)
         return reports
+
+    def _mark_ec2_maintenance(self, batch: _Batch, notice: Notice) -> Report:
+        info = batch.infos.get(notice.instance_id or "")
+        checked = triage(notice, info, self.settings, self.clock())
+        if checked.outcome is not None or info is None or notice.instance_id is None:
+            return Report.for_notice(notice, Outcome.IGNORED, checked.reason)
+        resolver = batch.resolver(checked.cluster)
+        target = resolver.resolve(notice.instance_id, info)
+        marked = self._actor(resolver.kube).mark_ec2_maintenance(notice, target)
+        why = "labelled with the EC2 event's start" if marked else "nothing to label"
+        return Report.for_notice(notice, Outcome.IGNORED, why)
 
     def _out_of_time(self, batch: _Batch) -> bool:
         """Whether a message should hand on what it has not started (lifeboat.split)."""
