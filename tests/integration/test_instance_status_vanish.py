@@ -347,3 +347,34 @@ def test_told_by_health_then_seen_by_the_sweep_it_ends_by_vanishing(cordon_only:
     [ended] = [r for r in rig.sweep() if r.instance_id]
     assert ended.outcome == "acted" and types(ended) == ["untaint", "uncordon", "unlabel"]
     assert not rig.node(KARPENTER_NODE)["spec"].get("unschedulable")
+
+
+def test_a_deferral_whose_event_vanished_while_the_node_was_not_ready_still_lets_it_go() -> None:
+    """The end waits for the node to be Ready with the deferral's mark kept (taking the mark
+    off without recording the end would let the wake-up replace the node later)."""
+    for rig in make_rig():
+        rig.now = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
+        start = datetime(2026, 12, 1, 16, 0, tzinfo=UTC)
+        event = scheduled_event("system-maintenance", start)
+        [waiting] = rig.sweep(instance_status(KARPENTER_INSTANCE, events=[event]))
+        assert waiting.outcome == "deferred"
+        node = rig.node(KARPENTER_NODE)
+        ready = copy.deepcopy(node["status"]["conditions"])
+        for condition in node["status"]["conditions"]:
+            if condition["type"] == "Ready":
+                condition["status"] = "False"
+        rig.emulator.put_object(node)
+
+        rig.now = datetime(2026, 12, 1, 10, 30, tzinfo=UTC)
+        [later] = [r for r in rig.sweep() if r.instance_id]
+        assert later.outcome == "ignored" and "not Ready yet" in later.reason
+        assert not later.actions
+        assert SCHEDULED_TAINT in taint_keys(rig.node(KARPENTER_NODE))
+
+        node = rig.node(KARPENTER_NODE)
+        node["status"]["conditions"] = ready
+        rig.emulator.put_object(node)
+        rig.now += timedelta(minutes=1)
+        [ended] = [r for r in rig.sweep() if r.instance_id]
+        assert ended.outcome == "acted"
+        assert nodes.maintenance_ended(rig.node(KARPENTER_NODE), start)

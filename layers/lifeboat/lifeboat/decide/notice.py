@@ -38,8 +38,11 @@ def decide(notice: Notice, target: Target, settings: Settings, now: datetime) ->
     decision = _decide(notice, target, settings, now)
     # A notice let go (given up, opted out, configured to ignore) takes its waiting mark
     # with it, or the node would stay marked PreferNoSchedule for the rest of its life.
+    # Not the end of a maintenance waiting for the node to be Ready: its restore takes the
+    # mark off later and records the end, so the deferral's wake-up lets it go.
     if (
         decision.outcome is Outcome.IGNORED
+        and not notice.ends_maintenance
         and target.node is not None
         and nodes.pending_mark(target.node, nodes.taint_key(notice.kind))
     ):
