@@ -25,14 +25,21 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import boto3
 import pytest
+from botocore.stub import Stubber
 
+from kubemu import Emulator
 from lifeboat import nodes
 from lifeboat.events.notice import Kind
-from lifeboat.instances import InstanceInfo
+from lifeboat.instances import Ec2InstanceDirectory, InstanceInfo
+from lifeboat.kube import KubeApi
+from lifeboat.ledger import MemoryLedger
+from lifeboat.pipeline import Pipeline
 from lifeboat.settings import Settings
-from lifeboat.sweep import complete, sweep_request
+from lifeboat.sweep import Ec2InstanceStatuses, complete, sweep_request
 from lifeboat.wakeup import MemoryWakeups, Task, encode
+from tests.integration.test_fleet import PerCluster, cluster_objects, launch
 from tests.integration.test_instance_status import (
     KARPENTER_CLAIM,
     KARPENTER_INSTANCE,
@@ -41,9 +48,11 @@ from tests.integration.test_instance_status import (
     NOW,
     SCHEDULED_TAINT,
     Rig,
+    ec2_client,
     instance_status,
     make_rig,
     scheduled_event,
+    stub_sweep,
     types,
 )
 from tests.support.events import aws_event, health_time
@@ -378,3 +387,53 @@ def test_a_deferral_whose_event_vanished_while_the_node_was_not_ready_still_lets
         [ended] = [r for r in rig.sweep() if r.instance_id]
         assert ended.outcome == "acted"
         assert nodes.maintenance_ended(rig.node(KARPENTER_NODE), start)
+
+
+def test_through_moto_a_running_instance_is_restored_and_a_stopped_one_left(
+    aws: boto3.Session,
+) -> None:
+    """The instance's state is EC2's (DescribeInstances on moto, ``State.Name``): of two
+    nodes Lifeboat cordoned for EC2 events that are no longer reported, the one whose
+    instance runs is restored, the one whose instance was stopped is left as it is."""
+    moto_ec2 = aws.client("ec2")
+    tags = {"eks:cluster-name": "prod", "karpenter.sh/nodepool": "general"}
+    running = launch(moto_ec2, {**tags, "karpenter.sh/nodeclaim": "general-7xkqz"})
+    stopped = launch(moto_ec2, {**tags, "karpenter.sh/nodeclaim": KARPENTER_CLAIM})
+    moto_ec2.stop_instances(InstanceIds=[stopped])
+    objects = cluster_objects([running, stopped], "prod")
+    for obj in objects:
+        if obj["kind"] == "Node" and obj["metadata"]["name"].startswith("node-prod-"):
+            obj["metadata"]["labels"][LABEL] = "20261208T090000Z"
+            obj["spec"]["taints"] = [{"key": SCHEDULED_TAINT, "effect": "NoSchedule"}]
+            obj["spec"]["unschedulable"] = True
+    status_ec2 = ec2_client()
+    with Emulator(objects) as emulator, Stubber(status_ec2) as stubber:
+        for claim_name, node_name in (
+            ("general-7xkqz", "node-prod-0"),
+            (KARPENTER_CLAIM, "node-prod-1"),
+        ):
+            claim = emulator.get_object("NodeClaim", claim_name)
+            assert claim is not None
+            claim["status"]["nodeName"] = node_name
+            emulator.put_object(claim)
+        stub_sweep(stubber, [[]], [[]], [[]])
+        pipeline = Pipeline(
+            clusters=PerCluster({"prod": KubeApi(emulator.api_client())}),
+            directory=Ec2InstanceDirectory(moto_ec2),
+            settings=Settings(clusters=("prod",)),
+            clock=lambda: NOW,
+            ledger=MemoryLedger(),
+            statuses=Ec2InstanceStatuses(status_ec2),
+        )
+        [result] = pipeline.process([json.dumps(sweep_request("moto", NOW.isoformat()))])
+        assert result.error is None
+        by_instance = {r.instance_id: r for r in result.reports if r.instance_id}
+        assert by_instance[running].outcome == "acted", by_instance[running].reason
+        assert by_instance[stopped].outcome == "ignored"
+        assert "is stopped, not running" in by_instance[stopped].reason
+        restored = emulator.get_object("Node", "node-prod-0")
+        left = emulator.get_object("Node", "node-prod-1")
+        assert restored is not None and left is not None
+        assert not restored["spec"].get("unschedulable")
+        assert LABEL not in nodes.labels_of(restored)
+        assert left["spec"]["unschedulable"] is True and nodes.labels_of(left)[LABEL]
