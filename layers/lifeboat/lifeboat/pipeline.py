@@ -92,6 +92,10 @@ class MessageResult:
 Parsed: TypeAlias = "MessageResult | Wakeup | list[Notice] | RotationCommand"
 
 
+# Clusters whose labelled nodes a sweep lists at once (lifeboat.sweep.vanished).
+SWEEP_LISTS_AT_ONCE = 8
+
+
 class _Batch:
     """What the messages of one batch share: instance facts and per-cluster resolvers."""
 
@@ -217,15 +221,18 @@ class Pipeline:
         """The EC2 events Lifeboat acted on that a complete sweep no longer reports: one
         LIST per managed cluster, of the nodes labelled ``lifeboat.dev/ec2-maintenance``
         (``lifeboat.sweep.vanished``), whatever the fleet's size."""
-        notices: list[Notice] = []
-        for cluster in self.settings.clusters or (None,):
+
+        def one(cluster: str | None) -> list[Notice]:
             try:
                 marked = self.clusters.kube(cluster).list_nodes(nodes.EC2_MAINTENANCE_LABEL)
             except Exception as error:  # that cluster's ends wait for the next sweep
-                notices.append(unlisted(cluster, error, now))
-                continue
-            notices += vanished(statuses, marked, now)
-        return notices
+                return [unlisted(cluster, error, now)]
+            return vanished(statuses, marked, now)
+
+        clusters = self.settings.clusters or (None,)
+        # The clusters are listed side by side: a sweep's time is not their sum.
+        with ThreadPoolExecutor(max_workers=min(SWEEP_LISTS_AT_ONCE, len(clusters))) as pool:
+            return [n for found in pool.map(one, clusters) for n in found]
 
     def _one(self, batch: _Batch, item: Parsed, later: Sequence[Wakeup] = ()) -> MessageResult:
         if isinstance(item, MessageResult):
