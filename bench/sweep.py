@@ -10,8 +10,10 @@ these filters and knows neither ``Events`` nor impairment. Each call is counted,
 latency per call (``call_ms``) stands for EC2's round trip.
 
 What is timed is the sweep up to the clusters: the paginated reads, the parse of every
-status into notices, the one directory lookup per batch and the triage that keeps only the
-managed clusters' instances. What each notice then costs in its cluster is what the
+status into notices, the LIST of each managed cluster's nodes labelled
+``lifeboat.dev/ec2-maintenance`` (for EC2 events no longer reported; :class:`MarkedNodes`
+answers them, ``call_ms`` each), the one directory lookup per batch and the triage that
+keeps only the managed clusters' instances. What each notice then costs in its cluster is what the
 per-kind measure (``bench.scenarios.requests_per_kind``) reports for a state change or a
 scheduled change.
 """
