@@ -9,7 +9,7 @@ DEMO_AT ?= 2026-12-01T14:05:00Z
 # instance, one with an EC2 scheduled event. Not an SQS message, so not in events/*.json.
 STATUS_SAMPLE := events/status/describe-instance-status.json
 
-.PHONY: demo test lint typecheck follow bench bench-health-split soak clean
+.PHONY: demo test lint typecheck follow bench bench-health-split soak bench-check mutants clean stackset-template
 
 include sam.mk
 
@@ -28,11 +28,11 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 
 ## demo: replay every sample event against the sample cluster, one line per decision
 demo: $(VENV)/.installed
-	$(BIN)/lifeboat replay $(sort $(wildcard events/*.json)) $(STATUS_SAMPLE) --cluster events/cluster.yaml --at $(DEMO_AT)
+	$(BIN)/lifeboat replay $(sort $(wildcard events/*.json)) $(STATUS_SAMPLE) --cluster events/cluster.yaml --at $(DEMO_AT) --same-instant
 
 ## follow: the same, following deferred work through time until nothing is pending
 follow: $(VENV)/.installed
-	$(BIN)/lifeboat replay $(sort $(wildcard events/*.json)) --cluster events/cluster.yaml --at $(DEMO_AT) --follow
+	$(BIN)/lifeboat replay $(sort $(wildcard events/*.json)) --cluster events/cluster.yaml --at $(DEMO_AT) --same-instant --follow
 
 ## test: lint, type-check, the whole test suite, and the SAM template validated and built
 ## offline (what .ci/run runs)
@@ -56,9 +56,32 @@ bench: $(VENV)/.installed-dev
 bench-health-split: $(VENV)/.installed-dev
 	$(BIN)/python -m bench.health_split --json bench-results/health-split.json
 
+## bench-check: the tests marked bench (the benchmark's quick configuration with its fleet of
+## processes and moto storm, the soaks at 250-2,000 events); make test runs them small
+bench-check: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest -q -n 2 -m bench
+
 ## soak: 10,000 mixed events with injected faults and duplicates; accounts for every message
 soak: $(VENV)/.installed-dev
 	$(BIN)/python -m bench.soak --events 10000
 
+## stackset-template: the packaged template (sam package) as plain CloudFormation for a
+## service-managed StackSet (README, "Across an organisation")
+STACKSET_PACKAGED ?= .aws-sam/packaged.yaml
+STACKSET_ARTIFACT_PREFIX ?=
+STACKSET_DEPLOYMENT_TYPE ?= Canary10Percent5Minutes
+stackset-template: $(VENV)/.installed-dev
+	$(BIN)/python -m lifeboat_local.stackset $(STACKSET_PACKAGED) --out .aws-sam/stackset.json \
+		--parameter DeploymentType=$(STACKSET_DEPLOYMENT_TYPE) \
+		$(if $(STACKSET_ARTIFACT_PREFIX),--artifact-bucket-prefix $(STACKSET_ARTIFACT_PREFIX))
+
+## mutants: mutation testing (cosmic-ray) of decide/, budgets*, cron, act, node_patches,
+## pool_lock and deadline against their tests, in a copy of the tree; kill rate per target in
+## mutation-results/report.md. Long: MUTANTS_ARGS="--sample 20" runs a random sample per
+## target, "--target act" one target.
+MUTANTS_ARGS ?=
+mutants: $(VENV)/.installed-dev
+	$(BIN)/python -m mutation $(MUTANTS_ARGS)
+
 clean:
-	rm -rf $(VENV) .sam-venv .aws-sam .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) .sam-venv .aws-sam .mypy_cache .ruff_cache .pytest_cache .hypothesis mutation-results

@@ -6,11 +6,12 @@ Lambda execution environment is one: its own interpreter, its own lock on it), t
 after batch from the queue as an environment does, with its own pipeline and its
 own ``lifeboat.service.EksClusters``, whose per-cluster client is made on first use behind a
 simulated ``eks:DescribeCluster`` of 50 ms, so first contact with many clusters is part of
-what is measured. The clusters' API servers (one emulator each) run in another process: an
-API server's work is not the function's. All share this machine's cores, which a fleet of
-Lambda environments would not. Each process has started (its imports done, and with SnapStart
-its snapshot hooks run) before the first batch is taken: what is measured is the storm, not
-the environments' start-up (``bench.coldstart`` and ``bench.first_message`` measure that).
+what is measured. The clusters' API servers (one emulator each) run in other processes, 50
+clusters a process: an API server's work is not the function's. All share this machine's
+cores, which a fleet of Lambda environments would not. Each process has started (its
+imports done, and with SnapStart its snapshot hooks run) before the first batch is taken:
+what is measured is the storm, not the environments' start-up (``bench.coldstart`` and
+``bench.first_message`` measure that).
 
 The queue interleaves the clusters (as warnings for a fleet arrive); receipt is the moment an
 invocation takes the batch, tainted the moment the cluster's API server applied the
@@ -19,6 +20,7 @@ taint-and-cordon patch (``time.perf_counter()``: one monotonic clock for every p
 
 from __future__ import annotations
 
+import base64
 import math
 import multiprocessing
 import statistics
@@ -37,6 +39,8 @@ from bench.events import sqs_batches
 from bench.harness import LambdaContext
 from bench.scenarios import DecisionLog, NullMetrics
 from lifeboat import snapstart
+from lifeboat.discovery import ClusterCatalog
+from lifeboat.eks_auth import ClusterInfo
 from lifeboat.events.notice import Kind
 from lifeboat.handler import handle_batch
 from lifeboat.instances import InstanceInfo, StaticInstanceDirectory
@@ -48,6 +52,9 @@ from lifeboat.service import BATCH_WORKERS, EksClusters, Service, utc_now
 from lifeboat.settings import Settings
 
 DESCRIBE_CLUSTER_SECONDS = 0.05
+CLUSTERS_PER_SERVER_PROCESS = 50
+# The tag the discovered fleet's clusters carry (``many_clusters(discovered=True)``).
+DISCOVERY_TAG = "lifeboat.dev/managed"
 # Processes start by importing what they run (spawn: nothing is inherited half-made).
 _CONTEXT = multiprocessing.get_context("spawn")
 # How long a process of the fleet may take to start or to finish before the bench gives up.
@@ -75,6 +82,18 @@ class EmulatedEksAuth:
                 self._clients[cluster] = RestClient(Configuration(host=self._urls[cluster]))
             return self._clients[cluster]
 
+    def remember(self, info: ClusterInfo) -> None:
+        """What discovery described (``EksAuth.remember``): the client needs no describe."""
+        from kubernetes.client.configuration import Configuration
+
+        with self._locks[info.name]:
+            if info.name not in self._clients:
+                self._clients[info.name] = RestClient(Configuration(host=info.endpoint))
+
+    def forget(self, cluster: str) -> None:
+        with self._locks[cluster]:
+            self._clients.pop(cluster, None)
+
     def forget_tokens(self) -> None:
         pass  # no tokens: the emulators do not authenticate
 
@@ -83,16 +102,67 @@ class EmulatedEksAuth:
             api_client.rest_client.pool_manager.clear()
 
 
+class _NotFound(Exception):
+    pass
+
+
+class EmulatedEks:
+    """Stands in for the EKS client discovery uses (``lifeboat.discovery``): every cluster of
+    the fleet listed (100 a page, as ListClusters) and tagged, each DescribeCluster taking
+    :data:`DESCRIBE_CLUSTER_SECONDS`."""
+
+    class exceptions:  # botocore's spelling: client.exceptions.ResourceNotFoundException
+        ResourceNotFoundException = _NotFound
+
+    def __init__(self, urls: dict[str, str]) -> None:
+        self._urls = urls
+
+    def describe_cluster(self, *, name: str) -> dict[str, Any]:
+        time.sleep(DESCRIBE_CLUSTER_SECONDS)
+        if name not in self._urls:
+            raise _NotFound(name)
+        pem = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nbench\n").decode()
+        return {
+            "cluster": {
+                "name": name,
+                "endpoint": self._urls[name],
+                "certificateAuthority": {"data": pem},
+                "tags": {DISCOVERY_TAG: "true"},
+            }
+        }
+
+    def get_paginator(self, operation: str) -> Any:
+        assert operation == "list_clusters"
+        names = sorted(self._urls)
+
+        class Pages:
+            def paginate(self) -> Any:
+                return ({"clusters": names[i : i + 100]} for i in range(0, len(names), 100))
+
+        return Pages()
+
+
 def _names(clusters: int) -> list[str]:
     return [f"cluster-{i:02d}" for i in range(clusters)]
 
 
-def _fleet(clusters: int, per_cluster: int) -> dict[str, Cluster]:
-    """The same fleet wherever it is built: the seeds fix every id and name."""
+def _fleet(clusters: int, per_cluster: int, shard: range | None = None) -> dict[str, Cluster]:
+    """The same fleet wherever it is built: the seeds fix every id and name. ``shard``: only
+    the clusters of these indices."""
+    names = _names(clusters)
     return {
-        name: build_cluster(per_cluster + 2, pools=2, pods_per_node=2, asg_nodes=0, seed=i)
-        for i, name in enumerate(_names(clusters))
+        names[i]: build_cluster(per_cluster + 2, pools=2, pods_per_node=2, asg_nodes=0, seed=i)
+        for i in shard or range(clusters)
     }
+
+
+def _shards(clusters: int) -> list[range]:
+    """The clusters each API servers' process serves, :data:`CLUSTERS_PER_SERVER_PROCESS` at
+    most: real API servers share nothing, and one interpreter serving hundreds of them (and
+    a keep-alive connection, so a thread, per environment and cluster) would measure its own
+    lock rather than Lifeboat."""
+    step = CLUSTERS_PER_SERVER_PROCESS
+    return [range(i, min(i + step, clusters)) for i in range(0, clusters, step)]
 
 
 def _directory(fleet: dict[str, Cluster]) -> list[InstanceInfo]:
@@ -114,7 +184,7 @@ def _interleaved(fleet: dict[str, Cluster], per_cluster: int) -> list[tuple[str,
 
 
 def _serve_api_servers(
-    conn: Connection, clusters: int, per_cluster: int, latency_ms: float
+    conn: Connection, clusters: int, per_cluster: int, latency_ms: float, shard: range
 ) -> None:
     """The API servers' process: an emulator per cluster until told to report, then, per
     cluster, when each node's first patch was answered and which nodes carry the taint."""
@@ -126,7 +196,7 @@ def _serve_api_servers(
     with ExitStack() as stack:
         emulators = {
             name: stack.enter_context(Emulator(c.objects, latency=latency_ms / 1000))
-            for name, c in _fleet(clusters, per_cluster).items()
+            for name, c in _fleet(clusters, per_cluster, shard).items()
         }
         conn.send({name: emulator.url for name, emulator in emulators.items()})
         try:
@@ -160,15 +230,31 @@ def _invocation(
     go: Any,
     results: Any,
     restored: bool,
+    discovered: bool = False,
 ) -> None:
     """One Lambda environment: takes batches from the queue until it is empty.
 
     ``restored``: started as the stack runs it, from a SnapStart snapshot: the service's
     ``before_snapshot`` ran (every cluster described, its client made), then
     ``after_restore`` (tokens forgotten, pooled connections closed). Otherwise initialised
-    without SnapStart: each cluster is described on its first warning."""
+    without SnapStart: each cluster is described on its first warning.
+
+    ``discovered``: no cluster is named; each is served by its tag (``lifeboat.discovery``),
+    found by ListClusters and DescribeCluster (:class:`EmulatedEks`)."""
     settings = Settings(clusters=tuple(urls))
-    clusters = EksClusters(settings, EmulatedEksAuth(urls))  # type: ignore[arg-type]
+    auth = EmulatedEksAuth(urls)
+    clusters = EksClusters(settings, auth)  # type: ignore[arg-type]
+    catalog = None
+    if discovered:
+        settings = Settings(cluster_tag_key=DISCOVERY_TAG)
+        clusters = EksClusters(settings, auth)  # type: ignore[arg-type]
+        catalog = ClusterCatalog(
+            EmulatedEks(urls),
+            tag_key=DISCOVERY_TAG,
+            on_described=auth.remember,
+            on_dropped=clusters.forget,
+        )
+        clusters.catalog = catalog
     pipeline = Pipeline(
         clusters=clusters,
         directory=StaticInstanceDirectory(infos),
@@ -176,6 +262,7 @@ def _invocation(
         clock=utc_now,
         ledger=MemoryLedger(),
         workers=BATCH_WORKERS,
+        scope=catalog,
     )
     if restored:
         service = Service(pipeline, settings, clusters=clusters)
@@ -184,6 +271,7 @@ def _invocation(
     log = DecisionLog()
     receipts: dict[int, float] = {}
     failures = 0
+    before = (catalog.calls.list_clusters, catalog.calls.describe_cluster) if catalog else (0, 0)
     ready.put(None)
     go.wait()
     while (index := work.get()) is not None:
@@ -192,7 +280,14 @@ def _invocation(
             batches[index][0], LambdaContext(), pipeline, metrics=NullMetrics(), logger=log
         )
         failures += len(response.get("batchItemFailures", []))
-    results.put((receipts, failures, dict(log.outcomes)))
+    # Discovery calls: at the snapshot (once per published version), and during the storm.
+    calls = {
+        "snapshot_list_pages": before[0],
+        "snapshot_describes": before[1],
+        "storm_list_pages": (catalog.calls.list_clusters - before[0]) if catalog else 0,
+        "storm_describes": (catalog.calls.describe_cluster - before[1]) if catalog else 0,
+    }
+    results.put((receipts, failures, dict(log.outcomes), calls))
 
 
 def many_clusters(
@@ -202,6 +297,7 @@ def many_clusters(
     latency_ms: float = 10.0,
     *,
     restored: bool = True,
+    discovered: bool = False,
 ) -> dict[str, Any]:
     """``restored``: the invocations' environments start from a SnapStart snapshot, as the
     stack deploys them (``SnapStart: ApplyOn: PublishedVersions``); False: initialised without
@@ -215,16 +311,23 @@ def many_clusters(
         [(event, _)] = sqs_batches("spot-interruption", [m for _, m in chunk], 10)
         batches.append((event, [(name, m.node_name) for name, m in chunk]))
 
-    servers_end, ours = _CONTEXT.Pipe()
-    servers = _CONTEXT.Process(
-        target=_serve_api_servers, args=(servers_end, clusters, per_cluster, latency_ms)
-    )
-    servers.start()
+    pipes = [_CONTEXT.Pipe() for _ in _shards(clusters)]
+    servers = [
+        _CONTEXT.Process(
+            target=_serve_api_servers,
+            args=(theirs, clusters, per_cluster, latency_ms, shard),
+        )
+        for (theirs, _), shard in zip(pipes, _shards(clusters), strict=True)
+    ]
+    for server in servers:
+        server.start()
     invocations: list[BaseProcess] = []
     try:
-        if not ours.poll(_PATIENCE_SECONDS):
-            raise RuntimeError("the API servers' process did not start")
-        urls: dict[str, str] = ours.recv()
+        urls: dict[str, str] = {}
+        for _, ours in pipes:
+            if not ours.poll(_PATIENCE_SECONDS):
+                raise RuntimeError("an API servers' process did not start")
+            urls.update(ours.recv())
         work, ready, results, go = (
             _CONTEXT.Queue(),
             _CONTEXT.Queue(),
@@ -238,7 +341,17 @@ def many_clusters(
         invocations[:] = [
             _CONTEXT.Process(
                 target=_invocation,
-                args=(urls, _directory(fleet), batches, work, ready, go, results, restored),
+                args=(
+                    urls,
+                    _directory(fleet),
+                    batches,
+                    work,
+                    ready,
+                    go,
+                    results,
+                    restored,
+                    discovered,
+                ),
             )
             for _ in range(concurrency)
         ]
@@ -251,25 +364,31 @@ def many_clusters(
         receipts: dict[int, float] = {}
         failures = 0
         outcomes: Counter[str] = Counter()
+        calls: Counter[str] = Counter()
         for _ in invocations:
-            theirs, failed, seen = _take(results, invocations)
+            theirs, failed, seen, called = _take(results, invocations)
             receipts.update(theirs)
             failures += failed
             outcomes.update(seen)
+            calls.update(called)
         wall = time.perf_counter() - started
         for process in invocations:
             process.join(_PATIENCE_SECONDS)
-        ours.send("report")
-        served: dict[str, tuple[dict[str, float], set[str]]] = ours.recv()
+        served: dict[str, tuple[dict[str, float], set[str]]] = {}
+        for _, ours in pipes:
+            ours.send("report")
+            served.update(ours.recv())
     finally:  # on an error too: nothing of the fleet is left running
         for process in invocations:
             if process.is_alive():
                 process.kill()
             process.join(_PATIENCE_SECONDS)
-        ours.close()  # the API servers' process stops on it if it was still waiting
-        servers.join(_PATIENCE_SECONDS)
-        if servers.is_alive():
-            servers.kill()
+        for _, ours in pipes:
+            ours.close()  # an API servers' process stops on it if it was still waiting
+        for server in servers:
+            server.join(_PATIENCE_SECONDS)
+            if server.is_alive():
+                server.kill()
 
     per_cluster_latency: dict[str, list[float]] = {name: [] for name in names}
     for index, (_event, records) in enumerate(batches):
@@ -307,6 +426,8 @@ def many_clusters(
         "worst_cluster_max_ms": max((v for v in worst.values() if v is not None), default=None),
         "best_cluster_max_ms": min((v for v in worst.values() if v is not None), default=None),
         "clusters_fully_tainted": sum(1 for n in tainted_per_cluster.values() if n == per_cluster),
+        # Summed over the environments (discovered only: named clusters are not listed).
+        "discovery_calls": dict(calls) if discovered else None,
     }
 
 

@@ -34,7 +34,8 @@ from lifeboat.settings import Settings
 
 def cost_per_warning(cluster: Cluster, warnings: int = 300, latency: float = 0.0) -> dict[str, Any]:
     """CPU and wall milliseconds per Spot warning, ``warnings`` of them, against ``cluster``
-    (a fresh emulator of it); every warning must end acted, with 5 requests or fewer."""
+    (a fresh emulator of it); every warning must end acted, with 6 requests or fewer (the
+    NodeClaim is read for its pool)."""
     machines = cluster.karpenter[:warnings]
     with Emulator(cluster.objects, latency=latency) as emulator:
         pipeline = Pipeline(

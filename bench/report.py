@@ -196,6 +196,27 @@ def table(summary: dict[str, Any]) -> str:
             f"cluster between {many['best_cluster_max_ms']} and {many['worst_cluster_max_ms']} "
             f"ms; clusters fully tainted {many['clusters_fully_tainted']}/{many['clusters']}"
         )
+    for size in (summary.get("organisation") or {}).get("sizes", []):
+        many, memory, steady = size["storm"], size["memory"], size["steady_state"]
+        latency = many["receipt_to_tainted_ms"]
+        calls = many["discovery_calls"] or {}
+        out.append(
+            f"Organisation: {many['clusters']} clusters found by their tag x "
+            f"{many['warnings_per_cluster']} Spot warnings, {many['concurrency']} invocations, "
+            f"{many['latency_ms']} ms per request: {many['tainted']}/{many['events']} tainted "
+            f"in {many['wall_seconds']} s; receipt -> tainted p50 {latency['p50']} ms, p99 "
+            f"{latency['p99']} ms; discovery at the snapshot {calls.get('snapshot_describes')} "
+            f"DescribeCluster / {calls.get('snapshot_list_pages')} ListClusters pages (all "
+            f"environments), during the storm {calls.get('storm_describes')} / "
+            f"{calls.get('storm_list_pages')}; {memory['bytes_per_client']} bytes per cached "
+            f"cluster client; steady state ({steady['warnings_per_minute']} warnings a minute, "
+            f"TTL {steady['ttl_seconds']:g} s, {steady['environments']} environments): "
+            f"{steady['describes_per_minute']} DescribeCluster and "
+            f"{steady['list_pages_per_minute']} ListClusters pages a minute"
+        )
+    growth = (summary.get("organisation") or {}).get("growth")
+    if growth:
+        out.append(f"Organisation growth, largest size vs smallest: {_pairs(growth)}")
     if storms:
         emf = ", ".join(
             f"{s['nodes']} nodes: {s['emf_documents_per_batch']} per batch for "

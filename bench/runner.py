@@ -14,7 +14,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import coldstart, first_message, fleet, layer, marginal, replay, report, sweep
+from bench import (
+    coldstart,
+    first_message,
+    fleet,
+    layer,
+    marginal,
+    organisation,
+    replay,
+    report,
+    sweep,
+)
 from bench.cluster import build_cluster
 from bench.harness import Bench, Endpoints, boto_client, create_idempotency_table, moto_aws
 from bench.scenarios import requests_per_kind, storm
@@ -34,6 +44,8 @@ TARGETS = {
     # 50 clusters x 20 warnings, 10 invocations, 10 ms latency: p99 receipt -> tainted
     "fleet_p99_receipt_to_tainted_s": 2.0,
     "fleet_worst_cluster_max_s": 2.0,
+    # 500 clusters found by their tag x 20 warnings, 10 invocations, 10 ms: p99 receipt -> tainted
+    "organisation_p99_receipt_to_tainted_s": 1.0,
     "spot_k8s_requests_per_event": 5,
     # one EMF document per batch and (cluster, nodepool, kind, outcome) among its reports
     "emf_documents_per_dimension_group": 1.0,
@@ -63,6 +75,10 @@ class Options:
     # Spot warnings per cluster size for the marginal cost (bench.marginal).
     marginal_warnings: int = 300
     fleet: bool = True
+    # Clusters found by their tag (bench.organisation), at each size: the storm, memory per
+    # cached client, discovery calls a minute.
+    organisation_sizes: tuple[int, ...] = (50, 500)
+    organisation: bool = True
     layer: bool = True
     layer_build: bool = True
     # Extra storms at the smallest size: PowertoolsLedger on moto DynamoDB, and both moto
@@ -87,6 +103,7 @@ class Options:
             fleet_clusters=5,
             fleet_warnings=4,
             fleet_invocations=3,
+            organisation_sizes=(3, 6),
             marginal_warnings=20,
             quick=True,
         )
@@ -191,6 +208,12 @@ def run(options: Options) -> dict[str, Any]:
             f"{options.sweep_clusters} clusters"
         )
         summary["sweep"] = sweep.sweeps(options.sweep_instances, options.sweep_clusters)
+    if options.organisation:
+        sizes = options.organisation_sizes
+        _log(f"organisation: clusters found by their tag, {sizes} clusters")
+        summary["organisation"] = organisation.organisation(
+            sizes, options.fleet_warnings, options.fleet_invocations, options.latency_ms
+        )
     if options.replay:
         _log(f"replay of a {options.replay_nodes}-node cluster file (YAML and JSON)")
         summary["replay"] = replay.replay_large_cluster(
@@ -245,6 +268,17 @@ def verdicts(summary: dict[str, Any]) -> dict[str, Any]:
     verdict["clusters_fully_tainted"] = many.get("clusters_fully_tainted")
     verdict["met"] = bool(verdict["met"] and not starved)
     out["fleet_worst_cluster_max_s"] = verdict
+    largest = (summary.get("organisation", {}).get("sizes") or [{}])[-1].get("storm", {})
+    p99 = largest.get("receipt_to_tainted_ms", {}).get("p99")
+    verdict = _verdict(
+        None if p99 is None else round(p99 / 1000, 3),
+        TARGETS["organisation_p99_receipt_to_tainted_s"],
+    )
+    verdict["clusters"] = largest.get("clusters")
+    all_tainted = bool(largest) and largest["tainted"] == largest["events"]
+    verdict["all_events_tainted"] = all_tainted
+    verdict["met"] = bool(verdict["met"] and all_tainted)
+    out["organisation_p99_receipt_to_tainted_s"] = verdict
     spot = summary.get("per_kind", {}).get("spot-interruption", {})
     value = spot.get("k8s_requests_per_event")
     out["spot_k8s_requests_per_event"] = _verdict(value, TARGETS["spot_k8s_requests_per_event"])
@@ -285,6 +319,13 @@ def parse_args(argv: list[str] | None = None) -> tuple[Options, Path | None]:
     parser.add_argument("--no-fleet", action="store_true")
     parser.add_argument("--no-sweep", action="store_true")
     parser.add_argument("--no-layer", action="store_true")
+    parser.add_argument("--no-organisation", action="store_true")
+    parser.add_argument(
+        "--organisation-sizes",
+        type=int,
+        nargs="+",
+        help="clusters found by their tag, per measure (50 500)",
+    )
     parser.add_argument(
         "--no-layer-build",
         action="store_true",
@@ -307,6 +348,9 @@ def parse_args(argv: list[str] | None = None) -> tuple[Options, Path | None]:
     options.replay &= not args.no_replay
     options.fleet &= not args.no_fleet
     options.sweep &= not args.no_sweep
+    options.organisation &= not args.no_organisation
+    if args.organisation_sizes:
+        options.organisation_sizes = tuple(args.organisation_sizes)
     options.layer &= not args.no_layer
     options.layer_build &= not args.no_layer_build
     options.moto_storms &= not args.no_moto_storms

@@ -99,10 +99,14 @@ def audit(
         if repeated:
             problems.append(f"node {nodes.name_of(node)} carries taints {repeated} more than once")
     # Acted once: per (event, instance), one delivery's reports say what was done; the other
-    # deliveries of the same event say "duplicate".
+    # deliveries of the same event say "duplicate". A rejection acts on nothing and is never
+    # remembered (a forgery must not make the genuine event a duplicate: issue 23.5), so each
+    # delivery of a rejected message is rejected again: not a second handling.
     reporting: defaultdict[str, list[str]] = defaultdict(list)
     for message in sent:
         for report in message.reports or []:
+            if str(report.outcome) == "rejected":
+                continue
             if report.instance_id and report.event_id and "duplicate delivery" not in report.reason:
                 reporting[f"{report.event_id}#{report.instance_id}"].append(message.message_id)
     problems += [

@@ -20,8 +20,9 @@ from typing import Any
 import yaml
 
 from .gcpause import collector_paused
+from .names import name_problem
 from .resources import ALL_RESOURCES, Obj, resource_for_object
-from .yamlfast import plain_data_documents
+from .yamlfast import has_alias, plain_data_documents
 from .yamlload import LOADER, load_documents
 
 # libyaml-backed loader (what load_documents reads with) and dumper where PyYAML was built
@@ -103,6 +104,9 @@ def _validate(obj: Any, index: int, path: Path) -> Obj:
         raise ValueError(
             f"{where}: unsupported apiVersion {obj['apiVersion']!r} for kind {obj['kind']!r}"
         )
+    problem = name_problem(obj["kind"], str(name))
+    if problem is not None:
+        raise ValueError(f"{where}: {obj['kind']} metadata.name: {problem}")
     if obj["kind"] == "Pod" and not (obj.get("spec") or {}).get("containers"):
         # The API server requires containers, and the client cannot parse a pod without them.
         raise ValueError(f"{where}: Pod {name!r} is missing spec.containers")
@@ -141,12 +145,62 @@ def read_documents(text: str) -> tuple[list[Any], bool]:
     datetimes, keys that are not strings), to be converted: JSON as JSON; YAML through
     rapidyaml where it reads the file as PyYAML would (``yamlfast``: JSON's types only), else
     through ``load_documents``. A ``yaml.YAMLError``, with its position, if it is not YAML."""
-    documents = json_documents(text)
-    if documents is None:
-        documents = plain_data_documents(text)
-    if documents is not None:
-        return documents, False
-    return load_documents(text), True
+    try:
+        documents = json_documents(text)
+        if documents is None:
+            documents = plain_data_documents(text)
+        if documents is not None:
+            return documents, False
+        loaded = load_documents(text)
+        if has_alias(text):
+            _check_expansion(loaded)
+    except RecursionError:
+        raise UnsafeYaml(
+            "nested too deeply to read (a cluster file is a list of objects a few levels deep)"
+        ) from None
+    return loaded, True
+
+
+class UnsafeYaml(yaml.YAMLError):
+    """A document that is valid YAML but not data a cluster file holds: aliases that expand
+    past :data:`MAX_EXPANDED_NODES`, or nesting deeper than Python's recursion allows."""
+
+
+# The most values the documents may hold once every alias is expanded. A 5,000-node dump
+# holds about 1.8 million; an alias bomb of ~1 KB holds billions. (Kubernetes' own reader,
+# go-yaml, refuses "excessive aliasing" likewise.)
+MAX_EXPANDED_NODES = 20_000_000
+
+
+def _check_expansion(documents: list[Any]) -> None:
+    """Count the values of ``documents`` as if every alias were a copy, without copying: an
+    alias is the very object its anchor names (PyYAML shares it), so each distinct object's
+    expanded size is computed once."""
+    sizes: dict[int, int] = {}
+
+    def size(value: Any) -> int:
+        if not isinstance(value, (dict, list)):
+            return 1
+        known = sizes.get(id(value))
+        if known is not None:
+            return known
+        sizes[id(value)] = 1  # a recursive alias counts once here; PyYAML made it finite
+        children = value.values() if isinstance(value, dict) else value
+        total = 1 + sum(size(child) for child in children)
+        if total > MAX_EXPANDED_NODES:
+            raise UnsafeYaml(
+                f"document contains excessive aliasing: more than {MAX_EXPANDED_NODES:,} "
+                "values once its aliases are expanded"
+            )
+        sizes[id(value)] = total
+        return total
+
+    total = sum(size(document) for document in documents)
+    if total > MAX_EXPANDED_NODES:
+        raise UnsafeYaml(
+            f"document contains excessive aliasing: more than {MAX_EXPANDED_NODES:,} values "
+            "once its aliases are expanded"
+        )
 
 
 def load_cluster_file(path: str | Path) -> list[Obj]:

@@ -20,6 +20,7 @@ _SHORT_NAMES = {
     "replicasets": ["rs"],
     "deployments": ["deploy"],
     "statefulsets": ["sts"],
+    "ec2nodeclasses": ["ec2nc", "ec2ncs"],
 }
 _CATEGORIES = {
     "pods": ["all"],
@@ -29,6 +30,7 @@ _CATEGORIES = {
     "statefulsets": ["all"],
     "nodepools": ["karpenter"],
     "nodeclaims": ["karpenter"],
+    "ec2nodeclasses": ["karpenter"],
 }
 # Served without being stored: SelfSubjectAccessReview answers `kubectl auth can-i`.
 ACCESS_REVIEW_GROUP = "authorization.k8s.io"

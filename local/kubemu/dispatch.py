@@ -11,7 +11,7 @@ import json
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -112,6 +112,8 @@ class Backend:
         # RBAC for impersonated requests (kubectl --as / --as-group); None: none granted.
         self.policy: RbacPolicy | None = None
         self.latency = 0.0
+        # How the latency is waited (tests inject a recorder instead of real time).
+        self.sleep: Callable[[float], None] = time.sleep
         self.address = ""
         self.stopping = threading.Event()
         self._stats_lock = threading.Lock()
@@ -146,7 +148,7 @@ class Backend:
         with self._stats_lock:
             ticket = self.stats.record(route)
         if self.latency > 0:
-            time.sleep(self.latency)
+            self.sleep(self.latency)
         fault = self.faults.next_fault(route.verb, route.resource_name, route.name)
         if fault is not None and fault.status is None:
             return Drop(fault.delay)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar, cast
@@ -16,7 +18,7 @@ from .clock import Clock
 from .clusterfile import as_list, load_cluster_file
 from .dispatch import Backend, LogEntry, LogTimes
 from .gcpause import collector_paused
-from .pdb import refreshed
+from .pdb import missing_controllers, refreshed
 from .rbac import Authorizer, RbacPolicy
 from .resources import (
     NAMESPACES,
@@ -33,6 +35,16 @@ from .store import Store, key_of, new_uid
 SYSTEM_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
 
 
+@dataclass(frozen=True)
+class PdbAssumption:
+    """A PDB whose pods' controllers are missing, and the exported status then trusted."""
+
+    pdb: str  # namespace/name
+    missing: tuple[str, ...]  # "ReplicaSet shop/web-6d4f" ...
+    expected_pods: int | None  # the exported status.expectedPods; None: none exported
+    disruptions_allowed: int | None  # the exported status.disruptionsAllowed
+
+
 class Emulator:
     def __init__(
         self,
@@ -41,14 +53,17 @@ class Emulator:
         port: int = 0,
         *,
         take: bool = False,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         """The emulator, seeded with ``objects``: copies of them, or with ``take`` the
         objects themselves, which the caller hands over (it must not change them after, and
         finds the server's metadata added to them): a freshly parsed cluster file of 25,000
-        objects then costs no second copy. Either way the objects must be JSON values."""
+        objects then costs no second copy. Either way the objects must be JSON values.
+        ``sleep`` waits out the ``latency`` of each request (real time unless injected)."""
         self._store = Store(Clock())
         self._backend = Backend(self._store)
         self._backend.latency = latency
+        self._backend.sleep = sleep
         self._port = port
         self._server: EmulatorHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -252,6 +267,36 @@ class Emulator:
             metadata["creationTimestamp"] = created or self._store.now_rfc3339()
         metadata.setdefault("generation", 1)
         return self._store.put(resource, stored)
+
+    def trust_exported_pdb_status(self) -> list[PdbAssumption]:
+        """For each PDB whose pods' controllers are not in the store (a cluster file that
+        lacks them): take the expected pods from the status it was loaded with, as the real
+        disruption controller computed them, instead of the fail-safe "no disruption". Says
+        what it found and assumed, one entry per such PDB (``expected`` None: the PDB had no
+        exported status, so the fail-safe stays)."""
+        assumptions: list[PdbAssumption] = []
+        with self._store.lock:
+            for _, pdb in self._store.all_objects("PodDisruptionBudget"):
+                missing = missing_controllers(self._store, pdb)
+                if not missing:
+                    continue
+                status = pdb.get("status") or {}
+                expected = status.get("expectedPods")
+                if not isinstance(expected, int) or isinstance(expected, bool):
+                    expected = None
+                else:
+                    self._store.exported_scales[pdb["metadata"]["uid"]] = expected
+                allowed = status.get("disruptionsAllowed")
+                metadata = pdb["metadata"]
+                assumptions.append(
+                    PdbAssumption(
+                        f"{metadata.get('namespace', '')}/{metadata['name']}",
+                        tuple(missing),
+                        expected,
+                        allowed if isinstance(allowed, int) else None,
+                    )
+                )
+        return assumptions
 
     def ensure_namespace(self, name: str) -> None:
         """Creates the namespace ``name`` unless it exists (what a setup step would apply)."""

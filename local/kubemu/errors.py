@@ -15,6 +15,7 @@ REASONS: dict[int, str] = {
     405: "MethodNotAllowed",
     409: "Conflict",
     410: "Expired",
+    413: "RequestEntityTooLarge",
     415: "UnsupportedMediaType",
     422: "Invalid",
     429: "TooManyRequests",
@@ -108,3 +109,8 @@ def invalid(resource: ResourceType, name: str, field: str, why: str) -> ApiError
 
 def bad_request(message: str) -> ApiError:
     return ApiError(400, message)
+
+
+def entity_too_large(why: str) -> ApiError:
+    """apimachinery's NewRequestEntityTooLargeError: 413, "Request entity too large: ..."."""
+    return ApiError(413, f"Request entity too large: {why}")

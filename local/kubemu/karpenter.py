@@ -12,14 +12,12 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .crd_checks import StructuralChecker
 from .errors import ApiError, bad_request
 from .resources import NODECLAIMS, NODEPOOLS, Obj, ResourceType
-
-if TYPE_CHECKING:
-    from .validation import Verdict
+from .verdict import Verdict
 
 # requirements[].key, taints[].key: a label key (qualified name with an optional prefix).
 _LABEL_KEY = re.compile(
@@ -271,8 +269,6 @@ def _nodepool(checker: _Checker, obj: Obj) -> None:
 
 def check(resource: ResourceType, obj: Obj, mode: str) -> Verdict:
     """Validates and defaults ``obj`` in place; returns the validation Verdict."""
-    from .validation import Verdict  # the two modules share it; validation imports this one
-
     checker = _Checker(resource, obj)
     if "spec" not in obj:
         raise checker.fail("spec", "Required value")

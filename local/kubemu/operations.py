@@ -19,10 +19,12 @@ from .errors import (
     already_exists,
     bad_request,
     conflict,
+    entity_too_large,
     invalid,
     not_found,
     stale_version,
 )
+from .names import name_problem
 from .patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
 from .resources import NAMESPACES, NODECLAIMS, NODEPOOLS, PDBS, PODS, Obj, ResourceType
 from .selectors import parse_field_selector, parse_label_selector
@@ -129,6 +131,9 @@ class Operations:
                         resource, "", "metadata.name", "Required value: name or generateName"
                     )
                 metadata["name"] = self._generated_name(resource, namespace, metadata)
+            problem = name_problem(resource.kind, str(metadata["name"]))
+            if problem is not None:
+                raise invalid(resource, str(metadata["name"]), "metadata.name", problem)
             if resource is PODS and not (obj.get("spec") or {}).get("containers"):
                 raise invalid(resource, metadata["name"], "spec.containers", "Required value")
             if self.store.get(resource, namespace, metadata["name"]) is not None:
@@ -140,7 +145,7 @@ class Operations:
             metadata["generation"] = 1
             _reset_status_on_create(resource, obj)
             write.warnings += validation.check(resource, obj, write.field_validation).warnings
-            return obj if write.dry_run else self.store.put(resource, obj)
+            return obj if write.dry_run else self.store.put(resource, _fits_etcd(obj))
 
     def update(
         self,
@@ -283,7 +288,20 @@ class Operations:
                 # The last finalizer is gone from an object being deleted: it goes away now.
                 self.deleter.finish(resource, stored)
                 return new
-        return self.store.put(resource, new)
+        return self.store.put(resource, _fits_etcd(new))
+
+
+# etcd's default --max-request-bytes: 1.5 MiB (https://etcd.io/docs/v3.5/dev-guide/limit/).
+ETCD_MAX_REQUEST_BYTES = 1572864
+
+
+def _fits_etcd(obj: Obj) -> Obj:
+    """An object etcd would refuse to store ("etcdserver: request is too large") is refused
+    here, before anything is stored; the size counted is the object's compact JSON (etcd
+    holds it as protobuf, a little smaller: near the limit the emulator refuses first)."""
+    if len(json.dumps(obj, separators=(",", ":"))) > ETCD_MAX_REQUEST_BYTES:
+        raise entity_too_large("etcdserver: request is too large")
+    return obj
 
 
 def _require_namespace(store: Store, namespace: str) -> None:

@@ -8,6 +8,12 @@ controls it, a StatefulSet's; pods without a controller are left out); with an i
 ``minAvailable`` they are the number of selected pods. A pod whose controller cannot be
 found, or does not implement the scale subresource (a DaemonSet, a Job), makes the sync
 fail, and the controller's fail-safe then allows no disruption.
+
+A cluster file is a copy, and a copy may lack the controllers (an export of
+``nodes,pods,pdb`` only). An emulator told to (``Store.exported_scales``, filled by
+``Emulator.trust_exported_pdb_status``) then takes the expected pods the real controller
+computed, from the PDB's exported ``status.expectedPods``, instead of failing safe: what the
+cluster itself said, rather than a recomputation from less.
 """
 
 from __future__ import annotations
@@ -69,6 +75,10 @@ def _owned(store: Store, resource: ResourceType, ref: Obj, namespace: str) -> Ob
     return found if found is not None and found["metadata"].get("uid") == ref.get("uid") else None
 
 
+class MissingController(ValueError):
+    """A pod names a controller that is not there (``found no controllers for pod``)."""
+
+
 def _replicas(obj: Obj) -> int:
     replicas = (obj.get("spec") or {}).get("replicas")
     return 1 if replicas is None else int(replicas)  # the apps/v1 default
@@ -106,9 +116,50 @@ def expected_scale(store: Store, pods: list[Obj]) -> int:
             continue
         found = _controller_scale(store, ref, pod["metadata"].get("namespace", ""))
         if found is None:
-            raise ValueError(f'found no controllers for pod "{pod["metadata"]["name"]}"')
+            raise MissingController(f'found no controllers for pod "{pod["metadata"]["name"]}"')
         scales[found[0]] = found[1]
     return sum(scales.values())
+
+
+def needs_scale(pdb: Obj) -> bool:
+    """Whether the PDB's expected pods come from its pods' controllers (getExpectedPodCount)."""
+    spec = pdb.get("spec") or {}
+    min_available = spec.get("minAvailable")
+    return spec.get("maxUnavailable") is not None or (
+        min_available is not None and not isinstance(min_available, int)
+    )
+
+
+def missing_controllers(store: Store, pdb: Obj) -> list[str]:
+    """``Kind namespace/name`` of each controller the PDB's pods name that is not in the store
+    (empty when the PDB does not need them or they are all there)."""
+    if not needs_scale(pdb):
+        return []
+    missing: set[str] = set()
+    for pod in selected_pods(store, pdb):
+        ref = controller_of(pod)
+        if ref is None:
+            continue
+        namespace = pod["metadata"].get("namespace", "")
+        try:
+            found = _controller_scale(store, ref, namespace)
+        except ValueError:
+            continue  # a kind without scale: the real controller fails on it too
+        if found is None:
+            missing.add(f"{ref.get('kind')} {namespace}/{ref.get('name')}")
+    return sorted(missing)
+
+
+def _pod_scale(store: Store, pdb: Obj, pods: list[Obj]) -> int:
+    """getExpectedScale, or the exported expected pods where a controller is missing and the
+    store was told to trust them."""
+    try:
+        return expected_scale(store, pods)
+    except MissingController:
+        exported = store.exported_scales.get(pdb["metadata"].get("uid", ""))
+        if exported is None:
+            raise
+        return exported
 
 
 def compute_status(pdb: Obj, pods: list[Obj], store: Store) -> Obj:
@@ -118,12 +169,12 @@ def compute_status(pdb: Obj, pods: list[Obj], store: Store) -> Obj:
     expected = len(pods)
     try:
         if spec.get("maxUnavailable") is not None:
-            expected = expected_scale(store, pods)
+            expected = _pod_scale(store, pdb, pods)
             desired = max(0, expected - scaled_value(spec["maxUnavailable"], expected))
         elif isinstance(spec.get("minAvailable"), int):
             desired = spec["minAvailable"]
         elif spec.get("minAvailable") is not None:
-            expected = expected_scale(store, pods)
+            expected = _pod_scale(store, pdb, pods)
             desired = scaled_value(spec["minAvailable"], expected)
         else:
             desired = 0

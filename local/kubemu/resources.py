@@ -54,9 +54,9 @@ def _builtin(
     )
 
 
-def _karpenter(plural: str, kind: str) -> ResourceType:
+def _karpenter(plural: str, kind: str, group: str = "karpenter.sh") -> ResourceType:
     return ResourceType(
-        group="karpenter.sh",
+        group=group,
         version="v1",
         plural=plural,
         kind=kind,
@@ -108,6 +108,8 @@ CONFIGMAPS = _builtin("", "configmaps", "ConfigMap", True, False)
 EVENTS_V1 = _builtin("events.k8s.io", "events", "Event", True, False)
 NODEPOOLS = _karpenter("nodepools", "NodePool")
 NODECLAIMS = _karpenter("nodeclaims", "NodeClaim")
+# Karpenter's AWS provider: served and validated (kubemu.ec2nodeclass), never acted on.
+EC2NODECLASSES = _karpenter("ec2nodeclasses", "EC2NodeClass", "karpenter.k8s.aws")
 # Workload controllers: stored and served (no controller runs them); PDBs read their scale.
 DAEMONSETS = _builtin("apps", "daemonsets", "DaemonSet", True, True)
 REPLICASETS = _builtin("apps", "replicasets", "ReplicaSet", True, True)
@@ -119,6 +121,7 @@ ALL_RESOURCES: tuple[ResourceType, ...] = (
     NODES,
     NODEPOOLS,
     NODECLAIMS,
+    EC2NODECLASSES,
     PODS,
     PDBS,
     LEASES,

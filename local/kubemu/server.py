@@ -4,6 +4,7 @@ chunked streams for watches."""
 from __future__ import annotations
 
 import json
+import select
 import socket
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -11,6 +12,10 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from .dispatch import REQUEST_HEADERS, Backend, Drop, Response
+from .errors import ApiError, entity_too_large
+
+# The API server's limit on a request body (apiserver's MaxRequestBodyBytes, 3 MiB).
+MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024
 
 
 class EmulatorHTTPServer(ThreadingHTTPServer):
@@ -57,7 +62,19 @@ class _Handler(BaseHTTPRequestHandler):
         self._handle()
 
     def _handle(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
+        stranger = _foreign_request(self.headers.get("Host"), self.headers.get("Origin"))
+        if stranger is not None:
+            self._refuse(403, ApiError(403, stranger).status())
+            return
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if not 0 <= length <= MAX_REQUEST_BODY_BYTES:
+            # As the API server (handlers.limitedReadBody): a body past 3 MiB is refused
+            # unread, with 413; the connection is closed (the body was not consumed).
+            self._refuse(413, entity_too_large(f"limit is {MAX_REQUEST_BODY_BYTES}").status())
+            return
         raw = self.rfile.read(length) if length else b""
         url = urlsplit(self.path)
         query = {key: values[-1] for key, values in parse_qs(url.query).items()}
@@ -87,6 +104,25 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(payload)
 
+    def _client_gone(self) -> bool:
+        """Whether the client closed its end (a watch's client sends nothing after its
+        request, so a readable socket means end-of-file, or a reset)."""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return bool(readable) and not self.connection.recv(1, socket.MSG_PEEK)
+        except OSError:
+            return True
+
+    def _refuse(self, code: int, body: dict[str, Any]) -> None:
+        payload = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(payload)
+        self.close_connection = True
+
     def _stream(self, result: Response) -> None:
         """A watch: chunked transfer encoding, one event per chunk, until the stream ends."""
         assert result.stream is not None
@@ -96,9 +132,36 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         try:
             for chunk in result.stream:
+                if not chunk:  # the stream is idle: end it if its client has gone
+                    if self._client_gone():
+                        break
+                    continue
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                 self.wfile.flush()
             self.wfile.write(b"0\r\n\r\n")
         except (BrokenPipeError, ConnectionResetError):
             pass
         self.close_connection = True
+
+
+# The emulator listens on the loopback only; these are the names a local client uses for it.
+_LOCAL_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+
+
+def _foreign_request(host: str | None, origin: str | None) -> str | None:
+    """Why a request is not a local client's (None: it is). A web page the operator has open
+    may send requests to 127.0.0.1 (a cross-site POST needs no permission) or, through DNS
+    rebinding, under its own host name: its ``Host`` names another server, or its ``Origin``
+    (browsers add it; kubectl and the Kubernetes clients never send one) another site."""
+    if host is None or _host_name(host) not in _LOCAL_HOSTS:
+        return f"Host {host!r} is not this server: it answers 127.0.0.1 and localhost only"
+    if origin is not None and _host_name(urlsplit(origin).netloc) not in _LOCAL_HOSTS:
+        return f"Origin {origin!r}: requests from web pages are refused"
+    return None
+
+
+def _host_name(host: str) -> str:
+    """``host[:port]`` without its port (an IPv6 address keeps its brackets)."""
+    if host.startswith("["):
+        return host[: host.find("]") + 1]
+    return host.rsplit(":", 1)[0].lower()

@@ -95,6 +95,9 @@ class Store:
         self.changes: deque[Change] = deque(maxlen=CHANGE_HISTORY)
         self.clock = clock or Clock()
         self._revision = 0
+        # PDB uid -> the expected pods its exported status said, for PDBs whose pods'
+        # controllers a cluster file lacks (see pdb.py); empty unless an emulator is told.
+        self.exported_scales: dict[str, int] = {}
         self._by_uid: dict[str, Ref] = {}
         self._dependents: dict[str, set[Ref]] = {}
         self._objects: dict[ResourceType, dict[str, dict[str, Obj]]] = {}

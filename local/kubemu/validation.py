@@ -28,18 +28,18 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources as package_files
 from typing import Any
 
 import fastjsonschema
 
-from . import karpenter
+from . import ec2nodeclass, karpenter
 from . import resources as kinds
 from .clock import parse_rfc3339
 from .errors import ApiError, bad_request
 from .resources import Obj, ResourceType
+from .verdict import Verdict as Verdict  # importable from here, as it always was
 
 SCHEMA_DIR = "kubernetes-json-schema/v1.31.0-local-strict"
 DEFINITIONS: dict[ResourceType, str] = {
@@ -63,14 +63,6 @@ _QUALIFIED_NAME = re.compile(
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
     r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
 )
-
-
-@dataclass
-class Verdict:
-    """The object as it will be stored, and the warnings to send with the answer."""
-
-    obj: Obj
-    warnings: list[str] = field(default_factory=list)
 
 
 def _rfc3339(value: object) -> bool:
@@ -145,6 +137,8 @@ def openapi_schema(resource: ResourceType) -> Obj:
         text = json.dumps(schema).replace('"#/$defs/', '"#/components/schemas/')
         converted: Obj = json.loads(text)
         return converted
+    if resource is kinds.EC2NODECLASSES:
+        return ec2nodeclass.openapi_schema()
     return karpenter.openapi_schema(resource)
 
 
@@ -163,7 +157,10 @@ def check(resource: ResourceType, obj: Obj, mode: str) -> Verdict:
         )
     if resource in (kinds.NODECLAIMS, kinds.NODEPOOLS):
         return karpenter.check(resource, obj, mode)
+    if resource is kinds.EC2NODECLASSES:
+        return ec2nodeclass.check(obj, mode)
     if resource not in DEFINITIONS:
+        _check_values(resource, obj)
         return Verdict(obj)
     unknown: list[tuple[list[Any], str]] = []
     validate = _validator(resource)
@@ -225,6 +222,28 @@ def invalid_field(resource: ResourceType, name: str, field_path: str, why: str) 
 def _check_values(resource: ResourceType, obj: Obj) -> None:
     if resource is kinds.NODES:
         _check_taints(resource, obj)
+    if resource is kinds.CONFIGMAPS:
+        _check_configmap_size(resource, obj)
+
+
+# core.MaxSecretSize: the most a ConfigMap's (or Secret's) data may hold, 1 MiB.
+MAX_CONFIGMAP_BYTES = 1024 * 1024
+
+
+def _check_configmap_size(resource: ResourceType, configmap: Obj) -> None:
+    """ValidateConfigMap (pkg/apis/core/validation): the bytes of every ``data`` value and
+    every decoded ``binaryData`` value, summed, at most core.MaxSecretSize; too many is a
+    field.TooLong on the whole object (the path ``[]``)."""
+    total = sum(len(str(v).encode()) for v in (configmap.get("data") or {}).values())
+    for value in (configmap.get("binaryData") or {}).values():
+        total += len(str(value)) * 3 // 4 - str(value).count("=")
+    if total > MAX_CONFIGMAP_BYTES:
+        raise invalid_field(
+            resource,
+            configmap["metadata"].get("name", ""),
+            "[]",
+            f"Too long: must have at most {MAX_CONFIGMAP_BYTES} bytes",
+        )
 
 
 def _check_taints(resource: ResourceType, node: Obj) -> None:

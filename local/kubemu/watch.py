@@ -23,6 +23,9 @@ from .store import Change, Store
 MAX_WATCH_SECONDS = 1800
 # How often a waiting watch wakes to notice a stopping server or an expired grace period.
 POLL_SECONDS = 0.5
+# Yielded by a stream with nothing to send (never written): the HTTP front ends a watch whose
+# client has gone instead of keeping its thread until the watch times out.
+IDLE = b""
 
 Encode = Callable[[Obj], Obj]  # an object as the client asked to see it (JSON or a Table row)
 
@@ -112,8 +115,13 @@ def _follow(
             changes = _since(store, revision)
             if not changes:
                 store.changed.wait(POLL_SECONDS)
-                continue
-            revision = changes[-1].revision
+                idle = True
+            else:
+                idle = False
+        if idle:
+            yield IDLE  # nothing to send: the server checks whether the client is still there
+            continue
+        revision = changes[-1].revision
         for change in changes:
             if change.resource is not resource:
                 continue

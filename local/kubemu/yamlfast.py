@@ -80,13 +80,14 @@ def plain_data_documents(text: str) -> list[Any] | None:
         return None
     body = text[1:] if text.startswith("\ufeff") else text
     data = body.encode()
-    if not _plain_data_only(body, data):
+    if _ALIAS.search(body) or not _plain_data_only(body, data):
+        # An alias is left to PyYAML's loader too: rapidyaml's resolve() copies what it
+        # names, so ~1 KB of nested aliases would expand to gigabytes before any check;
+        # PyYAML shares what an alias names, and read_documents caps its expansion.
         return None
     try:
         with _stderr_silenced():  # rapidyaml prints its parse errors itself; PyYAML reports
             tree = ryml.parse_in_arena(data)
-            if "*" in body:
-                tree.resolve()  # aliases replaced by copies of what they name
             root = tree.root_id()
             emitted = ryml.emit_json_malloc(tree, root)
         if emitted is None:  # nothing but comments
@@ -95,6 +96,11 @@ def plain_data_documents(text: str) -> list[Any] | None:
     except Exception:  # ryml's own exception types, or JSON it should not have written
         return None
     return parsed if tree.is_stream(root) else [parsed]
+
+
+def has_alias(text: str) -> bool:
+    """Whether ``text`` may hold a YAML alias (errs towards yes)."""
+    return _ALIAS.search(text) is not None
 
 
 def _rapidyaml() -> Any:

@@ -24,6 +24,9 @@ from lifeboat.settings import Settings, SettingsError, load_settings
 from lifeboat_local.stackconfig import PREFIX, StackConfigError, stack_environment
 
 EXIT_OK, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2
+# lifeboat replay: a limit of the local simulation cut the replay short (its output is
+# incomplete; a warning on stderr names the loop).
+EXIT_INCOMPLETE = 4
 # lifeboat audit: errors found (or warnings, with --strict). Not 2: that is replay's "a record
 # was rejected", and a CI gate should tell "the cluster has problems" from both.
 EXIT_FINDINGS = 3
@@ -36,6 +39,38 @@ class UsageError(Exception):
 def note(message: str) -> None:
     """One line for the person at the terminal, on stderr (stdout stays machine-readable)."""
     print(f"lifeboat: {message}", file=sys.stderr)
+
+
+class _Warnings:
+    """How many warnings this process said: ``--strict`` turns any into a non-zero exit."""
+
+    said = 0
+
+
+def warn(message: str) -> None:
+    """A warning on stderr: input that may not mean what it says (a typo, a stale hash)."""
+    _Warnings.said += 1
+    note(f"warning: {message}")
+
+
+def warnings_said() -> int:
+    return _Warnings.said
+
+
+def add_strict_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help=f"exit {EXIT_FINDINGS} when any warning was said (a typo in a cluster file or an "
+        "event, a NodePool's stale hash), after doing the work: the CI use",
+    )
+
+
+def strict_status(args: argparse.Namespace, status: int, said_before: int) -> int:
+    """``status``, or EXIT_FINDINGS when ``--strict`` and a warning was said since."""
+    if status == EXIT_OK and getattr(args, "strict", False) and warnings_said() > said_before:
+        return EXIT_FINDINGS
+    return status
 
 
 def add_command(
@@ -142,6 +177,17 @@ class ToolSettings:
     eks_cluster: str | None = None
 
     @property
+    def one_cluster(self) -> Settings:
+        """The settings a local pipeline runs with: it reaches one cluster (the file, or the
+        kubeconfig's), so it manages only ``eks_cluster``; a request naming another cluster
+        is refused as the deployed stack refuses one it does not manage, never carried out
+        on this one."""
+        managed = self.settings.clusters
+        if self.eks_cluster is None or (managed and self.eks_cluster not in managed):
+            return self.settings  # a cluster the stack does not manage: its own refusals
+        return replace(self.settings, clusters=(self.eks_cluster,))
+
+    @property
     def assumed_tags(self) -> dict[str, str]:
         """EC2 tags the instances are taken to carry: a cluster file has none, and without
         the managed tag every instance would be ignored."""
@@ -177,7 +223,7 @@ class ToolSettings:
         return "; ".join(parts)
 
 
-VOLUNTARY_KINDS = tuple(k for k in Kind if not k.involuntary and k is not Kind.UNSUPPORTED)
+VOLUNTARY_KINDS = tuple(k for k in Kind if k.voluntary)
 
 
 def tool_settings(args: argparse.Namespace, *, dry_run: bool | None = None) -> ToolSettings:

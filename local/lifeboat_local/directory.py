@@ -56,8 +56,10 @@ def directory_from_objects(
             nodepool=node_labels.get(nodes.NODEPOOL_LABEL),
             cluster=cluster,
             # A node group's label is not its Auto Scaling group's name (eks-<group>-<id>),
-            # which only EC2 knows: left unknown rather than wrong.
+            # which only EC2 knows: left unknown rather than wrong. A Karpenter node is in
+            # no group at all: a lifecycle hook naming one is refused, as by EC2's answer.
             auto_scaling_group=None,
+            auto_scaling_group_known=owner is not None or claim is not None,
             zone=node_labels.get(nodes.ZONE_LABEL) or zone_from_provider_id(provider),
             instance_type=node_labels.get(nodes.INSTANCE_TYPE_LABEL),
             tags=tags,

@@ -2,18 +2,19 @@
 
 Each notice is judged by the Lambda's own pipeline, in its batch, on a disposable copy of the
 cluster (the cluster file on the emulator, or a copy of a live cluster's Nodes, Pods, PDBs,
-NodePools and NodeClaims): files in order, each one batch, exactly as ``replay`` runs them,
-so a notice sees the budget slot an earlier notice of the same batch took. Nothing in the
-cluster given is changed. For each (event, instance) it shows the facts the decision was
-made on, read at that moment: the notice and its deadline, the node, NodeClaim and NodePool,
-every budget and whether it is active, the pool's disrupting nodes, do-not-disrupt marks,
-the PodDisruptionBudgets that cover the node's pods; then the decision and what carrying it
-out did to the copy.
+NodePools, NodeClaims and workload controllers): files in order, each one batch, exactly as
+``replay`` runs them, so a notice sees the budget slot an earlier notice of the same batch
+took. Nothing in the cluster given is changed. For each (event, instance) it shows the facts
+the decision was made on, read at that moment: the notice and its deadline, the node, NodeClaim
+and NodePool, every budget and whether it is active, the pool's disrupting nodes, do-not-
+disrupt marks, the PodDisruptionBudgets that cover the node's pods; then the decision and what
+carrying it out did to the copy.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
+from zoneinfo import ZoneInfo
 
 from lifeboat.decide import Decision
 from lifeboat.events import parse_message
@@ -41,14 +43,21 @@ from lifeboat_local.common import (
     add_cluster_flags,
     add_command,
     add_settings_flags,
+    add_strict_flag,
     read_event_file,
+    strict_status,
     tool_settings,
+    warn,
+    warnings_said,
 )
 from lifeboat_local.directory import directory_from_objects
 from lifeboat_local.explain_facts import fmt, notice_facts, target_facts
 from lifeboat_local.explain_text import render_text
 from lifeboat_local.harness import SimulatedClock, local_pipeline
+from lifeboat_local.localtime import annotate_instants, shift_warning, zone
 from lifeboat_local.source import open_cluster, serve, snapshot
+
+TYPO_HINT = "(did you mean "
 
 # ---------------------------------------------------------------------------------------------
 # One (event, instance)
@@ -139,16 +148,32 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("events", nargs="+", type=Path, metavar="EVENT_FILE")
     add_cluster_flags(
         parser,
-        kubeconfig_help="a live cluster, read only: its Nodes, Pods, PDBs, NodePools and "
-        "NodeClaims are listed once and copied onto the local emulator, where the pipeline runs",
+        kubeconfig_help="a live cluster, read only: its Nodes, Pods, PDBs, NodePools, "
+        "NodeClaims and workload controllers are listed once and copied onto the local "
+        "emulator, where the pipeline runs",
     )
     add_at_flag(parser, "the clock to judge at (now)")
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
+    parser.add_argument(
+        "--tz",
+        metavar="ZONE",
+        help="also show every instant in this IANA time zone (e.g. Europe/Madrid) and warn "
+        "where a budget's UTC schedule moves by an hour twice a year there; the decision "
+        "stays UTC's",
+    )
+    add_strict_flag(parser)
     add_settings_flags(parser)
+
+
+def check_args(args: argparse.Namespace) -> None:
+    if getattr(args, "tz", None) is not None:
+        zone(args.tz)
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
+    tz = zone(args.tz) if getattr(args, "tz", None) is not None else None
+    said_before = warnings_said()
     files = [read_event_file(path) for path in args.events]
     clock = SimulatedClock(args.at or datetime.now(UTC))
     tool = tool_settings(args)
@@ -157,7 +182,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         tool.announce()
         observer = Observer(kube, clock.now)
         pipeline = local_pipeline(
-            kube, directory, tool.settings, clock, MemoryWakeups(), on_decision=observer
+            kube, directory, tool.one_cluster, clock, MemoryWakeups(), on_decision=observer
         )
         for file in files:
             for index, result in enumerate(pipeline.process(file.bodies)):
@@ -165,11 +190,15 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
                 entries = _entries(file.bodies[index], result, observer, tool, clock.now)
                 for entry in entries:
                     rejected |= entry["decision"]["outcome"] == str(Outcome.REJECTED)
+                    if TYPO_HINT in (entry["decision"]["reason"] or ""):
+                        warn(f"{file.where(index)}: {entry['decision']['reason']}")
                     failed |= entry["decision"]["outcome"] == RETRIED
-                    _emit({**origin, **entry}, args.json, out)
+                    if tz is not None:
+                        entry = _in_zone(entry, tz, clock.now)
+                    _emit({**origin, **entry}, args.json, out, tz)
     if failed:
         return EXIT_USAGE
-    return EXIT_REJECTED if rejected else EXIT_OK
+    return strict_status(args, EXIT_REJECTED if rejected else EXIT_OK, said_before)
 
 
 # An exception: the Lambda would return the message to the queue (not a contract outcome).
@@ -245,8 +274,23 @@ def disposable_copy(
         yield kube, directory_from_objects(objects, tool.eks_cluster, tool.assumed_tags)
 
 
-def _emit(entry: dict[str, Any], as_json: bool, out: TextIO) -> None:
+def _in_zone(entry: dict[str, Any], tz: ZoneInfo, at: datetime) -> dict[str, Any]:
+    """``--tz``: the zone, and the schedules of the node's pool that move there."""
+    budgets = (entry.get("pool") or {}).get("budgets") or []
+    warnings = [shift_warning(b["index"], b.get("schedule"), tz, at) for b in budgets]
+    return {**entry, "tz": tz.key, "tz_warnings": [w for w in warnings if w is not None]}
+
+
+def _emit(entry: dict[str, Any], as_json: bool, out: TextIO, tz: ZoneInfo | None = None) -> None:
     if as_json:
         out.write(json.dumps(entry) + "\n")
-    else:
+        return
+    if tz is None:
         render_text(entry, out)
+        return
+    text = io.StringIO()
+    render_text(entry, text)
+    body = annotate_instants(text.getvalue(), tz).rstrip("\n")
+    for warning in entry.get("tz_warnings", []):
+        body += f"\n  {tz.key}: warning: {warning}"
+    out.write(body + "\n\n")

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -12,13 +14,16 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from kubemu import Emulator, dump_cluster_file
+from lifeboat import nodes
+from lifeboat.budgets import format_go_duration
 from lifeboat.instances import InstanceDirectory
 from lifeboat.instants import format_instant
 from lifeboat.kube import KubeApi
-from lifeboat.pipeline import MessageResult
+from lifeboat.pipeline import MessageResult, Pipeline
 from lifeboat.report import Outcome
 from lifeboat.wakeup import MemoryWakeups, encode
 from lifeboat_local.common import (
+    EXIT_INCOMPLETE,
     EXIT_OK,
     EXIT_REJECTED,
     EXIT_USAGE,
@@ -28,21 +33,32 @@ from lifeboat_local.common import (
     add_cluster_flags,
     add_command,
     add_settings_flags,
+    add_strict_flag,
     check_output_file,
+    note,
     read_event_file,
+    strict_status,
     tool_settings,
+    warn,
+    warnings_said,
     write_output,
 )
 from lifeboat_local.directory import directory_from_objects
+from lifeboat_local.event_times import schedule
 from lifeboat_local.harness import RecordedLifecycle, SimulatedClock, local_pipeline
 from lifeboat_local.karpenter_sim import KarpenterSimulation, SimStep
 from lifeboat_local.serve import add_serve_flags, serve
 from lifeboat_local.source import live_directory, open_cluster
 from lifeboat_local.timeline import WIDTH, Timeline
 
+# What a reason says when the name given is most likely a typo of a known one.
+TYPO_HINT = "(did you mean "
+
 __all__ = ["RecordedLifecycle", "SimulatedClock", "add_parser", "check_args", "run"]
 
-# --follow stops after this many wake-up batches, so a loop in the policy cannot hang it.
+# A replay stops after this many steps of its clock (wake-up batches, simulated Karpenter
+# work), so a loop in the policy or the simulation cannot hang it; stopping is a warning and
+# EXIT_INCOMPLETE, never silent.
 MAX_FOLLOW_STEPS = 10_000
 # The simulated Karpenter polls while pods wait for a place (a pod a PDB or do-not-disrupt
 # holds on a draining node waits forever when the claim has no terminationGracePeriod, as it
@@ -68,9 +84,11 @@ def add_parser(commands: Any) -> None:
         "replay",
         summary="replay events against a cluster file on the local emulator",
         description="Replay AWS events (EventBridge events, SQS batch events, raw lifecycle "
-        "hook messages) through the Lambda's own pipeline against a cluster: files in order, "
-        "each one batch, against one cluster state. One line per decision (--json: one "
-        "object). Exit status 0, or 2 when any message was rejected, 1 for a usage error.",
+        "hook messages) through the Lambda's own pipeline against a cluster: each file one "
+        "batch, against one cluster state, at its event's time relative to the first (the "
+        "simulation running between them; --same-instant: all at --at). One line per "
+        "decision (--json: one object). Exit status 0, or 2 when any message was rejected, "
+        "1 for a usage error, 4 when a limit of the simulation cut the replay short.",
         examples=EXAMPLES,
     )
     parser.add_argument("events", nargs="+", type=Path, metavar="EVENT_FILE")
@@ -86,7 +104,16 @@ def add_parser(commands: Any) -> None:
         help="with --kubeconfig: really taint, cordon, create and delete NodeClaims, evict. "
         "Auto Scaling lifecycle actions are only reported (no AWS access)",
     )
-    add_at_flag(parser, "the clock for windows, budgets and deadlines (default: now)")
+    add_at_flag(
+        parser,
+        "the clock for windows, budgets and deadlines (default: now): the first event is "
+        "handled then, every later one at its offset from the first event's time",
+    )
+    parser.add_argument(
+        "--same-instant",
+        action="store_true",
+        help="handle every event at --at, whatever its time (what if all of these arrived now)",
+    )
     parser.add_argument(
         "--json",
         action="store_true",
@@ -107,6 +134,7 @@ def add_parser(commands: Any) -> None:
         action="store_true",
         help=f"with --follow: one line per row, however long (default: wrap at {WIDTH})",
     )
+    add_strict_flag(parser)
     add_settings_flags(parser)
     add_serve_flags(parser)
 
@@ -147,18 +175,25 @@ class _Output:
         self.json, self.follow, self.out = args.json, args.follow, out
         self.timeline = Timeline(timed=args.follow, width=None if args.wide else WIDTH)
         self.rejected = self.failed = False
+        # A dry run (--kubeconfig without --apply, or the settings' dry run): records say
+        # so ("dry_run": true), and text says "would act" where nothing was done.
+        self.dry_run = False
 
     def result(
         self, result: MessageResult, at: datetime, origin: dict[str, Any] | None, where: str = ""
     ) -> None:
         for report in result.reports:
             self.rejected |= report.outcome is Outcome.REJECTED
+            if report.outcome is Outcome.IGNORED and TYPO_HINT in report.reason:
+                warn(f"{where or 'wake-up'}: {report.reason}")
             if self.json:
                 line = report.to_json()
                 line.update(origin or {"at": format_instant(at)})
+                if self.dry_run:
+                    line["dry_run"] = True
                 self.out.write(json.dumps(line) + "\n")
             else:
-                self.timeline.report(report, at, where)
+                self.timeline.report(report, at, where, dry_run=self.dry_run)
         if result.error is not None:
             self.failed = True
             print(f"lifeboat: error: {where or 'wake-up'}: {result.error}", file=sys.stderr)
@@ -169,7 +204,7 @@ class _Output:
 
     def finish(self) -> int:
         for line in self.timeline.lines():
-            self.out.write(line + "\n")
+            self.out.write(printable(line) + "\n")
         self.out.flush()
         if self.failed:
             return EXIT_USAGE
@@ -180,43 +215,40 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """``lifeboat replay``."""
     # sys.stdout as it is when called (a default bound at import misses redirections).
     output = _Output(args, out or sys.stdout)
+    said_before = warnings_said()
     files = [read_event_file(path) for path in args.events]
-    clock = SimulatedClock(args.at or datetime.now(UTC))
+    start = args.at or datetime.now(UTC)
+    timeline = schedule(files, start, same_instant=getattr(args, "same_instant", False))
+    # Rows (and --json records) carry their instant when events are handled at several.
+    spread = len({when for when, _ in timeline}) > 1
+    output.timeline.timed |= spread
+    clock = SimulatedClock(start)
     wakeups = MemoryWakeups()
     with replay_target(args) as (emulator, kube, directory, tool):
         tool.announce()
-        pipeline = local_pipeline(kube, directory, tool.settings, clock, wakeups)
+        output.dry_run = tool.settings.dry_run
+        pipeline = local_pipeline(kube, directory, tool.one_cluster, clock, wakeups)
         # No Karpenter to simulate on a live cluster (--kubeconfig): the real one runs there.
         # Built before the first event, so that it knows the pods Lifeboat may evict (the
         # workload controllers it plays recreate them).
         karpenter = KarpenterSimulation(emulator, clock.now) if emulator is not None else None
         if emulator is not None:
             emulator.clock.set(clock.now, frozen=True)  # pods terminate on replay time
-        for file in files:
+        runner = _Runner(clock, wakeups, pipeline, karpenter, emulator, output)
+        for when, file in timeline:
+            runner.run_until(when)  # the simulation runs between two events
             for index, result in enumerate(pipeline.process(file.bodies)):
-                output.result(result, clock.now, file.origin(index), file.where(index))
-        last_activity = clock.now
-        for _ in range(MAX_FOLLOW_STEPS if args.follow else 0):
-            due = wakeups.next_due()
-            if karpenter is not None and clock.now - last_activity < SIMULATION_QUIET:
-                # Follow the simulated cluster too, until it settles: the hand-over (drain,
-                # pods moving, the old node removed) plays out after Lifeboat's last step.
-                simulated = karpenter.next_due()
-                due = min((d for d in (due, simulated) if d is not None), default=None)
-            if due is None:
-                break
-            clock.now = max(clock.now, due)
-            if emulator is not None:
-                emulator.clock.set(clock.now, frozen=True)
-            for step in karpenter.advance(clock.now) if karpenter is not None else ():
-                output.step(step)
-                last_activity = clock.now
-            batch = [encode(w) for w in wakeups.pop_due(clock.now)]
-            if batch:
-                last_activity = clock.now
-            for result in pipeline.process(batch):
-                output.result(result, clock.now, None)
+                origin = file.origin(index)
+                if spread:
+                    origin = {**origin, "at": format_instant(clock.now)}
+                output.result(result, clock.now, origin, file.where(index))
+        if args.follow:
+            runner.run_until(None)
         status = output.finish()
+        status = strict_status(args, status, said_before)
+        if runner.limit_hit is not None:
+            print(f"lifeboat: warning: {runner.limit_hit}", file=sys.stderr)
+            status = EXIT_INCOMPLETE
         if args.state_out and emulator is not None:
             state = emulator.dump()
             write_output("--state-out", args.state_out, lambda path: dump_cluster_file(state, path))
@@ -224,6 +256,103 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             emulator.clock.set(clock.now)  # time flows again for whoever inspects it
             serve(emulator, args.kubeconfig_out, "the replayed cluster", output.out)
     return status
+
+
+class _Runner:
+    """Moves the simulated clock through Lifeboat's wake-ups and the simulated Karpenter's
+    work, up to an instant (the next event) or until nothing is pending (``--follow``),
+    within ``MAX_FOLLOW_STEPS`` for the whole replay: never silently (``limit_hit``)."""
+
+    def __init__(
+        self,
+        clock: SimulatedClock,
+        wakeups: MemoryWakeups,
+        pipeline: Pipeline,
+        karpenter: KarpenterSimulation | None,
+        emulator: Emulator | None,
+        output: _Output,
+    ) -> None:
+        self.clock, self.wakeups, self.pipeline = clock, wakeups, pipeline
+        self.karpenter, self.emulator, self.output = karpenter, emulator, output
+        self.steps = 0
+        self.last_activity = clock.now
+        self.limit_hit: str | None = None
+        # What was done, to name the loop when the limit is hit.
+        self.done: Counter[str] = Counter()
+
+    def run_until(self, until: datetime | None) -> None:
+        """Everything due before ``until`` (None: until nothing is pending), then the
+        clock at ``until``."""
+        while self.limit_hit is None:
+            due = self._next_due(until)
+            if due is None or (until is not None and due > until):
+                break
+            if self.steps >= MAX_FOLLOW_STEPS:
+                self.limit_hit = self._limit_text(due)
+                break
+            self.steps += 1
+            self._step(due)
+        if until is not None and until > self.clock.now:
+            self._step(until)
+        if until is None and self.limit_hit is None:
+            self._say_unsettled()
+
+    def _say_unsettled(self) -> None:
+        """The simulation is left while it still polls (a pod a PDB or do-not-disrupt holds
+        on a draining node waits forever, as on a live cluster): said, with the nodes."""
+        if self.karpenter is None or self.karpenter.next_due() is None or self.emulator is None:
+            return
+        draining = sorted(
+            str((claim.get("status") or {}).get("nodeName") or nodes.name_of(claim))
+            for claim in self.emulator.view("NodeClaim")
+            if nodes.is_deleting(claim)
+        )
+        where = f" (still draining: {', '.join(draining)})" if draining else ""
+        note(
+            f"--follow stopped at {format_instant(self.clock.now)}: the simulated Karpenter "
+            f"made no progress for {format_go_duration(SIMULATION_QUIET)}{where}; what is "
+            "left waits on something only time or an operator changes (a PDB, do-not-disrupt)"
+        )
+
+    def _next_due(self, until: datetime | None) -> datetime | None:
+        due = self.wakeups.next_due()
+        quiet = self.clock.now - self.last_activity >= SIMULATION_QUIET
+        # Before an instant, moving the clock there plays the simulation's work up to it.
+        if self.karpenter is not None and until is None and not quiet:
+            # Follow the simulated cluster too, until it settles: the hand-over (drain,
+            # pods moving, the old node removed) plays out after Lifeboat's last step.
+            simulated = self.karpenter.next_due()
+            due = min((d for d in (due, simulated) if d is not None), default=None)
+        return due
+
+    def _step(self, due: datetime) -> None:
+        clock = self.clock
+        clock.now = max(clock.now, due)
+        if self.emulator is not None:
+            self.emulator.clock.set(clock.now, frozen=True)
+        for step in self.karpenter.advance(clock.now) if self.karpenter is not None else ():
+            self.output.step(step)
+            self.done[f"the simulated Karpenter's {step.action}"] += 1
+            self.last_activity = clock.now
+        if self.karpenter is not None and self.karpenter.limit_hit:
+            self.limit_hit = (
+                f"the simulated Karpenter made {self.karpenter.limit_hit} passes at "
+                f"{format_instant(clock.now)} without settling; the replay stopped there"
+            )
+        batch = self.wakeups.pop_due(clock.now)
+        if batch:
+            self.last_activity = clock.now
+        for wakeup in batch:
+            self.done[f"Lifeboat's {wakeup.task} wake-up"] += 1
+        for result in self.pipeline.process([encode(w) for w in batch]):
+            self.output.result(result, clock.now, None)
+
+    def _limit_text(self, due: datetime) -> str:
+        loop = ", ".join(f"{what} {count} times" for what, count in self.done.most_common(3))
+        return (
+            f"replay stopped after {MAX_FOLLOW_STEPS} steps with work still due at "
+            f"{format_instant(due)}: the output is incomplete; the loop: {loop or 'none'}"
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -253,3 +382,14 @@ def replay_target(
             # deploy/rbac.yaml creates the Leases' namespace in a real cluster.
             source.emulator.ensure_namespace(tool.settings.lease_namespace)
         yield source.emulator, source.kube, directory, tool
+
+
+# C0 and C1 control characters (ESC starts a terminal's escape sequences) and DEL.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character shown as ``\\xNN``: what a message or a
+    cluster file says (an event's detail, a reason) reaches the terminal as text, never as
+    an escape sequence."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}", text)

@@ -1,11 +1,12 @@
 """``lifeboat rotate``: ask the Lifeboat stack to rotate nodes, or to pause, resume or cancel
-a rotation, by putting the request on the EventBridge bus (``PutEvents``).
+a rotation, by putting the request on the stack's command bus (``PutEvents``).
 
-The stack's rotation rule brings the event into Lifeboat's queue; the request is checked here
-with the Lambda's own parser first, so a mistake is reported at once, naming the field, not
-later in the function's logs. ``--out FILE`` writes the event instead, for ``lifeboat replay``.
-Any other automation may put the same events (``source`` ``lifeboat``; see
-``lifeboat.rotation.request``).
+The stack's rotation rule, on that bus only, brings the event into Lifeboat's queue; the
+request is checked here with the Lambda's own parser first, so a mistake is reported at
+once, naming the field, not later in the function's logs. ``--out FILE`` writes the event
+instead, for ``lifeboat replay``.
+Any other automation the stack names in ``RotationOperatorArns`` may put the same events
+(``source`` ``lifeboat``; see ``lifeboat.rotation.request``); no other principal may.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ from lifeboat.rotation.request import (
 from lifeboat_local.common import EXIT_OK, EXIT_USAGE, UsageError, add_command
 
 NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
+# The stack's command bus (template.yaml CommandEventBusName's default): the only bus its
+# rotation rule listens on, and only the principals the stack names may put on it.
+DEFAULT_EVENT_BUS = "lifeboat-commands"
 
 
 def add_parser(commands: Any) -> None:
@@ -75,8 +79,22 @@ def add_parser(commands: Any) -> None:
         help="how long a drained node's pods may take to run Ready elsewhere before the "
         "rotation stops (default 600)",
     )
+    parser.add_argument(
+        "--allowed-ami",
+        action="append",
+        default=[],
+        metavar="AMI_ID",
+        help="AMI validation: the health gate also requires the nodes that took the drained "
+        "pods to run one of these (repeatable)",
+    )
+    parser.add_argument(
+        "--waves",
+        metavar="SIZES",
+        help="rotate in waves, pausing at a checkpoint after each until resumed (or rolled "
+        "back): cumulative sizes, node counts or percentages, e.g. 1,10%%,100%%",
+    )
     control = parser.add_mutually_exclusive_group()
-    for verb in (Verb.PAUSE, Verb.RESUME, Verb.CANCEL):
+    for verb in (Verb.PAUSE, Verb.RESUME, Verb.CANCEL, Verb.ROLLBACK):
         control.add_argument(
             f"--{verb}",
             dest="verb",
@@ -84,7 +102,12 @@ def add_parser(commands: Any) -> None:
             const=verb,
             help=f"{verb} the rotation ROTATION instead of starting one",
         )
-    parser.add_argument("--event-bus", default="default", metavar="NAME", help="default: default")
+    parser.add_argument(
+        "--event-bus",
+        default=DEFAULT_EVENT_BUS,
+        metavar="NAME",
+        help=f"the stack's command bus (output CommandEventBusName; default {DEFAULT_EVENT_BUS})",
+    )
     parser.add_argument("--region", help="the bus's region (default: the AWS configuration's)")
     parser.add_argument(
         "--out",
@@ -118,6 +141,8 @@ def build_event(args: argparse.Namespace, now: datetime) -> dict[str, Any]:
             amis=tuple(args.ami),
             max_in_flight=args.max_in_flight,
             health_timeout=timedelta(seconds=args.health_timeout),
+            waves=tuple(w.strip() for w in (args.waves or "").split(",") if w.strip()),
+            allowed_amis=tuple(args.allowed_ami),
         )
     event = command_event(verb, args.name, cluster=args.cluster_name, spec=spec, now=now)
     try:

@@ -17,8 +17,9 @@ from typing import Any, TextIO
 import yaml
 
 from kubemu import Emulator
-from lifeboat_local.common import EXIT_OK, UsageError, add_command
-from lifeboat_local.source import load_objects
+from lifeboat_local.common import EXIT_OK, UsageError, add_command, note, warn
+from lifeboat_local.load_checks import hash_mismatches
+from lifeboat_local.source import assumption_text, load_objects
 
 # How long the server may take to answer its first request before serve gives up.
 READY_SECONDS = 10.0
@@ -83,11 +84,15 @@ def check_args(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     objects = load_objects(args.cluster)
+    for warning in hash_mismatches(objects):
+        warn(warning)
     rbac = _rbac_objects(args.rbac) if args.rbac else None
     try:
         emulator = Emulator(objects, port=args.port)
     except ValueError as error:
         raise UsageError(f"--cluster {args.cluster}: {error}") from None
+    for assumption in emulator.trust_exported_pdb_status():
+        note(assumption_text(assumption))
     if rbac is not None:
         emulator.load_rbac(rbac)
     try:

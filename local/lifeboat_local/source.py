@@ -21,6 +21,7 @@ import yaml
 
 from kubemu import Emulator, cluster_objects
 from kubemu.clusterfile import read_documents
+from kubemu.emulator import PdbAssumption
 from kubemu.gcpause import collector_paused, heap_frozen
 from kubemu.resources import resource_for_object
 from kubemu.yamlload import LOADER
@@ -28,15 +29,19 @@ from lifeboat.eks_auth import api_client_from_kubeconfig
 from lifeboat.instances import StaticInstanceDirectory
 from lifeboat.kube import KubeApi, KubeError, RetryPolicy
 from lifeboat.objects import MutableObj
-from lifeboat_local.common import UsageError, note, read_text
+from lifeboat_local.common import UsageError, note, read_text, warn
 from lifeboat_local.directory import directory_from_objects
+from lifeboat_local.load_checks import hash_mismatches
+from lifeboat_local.typos import field_typos, kind_typo
 
 # The emulator answers at once; a short retry keeps a tool snappy if it ever does not.
 EMULATOR_RETRY = RetryPolicy(attempts=2, base_delay=0.01)
 
-DUMP_HINT = (
-    "write one with: kubectl get nodes,pods,pdb,nodepools,nodeclaims -A -o yaml > cluster.yaml"
-)
+# Everything the tools read: the workload controllers too, as a PDB's expected pods (with
+# maxUnavailable or a percentage) come from their scale.
+EXPORT_KINDS = "nodes,pods,pdb,nodepools,nodeclaims,deployments,replicasets,statefulsets,daemonsets"
+EXPORT_COMMAND = f"kubectl get {EXPORT_KINDS} -A -o yaml > cluster.yaml"
+DUMP_HINT = f"write one with: {EXPORT_COMMAND}"
 KARPENTER_GROUP = "karpenter.sh"
 KARPENTER_API = "karpenter.sh/v1"
 
@@ -90,6 +95,8 @@ def read_cluster_file(path: Path) -> ClusterFile:
             objects = cluster_objects(kept, path, from_yaml=from_yaml)
     except ValueError as error:
         raise UsageError(f"--cluster {error}") from None
+    for typo in field_typos(objects):
+        warn(f"{where}: {typo}")
     return ClusterFile(path, objects, skipped)
 
 
@@ -122,7 +129,9 @@ def _served(obj: Any, index: int, where: str, skipped: Counter[str]) -> bool:
     if not isinstance(obj, dict) or not obj.get("apiVersion") or not obj.get("kind"):
         return True
     api_version, kind = str(obj["apiVersion"]), str(obj["kind"])
-    if resource_for_object(api_version, kind) is not None:
+    # EC2NodeClasses are served (created through the API, `kubectl apply --dry-run=server`)
+    # but not loaded from cluster files: Lifeboat reads nothing in them.
+    if resource_for_object(api_version, kind) is not None and kind != "EC2NodeClass":
         return True
     if api_version.startswith(f"{KARPENTER_GROUP}/") and api_version != KARPENTER_API:
         name = (obj.get("metadata") or {}).get("name", "?")
@@ -130,6 +139,13 @@ def _served(obj: Any, index: int, where: str, skipped: Counter[str]) -> bool:
             f"{where}: document {index}: {kind} {name} is {api_version}; Lifeboat needs "
             f"Karpenter >= 1.0, whose API is {KARPENTER_API} (upgrade Karpenter, then dump the "
             "cluster again)"
+        )
+    meant = kind_typo(kind)
+    if meant is not None:
+        name = (obj.get("metadata") or {}).get("name", "?")
+        warn(
+            f"{where}: document {index}: kind {kind} ({name}) is not a kind Lifeboat reads; "
+            f"did you mean {meant}? (skipped)"
         )
     skipped[kind if api_version == "v1" else f"{kind} ({api_version})"] += 1
     return False
@@ -206,8 +222,30 @@ def serve(objects: list[MutableObj]) -> Iterator[tuple[Emulator, KubeApi]]:
     """``objects`` on a fresh emulator, and a client for it, for the block. The objects are
     handed over (not copied: a large cluster file would be copied for nothing); the caller
     may read them after, not change them."""
+    warnings = hash_mismatches(objects)
     with Emulator(objects, take=True) as emulator:
+        for warning in warnings:
+            warn(warning)
+        for assumption in emulator.trust_exported_pdb_status():
+            note(assumption_text(assumption))
         yield emulator, KubeApi(emulator.api_client(), EMULATOR_RETRY)
+
+
+def assumption_text(assumption: PdbAssumption) -> str:
+    """What was missing for a PDB's status, and what the tools assume instead."""
+    missing = ", ".join(assumption.missing)
+    head = f"PDB {assumption.pdb}: its pods' controller(s) {missing} not among the objects read"
+    if assumption.expected_pods is None:
+        return (
+            f"{head}, and the PDB has no exported status: no disruption is allowed (the "
+            f"disruption controller's fail-safe); export them too: {EXPORT_COMMAND}"
+        )
+    allowed = assumption.disruptions_allowed
+    said = f", disruptionsAllowed {allowed}" if allowed is not None else ""
+    return (
+        f"{head}; trusting the PDB's exported status (expectedPods "
+        f"{assumption.expected_pods}{said}), health counted from the pods"
+    )
 
 
 def live_directory(
@@ -239,19 +277,26 @@ _SNAPSHOT = (
     ("/apis/policy/v1/poddisruptionbudgets", "policy/v1", "PodDisruptionBudget"),
     (f"/apis/{KARPENTER_API}/nodepools", KARPENTER_API, "NodePool"),
     (f"/apis/{KARPENTER_API}/nodeclaims", KARPENTER_API, "NodeClaim"),
+    # The workload controllers: a PDB's expected pods come from their scale.
+    ("/apis/apps/v1/deployments", "apps/v1", "Deployment"),
+    ("/apis/apps/v1/replicasets", "apps/v1", "ReplicaSet"),
+    ("/apis/apps/v1/statefulsets", "apps/v1", "StatefulSet"),
+    ("/apis/apps/v1/daemonsets", "apps/v1", "DaemonSet"),
 )
 
 
 def snapshot(kube: KubeApi) -> list[MutableObj]:
-    """A copy of what Lifeboat reads in a live cluster: Nodes, Pods, PDBs, NodePools and
-    NodeClaims, one paged list each (a read-only operator tool may list; the Lambda never
-    does). Karpenter's kinds are absent where Karpenter is not installed."""
+    """A copy of what Lifeboat reads in a live cluster: Nodes, Pods, PDBs, NodePools,
+    NodeClaims and the workload controllers, one paged list each (a read-only operator tool
+    may list; the Lambda never does). Karpenter's kinds are absent where Karpenter is not
+    installed; a kind the server does not serve (404) is left out, and a PDB that needs it
+    then keeps its own exported status (``serve``)."""
     objects: list[MutableObj] = []
     for path, api_version, kind in _SNAPSHOT:
         try:
             items = _list_all(kube, path)
         except KubeError as error:
-            if error.status == 404 and api_version == KARPENTER_API:
+            if error.status == 404 and api_version != "v1" and kind != "PodDisruptionBudget":
                 continue
             raise
         for item in items:

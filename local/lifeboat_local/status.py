@@ -21,7 +21,17 @@ from lifeboat_local.common import EXIT_OK, EXIT_USAGE, UsageError, add_cluster_f
 from lifeboat_local.source import open_cluster
 
 # Active rotations first, then the finished ones, newest first within each.
-_ORDER = {"running": 0, "paused": 1, "failed": 2, "cancelled": 3, "completed": 4}
+_ORDER = {
+    "running": 0,
+    "paused": 1,
+    "failed": 2,
+    "cancelled": 3,
+    "completed-with-skips": 4,
+    "completed": 5,
+}
+# A rotation shown has a node not done (in flight, failed, skipped, released): what a script
+# waits for before scaling a node group down. 0 only when every node shown is done.
+EXIT_NOT_DONE = 4
 
 
 def add_parser(commands: Any) -> None:
@@ -30,7 +40,9 @@ def add_parser(commands: Any) -> None:
         "status",
         summary="the rotations of a cluster and their progress",
         description="The rotations of a cluster (running ones first) and, per node, how far "
-        "it has got: waiting, replacing, draining, rescheduling (its health gate), done.",
+        "it has got: waiting, replacing, draining, rescheduling (its health gate), done. "
+        f"Exit status {EXIT_NOT_DONE} unless every node of every rotation shown is done "
+        "(wait for 0 before scaling a node group down).",
         examples="""
             lifeboat status --kubeconfig ~/.kube/config
             lifeboat status legacy-to-karpenter --kubeconfig ~/.kube/config --json
@@ -77,7 +89,15 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if args.rotation and not rotations:
         print(f"lifeboat: error: no rotation {args.rotation} in {args.namespace}", file=sys.stderr)
         return EXIT_USAGE
+    if unreadable or any(not all_done(rotation) for rotation in rotations):
+        return EXIT_NOT_DONE
     return EXIT_OK
+
+
+def all_done(rotation: Rotation) -> bool:
+    """Every node of ``rotation`` rotated (health gate passed): the group may be scaled
+    down. A skipped, failed or released node still runs its pods."""
+    return all(node.phase is NodePhase.DONE for node in rotation.nodes)
 
 
 def write_human(
@@ -104,6 +124,8 @@ def describe(rotation: Rotation) -> str:
         f"health gate {int(spec.health_timeout.total_seconds())}s",
         f"  progress: {rotation.summary().split(': ', 1)[1]}",
     ]
+    if spec.waves:
+        lines.append(f"  waves: {', '.join(spec.waves)}; now wave {rotation.wave + 1}")
     if rotation.next_tick and rotation.phase.active:
         lines.append(f"  next look: {format_instant(rotation.next_tick)}")
     rows = [("NODE", "INSTANCE", "PHASE", "SINCE", "NOTE")]

@@ -17,7 +17,7 @@ from lifeboat import nodes
 from lifeboat.budgets import Segment
 from lifeboat.instants import format_instant
 from lifeboat_local.common import UsageError
-from lifeboat_local.windows import (
+from lifeboat_local.window_model import (
     DAY,
     HOUR,
     PoolWindows,

@@ -24,6 +24,7 @@ WIDTH = 160
 SIMULATED = "(simulated)"  # the KIND of a simulated controller's step
 HEADERS = ("TIME (UTC)", "WHAT", "KIND", "INSTANCE", "NODE", "POOL")
 INDENT = 4  # of the lines wrapped under a row
+WOULD_ACT = "would act"  # an acted row of a dry run: nothing was done
 
 
 @dataclass(frozen=True)
@@ -53,8 +54,11 @@ class Timeline:
         # instance's first report named it.
         self._where: dict[str, tuple[str, str]] = {}
 
-    def report(self, report: Report, at: datetime, origin: str | None = None) -> None:
-        """A decision; ``origin`` names the file (and record) of a rejected message."""
+    def report(
+        self, report: Report, at: datetime, origin: str | None = None, *, dry_run: bool = False
+    ) -> None:
+        """A decision; ``origin`` names the file (and record) of a rejected message. In a
+        dry run nothing was done: ``acted`` reads ``would act``."""
         instance = report.instance_id or "-"
         node, pool = report.node, report.nodepool
         if node:
@@ -68,9 +72,10 @@ class Timeline:
         reason = report.reason
         if report.outcome is Outcome.REJECTED and origin:
             reason = f"{origin}: {reason}"
-        row = Row(
-            at, str(report.outcome), report.kind, instance, node or "-", pool or "-", doing, reason
-        )
+        what = str(report.outcome)
+        if dry_run and report.outcome is Outcome.ACTED:
+            what = WOULD_ACT
+        row = Row(at, what, report.kind, instance, node or "-", pool or "-", doing, reason)
         self.rows.append(row)
 
     def step(self, step: SimStep) -> None:

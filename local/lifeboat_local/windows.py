@@ -14,15 +14,13 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
+from zoneinfo import ZoneInfo
 
 from lifeboat import nodes
 from lifeboat.budgets import (
-    LIFEBOAT_REASON,
-    Allowance,
     Budget,
     BudgetError,
     Segment,
@@ -48,10 +46,14 @@ from lifeboat_local.common import (
     tool_settings,
     write_output,
 )
+from lifeboat_local.localtime import local_text, schedule_shift_warning, zone
 from lifeboat_local.source import open_cluster
-
-HOUR = timedelta(hours=1)
-DAY = timedelta(days=1)
+from lifeboat_local.window_model import DAY as DAY  # what windows shows, in a module of its own
+from lifeboat_local.window_model import HOUR as HOUR
+from lifeboat_local.window_model import PoolWindows as PoolWindows
+from lifeboat_local.window_model import Windows as Windows
+from lifeboat_local.window_model import allowed_text as allowed_text
+from lifeboat_local.window_model import limit_text as limit_text
 
 # One character per hour in the day strips.
 FROZEN_MARK = "█"
@@ -61,44 +63,6 @@ OUTSIDE_MARK = "·"  # an hour outside the horizon [at, at + days)
 
 EXIT_INVALID_BUDGETS = EXIT_USAGE
 PLOT_SUFFIXES = (".svg", ".png")
-
-
-@dataclass(frozen=True)
-class PoolWindows:
-    """Everything ``lifeboat windows`` shows about one NodePool."""
-
-    name: str
-    node_count: int
-    disrupting: int
-    allowance: Allowance
-    budgets: tuple[Budget, ...] = ()
-    # Over the horizon; empty when the budgets are invalid.
-    segments: tuple[Segment, ...] = ()
-    error: str | None = None  # invalid budgets: the pool is blocked throughout
-    opted_out: bool = False  # lifeboat.dev/disabled: Lifeboat leaves the pool alone
-
-    @property
-    def blocked(self) -> bool:
-        return self.error is not None
-
-
-@dataclass(frozen=True)
-class Windows:
-    at: datetime
-    end: datetime  # at + days: the horizon is [at, end)
-    chart_start: datetime  # midnight UTC of ``at``
-    chart_end: datetime  # the midnight at or after ``end``
-    pools: tuple[PoolWindows, ...] = field(default_factory=tuple)
-    reason: str = LIFEBOAT_REASON
-    settings: Settings = field(default_factory=Settings)
-
-    @property
-    def days(self) -> float:
-        return (self.end - self.at) / DAY
-
-    @property
-    def invalid(self) -> list[PoolWindows]:
-        return [pool for pool in self.pools if pool.blocked]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -152,14 +116,6 @@ def limit_over(segments: Sequence[Segment], start: datetime, end: datetime) -> i
     """The tightest limit over ``[start, end)`` (None: no limit throughout)."""
     limits = [s.limit for s in clipped(segments, start, end) if s.limit is not None]
     return min(limits) if limits else None
-
-
-def allowed_text(limit: int | None, disrupting: int) -> str:
-    return "no limit" if limit is None else str(max(0, limit - disrupting))
-
-
-def limit_text(limit: int | None) -> str:
-    return "no limit" if limit is None else str(limit)
 
 
 def _short(moment: datetime) -> str:
@@ -317,14 +273,51 @@ def to_json(windows: Windows) -> dict[str, Any]:
     }
 
 
+def render_local(windows: Windows, tz: ZoneInfo, out: TextIO) -> None:
+    """``--tz``: the same windows in the operator's zone, and the schedules that move."""
+    write = out.write
+    write(
+        f"\nIn {tz.key} (shown only: Karpenter and Lifeboat evaluate schedules in UTC), from "
+        f"{local_text(windows.at, tz)}:\n"
+    )
+    for pool in windows.pools:
+        if pool.blocked or pool.opted_out:
+            continue
+        write(f"NodePool {pool.name}\n")
+        write(f"  {'FROM':<25}  {'TO':<25}  {'LIMIT':<8}  ALLOWED\n")
+        for segment in pool.segments:
+            write(
+                f"  {local_text(segment.start, tz):<25}  {local_text(segment.end, tz):<25}  "
+                f"{limit_text(segment.limit):<8}  "
+                f"{allowed_text(segment.limit, pool.disrupting)}\n"
+            )
+        for budget in pool.budgets:
+            warning = schedule_shift_warning(budget, tz, windows.at)
+            if warning is not None:
+                write(f"  warning: {warning}\n")
+
+
+def add_local_times(document: dict[str, Any], windows: Windows, tz: ZoneInfo) -> None:
+    """``--tz --json``: each segment's ends in the zone too (ISO 8601 with the offset), and
+    the schedule warnings."""
+    document["tz"] = tz.key
+    for pool, entry in zip(windows.pools, document["nodepools"], strict=True):
+        for segment, row in zip(pool.segments, entry["timeline"], strict=True):
+            row["start_local"] = segment.start.astimezone(tz).isoformat()
+            row["end_local"] = segment.end.astimezone(tz).isoformat()
+        warnings = [schedule_shift_warning(b, tz, windows.at) for b in pool.budgets]
+        entry["tz_warnings"] = [w for w in warnings if w is not None]
+
+
 # ---------------------------------------------------------------------------------------------
 # Command
 
 EXAMPLES = """
 lifeboat windows --cluster events/cluster.yaml --at 2026-12-01T14:05:00Z --days 2
 lifeboat windows --kubeconfig ~/.kube/config --days 7 --plot windows.svg
-lifeboat windows --check --cluster nodepools.yaml        # in CI: exit 1 on invalid budgets
+lifeboat windows --check --cluster events/examples/nodepools.yaml   # CI: exit 1 if invalid
 lifeboat windows --cluster cluster.yaml --json | jq '.nodepools[] | {nodepool, allowed}'
+lifeboat windows --cluster events/cluster.yaml --tz Europe/Madrid   # also in local time
 """
 
 
@@ -354,6 +347,13 @@ def add_parser(commands: Any) -> None:
         action="store_true",
         help="only say, per NodePool, whether its budgets are valid (exit 1 if any is not)",
     )
+    parser.add_argument(
+        "--tz",
+        metavar="ZONE",
+        help="also show the windows in this IANA time zone (e.g. Europe/Madrid), daylight "
+        "saving shifts included, and warn where a schedule moves by an hour twice a year; "
+        "Karpenter and Lifeboat decide in UTC whatever this says",
+    )
     add_settings_flags(parser)
 
 
@@ -368,7 +368,9 @@ def _positive_days(text: str) -> int:
 
 
 def check_args(args: argparse.Namespace) -> None:
-    """The plot's format and folder, before any work."""
+    """The plot's format and folder, and the zone, before any work."""
+    if args.tz is not None:
+        zone(args.tz)
     plot: Path | None = args.plot
     if plot is None:
         return
@@ -388,12 +390,18 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     with open_cluster(args.cluster, args.kubeconfig, args.context) as source:
         tool.announce()
         windows = gather(source.kube, at, args.days, tool.settings)
+    tz = zone(args.tz) if args.tz is not None else None
     if args.check:
         render_check(windows, out)
     elif args.json:
-        out.write(json.dumps(to_json(windows), indent=2) + "\n")
+        as_json = to_json(windows)
+        if tz is not None:
+            add_local_times(as_json, windows, tz)
+        out.write(json.dumps(as_json, indent=2) + "\n")
     else:
         render_text(windows, out)
+        if tz is not None:
+            render_local(windows, tz, out)
     plot: Path | None = args.plot
     if plot is not None:
         from lifeboat_local import svg

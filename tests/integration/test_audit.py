@@ -58,6 +58,8 @@ EXPECTED = {
     ("node-without-owner", "Node ip-10-0-9-99.ec2.internal"),
     ("node-nodepool-missing", "Node ip-10-0-3-31.ec2.internal"),
     ("karpenter-instance-status", "Deployment kube-system/karpenter"),
+    ("migration-pinned-to-node-group", "Pod data/etl-1"),
+    ("migration-no-nodepool-fits", "Pod default/debug-shell"),
 }
 
 

@@ -304,6 +304,7 @@ def test_unparseable_budget_blocks_the_pool(
         cluster,
         "--at",
         EVENING,  # outside the would-be window: only the parse error blocks
+        "--same-instant",  # both judged at EVENING
     )
     rebalance, spot = lines
     assert rebalance["outcome"] == "deferred"
@@ -332,6 +333,7 @@ def test_do_not_disrupt_pod_defers_a_rebalance_but_not_a_spot_interruption(
         CLUSTER,
         "--at",
         EVENING,  # the budget allows it: only the pod blocks
+        "--same-instant",  # both judged at EVENING
     )
     rebalance, spot = lines
     assert rebalance["node"] == spot["node"] == "ip-10-0-1-18.ec2.internal"

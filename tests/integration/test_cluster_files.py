@@ -114,7 +114,10 @@ def test_an_empty_cluster_file_is_a_usage_error_with_a_hint(
     status, out, err = lifeboat(capsys, "replay", SPOT, "--cluster", cluster)
     assert (status, out) == (1, "")
     assert f"--cluster {cluster}: the file holds no Kubernetes objects" in err
-    assert "kubectl get nodes,pods,pdb,nodepools,nodeclaims -A -o yaml" in err
+    assert (
+        "kubectl get nodes,pods,pdb,nodepools,nodeclaims,deployments,replicasets,"
+        "statefulsets,daemonsets -A -o yaml"
+    ) in err
     assert "Traceback" not in err
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
@@ -152,7 +152,15 @@ class World:
     asg: Stubber
 
 
-# The sample ASG termination's lifecycle action, as Auto Scaling must be told it is done.
+# The sample ASG termination's lifecycle action: its heartbeat while the evicted pods
+# terminate (the action is completed once they are gone, by a continue-drain wake-up).
+ASG_HEARTBEAT = {
+    "LifecycleHookName": "lifeboat-drain",
+    "AutoScalingGroupName": "eks-system-20260101-1a2b3c4d",
+    "LifecycleActionToken": "5b8e2f4a-9c1d-4e7b-8a3f-6d0c2e9b1a75",
+    "InstanceId": "i-0a1b2c3d4e5f60006",
+}
+# ... and as Auto Scaling must be told it is done.
 ASG_COMPLETE = {
     "LifecycleHookName": "lifeboat-drain",
     "AutoScalingGroupName": "eks-system-20260101-1a2b3c4d",
@@ -253,7 +261,7 @@ def test_every_sample_is_routed_by_exactly_one_rule(aws: None) -> None:
 def test_batch_acts_on_the_cluster_and_a_redelivery_changes_nothing(world: World) -> None:
     emu, routed = world.emulator, route_samples()
     before = set(_claims(emu))
-    world.asg.add_response("complete_lifecycle_action", {}, ASG_COMPLETE)
+    world.asg.add_response("record_lifecycle_action_heartbeat", {}, ASG_HEARTBEAT)
     metrics = Metrics()
 
     response = handle_batch(routed.event, FakeContext(), world.pipeline, metrics=metrics)
@@ -319,8 +327,11 @@ def test_batch_acts_on_the_cluster_and_a_redelivery_changes_nothing(world: World
         datetime(2026, 12, 1, 14, 10, tzinfo=UTC),
     )
     # No follow-up for a replacement: the old claim was deleted in the same breath.
+    # The ASG node's drain is looked at again in 30 s: its lifecycle action is completed
+    # once the evicted pods have terminated (issue 22), not while they still run.
     assert due == {
         (Task.DECIDE, "i-0a1b2c3d4e5f60005"): datetime(2026, 12, 1, 14, 10, tzinfo=UTC),
+        (Task.CONTINUE_DRAIN, "i-0a1b2c3d4e5f60006"): NOW + timedelta(seconds=30),
     }
     for schedule in _schedules(world.scheduler).values():
         assert schedule["ScheduleExpression"].startswith("at(2026-12-01T")
@@ -346,7 +357,7 @@ def test_a_failing_record_returns_to_the_queue_alone_and_is_not_remembered(
     world: World,
 ) -> None:
     emu, routed = world.emulator, route_samples()
-    world.asg.add_response("complete_lifecycle_action", {}, ASG_COMPLETE)
+    world.asg.add_response("record_lifecycle_action_heartbeat", {}, ASG_HEARTBEAT)
     spot_node = "ip-10-0-1-11.ec2.internal"
     # More 500s than the client retries: the spot node cannot be patched in this invocation.
     emu.fail_next(500, times=10, verb="patch", resource="nodes", name=spot_node)

@@ -15,7 +15,8 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -27,6 +28,7 @@ from moto import mock_aws
 from kubemu import Emulator
 from kubemu.dispatch import Drop
 from lifeboat import nodes
+from lifeboat.deadline import HANDLING_MARGIN
 from lifeboat.handler import AllRecordsFailed, handle_batch
 from lifeboat.instances import Ec2InstanceDirectory, InstanceInfo, StaticInstanceDirectory
 from lifeboat.kube import KubeApi, KubeError, RetryPolicy
@@ -148,11 +150,14 @@ def test_backoff_is_jittered_and_bounded(emu: Emulator) -> None:
 
 
 def test_a_429_is_not_slept_out_by_the_transport(emu: Emulator) -> None:
-    kube = KubeApi(emu.api_client(), RetryPolicy(attempts=2, base_delay=0.001))
+    """urllib3 would honour the 429's ``Retry-After: 1`` by sleeping and resending itself;
+    the policy's own retry (one jittered sleep, through the injected ``sleep``) is the only
+    one: the second request is the policy's, after its sleep."""
+    sleeps: list[float] = []
+    kube = KubeApi(emu.api_client(), RetryPolicy(attempts=2, base_delay=0.001), sleep=sleeps.append)
     emu.fail_next(429, times=1, verb="get", resource="nodes")  # answered with Retry-After: 1
-    started = time.monotonic()
     assert kube.get_node(NODE) is not None
-    assert time.monotonic() - started < 0.9
+    assert len(sleeps) == 1 and sleeps[0] <= 0.002
     assert _calls(emu, "get", "nodes") == 2
 
 
@@ -450,17 +455,38 @@ SPOT_TIME = datetime(2026, 12, 1, 14, 2, tzinfo=UTC)  # events/spot-interruption
 SPOT_DEADLINE = SPOT_TIME + timedelta(minutes=2)
 
 
-def _outage(emu: Emulator, seconds: float, **where: Any) -> threading.Timer:
-    """The API server answers 503 to matching requests for ``seconds`` from now."""
+@dataclass
+class Ticking:
+    """A monotonic clock that only the client's sleeps move, with things that happen at
+    given instants on it (an outage's end): nothing waits in real time."""
+
+    now: float = 0.0
+    slept: list[float] = field(default_factory=list)
+    at: list[tuple[float, Callable[[], None]]] = field(default_factory=list)
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+        for moment, happen in [a for a in self.at if a[0] <= self.now]:
+            self.at.remove((moment, happen))
+            happen()
+
+
+def _outage(emu: Emulator, seconds: float, ticking: Ticking, **where: Any) -> None:
+    """The API server answers 503 to matching requests for ``seconds`` on ``ticking``."""
     emu.fail_next(503, times=10**9, **where)
-    timer = threading.Timer(seconds, emu.clear_faults)
-    timer.start()
-    return timer
+    ticking.at.append((ticking.now + seconds, emu.clear_faults))
 
 
-def _production_kube(emu: Emulator) -> KubeApi:
-    """The policy, sleep and jitter production uses (``RetryPolicy()``, real time)."""
-    return KubeApi(emu.api_client())
+def _production_pipeline(emu: Emulator, ticking: Ticking) -> Pipeline:
+    """The policy and jitter production uses (``RetryPolicy()``), on ``ticking``'s time."""
+    kube = KubeApi(emu.api_client(), RetryPolicy(), sleep=ticking.sleep, rng=random.Random(7))
+    pipeline = _pipeline(kube)
+    pipeline.monotonic = ticking.monotonic
+    return pipeline
 
 
 @pytest.mark.parametrize("outage", [0.5, 1.5, 3.0])
@@ -469,15 +495,13 @@ def test_a_spot_warning_outlasts_an_api_outage_within_the_invocation(
 ) -> None:
     """kube.RetryPolicy + deadline.retry_window: a 503 outage of 0.5-3 s, a minute and a
     half before the deadline, is retried through, and the warning is acted on at once."""
-    pipeline = _pipeline(_production_kube(emu))
+    ticking = Ticking()
+    pipeline = _production_pipeline(emu, ticking)
     pipeline.clock = lambda: SPOT_TIME + timedelta(seconds=20)
-    timer = _outage(emu, outage, verb="patch", resource="nodes")
-    started = time.monotonic()
-    try:
-        assert _failed(_batch(SPOT), pipeline) == set()
-    finally:
-        timer.cancel()
-    assert time.monotonic() - started >= outage  # it did wait the outage out
+    _outage(emu, outage, ticking, verb="patch", resource="nodes")
+    assert _failed(_batch(SPOT), pipeline) == set()
+    assert ticking.now >= outage  # it did wait the outage out
+    assert _calls(emu, "patch", "nodes") > 1
     assert len(_replacements(emu)) == 1
     keys = [t["key"] for t in nodes.taints(emu.get_object("Node", NODE))]
     assert keys == ["lifeboat.dev/spot-interruption"]
@@ -490,25 +514,25 @@ def test_without_a_near_deadline_the_policy_attempts_still_bound_the_retries(
     the policy's 4 attempts apply and the record fails fast, sparing the API server."""
     pipeline = _pipeline(_kube(emu))  # clock NOW: the sample's deadline passed a minute ago
     emu.fail_next(503, times=10**9, verb="patch", resource="nodes")
-    started = time.monotonic()
     assert _failed(_batch(SPOT), pipeline) == {"m-0"}
     assert _calls(emu, "patch", "nodes") == 4
-    assert time.monotonic() - started < 5
 
 
 def test_the_in_process_window_stops_short_of_the_deadline(emu: Emulator) -> None:
     """8 s before the deadline the window is 3 s (deadline.HANDLING_MARGIN is 5 s): a
     persistent outage fails the record within about 3 s (the last backoff that would cross
-    the window's end is not slept), not after 20, having tried more than the 4 attempts."""
-    kube = KubeApi(emu.api_client(), RetryPolicy(), rng=random.Random(7))  # real sleeps
-    pipeline = _pipeline(kube)
+    the window's end is not slept), not after 20, having tried more than the 4 attempts.
+    Measured on the injected clock the client's sleeps move."""
+    ticking = Ticking()
+    pipeline = _production_pipeline(emu, ticking)
     pipeline.clock = lambda: SPOT_DEADLINE - timedelta(seconds=8)
     emu.fail_next(503, times=10**9, verb="patch", resource="nodes")
-    started = time.monotonic()
     assert _failed(_batch(SPOT), pipeline) == {"m-0"}
-    elapsed = time.monotonic() - started
-    assert 1.0 <= elapsed < 6.0, elapsed
-    assert _calls(emu, "patch", "nodes") > 4
+    window = 8 - HANDLING_MARGIN.total_seconds()
+    assert sum(ticking.slept) <= window  # never slept past the window's end ...
+    # ... and gave up only when the next backoff (at most max_delay) would have crossed it.
+    assert sum(ticking.slept) > window - RetryPolicy().max_delay
+    assert _calls(emu, "patch", "nodes") == len(ticking.slept) + 1 > 4
 
 
 @pytest.fixture
@@ -561,7 +585,7 @@ def test_a_spot_warning_that_fails_near_its_deadline_comes_back_within_seconds(
     sqs, url = sqs_queue
     sqs.send_message(QueueUrl=url, MessageBody=json.dumps(SPOT))
     clock = {"now": SPOT_DEADLINE - timedelta(seconds=8)}
-    pipeline = _pipeline(_production_kube(emu))
+    pipeline = _production_pipeline(emu, Ticking())
     pipeline.clock = lambda: clock["now"]
     redelivery = SqsRedelivery(sqs, url)
     emu.fail_next(503, times=10**9, verb="patch", resource="nodes")
@@ -601,7 +625,5 @@ def test_a_persistent_500_keeps_the_policy_attempts_even_near_a_deadline(emu: Em
     pipeline = _pipeline(_kube(emu))
     pipeline.clock = lambda: SPOT_TIME + timedelta(seconds=20)
     emu.fail_next(500, times=10**9, verb="patch", resource="nodes")
-    started = time.monotonic()
     assert _failed(_batch(SPOT), pipeline) == {"m-0"}
     assert _calls(emu, "patch", "nodes") == 4
-    assert time.monotonic() - started < 5

@@ -179,6 +179,7 @@ def test_a_pdb_blocked_drain_heartbeats_then_completes_once_the_pdb_allows() -> 
     clock = {"now": NOW}
     wakeups = MemoryWakeups()
     with Emulator(objects) as emu, Stubber(autoscaling) as asg:
+        emu.clock.set(NOW, frozen=True)  # evicted pods terminate on the test's clock
         asg.add_response("record_lifecycle_action_heartbeat", {}, hook)
         pipeline = Pipeline(
             clusters=OneCluster(KubeApi(emu.api_client(), RetryPolicy(attempts=2))),
@@ -203,20 +204,36 @@ def test_a_pdb_blocked_drain_heartbeats_then_completes_once_the_pdb_allows() -> 
         assert replica is not None
         replica["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
         emu.put_object(replica)
-        asg.add_response(
-            "complete_lifecycle_action", {}, {**hook, "LifecycleActionResult": "CONTINUE"}
-        )
+        # Evicted, the pod terminates within its grace period: the instance must outlive
+        # it, so the action is not completed yet (NTH issue #355); a heartbeat keeps it.
+        asg.add_response("record_lifecycle_action_heartbeat", {}, hook)
         clock["now"] = NOW + timedelta(minutes=1)
+        emu.clock.set(clock["now"], frozen=True)
         due = wakeups.pop_due(clock["now"])
         assert [w.task for w in due] == ["continue-drain"]
         second = pipeline.process([encode(w) for w in due])[0]
         assert second.error is None
         actions = [a["type"] for a in second.reports[0].actions]
-        assert actions == ["evict", "complete-lifecycle-action"]
+        assert actions == ["evict"]
+        assert "evicted pod(s) still terminating" in second.reports[0].reason
         asg.assert_no_pending_responses()
         assert emu.get_object("Pod", "coredns-5d78c9869d-4xkq2", "kube-system")["metadata"][
             "deletionTimestamp"
         ]
+
+        # Its grace period over, the pod is gone: CONTINUE.
+        asg.add_response(
+            "complete_lifecycle_action", {}, {**hook, "LifecycleActionResult": "CONTINUE"}
+        )
+        clock["now"] = NOW + timedelta(minutes=3)
+        emu.clock.set(clock["now"], frozen=True)
+        due = wakeups.pop_due(clock["now"])
+        assert [w.task for w in due] == ["continue-drain"]
+        third = pipeline.process([encode(w) for w in due])[0]
+        assert third.error is None
+        assert [a["type"] for a in third.reports[0].actions] == ["complete-lifecycle-action"]
+        asg.assert_no_pending_responses()
+        assert emu.get_object("Pod", "coredns-5d78c9869d-4xkq2", "kube-system") is None
         assert wakeups.next_due() is None
 
 

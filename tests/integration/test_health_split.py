@@ -13,6 +13,7 @@ import json
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from datetime import timedelta
 from typing import Any
 
 import boto3
@@ -285,3 +286,61 @@ def test_the_benchmark_measures_what_it_says() -> None:
     assert split["judged_exactly_once"] and split["instances_judged"] == 24
     assert split["messages"] == 3 and split["most_instances_in_a_message"] == 10
     assert split["largest_invocation_s"] == max(split["invocation_s"]) > 0
+
+
+def test_a_remainder_only_of_a_scheduled_change_and_never_past_its_start(
+    small_world: World,
+) -> None:
+    """Regression (issue 23.5): a forged Spot-kind remainder took 50 nodes out at once under
+    a budget of 6, and one past its deadline was obeyed. Only a scheduled change is ever
+    split (AWS Health names many instances), and a remainder arriving after the
+    maintenance's start is rejected: Lifeboat hands them on minutes after the event."""
+    world = small_world
+    event = _event(world, 3)
+    [notice] = _parsed_template(event)
+    instances = tuple(m.instance_id for m in world.cluster.karpenter[:3])
+    spot = Wakeup(
+        Task.REMAINDER,
+        replace(notice, kind=Kind.SPOT_INTERRUPTION),
+        notice.event_time,
+        instances=instances,
+    )
+    assert notice.deadline is not None
+    late = Wakeup(
+        Task.REMAINDER,
+        replace(notice, deadline=utc_now() - timedelta(minutes=1)),
+        notice.event_time,
+        instances=instances,
+    )
+    world.fire(spot, late)
+    world.drain_queue()
+    assert world.log.outcomes == {"rejected": 2}
+    assert sum(_acted_per_pool(world).values()) == 0
+
+
+def test_a_rejected_forgery_does_not_make_the_genuine_event_a_duplicate(
+    small_world: World,
+) -> None:
+    """Regression (issue 23.5): a forged remainder (another account) naming a genuine
+    event's id and instances was rejected, but stored in the ledger as done, so the genuine
+    event's instances were then reported as duplicates and never judged. Rejections are
+    never remembered (DynamoDB, through Powertools, as in the Lambda)."""
+    world = small_world
+    event = _event(world, 3)
+    [notice] = _parsed_template(event)
+    instances = tuple(m.instance_id for m in world.cluster.karpenter[:3])
+    world.fire(
+        Wakeup(
+            Task.REMAINDER,
+            replace(notice, account="999999999999"),
+            notice.event_time,
+            instances=instances,
+        )
+    )
+    world.drain_queue()
+    assert world.log.outcomes == {"rejected": 3}
+    world.sqs.send_message(QueueUrl=world.queue_url, MessageBody=json.dumps(event))
+    world.drain_queue()
+    assert sum(world.log.judged[i] for i in instances) == 3 + 3
+    assert world.log.outcomes["rejected"] == 3
+    assert sum(world.log.outcomes.values()) == 6

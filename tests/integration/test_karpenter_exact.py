@@ -166,14 +166,22 @@ def test_a_refused_replacement_does_not_hold_up_the_old_claims_deletion(
             EVENING,
         )
     (line,) = replay(capsys, event, "--cluster", sample_path(), "--at", at, "--state-out", state)
+    after = load_cluster_file(state)
+    assert _replacements(after) == []
+    if kind == "rebalance-recommendation":
+        # Issue 22: voluntary work never deletes a claim its replacement did not follow:
+        # the pods would wait with nowhere to go. Deferred, looked at again, claim kept.
+        assert (line["instance_id"], line["outcome"]) == (instance, "deferred")
+        assert types(line) == ["taint", "cordon", "label", "create-nodeclaim"]
+        assert "replacement not created (refused by the API server: 422" in line["reason"]
+        assert not _deleting(after, claim)
+        return
     assert (line["instance_id"], line["outcome"]) == (instance, "acted")
     assert types(line) == ["taint", "cordon", "label", "create-nodeclaim", "delete-nodeclaim"]
     assert line["actions"][3]["error"].startswith("422")
     assert line["actions"][4] == {"type": "delete-nodeclaim", "name": claim}
     assert "create-nodeclaim not done: 422" in line["reason"]
-    after = load_cluster_file(state)
     assert _deleting(after, claim)
-    assert _replacements(after) == []
 
 
 def sample_path() -> Path:
@@ -233,7 +241,9 @@ def test_static_nodepool_gets_no_replacement_karpenter_keeps_its_count(
 ) -> None:
     """Static NodePools (``spec.replicas``): static provisioning creates claims up to the
     count, and static deprovisioning would delete an extra one (unlaunched claims first).
-    Lifeboat deletes the old claim and adds none; the simulated Karpenter restores the count."""
+    Lifeboat adds none. A scheduled change waits (voluntary work never deletes a claim no
+    replacement can follow, issue 22) until the maintenance lead, then deletes the old claim
+    (the instance goes anyway); the simulated Karpenter restores the count."""
     objects = sample_cluster()
     batch = find(objects, "NodePool", "batch")
     batch["spec"]["replicas"] = 2
@@ -243,10 +253,16 @@ def test_static_nodepool_gets_no_replacement_karpenter_keeps_its_count(
     lines = follow(
         capsys, sample_path().parent / "scheduled-change.json", cluster, IN_WINDOW, state
     )
-    first = next(line for line in lines if line["instance_id"] == "i-0a1b2c3d4e5f60004")
-    assert first["outcome"] == "acted"
-    assert types(first) == ["taint", "cordon", "label", "delete-nodeclaim"]
-    assert "static (spec.replicas 2)" in first["reason"]
+    mine = [line for line in lines if line["instance_id"] == "i-0a1b2c3d4e5f60004"]
+    first, last = mine[0], mine[-1]
+    assert first["outcome"] == "deferred"
+    assert (
+        "no replacement can launch: NodePool batch is static (spec.replicas 2)" in (first["reason"])
+    )
+    assert "delete-nodeclaim" not in types(first)
+    assert last["outcome"] == "acted"
+    assert types(last) == ["taint", "cordon", "label", "delete-nodeclaim"]
+    assert "static (spec.replicas 2)" in last["reason"]
     assert [s.claim for s in steps if s.action == "provisioned"]
     after = load_cluster_file(state)
     live = [
@@ -568,6 +584,7 @@ def test_a_notice_for_a_node_karpenter_already_terminates_adds_nothing(
         cluster,
         "--at",
         EVENING,
+        "--same-instant",  # both judged at EVENING
         "--state-out",
         state,
     )
@@ -599,6 +616,7 @@ def test_a_node_karpenter_is_disrupting_gets_no_second_replacement(
         cluster,
         "--at",
         EVENING,
+        "--same-instant",  # both judged at EVENING
     )
     assert spot_line["outcome"] == "acted"
     assert types(spot_line) == ["taint", "cordon", "label", "delete-nodeclaim"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ from kubernetes.client import ApiException
 
 from kubemu import Emulator, dump_cluster_file, load_cluster_file
 from kubemu.builders import node, nodeclaim, pdb, pod
+from kubemu.store import Store
 
 
 def core(emu: Emulator) -> client.CoreV1Api:
@@ -48,16 +49,17 @@ def test_fail_next_429_carries_retry_after(emulator: Emulator) -> None:
     assert emulator.requests["get"] == 2
 
 
-def test_latency_is_applied_per_request(emulator: Emulator) -> None:
-    emulator.put_object(node("n1"))
-    api = core(emulator)
-    api.read_node("n1")
-    emulator.latency = 0.05
-    started = time.monotonic()
-    for _ in range(3):
+def test_latency_is_applied_per_request() -> None:
+    waited: list[float] = []
+    with Emulator([node("n1")], sleep=waited.append) as emulator:
+        api = core(emulator)
         api.read_node("n1")
-    assert time.monotonic() - started >= 0.15
-    assert emulator.latency == 0.05
+        assert waited == []
+        emulator.latency = 0.05
+        for _ in range(3):
+            api.read_node("n1")
+        assert waited == [0.05, 0.05, 0.05]
+        assert emulator.latency == 0.05
 
 
 def _fault_pattern(seed: int) -> list[int]:
@@ -174,21 +176,30 @@ def test_keep_alive_reuses_one_connection(emulator: Emulator) -> None:
     assert pool.num_connections == 1
 
 
-def test_large_cluster_lookups_are_indexed() -> None:
+def test_large_cluster_lookups_are_indexed(monkeypatch: pytest.MonkeyPatch) -> None:
     objects = [node(f"n{i}", nodepool=f"pool{i % 10}") for i in range(5000)]
     objects += [pod(f"p{i}", node_name=f"n{i % 5000}") for i in range(15000)]
+    examined: list[int] = []
+    candidates = Store.candidates
+
+    def counting(self: Store, *args: Any, **kwargs: Any) -> Iterable[Any]:
+        found = list(candidates(self, *args, **kwargs))
+        examined.append(len(found))
+        return found
+
+    monkeypatch.setattr(Store, "candidates", counting)
     with Emulator(objects) as emu:
         api = core(emu)
-        started = time.monotonic()
         for i in range(50):
             found = api.list_pod_for_all_namespaces(field_selector=f"spec.nodeName=n{i}")
             assert len(found.items) == 3
             api.patch_node(f"n{i}", {"spec": {"unschedulable": True}})
-        elapsed = time.monotonic() - started
         pool = api.list_node(label_selector="karpenter.sh/nodepool=pool3")
         assert len(pool.items) == 500
-    # 100 requests; a scan of 15,000 pods per list would take far longer than this.
-    assert elapsed < 5
+    # Each list read only what its index names (3 pods of a node, 500 nodes of a pool), not
+    # the 15,000 pods or 5,000 nodes a scan would read.
+    assert examined and max(examined) == 500
+    assert examined.count(3) >= 50
 
 
 def test_load_dump_round_trip(tmp_path: Path) -> None:

@@ -68,7 +68,9 @@ def lifeboat(cli: Callable[..., CliRun]) -> Callable[..., CliRun]:
 
 
 def replay_args(*events: str | Path, state_out: Path | None = None) -> list[str | Path]:
+    # Every event at AT: these tests ask what Lifeboat does with them all at one instant.
     args: list[str | Path] = ["replay", *events, "--cluster", CLUSTER, "--at", AT, "--json"]
+    args.append("--same-instant")
     if state_out is not None:
         args += ["--state-out", state_out]
     return args
@@ -219,14 +221,18 @@ def test_sqs_batches_give_the_same_decisions_as_eventbridge_events(
 
 
 def test_raw_lifecycle_hook_message_drains_and_completes(lifeboat: Callable[..., CliRun]) -> None:
-    run = lifeboat(*replay_args(EVENTS / "raw" / "asg-lifecycle-hook.json"))
+    """The action is completed once the evicted pods have terminated (their 30 s grace
+    period, ``CheckGracefulDelete``), by the drain's follow-up, not in the evicting step."""
+    run = lifeboat(*replay_args(EVENTS / "raw" / "asg-lifecycle-hook.json"), "--follow")
     assert run.code == 0
-    [record] = run.records
-    assert record["kind"] == "asg-termination"
-    assert record["outcome"] == "acted"
-    assert record["node"] == MNG_NODE
-    assert record["actions"][-1] == {"type": "complete-lifecycle-action", "result": "CONTINUE"}
-    assert [a["type"] for a in record["actions"]].count("evict") == 2
+    first, *later = run.records
+    assert first["kind"] == "asg-termination"
+    assert first["outcome"] == "acted"
+    assert first["node"] == MNG_NODE
+    assert [a["type"] for a in first["actions"]].count("evict") == 2
+    assert "complete-lifecycle-action" not in [a["type"] for a in first["actions"]]
+    assert "2 evicted pod(s) still terminating" in first["reason"]
+    assert later[-1]["actions"] == [{"type": "complete-lifecycle-action", "result": "CONTINUE"}]
 
 
 def test_lifecycle_test_notification_is_ignored(lifeboat: Callable[..., CliRun]) -> None:
@@ -347,8 +353,8 @@ def test_managed_node_group_termination_drains_through_evictions(
         "label",
         "evict",
         "evict",
-        "complete-lifecycle-action",
     ]
+    assert "evicted pod(s) still terminating" in record["reason"]
     evicted = {a["pod"] for a in record["actions"] if a["type"] == "evict"}
     assert evicted == {
         "kube-system/coredns-5d78c9869d-4xkq2",

@@ -149,9 +149,15 @@ def test_the_state_lives_in_a_configmap_kubectl_and_status_can_read() -> None:
 def general_zone_b() -> dict[str, Any]:
     """NodePool general's two nodes in us-east-1b, both at once if the pool allows."""
     labels = {"karpenter.sh/nodepool": "general", "topology.kubernetes.io/zone": "us-east-1b"}
-    return request("zone-b", rotation="zone-b", selector={"labels": labels}, maxInFlight=2) | {
-        "id": "6f3d9a2e-4b1c-4e8f-9a7d-2c5b8e1f0b01"
-    }
+    # The health gate covers the wait for the window (its clock starts when a node is first
+    # held back): 14:05 to 17:00 and the replacement's drain.
+    return request(
+        "zone-b",
+        rotation="zone-b",
+        selector={"labels": labels},
+        maxInFlight=2,
+        healthGate={"timeoutSeconds": 4 * 3600},
+    ) | {"id": "6f3d9a2e-4b1c-4e8f-9a7d-2c5b8e1f0b01"}
 
 
 ZONE_B = ["ip-10-0-1-12.ec2.internal", "ip-10-0-1-17.ec2.internal"]
@@ -234,7 +240,9 @@ def with_do_not_disrupt(pod_name: str) -> list[dict[str, Any]]:
 
 def test_do_not_disrupt_holds_the_node_and_the_rotation_behind_it() -> None:
     with rig(with_do_not_disrupt("storefront-7b9c6d5f4-k2v8n")) as r:
-        [_, first] = r.send(request())
+        # A gate long enough for the 30 minutes the annotation stays (its clock starts when
+        # the node is first held back).
+        [_, first] = r.send(request(healthGate={"timeoutSeconds": 3600}))
         assert first.outcome is Outcome.DEFERRED
         assert "do-not-disrupt" in first.reason
         r.follow(until=START + minutes(30))
@@ -337,7 +345,7 @@ def test_pause_lets_the_node_in_flight_finish_and_starts_no_other_until_resumed(
 
 def test_a_paused_rotation_holds_its_waiting_node_even_when_it_could_go() -> None:
     with rig(with_do_not_disrupt("storefront-7b9c6d5f4-k2v8n")) as r:
-        r.send(request())
+        r.send(request(healthGate={"timeoutSeconds": 3600}))
         r.clock.now += minutes(1)
         r.send(control("pause", "a1000000-0000-4000-8000-000000000006"))
         pod = r.emu.get_object("Pod", "storefront-7b9c6d5f4-k2v8n", "shop")

@@ -30,6 +30,7 @@ from lifeboat.settings import Settings
 from lifeboat.wakeup import Task, decode
 from lifeboat_local.cli import main
 from lifeboat_local.directory import directory_from_objects
+from lifeboat_local.rotate import DEFAULT_EVENT_BUS
 
 REGION = "us-east-1"
 NOW = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
@@ -106,8 +107,19 @@ def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
             "QueueArn"
         ]
         rule = rotation_rule()
-        events.put_rule(Name="RotationRule", EventPattern=json.dumps(rule["EventPattern"]))
-        events.put_targets(Rule="RotationRule", Targets=[{"Id": "queue", "Arn": arn}])
+        # The rule lives on the stack's command bus (named by its parameter's default).
+        assert rule["EventBusName"] == {"Ref": "CommandEventBus"}
+        events.create_event_bus(Name=DEFAULT_EVENT_BUS)
+        events.put_rule(
+            Name="RotationRule",
+            EventBusName=DEFAULT_EVENT_BUS,
+            EventPattern=json.dumps(rule["EventPattern"]),
+        )
+        events.put_targets(
+            Rule="RotationRule",
+            EventBusName=DEFAULT_EVENT_BUS,
+            Targets=[{"Id": "queue", "Arn": arn}],
+        )
         dynamodb = boto3.client("dynamodb")
         dynamodb.create_table(
             TableName="idempotency",
@@ -203,10 +215,24 @@ def test_the_rule_does_not_take_lifeboats_own_notifications(stack: Stack) -> Non
                 "Source": "lifeboat",
                 "DetailType": "Lifeboat Action Taken",
                 "Detail": json.dumps({"rotation": "legacy-to-karpenter"}),
+                "EventBusName": DEFAULT_EVENT_BUS,
             }
         ]
     )
     assert stack.deliver() == []
+
+
+def test_a_command_put_on_the_default_bus_never_reaches_the_queue(
+    stack: Stack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Regression (issue 23.1): the rule listened on the default bus, so anyone allowed
+    events:PutEvents there could rotate nodes; now only the command bus is read."""
+    code, out, _ = rotate(capsys, "--node-group", "legacy", "--event-bus", "default")
+    assert code == 0 and "on bus default" in out
+    assert stack.deliver() == []
+    code, out, _ = rotate(capsys, "--node-group", "legacy")
+    assert code == 0 and f"on bus {DEFAULT_EVENT_BUS}" in out
+    assert len(stack.deliver()) == 1
 
 
 def test_a_refused_put_is_an_error_naming_the_bus(

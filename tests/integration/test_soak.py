@@ -4,9 +4,14 @@
 The soak itself is ``bench.soak`` (``python -m bench.soak --events 10000`` runs it larger).
 Each soak is one test on purpose: under ``pytest -n auto`` a module-scoped fixture would run
 once per worker that receives one of its tests.
+
+``make test`` runs a small soak (300 events, fault and duplicate rates raised so that every
+kind of trouble still occurs); the larger ones are marked ``bench`` (``make bench-check``).
 """
 
 from __future__ import annotations
+
+import pytest
 
 from bench.soak import SoakConfig, SoakResult, run_soak, unlucky
 
@@ -41,6 +46,25 @@ def _check_accounting(soak: SoakResult) -> None:
     assert said_duplicate > 0
 
 
+def test_a_small_soak_with_more_trouble_loses_nothing_and_repeats_nothing() -> None:
+    soak = run_soak(
+        SoakConfig(
+            events=300,
+            nodes=60,
+            duplicate_rate=0.1,
+            pair_rate=0.1,
+            kube_fault_rate=0.1,
+            kube_timeout_rate=0.005,
+            aws_fault_rate=0.1,
+        )
+    )
+    _check_accounting(soak)
+    assert sum(1 for m in soak.sent if m.duplicate_of) == 30
+    assert soak.server.answers["dropped"] > 0, "no request timed out"
+    assert soak.replacement_violations == []
+
+
+@pytest.mark.bench
 def test_soak_2000_events_nothing_lost_nothing_repeated() -> None:
     soak = run_soak(SoakConfig(events=2000, nodes=240))
     _check_accounting(soak)
@@ -50,6 +74,7 @@ def test_soak_2000_events_nothing_lost_nothing_repeated() -> None:
     assert soak.ledger_throttled["after_action"] > 0
 
 
+@pytest.mark.bench
 def test_soak_with_the_powertools_ledger_on_moto_dynamodb() -> None:
     """The real ``PowertoolsLedger`` (moto costs ~16 ms an entry, hence fewer events):
     PutItem, UpdateItem and DeleteItem throttled on some calls; an in-progress record left
@@ -59,6 +84,7 @@ def test_soak_with_the_powertools_ledger_on_moto_dynamodb() -> None:
     assert sum(soak.ledger_throttled.values()) > 0
 
 
+@pytest.mark.bench
 def test_soak_one_replacement_per_old_nodeclaim() -> None:
     """One old NodeClaim gets at most one replacement, across notices, deliveries, batches
     and concurrent handling: counted per old claim (the ``lifeboat.dev/replaces`` label of

@@ -23,7 +23,14 @@ from lifeboat.events.notice import LifecycleHook, Notice
 from lifeboat.idempotency import RECORD_TTL, PowertoolsLedger
 from lifeboat.instances import Ec2InstanceDirectory
 from lifeboat.lifecycle import AutoScalingLifecycle
-from lifeboat.notify import ACTION, DETAIL_TYPES, FORCED_ACTION, GIVE_UP, EventBridgeNotifier
+from lifeboat.notify import (
+    ACTION,
+    DETAIL_TYPES,
+    FORCED_ACTION,
+    GIVE_UP,
+    ROTATION_CHANGE,
+    EventBridgeNotifier,
+)
 from lifeboat.redelivery import SqsRedelivery
 from lifeboat.report import Outcome, Report
 from lifeboat.scheduler import SchedulerWakeups, schedule_name
@@ -566,29 +573,32 @@ def _drain(sqs: Any, url: str) -> list[dict[str, Any]]:
 
 def test_actions_forced_actions_and_give_ups_reach_rule_routed_queues(aws: None) -> None:
     """What operators' rules receive: EventBridge (moto) routes Lifeboat's events on the
-    default bus. A rule on the source alone gets all three detail-types (one per kind of
-    outcome; nothing for deferrals, ignores or rejections); template.yaml's notification rule
-    gets the forced actions and give-ups only. The detail is the decision."""
+    default bus. A rule on the source alone gets all four detail-types (one per kind of
+    outcome, and a rotation's checkpoint; nothing for deferrals, ignores or rejections);
+    template.yaml's notification rule gets the forced actions, give-ups and rotation
+    changes. The detail is the decision."""
     events, sqs = boto3.client("events"), boto3.client("sqs")
     everything = _routed_queue(events, sqs, "all-lifeboat", {"source": ["lifeboat"]})
     topic_rule = _routed_queue(events, sqs, "template-rule", _notification_rule_pattern())
     acted = _reports(1)[0]
     forced = replace(acted, event_id="e-forced", forced=True)
     gave_up = Report("e-up", "rebalance-recommendation", Outcome.IGNORED, "giving up", gave_up=True)
+    checkpoint = Report(
+        "e-rot", "rotation", Outcome.ACTED, "checkpoint", rotation_change="RotationCheckpoint"
+    )
     quiet = [
         Report("e-d", "rebalance-recommendation", Outcome.DEFERRED, "waiting"),
         Report("e-i", "state-change", Outcome.IGNORED, "not ours"),
         Report.rejected("detail.instance-id: field required"),
         replace(acted, event_id="e-no-action", actions=()),  # acted with nothing done
     ]
-    ids = ["m-1", "m-2", "m-3", "m-4", "m-5", "m-6", "m-7"]
-    assert (
-        EventBridgeNotifier(events).publish([acted, *quiet, forced, gave_up], message_ids=ids) == 0
-    )
+    ids = ["m-1", "m-2", "m-3", "m-4", "m-5", "m-6", "m-7", "m-8"]
+    published = [acted, *quiet, forced, gave_up, checkpoint]
+    assert EventBridgeNotifier(events).publish(published, message_ids=ids) == 0
 
     received = _drain(sqs, everything)
     by_type = {event["detail-type"]: event for event in received}
-    assert len(received) == 3 and sorted(by_type) == sorted(DETAIL_TYPES)
+    assert len(received) == 4 and sorted(by_type) == sorted(DETAIL_TYPES)
     assert {event["source"] for event in received} == {"lifeboat"}
     action = by_type[ACTION]["detail"]
     assert action["event_id"] == acted.event_id and action["cluster"] == "prod"
@@ -596,8 +606,9 @@ def test_actions_forced_actions_and_give_ups_reach_rule_routed_queues(aws: None)
     assert action["message_id"] == "m-1" and action["forced"] is False
     assert by_type[FORCED_ACTION]["detail"]["forced"] is True
     assert by_type[GIVE_UP]["detail"]["reason"] == "giving up"
+    assert by_type[ROTATION_CHANGE]["detail"]["rotation_change"] == "RotationCheckpoint"
     routed = sorted(event["detail-type"] for event in _drain(sqs, topic_rule))
-    assert routed == sorted([FORCED_ACTION, GIVE_UP])
+    assert routed == sorted([FORCED_ACTION, GIVE_UP, ROTATION_CHANGE])
 
 
 def test_notifications_go_ten_to_a_put_events_call(aws: None) -> None:

@@ -769,6 +769,9 @@ def test_a_pdb_allowing_no_disruption_defers_the_voluntary_replacement() -> None
     decision = decide(weekend_rebalance(), held, Settings(), SATURDAY)
     assert decision.outcome is Outcome.DEFERRED
     assert "PDB shop/web allows no disruption now (pod shop/web-1)" in decision.reason
+    # What it waits for is the PDB it names, not the pool's disrupting nodes.
+    assert decision.reason.endswith("; waiting until the PDB allows an eviction")
+    assert "disrupting nodes" not in decision.reason
     assert decision.steps == (Step.MARK_PENDING,)
     free = replace(target(pods=[web]), pdbs=(_pdb(1),))
     assert decide(weekend_rebalance(), free, Settings(), SATURDAY).outcome is Outcome.ACTED
@@ -777,16 +780,57 @@ def test_a_pdb_allowing_no_disruption_defers_the_voluntary_replacement() -> None
     assert decide(weekend_rebalance(), held, cordon, SATURDAY).outcome is Outcome.ACTED
 
 
-def test_a_static_pool_is_handed_over_without_a_replacement() -> None:
+def test_a_static_pool_is_handed_over_without_a_replacement_only_when_involuntary() -> None:
+    """A Spot interruption's instance goes anyway: the claim is deleted with no replacement.
+    A rebalance would strand the pods (``Provisioner.NewScheduler`` leaves static pools out):
+    it is let go and the claim kept."""
     static = nodepool([{"nodes": "20%"}])
     static["spec"]["replicas"] = 5
-    for kind in (Kind.SPOT_INTERRUPTION, Kind.REBALANCE_RECOMMENDATION):
-        decision = decide(
-            notice(kind, at=SATURDAY - timedelta(minutes=1)),
-            target(pool=static),
-            Settings(),
-            SATURDAY,
-        )
-        assert decision.outcome is Outcome.ACTED
-        assert decision.steps == (Step.TAINT_AND_CORDON, Step.DELETE_NODECLAIM)
-        assert "no replacement: NodePool general is static (spec.replicas 5)" in decision.reason
+    spot = decide(
+        notice(Kind.SPOT_INTERRUPTION, at=SATURDAY - timedelta(minutes=1)),
+        target(pool=static),
+        Settings(),
+        SATURDAY,
+    )
+    assert spot.outcome is Outcome.ACTED
+    assert spot.steps == (Step.TAINT_AND_CORDON, Step.DELETE_NODECLAIM)
+    assert "no replacement: NodePool general is static (spec.replicas 5)" in spot.reason
+    rebalance = decide(
+        notice(Kind.REBALANCE_RECOMMENDATION, at=SATURDAY - timedelta(minutes=1)),
+        target(pool=static),
+        Settings(),
+        SATURDAY,
+    )
+    assert rebalance.outcome is Outcome.IGNORED and rebalance.gave_up
+    assert Step.DELETE_NODECLAIM not in rebalance.steps
+    assert "no replacement can launch: NodePool general is static" in rebalance.reason
+    assert f"NodeClaim {CLAIM} kept" in rebalance.reason
+
+
+def test_a_rebalance_given_up_names_the_pod_that_held_it() -> None:
+    """Issue 22: a node let go after its patience says what held it (here the pod with
+    ``karpenter.sh/do-not-disrupt``), not only "not permitted within 1440m"."""
+    held = target(pods=[pod("db-0", annotations={"karpenter.sh/do-not-disrupt": "true"})])
+    late = notice(Kind.REBALANCE_RECOMMENDATION, at=SATURDAY - timedelta(hours=25))
+    decision = decide(late, held, Settings(), SATURDAY)
+    assert decision.gave_up
+    assert "not permitted within 1440m of the notice (held by pod shop/db-0" in decision.reason
+
+
+def test_a_scheduled_change_on_a_pool_not_ready_waits_then_acts_at_the_lead() -> None:
+    """``Provisioner.NewScheduler`` leaves a NodePool not Ready out: no replacement could
+    land the pods, so the claim is kept and the notice looked at again; within the lead of
+    the maintenance (the instance goes then anyway) it acts as today."""
+    pool = nodepool([{"nodes": "20%"}])
+    pool["status"] = {"conditions": [{"type": "Ready", "status": "False", "reason": "X"}]}
+    deadline = SATURDAY + timedelta(days=3)
+    change = notice(Kind.SCHEDULED_CHANGE, at=SATURDAY - timedelta(minutes=1), deadline=deadline)
+    waiting = decide(change, target(pool=pool), Settings(), SATURDAY)
+    assert waiting.outcome is Outcome.DEFERRED
+    assert waiting.steps == (Step.MARK_PENDING,)
+    assert waiting.recheck_at == SATURDAY + RECHECK_INTERVAL
+    assert "no replacement can launch: NodePool general is not Ready: False, X" in waiting.reason
+    lead = deadline - Settings().scheduled_change_lead
+    forced = decide(change, target(pool=pool), Settings(), lead)
+    assert forced.outcome is Outcome.ACTED and forced.forced
+    assert forced.steps == (Step.TAINT_AND_CORDON, Step.DELETE_NODECLAIM)

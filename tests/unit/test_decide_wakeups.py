@@ -74,12 +74,34 @@ def test_a_replacement_being_deleted_is_not_taken_for_a_ready_one() -> None:
 
 
 def test_a_drain_continues_unless_the_node_is_gone() -> None:
-    node = {"metadata": {"name": "ip-10-0-1-12"}}
+    taint = {"key": "lifeboat.dev/asg-termination", "effect": "NoSchedule"}
+    node = {"metadata": {"name": "ip-10-0-1-12"}, "spec": {"taints": [taint]}}
     assert continue_drain(Target(INSTANCE, node=node)).steps == (
         Step.EVICT,
         Step.COMPLETE_LIFECYCLE,
     )
     assert continue_drain(Target(INSTANCE)).steps == (Step.COMPLETE_LIFECYCLE,)
+
+
+@pytest.mark.parametrize(
+    "taints",
+    [
+        [],
+        [{"key": "lifeboat.dev/rebalance-recommendation", "effect": "PreferNoSchedule"}],
+        [{"key": "example.com/other", "effect": "NoSchedule"}],
+    ],
+    ids=["no-taint", "only-a-waiting-mark", "someone-elses-taint"],
+)
+def test_a_drain_continues_only_on_a_node_lifeboat_took_out_of_service(
+    taints: list[dict[str, str]],
+) -> None:
+    """Regression (issue 23.5): a forged continue-drain wake-up evicted the pods of a healthy
+    node never cordoned. Only a node carrying Lifeboat's NoSchedule taint is drained on."""
+    node = {"metadata": {"name": "ip-10-0-1-12"}, "spec": {"taints": taints}}
+    decision = continue_drain(Target(INSTANCE, node=node))
+    assert decision.outcome is Outcome.IGNORED
+    assert decision.steps == ()
+    assert "carries no Lifeboat taint" in decision.reason
 
 
 def test_a_deferral_is_decided_again_at_its_earliest_time() -> None:

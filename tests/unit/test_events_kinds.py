@@ -308,27 +308,29 @@ def test_asg_instance_notification_is_unsupported() -> None:
     assert "autoscaling:EC2_INSTANCE_TERMINATE" in notice.ignore_reason
 
 
-def test_asg_launching_transition_raw_is_ignored() -> None:
+def test_asg_launching_transition_raw_is_a_launch_notice() -> None:
+    """Issue 22: a launch lifecycle action is its own kind, with its hook, so it can be
+    completed once the node is Ready (when ``complete_launch_hooks`` is on)."""
     message = sample("raw/asg-lifecycle-hook.json")
     message["LifecycleTransition"] = "autoscaling:EC2_INSTANCE_LAUNCHING"
     [notice] = parse(message)
-    assert notice.kind is Kind.ASG_TERMINATION
+    assert notice.kind is Kind.ASG_LAUNCH
+    assert not notice.involuntary
     assert notice.instance_id == "i-0a1b2c3d4e5f60006"
-    assert notice.lifecycle is None
-    assert notice.deadline is None
-    assert notice.ignore_reason == (
-        "lifecycle transition autoscaling:EC2_INSTANCE_LAUNCHING is not a termination"
-    )
+    assert notice.lifecycle is not None
+    assert notice.lifecycle.hook_name == "lifeboat-drain"
+    assert notice.deadline == notice.event_time + timedelta(hours=1)
+    assert notice.ignore_reason is None
 
 
-def test_asg_launch_lifecycle_action_event_is_ignored() -> None:
+def test_asg_launch_lifecycle_action_event_is_a_launch_notice() -> None:
     event = sample("asg-termination.json")
     event["detail-type"] = "EC2 Instance-launch Lifecycle Action"
     event["detail"]["LifecycleTransition"] = "autoscaling:EC2_INSTANCE_LAUNCHING"
     [notice] = parse(event)
-    assert notice.kind is Kind.ASG_TERMINATION
-    assert notice.ignore_reason is not None
-    assert "not a termination" in notice.ignore_reason
+    assert notice.kind is Kind.ASG_LAUNCH
+    assert notice.lifecycle is not None
+    assert notice.ignore_reason is None
 
 
 # --- envelope ----------------------------------------------------------------------------------

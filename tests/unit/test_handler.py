@@ -256,6 +256,9 @@ def template_environment() -> dict[str, str]:
 def lambda_env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     env = template_environment()
     env.update(
+        # Deployed to act (samconfig's production environment): the template's default,
+        # for a deployment that says nothing, is a dry run.
+        LIFEBOAT_DRY_RUN="false",
         AWS_ACCESS_KEY_ID="testing",
         AWS_SECRET_ACCESS_KEY="testing",
         AWS_SESSION_TOKEN="testing",

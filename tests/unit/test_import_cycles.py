@@ -1,6 +1,8 @@
-"""No import cycles among the project's modules (issue 16): module-level imports only
-(``if TYPE_CHECKING:`` blocks and imports inside functions are how a cycle is avoided on
-purpose); ``from package import submodule`` depends on the submodule, not on the package."""
+"""No import cycles among the project's modules, at file level: every import a file makes
+counts, at module level, inside functions (deferred for cold start) or under
+``if TYPE_CHECKING:`` alike, so two modules that need each other are found even when one
+defers its import. ``from package import submodule`` depends on the submodule, not on the
+package."""
 
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ def _modules() -> dict[str, Path]:
 def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
     deps: set[str] = set()
-    for node in ast.parse(path.read_text()).body:
+    for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             deps.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -66,3 +68,14 @@ def test_no_module_imports_itself_through_others() -> None:
         if name not in state:
             visit(name)
     assert cycles == []
+
+
+def test_a_deferred_import_that_closes_a_circle_is_seen(tmp_path: Path) -> None:
+    """The guard itself: an import inside a function counts."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "a.py").write_text("from pkg import b\n")
+    (package / "b.py").write_text("def f() -> None:\n    from pkg import a\n")
+    modules = {"pkg.a": package / "a.py", "pkg.b": package / "b.py"}
+    assert _imports("pkg.a", modules["pkg.a"], modules) == {"pkg.b"}
+    assert _imports("pkg.b", modules["pkg.b"], modules) == {"pkg.a"}

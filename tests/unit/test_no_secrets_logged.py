@@ -1,4 +1,4 @@
-"""No credential reaches a log line, stdout/stderr or a file under /tmp: neither the bearer
+"""No credential reaches a log line, stdout/stderr or a temporary file: neither the bearer
 tokens Lifeboat sends to Kubernetes nor the Lambda role's own credentials
 (``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``, and the access key id with them).
 
@@ -23,7 +23,7 @@ import io
 import json
 import logging
 import os
-import time
+import tempfile
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -127,19 +127,13 @@ def _load_app() -> Any:
     return module
 
 
-def _files_under_tmp_containing(needles: list[bytes], since: float) -> list[str]:
+def _files_containing(needles: list[bytes], root: Path) -> list[str]:
+    """The files under ``root`` (the test's own temporary directory) holding a needle."""
     found = []
-    for directory, _, files in os.walk("/tmp"):
+    for directory, _, files in os.walk(root):
         for name in files:
             path = os.path.join(directory, name)
-            try:
-                stat = os.stat(path, follow_symlinks=False)
-                if stat.st_mtime < since or stat.st_size > 5_000_000 or not os.path.isfile(path):
-                    continue
-                with open(path, "rb") as handle:
-                    data = handle.read()
-            except OSError:
-                continue
+            data = Path(path).read_bytes()
             found += [path for needle in needles if needle in data]
     return found
 
@@ -149,8 +143,15 @@ def test_no_token_or_role_credential_in_logs_output_or_tmp(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
     capfd: pytest.CaptureFixture[str],
+    tmp_path: Path,
 ) -> None:
-    since = time.time() - 1
+    # Lambda's writable /tmp is where a library's temporary files go (``tempfile``: the
+    # kubernetes client's CA and key files, for one); here that is a directory of the
+    # test's own, so only what this invocation wrote is read, never the machine's /tmp.
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "1")
     monkeypatch.setenv("POWERTOOLS_LOG_LEVEL", "DEBUG")
     monkeypatch.setenv("POWERTOOLS_LOGGER_LOG_EVENT", "true")
@@ -230,7 +231,8 @@ def test_no_token_or_role_credential_in_logs_output_or_tmp(
         canary = f"canary-{uuid.uuid4().hex}"
         logging.getLogger("botocore.endpoint").info("canary %s", canary)
         app.logger.info(canary)
-        Path(f"/tmp/lifeboat-canary-{canary}").write_text(canary)
+        with tempfile.NamedTemporaryFile("w", prefix="lifeboat-canary-", delete=False) as file:
+            file.write(canary)
         try:
             output = capfd.readouterr()
             logged = caplog.text + " ".join(str(r.__dict__) for r in caplog.records)
@@ -245,12 +247,9 @@ def test_no_token_or_role_credential_in_logs_output_or_tmp(
             assert leaked == []
             for secret in secrets:
                 assert secret not in everything
-            tmp = _files_under_tmp_containing(
-                [s.encode() for s in secrets] + [canary.encode()], since
-            )
-            assert tmp == [f"/tmp/lifeboat-canary-{canary}"]
+            tmp = _files_containing([s.encode() for s in secrets] + [canary.encode()], scratch)
+            assert tmp == [file.name]
         finally:
-            Path(f"/tmp/lifeboat-canary-{canary}").unlink()
             lifeboat_logger.removeHandler(handler)
             lifeboat_logger.setLevel(level)
 

@@ -466,7 +466,14 @@ def test_replacement_name_derives_from_the_old_claim_only() -> None:
     first = replacement_name("general", "general-7xkqz")
     assert first == replacement_name("general", "general-7xkqz")
     assert first != replacement_name("general", "general-8abcd")
-    assert re.fullmatch(r"general-[0-9a-f]{10}", first)
+    assert re.fullmatch(r"general-[0-9a-f]{20}", first)
+    # From the old claim's uid when it is known (issue 23.5): 80 bits of the API server's
+    # random uid, not 40 of a name anyone can choose.
+    by_uid = replacement_name("general", "general-7xkqz", "8f5e2c1a-0000-4000-8000-000000000002")
+    assert by_uid != first
+    assert by_uid == replacement_name(
+        "general", "other-name", "8f5e2c1a-0000-4000-8000-000000000002"
+    )
 
 
 # -- when Karpenter would not want a replacement (issue 11.2) ---------------------------------

@@ -193,10 +193,10 @@ def test_a_node_put_back_into_service_by_someone_else_is_skipped() -> None:
 
 
 def test_a_rotation_with_nothing_pending_or_in_flight_completes() -> None:
-    r = rotation(node("n-001", NodePhase.DONE), node("n-002", NodePhase.SKIPPED))
+    r = rotation(node("n-001", NodePhase.DONE), node("n-002", NodePhase.DONE))
     step = plan.finish_if_done(r, NOW)
     assert step.rotation.phase is Phase.COMPLETED
-    assert step.rotation.reason == "1 of 2 node(s) rotated, 1 skipped"
+    assert step.rotation.reason == "2 of 2 node(s) rotated"
     busy = rotation(node("n-001", NodePhase.DONE), node("n-002", NodePhase.WAITING))
     assert plan.finish_if_done(busy, NOW).rotation.phase is Phase.RUNNING
 
@@ -317,3 +317,45 @@ def test_an_unreadable_state_is_a_state_error_naming_the_field(text: str, where:
     with pytest.raises(StateError) as error:
         from_json(text)
     assert str(error.value).startswith(where)
+
+
+# -- issue 22: a rotation never calls a stuck node done ---------------------------------------
+
+
+def test_a_rotation_with_a_node_not_rotated_completes_with_skips_naming_it() -> None:
+    """Only every node done is ``completed``: a skipped node still runs its pods, and the
+    README's next step (scale the group down) would kill them."""
+    skipped = replace(node("n-002", NodePhase.SKIPPED), note="NodePool legacy opted out")
+    step = plan.finish_if_done(rotation(node("n-001", NodePhase.DONE), skipped), NOW)
+    assert step.rotation.phase is Phase.COMPLETED_WITH_SKIPS
+    assert not step.rotation.phase.active
+    assert step.rotation.reason == (
+        "1 of 2 node(s) rotated; not rotated: n-002 skipped (NodePool legacy opted out)"
+    )
+    (change,) = step.changes
+    assert change.warning and not change.ok
+
+
+def test_a_node_held_back_past_the_health_gate_fails_the_rotation_naming_the_blocker() -> None:
+    """The gate's clock starts when the node is first held back (its notice deferred), not
+    once it is cordoned: a PDB that never allows fails the rotation after the gate's
+    timeout, naming the PDB; no further node is started and the held node's mark is let go."""
+    r = rotation(node("n-001", NodePhase.WAITING), node("n-002"), node("n-003"))
+    why = "rotation: PDB shop/web allows no disruption now (pod shop/web-1)"
+    r = plan.decided(r, "n-001", Outcome.DEFERRED, why, NOW).rotation
+    assert r.node("n-001").gate_started == NOW
+    later = plan.decided(r, "n-001", Outcome.DEFERRED, why, NOW + TIMEOUT / 2).rotation
+    assert later.node("n-001").gate_started == NOW  # first held back, not the latest
+    waiting = plan.advance(later, {"n-001": NodeView(True)}, NOW + TIMEOUT - timedelta(seconds=1))
+    assert waiting.rotation.node("n-001").phase is NodePhase.WAITING
+    step = plan.advance(later, {"n-001": NodeView(True)}, NOW + TIMEOUT)
+    assert step.rotation.phase is Phase.FAILED
+    assert step.rotation.node("n-001").phase is NodePhase.FAILED
+    assert "PDB shop/web allows no disruption now" in step.rotation.reason
+    assert step.release == ("n-001",)
+    assert plan.candidates(step.rotation) == []
+    assert [n.phase for n in step.rotation.nodes[1:]] == [NodePhase.RELEASED] * 2
+    # Resumed (the PDB fixed): the node's gate starts again from its next hold-back.
+    resumed = plan.command(step.rotation, Verb.RESUME, NOW + TIMEOUT * 2)
+    assert not isinstance(resumed, str)
+    assert resumed.rotation.node("n-001").gate_started is None

@@ -125,12 +125,13 @@ def test_a_bad_control_is_rejected_naming_the_field() -> None:
     assert reason_of(event).startswith("detail.selector: extra inputs are not permitted")
 
 
-def test_only_the_four_commands_of_source_lifeboat_are_rotation_events() -> None:
+def test_only_the_five_commands_of_source_lifeboat_are_rotation_events() -> None:
     assert sorted(DETAIL_TYPES) == [
         "Lifeboat Rotation Cancel Requested",
         "Lifeboat Rotation Pause Requested",
         "Lifeboat Rotation Requested",
         "Lifeboat Rotation Resume Requested",
+        "Lifeboat Rotation Rollback Requested",
     ]
     assert is_rotation_event(sample())
     other = copy.deepcopy(sample())

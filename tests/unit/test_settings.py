@@ -108,3 +108,16 @@ def test_load_balancer_exclusion_is_on_by_default_and_can_be_turned_off() -> Non
     assert off.exclude_from_load_balancers is False
     with pytest.raises(SettingsError, match="LIFEBOAT_EXCLUDE_FROM_LOAD_BALANCERS"):
         load_settings({"LIFEBOAT_EXCLUDE_FROM_LOAD_BALANCERS": "maybe"})
+
+
+def test_complete_launch_hooks_is_off_unless_turned_on() -> None:
+    """Issue 22: a launch hook nobody completes abandons every new instance, so Lifeboat
+    completes launch actions only when told to."""
+    assert load_settings({}).complete_launch_hooks is False
+    assert load_settings({"LIFEBOAT_COMPLETE_LAUNCH_HOOKS": "true"}).complete_launch_hooks
+
+
+def test_kind_actions_refuse_a_launch_kind() -> None:
+    with pytest.raises(SettingsError, match="asg-launch is not a voluntary kind"):
+        load_settings({"LIFEBOAT_KIND_ACTIONS": "asg-launch=cordon"})
+    assert not Kind.ASG_LAUNCH.voluntary and not Kind.ASG_LAUNCH.involuntary

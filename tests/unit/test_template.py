@@ -42,9 +42,14 @@ RULE_SAMPLES = {
 # Actions whose only valid Resource is "*" (no resource-level permissions).
 STAR_RESOURCE_ACTIONS = {
     "ec2:DescribeInstances",
+    # Only with SubnetIds (the function in a VPC): Lambda looks up its network interfaces.
+    "ec2:DescribeNetworkInterfaces",
+    "ec2:DescribeSubnets",
     "ec2:DescribeInstanceStatus",
     "xray:PutTraceSegments",
     "xray:PutTelemetryRecords",
+    # Discovering the clusters tagged ClusterTagKey (lifeboat.discovery).
+    "eks:ListClusters",
 }
 
 # Infrastructure the function needs to find; not operator settings, so not in settings.py
@@ -133,7 +138,10 @@ def _conditional(statement: Any) -> tuple[str | None, dict[str, Any]]:
 
 
 def _rule_arns() -> list[dict[str, Any]]:
-    return [{"Fn::GetAtt": [rule, "Arn"]} for rule in RULE_SAMPLES]
+    # The launch lifecycle rule exists only with CompleteLaunchHooks (its entry is conditional,
+    # like each kind's switch: the callers look through the conditions).
+    launch = {"Fn::GetAtt": ["AsgLaunchRule", "Arn"]}
+    return [{"Fn::GetAtt": [rule, "Arn"]} for rule in RULE_SAMPLES] + [launch]
 
 
 # --- lint -----------------------------------------------------------------------------------
@@ -163,8 +171,19 @@ def test_serverless_rules_report_nothing_and_every_suppression_says_why() -> Non
 
 
 def test_there_is_one_rule_per_kind() -> None:
-    # ... and the optional rule that routes Lifeboat's own notifications to its topic.
-    assert set(_of_type("AWS::Events::Rule")) == set(RULE_SAMPLES) | {"NotificationRule"}
+    # ... and the optional rule that routes Lifeboat's own notifications to its topic, the
+    # one that forwards them to the fleet's central bus (issue 26), and the launch lifecycle
+    # actions' rule, only with CompleteLaunchHooks (issue 22).
+    assert set(_of_type("AWS::Events::Rule")) == set(RULE_SAMPLES) | {
+        "NotificationRule",
+        "FleetForwardRule",
+        "AsgLaunchRule",
+    }
+    launch = _resources()["AsgLaunchRule"]
+    assert launch["Condition"] == "LaunchHooks"
+    assert launch["Properties"]["EventPattern"]["detail-type"] == [
+        "EC2 Instance-launch Lifecycle Action"
+    ]
 
 
 @pytest.mark.parametrize("rule", sorted(RULE_SAMPLES))
@@ -193,7 +212,9 @@ def test_queue_policy_trusts_only_the_rules_and_denies_plain_http(policy: str, q
     assert allow["Principal"] == {"Service": "events.amazonaws.com"}
     assert _as_list(allow["Action"]) == ["sqs:SendMessage"]
     assert allow["Resource"] == {"Fn::GetAtt": [queue, "Arn"]}
-    source_arns = allow["Condition"]["ArnEquals"]["aws:SourceArn"]
+    # Each rule's entry is conditional on its kind's switch (tests/unit/test_template_switches.py).
+    entries = allow["Condition"]["ArnEquals"]["aws:SourceArn"]
+    source_arns = [arn for entry in entries for arn in _branches(entry)]
     assert sorted(map(json.dumps, source_arns)) == sorted(map(json.dumps, _rule_arns()))
 
     denies = [s for s in statements if s["Effect"] == "Deny"]
@@ -210,13 +231,15 @@ def test_queue_policy_trusts_only_the_rules_and_denies_plain_http(policy: str, q
     if queue == "Queue":
         assert extra == []
     else:
-        [(condition, notification)] = extra
-        assert condition == "NotificationTopic"
-        assert notification["Principal"] == {"Service": "events.amazonaws.com"}
-        assert notification["Action"] == "sqs:SendMessage"
-        assert notification["Condition"] == {
-            "ArnEquals": {"aws:SourceArn": {"Fn::GetAtt": ["NotificationRule", "Arn"]}}
-        }
+        # ... and the optional rule forwarding to the fleet's bus, and only it.
+        rules = {"NotificationTopic": "NotificationRule", "ForwardToFleet": "FleetForwardRule"}
+        assert sorted(condition for condition, _ in extra) == sorted(rules)
+        for condition, notification in extra:
+            assert notification["Principal"] == {"Service": "events.amazonaws.com"}
+            assert notification["Action"] == "sqs:SendMessage"
+            assert notification["Condition"] == {
+                "ArnEquals": {"aws:SourceArn": {"Fn::GetAtt": [rules[condition], "Arn"]}}
+            }
 
 
 def test_queues_are_encrypted_and_redrive_to_the_dlq() -> None:
@@ -374,7 +397,11 @@ def test_scheduler_permissions_are_confined_to_the_group_and_role() -> None:
     scheduler_role = _resources()["SchedulerRole"]["Properties"]
     trust = scheduler_role["AssumeRolePolicyDocument"]["Statement"][0]
     assert trust["Principal"] == {"Service": "scheduler.amazonaws.com"}
-    assert trust["Condition"] == {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}
+    # Only Lifeboat's own schedule group (tests/unit/test_template_command_bus.py evaluates it).
+    assert trust["Condition"] == {
+        "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}},
+        "ArnEquals": {"aws:SourceArn": {"Fn::GetAtt": ["ScheduleGroup", "Arn"]}},
+    }
     send, dead_letters = scheduler_role["Policies"][0]["PolicyDocument"]["Statement"]
     assert send["Action"] == "sqs:SendMessage"
     assert send["Resource"] == {"Fn::GetAtt": ["Queue", "Arn"]}
@@ -398,7 +425,12 @@ def test_describe_cluster_and_access_entries_are_per_managed_cluster() -> None:
         "Fn::Sub": "arn:${AWS::Partition}:eks:${AWS::Region}:${AWS::AccountId}:cluster/${Cluster}"
     }
     entry = body["AccessEntry&{Cluster}"]
-    assert entry["Condition"] == "CreateAccessEntries"
+    # ... when ClusterNames names some (it may be empty: clusters found by their tag).
+    assert entry["Condition"] == "AccessEntriesForNamedClusters"
+    assert _template()["Conditions"]["AccessEntriesForNamedClusters"] == {
+        "Fn::And": [{"Condition": "CreateAccessEntries"}, {"Condition": "HasClusterNames"}]
+    }
+    assert body["DescribeClusterPolicy&{Cluster}"]["Condition"] == "HasClusterNames"
     assert entry["Properties"]["Type"] == "STANDARD"
     assert entry["Properties"]["KubernetesGroups"] == ["lifeboat"]
     assert entry["Properties"]["PrincipalArn"] == {
@@ -632,7 +664,16 @@ def test_lifecycle_actions_are_scoped_to_the_managed_clusters_groups_by_default(
         for sid, statement in statements.items()
         if "autoscaling:CompleteLifecycleAction" in _as_list(statement["Action"])
     }
-    assert granting == set(scoped) | {"LifecycleActionsAnyGroup"}
+    # With ClusterTagKey the clusters' names are unknown: groups of any EKS cluster (their
+    # tag present), never a group of no cluster (tests/unit/test_template_discovery.py).
+    discovered = {
+        "LifecycleActionsTaggedClustersManagedNodeGroups": "eks:cluster-name",
+        "LifecycleActionsTaggedClustersEksctlNodeGroups": "alpha.eksctl.io/cluster-name",
+    }
+    for sid, tag in discovered.items():
+        assert conditions[sid] == "ScopeLifecycleByDiscovery"
+        assert statements[sid]["Condition"] == {"Null": {f"aws:ResourceTag/{tag}": "false"}}
+    assert granting == set(scoped) | set(discovered) | {"LifecycleActionsAnyGroup"}
 
 
 def test_notifications_may_only_be_put_on_the_default_bus_as_lifeboat() -> None:
@@ -642,19 +683,27 @@ def test_notifications_may_only_be_put_on_the_default_bus_as_lifeboat() -> None:
     assert statement["Resource"] == {
         "Fn::Sub": "arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:event-bus/default"
     }
-    assert statement["Condition"] == {"StringEquals": {"events:source": "lifeboat"}}
+    from lifeboat.notify import DETAIL_TYPES
+
+    # Only its own detail-types (tests/unit/test_template_command_bus.py evaluates it).
+    assert statement["Condition"] == {
+        "StringEquals": {"events:source": "lifeboat", "events:detail-type": list(DETAIL_TYPES)}
+    }
     variables = _resources()["InterruptionFunction"]["Properties"]["Environment"]["Variables"]
     assert variables["LIFEBOAT_NOTIFICATION_BUS"] == {"Fn::If": ["Notify", "default", ""]}
 
 
 def test_the_optional_topic_gets_forced_actions_and_give_ups_from_one_rule() -> None:
-    from lifeboat.notify import FORCED_ACTION, GIVE_UP, SOURCE
+    from lifeboat.notify import FORCED_ACTION, GIVE_UP, ROTATION_CHANGE, SOURCE
 
     resources = _resources()
     for name in ("NotificationTopic", "NotificationTopicPolicy", "NotificationRule"):
         assert resources[name]["Condition"] == "NotificationTopic", name
     rule = resources["NotificationRule"]["Properties"]
-    assert rule["EventPattern"] == {"source": [SOURCE], "detail-type": [FORCED_ACTION, GIVE_UP]}
+    assert rule["EventPattern"] == {
+        "source": [SOURCE],
+        "detail-type": [FORCED_ACTION, GIVE_UP, ROTATION_CHANGE],
+    }
     [target] = rule["Targets"]
     assert target["Arn"] == {"Ref": "NotificationTopic"}
     assert target["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": ["DeadLetterQueue", "Arn"]}}

@@ -14,16 +14,15 @@ account, an Allow in either the queue policy or the caller's identity policy suf
 
 from __future__ import annotations
 
-import fnmatch
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
+from tests.support import iam_policy
+from tests.support.cfn_resolve import evaluate_conditions
+from tests.support.iam_policy import ACCOUNT, REGION
 from tests.unit.test_template import _resources, _template
 
-ACCOUNT = "123456789012"
-REGION = "us-east-1"
 QUEUE = f"arn:aws:sqs:{REGION}:{ACCOUNT}:lifeboat-Queue"
 SCHEDULER_ROLE = f"arn:aws:iam::{ACCOUNT}:role/lifeboat-SchedulerRole"
 REDRIVE_ROLE = f"arn:aws:iam::{ACCOUNT}:role/operators"
@@ -38,39 +37,24 @@ def _arn(logical_id: str) -> str:
     return f"arn:aws:events:{REGION}:{ACCOUNT}:rule/lifeboat-{logical_id}"
 
 
-def _resolve(value: Any, parameters: dict[str, str], conditions: dict[str, bool]) -> Any:
-    """Intrinsic functions the policy uses, resolved; ``!Ref AWS::NoValue`` drops out."""
-    if isinstance(value, list):
-        resolved = [_resolve(v, parameters, conditions) for v in value]
-        return [v for v in resolved if v is not _NO_VALUE]
-    if isinstance(value, dict):
-        if "Fn::GetAtt" in value:
-            logical_id, attribute = value["Fn::GetAtt"]
-            assert attribute == "Arn"
-            return _arn(logical_id)
-        if "Ref" in value:
-            name = value["Ref"]
-            if name == "AWS::NoValue":
-                return _NO_VALUE
-            return parameters[name]
-        if "Fn::If" in value:
-            condition, then, otherwise = value["Fn::If"]
-            chosen = then if conditions[condition] else otherwise
-            return _resolve(chosen, parameters, conditions)
-        return {k: _resolve(v, parameters, conditions) for k, v in value.items()}
-    return value
-
-
-_NO_VALUE = object()
-
-
-def _queue_statements(redrive_role: str = "") -> list[dict[str, Any]]:
+def _queue_statements(
+    redrive_role: str = "", overrides: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """The queue policy of a stack deployed with ``overrides`` (and the redrive role)."""
     template = _template()
     policy = template["Resources"]["QueuePolicy"]["Properties"]
     assert policy["Queues"] == [{"Ref": "Queue"}]
-    parameters = {"QueueRedriveRoleArn": redrive_role}
-    conditions = {"HasRedriveRole": bool(redrive_role)}
-    statements = _resolve(policy["PolicyDocument"]["Statement"], parameters, conditions)
+    # With CompleteLaunchHooks on, so the launch rule (created only then) is checked too.
+    overrides = {
+        "CompleteLaunchHooks": "true",
+        **(overrides or {}),
+        "QueueRedriveRoleArn": redrive_role,
+    }
+    parameters = {name: overrides.get(name, "") for name in template["Parameters"]}
+    conditions = evaluate_conditions(template, overrides)
+    statements = iam_policy.resolve(
+        policy["PolicyDocument"]["Statement"], parameters, conditions, _arn
+    )
     return list(statements)
 
 
@@ -87,72 +71,27 @@ def _rules_targeting_the_queue() -> set[str]:
     }
 
 
-@dataclass(frozen=True)
-class Request:
+def _send(
+    principal: dict[str, str], context: dict[str, str], identity_allows: bool = False
+) -> iam_policy.Request:
     """``sqs:SendMessage`` to the queue, as IAM sees it."""
-
-    # {"Service": ...} or {"AWS": arn}
-    principal: dict[str, str]
-    context: dict[str, str] = field(default_factory=dict)
-    # Whether the caller's own IAM policy allows the send (same account).
-    identity_allows: bool = False
-    action: str = "sqs:SendMessage"
+    return iam_policy.Request("sqs:SendMessage", QUEUE, principal, context, identity_allows)
 
 
-def _values(value: Any) -> list[str]:
-    return [str(v) for v in value] if isinstance(value, list) else [str(value)]
-
-
-def _operator_holds(operator: str, keys: dict[str, Any], context: dict[str, str]) -> bool:
-    negated = operator in ("ArnNotEquals", "ArnNotLike", "StringNotEquals")
-    for key, wanted in keys.items():
-        present = context.get(key)
-        if present is None:
-            holds = negated
-        elif operator in ("ArnEquals", "ArnLike", "ArnNotEquals", "ArnNotLike"):
-            matched = any(fnmatch.fnmatchcase(present, v) for v in _values(wanted))
-            holds = not matched if negated else matched
-        elif operator in ("StringEquals", "StringNotEquals", "Bool"):
-            matched = present in _values(wanted)
-            holds = not matched if negated else matched
-        else:
-            raise AssertionError(f"the evaluator does not know {operator}: teach it")
-        if not holds:
-            return False
-    return True
-
-
-def _applies(statement: dict[str, Any], request: Request) -> bool:
-    actions = _values(statement["Action"])
-    if not any(fnmatch.fnmatchcase(request.action, a) for a in actions):
-        return False
-    assert statement["Resource"] == QUEUE
-    principal = statement["Principal"]
-    if principal != "*" and not any(
-        who in _values(principal.get(kind, [])) for kind, who in request.principal.items()
-    ):
-        return False
-    conditions = statement.get("Condition", {})
-    return all(_operator_holds(op, keys, request.context) for op, keys in conditions.items())
-
-
-def _may_send(request: Request, statements: list[dict[str, Any]]) -> bool:
-    applying = [s for s in statements if _applies(s, request)]
-    if any(s["Effect"] == "Deny" for s in applying):
-        return False
-    return request.identity_allows or any(s["Effect"] == "Allow" for s in applying)
+def _may_send(request: iam_policy.Request, statements: list[dict[str, Any]]) -> bool:
+    return iam_policy.allowed(request, statements)
 
 
 SECURE = {"aws:SecureTransport": "true"}
 
 
-def _from_rule(rule_arn: str) -> Request:
-    return Request({"Service": "events.amazonaws.com"}, {**SECURE, "aws:SourceArn": rule_arn})
+def _from_rule(rule_arn: str) -> iam_policy.Request:
+    return _send({"Service": "events.amazonaws.com"}, {**SECURE, "aws:SourceArn": rule_arn})
 
 
-def _as_role(role_arn: str, identity_allows: bool = True) -> Request:
+def _as_role(role_arn: str, identity_allows: bool = True) -> iam_policy.Request:
     # For a role session, aws:PrincipalArn is the role's ARN.
-    return Request({"AWS": role_arn}, {**SECURE, "aws:PrincipalArn": role_arn}, identity_allows)
+    return _send({"AWS": role_arn}, {**SECURE, "aws:PrincipalArn": role_arn}, identity_allows)
 
 
 def test_every_rule_that_targets_the_queue_may_send_to_it() -> None:
@@ -172,7 +111,7 @@ def test_the_policy_names_exactly_the_rules_that_target_the_queue() -> None:
         for operator in ("ArnEquals", "ArnNotEquals"):
             named = statement.get("Condition", {}).get(operator, {}).get("aws:SourceArn")
             if named is not None:
-                assert sorted(_values(named)) == expected, statement.get("Sid")
+                assert sorted(iam_policy.values(named)) == expected, statement.get("Sid")
 
 
 def test_the_scheduler_role_may_send() -> None:
@@ -185,7 +124,7 @@ def test_the_scheduler_role_may_send() -> None:
         # An administrator or CI role of the account, allowed sqs:SendMessage on "*".
         _as_role(f"arn:aws:iam::{ACCOUNT}:role/admin"),
         # An IAM user of the account.
-        Request(
+        _send(
             {"AWS": f"arn:aws:iam::{ACCOUNT}:user/alice"},
             {**SECURE, "aws:PrincipalArn": f"arn:aws:iam::{ACCOUNT}:user/alice"},
             identity_allows=True,
@@ -198,7 +137,7 @@ def test_the_scheduler_role_may_send() -> None:
         # The operator's role while the stack names no redrive role.
         _as_role(REDRIVE_ROLE),
         # One of Lifeboat's rules, but over plain HTTP.
-        Request(
+        _send(
             {"Service": "events.amazonaws.com"},
             {"aws:SecureTransport": "false", "aws:SourceArn": _arn("SpotInterruptionRule")},
         ),
@@ -213,7 +152,7 @@ def test_the_scheduler_role_may_send() -> None:
         "plain-http",
     ],
 )
-def test_no_one_else_may_send(request_: Request) -> None:
+def test_no_one_else_may_send(request_: iam_policy.Request) -> None:
     assert not _may_send(request_, _queue_statements())
 
 

@@ -90,3 +90,19 @@ def test_an_unknown_instance_within_the_grace_period_goes_back_to_the_queue() ->
         triage(spot(), None, patient, NOW)
     later = triage(spot(event_time=NOW - timedelta(minutes=3)), None, patient, NOW)
     assert later.outcome is Outcome.IGNORED
+
+
+def test_a_hook_whose_group_ec2_does_not_confirm_is_rejected() -> None:
+    """Regression (issue 23.5): a lifecycle hook naming an Auto Scaling group on an instance
+    EC2 puts in no group (a Karpenter node) was completed. Only the group EC2's
+    aws:autoscaling:groupName tag names is answered."""
+    from lifeboat.events.notice import LifecycleHook
+
+    hook = LifecycleHook("payments-workers", "drain", "token-1", INSTANCE)
+    notice = spot(kind=Kind.ASG_TERMINATION, lifecycle=hook)
+    checked = triage(notice, info(), HERE, NOW)
+    assert checked.outcome is Outcome.REJECTED
+    assert "belongs to none" in checked.reason
+    # Its own group is confirmed, and goes on.
+    own = triage(notice, info(auto_scaling_group="payments-workers"), HERE, NOW)
+    assert (own.outcome, own.cluster) == (None, "prod")

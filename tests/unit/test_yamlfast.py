@@ -106,7 +106,6 @@ def test_a_tricky_scalar_anywhere_reads_as_pyyaml_reads_it(scalar: str) -> None:
     "text",
     [
         "k: 12\nf: 1.5\nt: true\nn: null\ne:\ns: '010'\nq: \"yes\"\nl: [1, 'on']\n",
-        "a: &x {k: [1, 2]}\nb: *x\n",  # aliases: equal copies
         "a: 1\na: 2\n",  # a duplicate key: the last wins, in both
         "\ufeffa: 1\n",  # a byte order mark
         "---\na: 1\n...\n---\nb: 2\n...\n",
@@ -141,6 +140,9 @@ def test_plain_data_takes_the_fast_path_and_reads_as_pyyaml_reads_it(text: str) 
         "%YAML 1.1\n---\nk: v\n",
         "'nan': x\n",
         "a: &x 1\nb: &x 2\nc: *x\n",  # an anchor defined twice: PyYAML refuses it
+        # Any alias (issue 23.5): rapidyaml's resolve() would expand an alias bomb before
+        # anything could count it; PyYAML shares, and read_documents caps the expansion.
+        "a: &x {k: [1, 2]}\nb: *x\n",
         # A block scalar ends the file with no line break: PyYAML keeps none, rapidyaml one.
         "a: |\n  y",
         "a: >\n  y",

@@ -11,11 +11,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from lifeboat import nodes
 from lifeboat.decide import Decision, Step
+from lifeboat.errors import BrokenInvariant
+from lifeboat.events.asg_lifecycle import lifecycle_expired
 from lifeboat.events.notice import Kind, LifecycleHook, Notice
 from lifeboat.kube import Conflict, Eviction, KubeApi, KubeError
 from lifeboat.node_patches import (
@@ -61,6 +63,14 @@ class ActResult:
     pods_remaining: int = 0
     # The replacement already existed: an earlier notice or delivery acted on this claim.
     replaced_before: bool = False
+    # Why the replacement was not created (refused by the API server, or no valid claim):
+    # a voluntary notice then keeps the old claim (see ``carry_out``).
+    replacement_refused: str | None = None
+    # Evicted pods still terminating (within their grace period) on a node whose lifecycle
+    # action waits for them: CONTINUE only once they are gone.
+    pods_terminating: int = 0
+    # The node was deleted between its read and the patch (404): nothing to drain.
+    node_gone: bool = False
 
 
 class Actor:
@@ -87,30 +97,42 @@ class Actor:
         outcome = ActResult()
         dry = self._settings.dry_run
         for step in decision.steps:
+            if outcome.node_gone and step is not Step.COMPLETE_LIFECYCLE:
+                continue  # deleted under us: no replacement, no drain, nothing to delete
             if step is Step.TAINT_AND_CORDON:
-                outcome.actions += self._taint(notice, target, "cordon", dry)
+                outcome.actions += self._taint(notice, target, "cordon", dry, outcome)
             elif step is Step.CLEAR_PENDING:
                 outcome.actions += self._clear_pending(notice, target, dry)
             elif step is Step.MARK_PENDING:
-                outcome.actions += self._taint(notice, target, "prefer", dry)
+                outcome.actions += self._taint(notice, target, "prefer", dry, outcome)
             elif step is Step.CREATE_REPLACEMENT:
                 outcome.replacement = self._replace(notice, target, outcome, dry)
             elif step is Step.DELETE_NODECLAIM:
+                if outcome.replacement_refused and not (notice.involuntary or decision.forced):
+                    # Voluntary work never deletes a claim whose replacement did not come:
+                    # its pods would wait with nowhere to go (the caller defers the notice).
+                    continue
                 outcome.actions += self._delete_claim(target, dry, outcome.replaced_before)
             elif step is Step.EVICT:
                 self._drain(notice, target, outcome, dry)
             elif step is Step.RESTORE:
                 outcome.actions += self._restore(notice, target, dry)
             elif step is Step.COMPLETE_LIFECYCLE and outcome.pods_remaining == 0:
+                if outcome.pods_terminating and not lifecycle_expired(notice, self._clock()):
+                    continue  # the instance must outlive its pods' grace periods
+                outcome.pods_terminating = 0
                 outcome.actions += self._complete_lifecycle(notice, dry)
         return outcome
 
     # -- taint and cordon ------------------------------------------------------------------
 
-    def _taint(self, notice: Notice, target: Target, mode: str, dry: bool) -> list[Action]:
+    def _taint(
+        self, notice: Notice, target: Target, mode: str, dry: bool, outcome: ActResult
+    ) -> list[Action]:
         """Taint and cordon (``mode`` "cordon", a node about to go: also excluded from load
         balancers) or only mark (``mode`` "prefer", a deferred notice), in one patch."""
-        assert target.node is not None
+        if target.node is None:
+            raise BrokenInvariant("lifeboat.act._taint: target.node is None")
         key = nodes.taint_key(notice.kind)
         effect = self._settings.taint_effect if mode == "cordon" else "PreferNoSchedule"
         cordon = mode == "cordon"
@@ -125,7 +147,9 @@ class Actor:
             target.node, lambda n: taint_operations(n, key, effect, cordon, exclude, marker), dry
         )
         if node is None:
-            return []  # the node went away while we were patching: nothing to cordon
+            # The node went away while we were patching: nothing to cordon, nothing to drain.
+            outcome.node_gone = True
+            return [{**actions[0], "error": f"node {nodes.name_of(target.node)} is gone"}]
         # Reported when Lifeboat labels the node (now, or at an earlier delivery), not for
         # a label the operator set: Lifeboat neither added that one nor will remove it.
         if exclude and (
@@ -171,7 +195,8 @@ class Actor:
     def _clear_pending(self, notice: Notice, target: Target, dry: bool) -> list[Action]:
         """Remove the waiting mark of a notice let go, and the load balancer exclusion if
         Lifeboat added it and no other of its taints keeps the node out of service."""
-        assert target.node is not None
+        if target.node is None:
+            raise BrokenInvariant("lifeboat.act._clear_pending: target.node is None")
         key = nodes.taint_key(notice.kind)
         node = self._patch_node(target.node, lambda n: untaint_operations(n, key), dry)
         if node is None:
@@ -184,7 +209,8 @@ class Actor:
     def _restore(self, notice: Notice, target: Target, dry: bool) -> list[Action]:
         """Undo Lifeboat's taint, cordon and load balancer exclusion on a node that stays
         (``node_patches.restore_operations``); the actions as the node was before."""
-        assert target.node is not None
+        if target.node is None:
+            raise BrokenInvariant("lifeboat.act._restore: target.node is None")
         key = nodes.taint_key(notice.kind)
         ended = None
         if notice.ends_maintenance and notice.deadline is not None:
@@ -218,6 +244,8 @@ class Actor:
                 self._kube.patch_node(nodes.name_of(node), operations)
                 return node
             except KubeError as error:
+                if error.status == 404:
+                    return None  # deleted since it was read: gone, nothing to patch
                 if error.status not in (409, 422) or attempt == PATCH_ATTEMPTS - 1:
                     raise
             fresh = self._kube.get_node(nodes.name_of(node))
@@ -229,18 +257,26 @@ class Actor:
     # -- Karpenter -------------------------------------------------------------------------
 
     def _replace(self, notice: Notice, target: Target, outcome: ActResult, dry: bool) -> str | None:
-        """Create the replacement. Never holds up what follows (the old claim's deletion):
-        a claim that cannot be built, or that the API server refuses (422, 403, 5xx after
-        retries), is reported on the action, and Karpenter's provisioner makes capacity for
-        the drained pods itself."""
-        assert target.node is not None
+        """Create the replacement. A claim that cannot be built, or that the API server
+        refuses (422, 403, 5xx after retries), is reported on the action and in
+        ``replacement_refused``: an involuntary notice still deletes the old claim (the
+        instance goes anyway; Karpenter's provisioner makes capacity for the drained pods),
+        a voluntary one keeps it."""
+        if target.node is None:
+            raise BrokenInvariant("lifeboat.act._replace: target.node is None")
         if target.claim is None or target.nodepool is None:
             return None
         built = replacement_nodeclaim(
-            target.nodepool, target.node, target.claim.name, notice.dedup_key
+            target.nodepool,
+            target.node,
+            target.claim.name,
+            notice.dedup_key,
+            target.claim.uid,
+            reservation_reclaimed=notice.kind is Kind.CAPACITY_RESERVATION_INTERRUPTION,
         )
         if built.claim is None:
             outcome.actions.append({"type": "create-nodeclaim", "name": None, "error": built.note})
+            outcome.replacement_refused = built.note
             return None
         name = nodes.name_of(built.claim)
         action: Action = {"type": "create-nodeclaim", "name": name}
@@ -253,12 +289,25 @@ class Actor:
             self._kube.create_nodeclaim(dict(built.claim))
         except Conflict:
             # AlreadyExists: the replacement's name derives from the old claim, so another
-            # notice, delivery or invocation already made this one. Never a second one.
+            # notice, delivery or invocation already made this one. Never a second one. But
+            # only if it is one: a claim of that name replacing another claim (or none) is
+            # not this one's replacement, and this one gets none from Lifeboat (Karpenter's
+            # provisioner makes capacity for the drained pods).
+            existing = self._kube.get_nodeclaim(name)
+            replaces = nodes.labels_of(existing or {}).get(nodes.REPLACES_LABEL)
+            if existing is not None and replaces != target.claim.name:
+                action["error"] = (
+                    f"409: NodeClaim {name} exists and is not the replacement of "
+                    f"{target.claim.name} ({nodes.REPLACES_LABEL}={replaces or '(none)'})"
+                )
+                outcome.actions.append(action)
+                return None
             action["existing"] = True
             outcome.replaced_before = True
         except KubeError as error:
             action["error"] = f"{error.status}: {error}"[:500]
             outcome.actions.append(action)
+            outcome.replacement_refused = f"refused by the API server: {action['error']}"
             return None
         outcome.actions.append(action)
         return name
@@ -291,34 +340,58 @@ class Actor:
     # -- drain without Karpenter -----------------------------------------------------------
 
     def _drain(self, notice: Notice, target: Target, outcome: ActResult, dry: bool) -> None:
-        assert target.node is not None
-        outcome.pods_remaining = self._evict_pods(notice, nodes.name_of(target.node), outcome, dry)
-        if outcome.pods_remaining and not dry and notice.lifecycle and self._lifecycle:
-            # Keep the instance alive while PodDisruptionBudgets hold the drain back.
+        if target.node is None:
+            raise BrokenInvariant("lifeboat.act._drain: target.node is None")
+        node_name = nodes.name_of(target.node)
+        outcome.pods_remaining = self._evict_pods(notice, node_name, outcome, dry)
+        if notice.lifecycle is not None and not dry:
+            # NTH issue #355: completing the action while the evicted pods still run their
+            # preStop hooks and grace periods lets the instance go under them.
+            outcome.pods_terminating = len(
+                nodes.terminating_pods(self._kube.list_pods_on_node(node_name))
+            )
+        waiting = outcome.pods_remaining or outcome.pods_terminating
+        if waiting and not dry and notice.lifecycle and self._lifecycle:
+            # Keep the instance alive while PodDisruptionBudgets hold the drain back, or
+            # while the evicted pods terminate.
             self._lifecycle.heartbeat(notice.lifecycle)
 
     def _evict_pods(self, notice: Notice, node_name: str, outcome: ActResult, dry: bool) -> int:
         """Evict the node's pods, retrying PDB refusals for ``drain_patience`` seconds (never
-        past the notice's deadline); returns how many pods PDBs still hold."""
-        give_up = time.monotonic() + self._drain_patience
+        past the notice's deadline); returns how many pods PDBs still hold.
+
+        One clock, the injected one, says when to stop: patience and the deadline are both
+        instants on it. The seconds slept (through the injected ``sleep``) bound the wait as
+        well, so a clock that stands still (replay's ``--at``) cannot keep it going."""
+        give_up = self._clock() + timedelta(seconds=self._drain_patience)
+        if notice.deadline is not None:
+            give_up = min(give_up, notice.deadline)
+        slept = 0.0
         delay = 0.5
         while True:
-            pods = nodes.evictable_pods(self._kube.list_pods_on_node(node_name))
-            blocked = 0
-            for pod in pods:
-                meta = pod["metadata"]
-                namespace, name = meta.get("namespace", "default"), meta["name"]
-                result = Eviction.EVICTED if dry else self._kube.evict_pod(namespace, name)
-                if result is Eviction.EVICTED:
-                    outcome.actions.append({"type": "evict", "pod": f"{namespace}/{name}"})
-                elif result is Eviction.BLOCKED:
-                    blocked += 1
-            if blocked == 0 or dry or time.monotonic() >= give_up:
+            blocked = self._evict_round(node_name, outcome, dry)
+            if blocked == 0 or dry:
                 return blocked
-            if notice.deadline is not None and self._clock() >= notice.deadline:
+            left = (give_up - self._clock()).total_seconds()
+            if left <= 0 or slept >= self._drain_patience:
                 return blocked
-            self._sleep(delay)
+            pause = min(delay, left, self._drain_patience - slept)
+            self._sleep(pause)
+            slept += pause
             delay = min(delay * 2, 5.0)
+
+    def _evict_round(self, node_name: str, outcome: ActResult, dry: bool) -> int:
+        """One eviction request per pod on the node; how many a PDB refused (429)."""
+        blocked = 0
+        for pod in nodes.evictable_pods(self._kube.list_pods_on_node(node_name)):
+            meta = pod["metadata"]
+            namespace, name = meta.get("namespace", "default"), meta["name"]
+            result = Eviction.EVICTED if dry else self._kube.evict_pod(namespace, name)
+            if result is Eviction.EVICTED:
+                outcome.actions.append({"type": "evict", "pod": f"{namespace}/{name}"})
+            elif result is Eviction.BLOCKED:
+                blocked += 1
+        return blocked
 
     def _complete_lifecycle(self, notice: Notice, dry: bool) -> list[Action]:
         if notice.lifecycle is None or self._lifecycle is None:

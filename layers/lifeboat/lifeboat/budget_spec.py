@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from lifeboat.cron import CronError, CronSchedule, parse_cron
+from lifeboat.errors import InvalidInput
 from lifeboat.godurations import format_go_duration, parse_go_duration
 from lifeboat.instants import require_utc
 
@@ -33,7 +34,7 @@ _INT64_MAX: Final = (1 << 63) - 1
 _INT32_OFFSET: Final = 1 << 31
 
 
-class BudgetError(ValueError):
+class BudgetError(InvalidInput):
     """One or more budgets of a NodePool are invalid; the message names each index and why."""
 
 

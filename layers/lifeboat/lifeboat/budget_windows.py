@@ -31,6 +31,7 @@ from lifeboat.budget_spec import (
     parse_budgets,
 )
 from lifeboat.cron import CronCursor, robfig_horizon_opens
+from lifeboat.errors import BrokenInvariant
 from lifeboat.instants import require_utc
 
 __all__ = [
@@ -72,13 +73,25 @@ class BudgetActivity:
         self._cursor: CronCursor | None = None
         if cron is not None and not self._always:
             self._cursor = cron.cursor()
+        # What is known already: active (or not) over [start, end). A search hops over
+        # many budgets' windows; each budget's state holds until its own next edge, so it
+        # is worked out once per edge, not once per hop (50 budgets: ~300 ms -> a few ms).
+        self._known: tuple[datetime, datetime, bool] | None = None
 
     def active_at(self, moment: datetime) -> bool:
         if self._always or self._every_minute:
             return True
-        assert self._cursor is not None
+        known = self._known
+        if known is not None and known[0] <= moment < known[1]:
+            return known[2]
+        if self._cursor is None:
+            raise BrokenInvariant("lifeboat.budget_windows.active_at: self._cursor is None")
         hit = self._cursor.next_after(moment - self._duration)
-        return hit is None or hit <= moment
+        if hit is not None and hit > moment:
+            # No hit in (moment - duration, moment], none before ``hit``: inactive until it.
+            self._known = (moment, hit, False)
+            return False
+        return True
 
     def next_change(self, moment: datetime) -> datetime | None:
         """The first instant after ``moment`` at which ``active_at`` may differ from its value
@@ -87,7 +100,17 @@ class BudgetActivity:
         ask ``active_at`` again there)."""
         if self._always or self._every_minute:
             return None
-        assert self._cursor is not None
+        known = self._known
+        if known is not None and known[0] <= moment < known[1]:
+            return known[1]
+        end = self._next_change(moment)
+        if end is not None and end > moment:
+            self._known = (moment, end, self.active_at(moment))
+        return end
+
+    def _next_change(self, moment: datetime) -> datetime | None:
+        if self._cursor is None:
+            raise BrokenInvariant("lifeboat.budget_windows.next_change: self._cursor is None")
         cursor, duration = self._cursor, self._duration
         hit = cursor.next_after(moment - duration)
         if hit is None:
@@ -109,7 +132,10 @@ class BudgetActivity:
 
     def _hidden_hit_visible(self, moment: datetime) -> datetime | None:
         """Active at ``moment`` by robfig's zero time: until ``Next`` can see the next hit."""
-        assert self._cursor is not None
+        if self._cursor is None:
+            raise BrokenInvariant(
+                "lifeboat.budget_windows._hidden_hit_visible: self._cursor is None"
+            )
         hidden = self._cursor.next_beyond_horizon(moment - self._duration)
         if hidden is None:
             return None  # nothing within twelve years: active for as long as we can tell
@@ -118,7 +144,10 @@ class BudgetActivity:
     def _zero_duration_change(self, hit: datetime) -> datetime | None:
         """A zero-duration budget is active only in robfig's blind spots: from a hit whose
         successor robfig cannot see. Visit hits (bounded) until one is such a hit."""
-        assert self._cursor is not None
+        if self._cursor is None:
+            raise BrokenInvariant(
+                "lifeboat.budget_windows._zero_duration_change: self._cursor is None"
+            )
         for _ in range(MAX_EDGES):
             following = self._cursor.next_after(hit)
             if following is None:

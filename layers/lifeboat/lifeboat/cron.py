@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import calendar
 import re
+import threading
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from functools import cached_property
@@ -29,6 +30,7 @@ from typing import Final
 
 from croniter import CroniterBadDateError, croniter
 
+from lifeboat.errors import InvalidInput
 from lifeboat.instants import require_utc
 
 __all__ = [
@@ -42,7 +44,7 @@ __all__ = [
 ]
 
 
-class CronError(ValueError):
+class CronError(InvalidInput):
     """A schedule Karpenter would refuse (CRD pattern or robfig/cron ``ParseStandard``)."""
 
 
@@ -339,6 +341,10 @@ class CronSchedule:
         return self.cursor().last_at_or_before(moment)
 
 
+_THREAD_CRONITERS = threading.local()
+_CRONITER_CACHE_SIZE = 512
+
+
 class CronCursor:
     """Queries one schedule many times through a single croniter instance (not thread-safe)."""
 
@@ -350,13 +356,23 @@ class CronCursor:
     def _croniter(self, max_years: int) -> croniter | None:
         if self.schedule.never_fires:
             return None
-        return croniter(
-            self.schedule.croniter_expression,
-            datetime(2000, 1, 1, tzinfo=UTC),
-            ret_type=datetime,
-            day_or=True,
-            max_years_between_matches=max_years,
-        )
+        # Building a croniter (expanding its expression) costs ~1 ms, and a decision at 50
+        # budgets asks for about a hundred cursors: one per expression and thread is kept.
+        # Every query sets the iterator's start first, so cursors of one thread may share it.
+        key = (self.schedule.croniter_expression, max_years)
+        cache: dict[tuple[str, int], croniter] = _THREAD_CRONITERS.__dict__.setdefault("by", {})
+        found = cache.get(key)
+        if found is None:
+            if len(cache) >= _CRONITER_CACHE_SIZE:
+                cache.clear()
+            found = cache[key] = croniter(
+                self.schedule.croniter_expression,
+                datetime(2000, 1, 1, tzinfo=UTC),
+                ret_type=datetime,
+                day_or=True,
+                max_years_between_matches=max_years,
+            )
+        return found
 
     @staticmethod
     def _step(iterator: croniter | None, start: datetime, backwards: bool) -> datetime | None:

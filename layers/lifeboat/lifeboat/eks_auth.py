@@ -56,6 +56,7 @@ from urllib.parse import urlparse
 import boto3
 from kubernetes.client.configuration import Configuration
 
+from lifeboat.errors import ClusterError
 from lifeboat.kube_rest import RestClient
 
 if TYPE_CHECKING:
@@ -70,6 +71,7 @@ __all__ = [
     "EksAuth",
     "EksAuthError",
     "api_client_from_kubeconfig",
+    "decode_ca",
     "generate_token",
 ]
 
@@ -86,7 +88,7 @@ Clock = Callable[[], float]
 _log = logging.getLogger(__name__)
 
 
-class EksAuthError(RuntimeError):
+class EksAuthError(ClusterError, RuntimeError):
     """The cluster cannot be reached with the Lambda's credentials; the message says why."""
 
 
@@ -173,7 +175,8 @@ def generate_token(sts_client: Any, cluster_name: str) -> str:
     return TOKEN_PREFIX + encoded
 
 
-def _decode_ca(data: str) -> str | bytes:
+def decode_ca(data: str) -> str | bytes:
+    """The CA of ``DescribeCluster`` (base64): PEM text when it is PEM, DER bytes otherwise."""
     raw = base64.b64decode(data)
     if raw.lstrip().startswith(b"-----BEGIN"):
         return raw.decode("ascii")
@@ -259,7 +262,30 @@ class EksAuth:
                 f"EKS cluster {cluster_name!r} has no endpoint or CA yet "
                 f"(status {cluster.get('status')!r}); is it still being created?"
             )
-        return ClusterInfo(name=cluster_name, endpoint=endpoint, ca_data=_decode_ca(ca))
+        return ClusterInfo(name=cluster_name, endpoint=endpoint, ca_data=decode_ca(ca))
+
+    def remember(self, info: ClusterInfo) -> None:
+        """Take a cluster's endpoint and CA from someone who described it already
+        (``lifeboat.discovery``). A cluster whose endpoint or CA changed (re-created under
+        the same name) loses its client and token: the next request builds new ones."""
+        with self._lock:
+            before = self._clusters.get(info.name)
+            self._clusters[info.name] = info
+            if before is not None and before != info:
+                self._api_clients.pop(info.name, None)
+                self._tokens.pop(info.name, None)
+
+    def forget(self, cluster_name: str) -> None:
+        """Drop what is cached for ``cluster_name`` (no longer served)."""
+        with self._lock:
+            self._clusters.pop(cluster_name, None)
+            self._api_clients.pop(cluster_name, None)
+            self._tokens.pop(cluster_name, None)
+
+    def cached_clusters(self) -> tuple[str, ...]:
+        """The clusters a client is cached for."""
+        with self._lock:
+            return tuple(sorted(self._api_clients))
 
     # -- token -----------------------------------------------------------------------------
 

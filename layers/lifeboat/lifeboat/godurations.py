@@ -12,6 +12,8 @@ from datetime import timedelta
 from fractions import Fraction
 from typing import Final
 
+from lifeboat.errors import BrokenInvariant
+
 __all__ = ["format_go_duration", "parse_go_duration"]
 
 _NANOS_PER_UNIT: Final = {
@@ -46,7 +48,8 @@ def parse_go_duration(text: str) -> timedelta:
     total = Fraction(0)
     while rest:
         match = _GO_DURATION_PART.match(rest)
-        assert match is not None  # the pattern matches the empty string
+        if match is None:  # the pattern matches the empty string
+            raise BrokenInvariant("godurations.parse_go_duration: no match")
         whole, fraction, unit = match.group(1), match.group(2), match.group(3)
         if not whole and not fraction:
             raise ValueError(f'invalid duration "{text}"')

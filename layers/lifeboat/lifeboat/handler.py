@@ -30,6 +30,7 @@ from functools import partial
 from typing import Any
 
 from lifeboat.deadline import redelivery_delay
+from lifeboat.errors import RetryLater
 from lifeboat.notify import Notifier
 from lifeboat.observability import BatchMetricSink, MetricSink, log_fields, report_metrics
 from lifeboat.pipeline import MessageResult, Pipeline
@@ -40,7 +41,7 @@ from lifeboat.tracing import RecordTracer
 _log = logging.getLogger("lifeboat")
 
 
-class AllRecordsFailed(RuntimeError):
+class AllRecordsFailed(RetryLater):
     """Every record of the batch failed: the invocation fails and SQS retries them all."""
 
 

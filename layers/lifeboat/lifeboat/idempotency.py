@@ -20,6 +20,7 @@ from aws_lambda_powertools.utilities.idempotency import (
     idempotent_function,
 )
 
+from lifeboat.ledger import remembered
 from lifeboat.report import Report
 
 # Long enough to outlive SQS retention and any redelivery of the same event.
@@ -51,7 +52,10 @@ class PowertoolsLedger:
         # key was handled before, by another delivery.
         token = uuid.uuid4().hex
         produced: list[Report] = []
-        stored = self._run(item={"key": key}, token=token, handle=handle, produced=produced)
+        try:
+            stored = self._run(item={"key": key}, token=token, handle=handle, produced=produced)
+        except _NotRemembered as rejected:
+            return rejected.report  # Powertools deleted the in-progress record
         if stored.get("token") != token or not produced:
             return None
         return produced[0]
@@ -61,5 +65,15 @@ def _handle_once(
     item: dict[str, str], token: str, handle: Callable[[], Report], produced: list[Report]
 ) -> dict[str, Any]:
     report = handle()
+    if not remembered(report):
+        raise _NotRemembered(report)  # Powertools stores no record for a raising call
     produced.append(report)
     return {"token": token, "outcome": str(report.outcome), "key": item["key"]}
+
+
+class _NotRemembered(Exception):
+    """A report the ledger does not remember as done (a rejection: lifeboat.ledger)."""
+
+    def __init__(self, report: Report) -> None:
+        super().__init__(report.reason)
+        self.report = report

@@ -28,9 +28,12 @@ class InstanceInfo:
     instance_type: str | None = None
     # The AMI it was launched from (a rotation may select nodes by AMI).
     image_id: str | None = None
-    tags: Mapping[str, str] = field(default_factory=dict)
-    # EC2's instance state (``running``, ``stopped``...); None when not known.
+    # EC2's state name (running, stopping, ...): None when not known.
     state: str | None = None
+    # False where the group is not known (the local tools: a cluster file's node-group node
+    # names its group only as EKS labels it, not as EC2 does): then a hook cannot be checked.
+    auto_scaling_group_known: bool = True
+    tags: Mapping[str, str] = field(default_factory=dict)
 
 
 class InstanceDirectory(Protocol):
@@ -62,8 +65,8 @@ def info_from_ec2(instance: Mapping[str, Any]) -> InstanceInfo:
         zone=(instance.get("Placement") or {}).get("AvailabilityZone"),
         instance_type=instance.get("InstanceType"),
         image_id=instance.get("ImageId"),
-        tags=tags,
         state=(instance.get("State") or {}).get("Name"),
+        tags=tags,
     )
 
 

@@ -31,6 +31,7 @@ from urllib.parse import quote, urlencode
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError as TransportError
 
+from lifeboat.errors import ClusterError
 from lifeboat.kube_rest import ClientLike, disable_transport_retries, user_agent
 from lifeboat.objects import MutableObj
 
@@ -50,7 +51,7 @@ THROTTLED = 429
 UNAVAILABLE_STATUSES = frozenset({0, 429, 502, 503, 504})
 
 
-class KubeError(Exception):
+class KubeError(ClusterError):
     """A Kubernetes request failed; ``status`` is the HTTP status (0: no answer)."""
 
     def __init__(self, status: int, message: str, *, method: str = "", path: str = "") -> None:
@@ -91,18 +92,23 @@ class RetryPolicy:
         return rng.uniform(0, min(self.max_delay, self.base_delay * 2 ** min(attempt, 30)))
 
 
-# Monotonic instant until which the current thread's requests keep retrying (None: attempts).
-_retry_until: ContextVar[float | None] = ContextVar("lifeboat_kube_retry_until", default=None)
+# Until when the current thread's requests keep retrying, on which clock (None: attempts).
+_retry_until: ContextVar[tuple[float, Callable[[], float]] | None] = ContextVar(
+    "lifeboat_kube_retry_until", default=None
+)
 
 
 @contextmanager
-def retrying_for(window: timedelta | None) -> Iterator[None]:
+def retrying_for(
+    window: timedelta | None, *, clock: Callable[[], float] = time.monotonic
+) -> Iterator[None]:
     """Within this block, this thread's transient failures are retried for up to ``window``
-    (from now) instead of ``RetryPolicy.attempts`` times; None keeps the attempts.
+    (from now on ``clock``, the one the client's ``sleep`` moves: real time in production)
+    instead of ``RetryPolicy.attempts`` times; None keeps the attempts.
 
     ``lifeboat.deadline.retry_window`` gives the window of a message with a near deadline.
     """
-    until = None if window is None else time.monotonic() + window.total_seconds()
+    until = None if window is None else (clock() + window.total_seconds(), clock)
     token = _retry_until.set(until)
     try:
         yield
@@ -111,8 +117,11 @@ def retrying_for(window: timedelta | None) -> Iterator[None]:
 
 
 def _may_retry_within_window(delay: float) -> bool:
-    until = _retry_until.get()
-    return until is not None and time.monotonic() + delay < until
+    window = _retry_until.get()
+    if window is None:
+        return False
+    until, clock = window
+    return clock() + delay < until
 
 
 class Eviction(StrEnum):

@@ -3,7 +3,8 @@
 ``Ledger`` is what the pipeline asks; ``MemoryLedger`` serves replay and tests, and
 ``lifeboat.idempotency.PowertoolsLedger`` the Lambda (DynamoDB). Both give the same
 answers: handled before -> None (a duplicate), being handled right now -> an error (the
-message is retried later), failed -> forgotten (the retry is not a duplicate).
+message is retried later), failed or rejected -> forgotten (the retry, or the genuine
+message a forged one borrowed the ids of, is not a duplicate).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import threading
 from collections.abc import Callable
 from typing import Protocol
 
+from lifeboat.errors import RetryLater
+from lifeboat.outcome import Outcome
 from lifeboat.report import Report
 
 
@@ -20,11 +23,12 @@ class Ledger(Protocol):
 
     def once(self, key: str, handle: Callable[[], Report]) -> Report | None:
         """Run ``handle`` unless ``key`` was handled before (then None). If ``handle``
-        raises, the key is not remembered, so the retry of the message is not a duplicate."""
+        raises, or its report is a rejection (:func:`remembered`), the key is not
+        remembered, so the retry (or the genuine message) is not a duplicate."""
         ...
 
 
-class HandlingInProgress(RuntimeError):
+class HandlingInProgress(RetryLater):
     """The same (event, instance) is being handled right now; retry the message later."""
 
 
@@ -49,6 +53,14 @@ class MemoryLedger:
         finally:
             with self._lock:
                 self._running.discard(key)
-        with self._lock:
-            self._done.add(key)
+        if remembered(report):
+            with self._lock:
+                self._done.add(key)
         return report
+
+
+def remembered(report: Report) -> bool:
+    """Whether a handled (event, instance) is remembered as done. A rejection is not: a
+    forged message (another account, a made-up remainder) naming a genuine event's id and
+    instances would otherwise have the genuine event reported as a duplicate of it."""
+    return report.outcome is not Outcome.REJECTED

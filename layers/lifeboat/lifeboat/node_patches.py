@@ -282,3 +282,24 @@ def unread_taint_variants(
         no_taints_yet += exclusion
         some_taints += exclusion
     return no_taints_yet, some_taints
+
+
+def rollback_operations(node: Obj) -> list[Operation]:
+    """The JSON patch that returns ``node`` to service after a rotation's rollback ([] if
+    nothing of Lifeboat's is left on it): every taint in Lifeboat's domain removed (the
+    out-of-service taint and any waiting mark), uncordoned, and the load balancer exclusion
+    taken off if Lifeboat put it there. The taint list read is tested, as everywhere."""
+    existing = nodes.taints(node)
+    kept = [t for t in existing if not str(t.get("key", "")).startswith(f"{nodes.DOMAIN}/")]
+    operations: list[Operation] = []
+    if len(kept) < len(existing):
+        operations += [
+            {"op": "test", "path": "/spec/taints", "value": existing},
+            {"op": "replace", "path": "/spec/taints", "value": kept},
+        ]
+    if node.get("spec", {}).get("unschedulable"):
+        operations += [
+            {"op": "test", "path": "/spec/unschedulable", "value": True},
+            {"op": "remove", "path": "/spec/unschedulable"},
+        ]
+    return operations + release_operations(node)

@@ -279,6 +279,20 @@ def evictable_pods(pods: Iterable[Obj]) -> list[Obj]:
     ]
 
 
+def terminating_pods(pods: Iterable[Obj]) -> list[Obj]:
+    """Pods a drain evicted that are still terminating: being deleted, not yet terminal
+    (their containers run their preStop hooks and grace period); DaemonSet and mirror pods
+    are not waited for, as a drain leaves them."""
+    return [
+        pod
+        for pod in pods
+        if pod["metadata"].get("deletionTimestamp")
+        and pod.get("status", {}).get("phase") not in ("Succeeded", "Failed")
+        and not is_daemonset_pod(pod)
+        and not is_mirror_pod(pod)
+    ]
+
+
 # A do-not-disrupt that blocks without an end ("true", or a duration on a pod not started).
 FOREVER = datetime.max.replace(tzinfo=UTC)
 

@@ -24,7 +24,10 @@ SOURCE = "lifeboat"
 ACTION = "Lifeboat Node Action"
 FORCED_ACTION = "Lifeboat Forced Node Action"
 GIVE_UP = "Lifeboat Notice Given Up"
-DETAIL_TYPES = (ACTION, FORCED_ACTION, GIVE_UP)
+# A rotation paused at a checkpoint, failed, completed or rolled back (never "... Requested":
+# those are the commands the stack's rotation rule takes in).
+ROTATION_CHANGE = "Lifeboat Rotation Changed"
+DETAIL_TYPES = (ACTION, FORCED_ACTION, GIVE_UP, ROTATION_CHANGE)
 # PutEvents takes at most 10 entries a call.
 ENTRIES_PER_CALL = 10
 
@@ -41,6 +44,8 @@ def detail_type(report: Report) -> str | None:
     """The detail-type ``report`` is published under, or None when it is not published."""
     if report.gave_up:
         return GIVE_UP
+    if report.rotation_change:
+        return ROTATION_CHANGE
     if report.outcome is not Outcome.ACTED or not report.actions:
         return None
     return FORCED_ACTION if report.forced else ACTION
@@ -54,6 +59,7 @@ def detail(report: Report, message_id: str | None = None) -> dict[str, Any]:
         forced=report.forced,
         gave_up=report.gave_up,
         wakeup=report.wakeup,
+        rotation_change=report.rotation_change,
         event_time=report.event_time.isoformat() if report.event_time else None,
     )
     if message_id:

@@ -10,6 +10,7 @@ on an error.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -21,13 +22,15 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 from lifeboat import nodes
 from lifeboat.act import Actor, ActResult, LifecycleActions
 from lifeboat.deadline import INVOCATION_RESERVE, retry_window
-from lifeboat.decide import Decision, decide, follow_ups
+from lifeboat.decide import Decision, Step, decide, follow_ups
+from lifeboat.decide.notice import replacement_refused
 from lifeboat.decide.wakeups import (
     check_old_claim,
     continue_drain,
     finish_replacement,
     release_cordon,
 )
+from lifeboat.errors import BrokenInvariant
 from lifeboat.events import parse_message
 from lifeboat.events.envelope import load_body
 from lifeboat.events.instance_status import InstanceStatus, read_response
@@ -45,6 +48,7 @@ from lifeboat.rotation.messages import is_rotation_event
 from lifeboat.routing import triage, triage_follow_up
 from lifeboat.settings import Settings
 from lifeboat.split import expand, remainders, split
+from lifeboat.staleness import Stale, staleness
 from lifeboat.sweep import (
     InstanceStatuses,
     complete,
@@ -67,6 +71,12 @@ class ClusterClients(Protocol):
     """The API of each managed cluster (``None``: the instance named no cluster)."""
 
     def kube(self, cluster: str | None) -> KubeApi: ...
+
+
+class ClusterScope(Protocol):
+    """Whether a cluster is this stack's to serve, found at run time (lifeboat.discovery)."""
+
+    def serves(self, cluster: str | None) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -128,6 +138,12 @@ class Pipeline:
     wakeups: WakeupSink | None = None
     ledger: Ledger | None = None
     drain_patience: float = 0.0
+    # How the drain waits between rounds of PDB-blocked evictions (tests inject their own,
+    # moving their clock).
+    sleep: Callable[[float], None] = time.sleep
+    # The clock a near deadline's retry window runs on (lifeboat.kube.retrying_for): the
+    # one the clients' sleep moves.
+    monotonic: Callable[[], float] = time.monotonic
     holder: str = "lifeboat"
     # Messages of a batch handled at once; 1 keeps replay's output in a stable order.
     workers: int = 1
@@ -139,6 +155,8 @@ class Pipeline:
     notices_per_message: int | None = None
     # Where a sweep request (lifeboat.sweep) reads DescribeInstanceStatus; None: ignored.
     statuses: InstanceStatuses | None = None
+    # Clusters served by their tag (lifeboat.discovery); None: settings.clusters decide.
+    scope: ClusterScope | None = None
 
     def process(
         self, bodies: Sequence[Body], *, time_left: Callable[[], float] | None = None
@@ -188,7 +206,12 @@ class Pipeline:
             message = load_body(body)  # decoded once, for both kinds of message
             if is_wakeup(message):
                 wakeup = decode(message)
-                return expand(wakeup) if wakeup.task is Task.REMAINDER else wakeup
+                if wakeup.task is not Task.REMAINDER:
+                    return wakeup
+                late = _remainder_too_late(wakeup, self.clock())
+                if late is not None:
+                    raise MalformedMessage(late, wakeup.notice.event_id, wakeup.notice.kind)
+                return expand(wakeup)
             if is_rotation_event(message):  # an operator's command (lifeboat.rotation)
                 from lifeboat.rotation.request import parse_command
 
@@ -239,7 +262,7 @@ class Pipeline:
             return item
         deadline = min((n.deadline for n in _notices_of(item) if n.deadline), default=None)
         try:
-            with retrying_for(retry_window(deadline, self.clock())):
+            with retrying_for(retry_window(deadline, self.clock()), clock=self.monotonic):
                 if isinstance(item, list):
                     self._hand_on(later)  # before acting: the message holds them until then
                     return MessageResult(self._notices(batch, item), deadline=deadline)
@@ -300,12 +323,19 @@ class Pipeline:
 
     def _hand_on(self, later: Sequence[Wakeup]) -> None:
         for wakeup in later:
-            assert self.wakeups is not None  # only split when there is a sink
+            if self.wakeups is None:
+                raise BrokenInvariant(
+                    "pipeline._hand_on: self.wakeups is None (only split when there is a sink)"
+                )
             self.wakeups.schedule(wakeup)
 
-    def _handle(self, batch: _Batch, notice: Notice) -> Report:
+    def _handle(self, batch: _Batch, notice: Notice, wakeup: Wakeup | None = None) -> Report:
+        """Triage, decide and act on one notice; ``wakeup``: the DECIDE wake-up it came back
+        in, whose due time (not the clock) times what follows, so a wake-up delivered twice
+        schedules the same next one instead of forking its chain."""
         info = batch.infos.get(notice.instance_id or "")
-        checked = triage(notice, info, self.settings, self.clock())
+        managed = self._managed(info.cluster if info is not None else None)
+        checked = triage(notice, info, self.settings, self.clock(), managed)
         if checked.outcome is not None or info is None or notice.instance_id is None:
             outcome = checked.outcome or Outcome.IGNORED
             return Report.for_notice(
@@ -316,22 +346,42 @@ class Pipeline:
                 cluster=checked.cluster,
             )
         resolver = batch.resolver(checked.cluster)
-        if notice.involuntary:
+        # A notice past its age limit is judged from the present state, as a voluntary one
+        # (lifeboat.staleness): never tainted at once, never forced.
+        stale = staleness(notice, info, self.settings, self.clock())
+        if notice.involuntary and stale is None:
             node = self._taint_at_once(resolver, notice, info)
             target = resolver.resolve(notice.instance_id, info, node=node)
-            return self._decide_and_act(resolver, notice, target)
+            return self._decide_and_act(resolver, notice, target, wakeup=wakeup)
         target = resolver.resolve(notice.instance_id, info)
-        if target.node is None:
-            return self._decide_and_act(resolver, notice, target)
+        if (
+            target.node is None
+            or notice.kind is Kind.ASG_LAUNCH
+            or (stale is not None and stale.nothing_going)
+        ):
+            # Nothing to weigh against a budget: no node, a launch (nothing is done to it), or
+            # a stale notice about an instance that is not going after all.
+            return self._decide_and_act(resolver, notice, target, stale, wakeup=wakeup)
         # Voluntary: weigh the budget and take the slot under the pool's lease. Only the
         # first step (the taint that makes the node count as disrupting, or the pending
         # mark) needs the lease; the replacement and the rest follow once it is released.
         with self._pool_lease(resolver.kube, target):
             target = resolver.with_budget_state(target)
-            decision = self._decide(notice, target)
+            decision = self._decide(notice, target, stale)
             first = replace(decision, steps=decision.steps[:1])
             held = self._actor(resolver.kube).carry_out(notice, target, first)
-        return self._carry_out(resolver.kube, notice, target, decision, done=held)
+        return self._carry_out(resolver.kube, notice, target, decision, done=held, wakeup=wakeup)
+
+    def _managed(self, cluster: str | None) -> frozenset[str] | None:
+        """The served clusters triage needs to know of (None: the named ones decide). Asked
+        here, before the pure triage: it may describe the cluster (lifeboat.discovery)."""
+        if self.scope is None:
+            return None
+        return (
+            frozenset([cluster])
+            if cluster is not None and self.scope.serves(cluster)
+            else frozenset()
+        )
 
     def _taint_at_once(
         self, resolver: Resolver, notice: Notice, info: InstanceInfo
@@ -359,11 +409,20 @@ class Pipeline:
         with lock.hold(nodes.name_of(target.nodepool)):
             yield
 
-    def _decide_and_act(self, resolver: Resolver, notice: Notice, target: Target) -> Report:
-        return self._carry_out(resolver.kube, notice, target, self._decide(notice, target))
+    def _decide_and_act(
+        self,
+        resolver: Resolver,
+        notice: Notice,
+        target: Target,
+        stale: Stale | None = None,
+        *,
+        wakeup: Wakeup | None = None,
+    ) -> Report:
+        decision = self._decide(notice, target, stale)
+        return self._carry_out(resolver.kube, notice, target, decision, wakeup=wakeup)
 
-    def _decide(self, notice: Notice, target: Target) -> Decision:
-        decision = decide(notice, target, self.settings, self.clock())
+    def _decide(self, notice: Notice, target: Target, stale: Stale | None = None) -> Decision:
+        decision = decide(notice, target, self.settings, self.clock(), stale=stale)
         if self.on_decision is not None:
             self.on_decision(notice, target, decision)
         return decision
@@ -383,16 +442,28 @@ class Pipeline:
         follow-ups it calls for, record it on the node, and report it."""
         now = self.clock()
         rest = replace(decision, steps=decision.steps[1:]) if done is not None else decision
+        if done is not None and done.node_gone:
+            # Deleted under the first step: only a lifecycle action is left to answer.
+            kept = tuple(step for step in rest.steps if step is Step.COMPLETE_LIFECYCLE)
+            rest = replace(rest, steps=kept)
         result = self._actor(kube).carry_out(notice, target, rest)
         if done is not None:
             result.actions[:0] = done.actions
+        if result.replacement_refused is not None:
+            decision = replacement_refused(notice, decision, result.replacement_refused, now)
+        if result.pods_terminating:
+            decision = replace(
+                decision,
+                reason=f"{decision.reason}; {result.pods_terminating} evicted pod(s) still "
+                "terminating: the lifecycle action is completed once they are gone",
+            )
         if not self.settings.dry_run:
             if self.wakeups is not None:
                 for later in follow_ups(
                     notice,
                     target,
                     decision,
-                    pods_remaining=result.pods_remaining,
+                    pods_remaining=result.pods_remaining + result.pods_terminating,
                     now=now,
                     wakeup=wakeup,
                     release_cordon_after=self.settings.rebalance_cordon_release,
@@ -416,6 +487,7 @@ class Pipeline:
             self.settings,
             self.lifecycle,
             clock=self.clock,
+            sleep=self.sleep,
             drain_patience=self.drain_patience,
         )
 
@@ -423,10 +495,11 @@ class Pipeline:
 
     def _wake(self, batch: _Batch, wakeup: Wakeup) -> Report:
         if wakeup.task is Task.DECIDE:
-            return self._handle(batch, wakeup.notice)  # decided again like an AWS notice
+            return self._handle(batch, wakeup.notice, wakeup)  # decided again like an AWS notice
         notice = wakeup.notice
         info = batch.infos.get(notice.instance_id or "")
-        checked = triage_follow_up(wakeup, info, self.settings, self.clock())
+        managed = self._managed(info.cluster if info is not None else wakeup.cluster)
+        checked = triage_follow_up(wakeup, info, self.settings, self.clock(), managed)
         if checked.outcome is not None or notice.instance_id is None:
             outcome = checked.outcome or Outcome.IGNORED
             return Report.for_notice(
@@ -438,11 +511,13 @@ class Pipeline:
             )
         resolver = batch.resolver(checked.cluster)
         if wakeup.task is Task.CONTINUE_DRAIN:
-            assert info is not None  # triage_follow_up lets only hand-overs go on without
+            if info is None:  # triage_follow_up lets only hand-overs go on without
+                raise BrokenInvariant("pipeline._wake: a drain to continue without its instance")
             target = resolver.resolve(notice.instance_id, info)
             decision = continue_drain(target)
         elif wakeup.task is Task.RELEASE_CORDON:
-            assert info is not None  # as for a continued drain
+            if info is None:  # as for a continued drain
+                raise BrokenInvariant("pipeline._wake: a cordon to release without its instance")
             target = resolver.resolve(notice.instance_id, info)
             decision = release_cordon(target)
         else:
@@ -466,29 +541,35 @@ class Pipeline:
             kube_for=self.clusters.kube,
             settings=self.settings,
             clock=self.clock,
-            nodes=_RotationNodes(self, batch),
+            nodes=_RotationNodes(
+                batch,
+                self.directory,
+                handle=partial(self._handle, batch),
+                wake=partial(self._wake, batch),
+            ),
             describe=self.directory.describe,
             wakeups=self.wakeups,
             ledger=self.ledger,
+            serves=self.scope.serves if self.scope is not None else None,
         )
 
 
 @dataclass(frozen=True)
 class _RotationNodes:
-    """The pipeline's triage, resolve, decide and act, lent to a rotation for its nodes."""
+    """The pipeline's triage, resolve, decide and act, lent to a rotation for its nodes: the
+    pipeline hands over its own handling of a notice and of a wake-up, bound to the batch."""
 
-    pipeline: Pipeline
     batch: _Batch
+    directory: InstanceDirectory
+    handle: Callable[[Notice], Report]
+    wake: Callable[[Wakeup], Report]
 
     def decide(self, notices: list[Notice]) -> list[Report]:
         infos = self.batch.infos
         wanted = sorted({n.instance_id for n in notices if n.instance_id} - infos.keys())
         if wanted:  # one DescribeInstances for the nodes a look starts
-            infos.update(self.pipeline.directory.describe(wanted))
-        return [self.pipeline._handle(self.batch, notice) for notice in notices]
-
-    def wake(self, wakeup: Wakeup) -> Report:
-        return self.pipeline._wake(self.batch, wakeup)
+            infos.update(self.directory.describe(wanted))
+        return [self.handle(notice) for notice in notices]
 
 
 def _notices_of(item: Parsed) -> list[Notice]:
@@ -497,3 +578,14 @@ def _notices_of(item: Parsed) -> list[Notice]:
     if isinstance(item, Wakeup):
         return [item.notice]
     return []
+
+
+def _remainder_too_late(wakeup: Wakeup, now: datetime) -> str | None:
+    """A remainder is handed on minutes after its event, long before the maintenance
+    starts: one arriving after the start is no work Lifeboat scheduled (or is too late to
+    prepare for it), and its instances are not taken out on its word."""
+    deadline = wakeup.notice.deadline
+    if deadline is not None and now >= deadline:
+        start = deadline.isoformat()
+        return f"lifeboat-wakeup.notice.deadline: a remainder past its start ({start})"
+    return None

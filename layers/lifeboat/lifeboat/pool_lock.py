@@ -19,6 +19,7 @@ from contextlib import contextmanager, suppress
 from datetime import datetime, timedelta
 from typing import Any
 
+from lifeboat.errors import RetryLater
 from lifeboat.instants import format_micro, parse_timestamp
 from lifeboat.kube import Conflict, KubeApi, NotFound
 
@@ -28,11 +29,11 @@ from lifeboat.kube import Conflict, KubeApi, NotFound
 LEASE_SECONDS = 60
 
 
-class LockTimeout(RuntimeError):
+class LockTimeout(RetryLater):
     """The pool's lease stayed busy; the message will be retried."""
 
 
-class LeaseNamespaceMissing(RuntimeError):
+class LeaseNamespaceMissing(RetryLater):
     """The Leases' namespace does not exist: the message is retried (and dead-lettered if
     it stays missing) with an error that says how to fix the set-up."""
 
@@ -77,14 +78,20 @@ class PoolLock:
             local.release()
 
     def _acquire(self, name: str, holder: str) -> dict[str, Any]:
-        give_up = time.monotonic() + self._wait
+        """Try until the lease is ours or ``wait_seconds`` have passed on the injected clock
+        (the one lease expiry is judged by); the seconds slept bound the wait as well, so a
+        clock that stands still (replay's ``--at``) cannot keep a waiter here."""
+        give_up = self._clock() + timedelta(seconds=self._wait)
+        slept = 0.0
         while True:
             lease = self._try_acquire(name, holder)
             if lease is not None:
                 return lease
-            if time.monotonic() >= give_up:
+            if self._clock() >= give_up or slept >= self._wait:
                 raise LockTimeout(f"lease {self._namespace}/{name} stayed held")
-            self._sleep(self._rng.uniform(0.01, 0.1))
+            pause = self._rng.uniform(0.01, 0.1)
+            self._sleep(pause)
+            slept += pause
 
     def _try_acquire(self, name: str, holder: str) -> dict[str, Any] | None:
         now = self._clock()

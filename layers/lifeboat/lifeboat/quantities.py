@@ -31,10 +31,39 @@ def parse_quantity(value: Any) -> Fraction:
     if match["binary"]:
         number *= 1024 ** _BINARY[match["binary"]]
     elif match["exponent"]:
-        number *= Fraction(10) ** int(match["exponent"][1:])
+        exponent = match["exponent"][1:]
+        if len(exponent.lstrip("+-0")) > _EXPONENT_DIGITS:
+            # resource.Quantity parses the exponent as an int64: "1e99999999999999999999"
+            # is no quantity (and 10 to that power would never finish here).
+            raise ValueError(f"quantity {value!r}: exponent out of range")
+        number = _scaled(number, int(exponent))
     elif match["decimal"]:
         number *= Fraction(10) ** _DECIMAL[match["decimal"]]
+    number = min(number, _MAX)
     return -number if match["sign"] == "-" else number
+
+
+# resource.Quantity: "no quantity may represent a number greater than 2^63-1 in magnitude,
+# nor may it have more than 3 decimal places. Numbers larger or more precise will be capped
+# or rounded up" (k8s.io/apimachinery/pkg/api/resource/quantity.go).
+_MAX: Final = Fraction(2**63 - 1)
+_SMALLEST: Final = Fraction(1, 1000)
+_EXPONENT_DIGITS: Final = 18  # an int64
+# Past these powers of ten any non-zero number of at most a few thousand digits is over
+# the cap, or below the smallest step: decided without computing the power.
+_POWER_BOUND: Final = 4096
+
+
+def _scaled(number: Fraction, exponent: int) -> Fraction:
+    """``number`` times ten to ``exponent``, capped (and rounded up) as Quantity is, without
+    computing a power of ten that could take minutes for a hostile exponent."""
+    if number == 0:
+        return number
+    if exponent > _POWER_BOUND:
+        return _MAX
+    if exponent < -_POWER_BOUND:
+        return _SMALLEST
+    return number * Fraction(10) ** exponent
 
 
 def parse_resources(resources: Mapping[str, Any] | None) -> dict[str, Fraction]:

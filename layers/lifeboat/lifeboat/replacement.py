@@ -16,19 +16,24 @@ pkg/controllers/provisioning/scheduling/nodeclaimtemplate.go), and so does the r
 - no finalizer and no status: Karpenter's lifecycle controller adds both.
 
 Lifeboat adds ``lifeboat.dev/replaces`` (the old claim) and ``lifeboat.dev/notice``, excludes
-the Spot instance type being reclaimed (never below ``minValues``), and asks for most of the
+the Spot instance type being reclaimed (never below ``minValues``) and, for a capacity
+reservation interruption, the reservation being reclaimed, and asks for most of the
 old node's cpu and memory so the replacement can hold what it held.
 
 No replacement (:func:`replacement_blocker`) for a static NodePool (``spec.replicas``: Karpenter
 keeps the count and replaces the node itself; an extra claim would be deleted by its static
-deprovisioning), a NodePool being deleted, or a NodePool at or past its ``spec.limits``.
+deprovisioning), a NodePool being deleted, a NodePool that is not Ready (its node class not
+Ready among the reasons: ``Provisioner.NewScheduler`` leaves such pools out), or a NodePool
+past its ``spec.limits`` (``Provisioner.Create``).
 """
 
 from __future__ import annotations
 
 import copy
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Final
 
 from lifeboat import nodes
@@ -44,6 +49,8 @@ from lifeboat.requirements import Unsatisfiable, custom_labels, entries, exclude
 REQUEST_FRACTION: Final = 0.9
 # Set by Karpenter's scheduler on every dynamic claim it creates (since v1.6).
 MIN_VALUES_RELAXED: Final = "karpenter.sh/nodeclaim-min-values-relaxed"
+# v1.LabelCapacityReservationID (karpenter-provider-aws): the reservation a node runs in.
+CAPACITY_RESERVATION_ID_LABEL: Final = "karpenter.k8s.aws/capacity-reservation-id"
 
 
 @dataclass(frozen=True)
@@ -54,12 +61,17 @@ class Replacement:
     note: str = ""  # what was left out, or why there is no claim
 
 
-def replacement_name(pool_name: str, old_claim: str) -> str:
+def replacement_name(pool_name: str, old_claim: str, old_uid: str | None = None) -> str:
     """The replacement's name, derived from the claim it replaces: one old claim gets at most
     one replacement, whichever notices, deliveries, batches or invocations ask for it (the
     second create is answered 409 AlreadyExists). Shaped like Karpenter's own
-    ``<nodepool>-<suffix>`` names."""
-    digest = hashlib.sha256(old_claim.encode()).hexdigest()[:10]
+    ``<nodepool>-<suffix>`` names.
+
+    From the old claim's uid (the API server's, random) when known, not its name, and 80
+    bits of it: a 40-bit hash of a name was found colliding in seconds, and the claim whose
+    replacement's name was taken got none. A 409 is still checked (``lifeboat.dev/replaces``)
+    before it is taken for this claim's replacement."""
+    digest = hashlib.sha256((old_uid or old_claim).encode()).hexdigest()[:20]
     return f"{pool_name}-{digest}"
 
 
@@ -73,8 +85,14 @@ def node_class_label(nodepool: Obj) -> tuple[str, str] | None:
     return f"{group}/{str(kind).lower()}", str(name)
 
 
-def replacement_blocker(nodepool: Obj, node: Obj) -> str | None:
-    """Why Karpenter would not want a replacement claim in this pool (None: it would)."""
+def replacement_blocker(
+    nodepool: Obj, node: Obj, usage: Mapping[str, Fraction] | None = None
+) -> str | None:
+    """Why Karpenter would not launch a replacement claim in this pool (None: it would).
+
+    ``usage``: the pool's usage as Karpenter's cluster state sums it
+    (:func:`lifeboat.pool_usage.pool_usage`), when the caller listed the pool; without it,
+    ``status.resources`` stands in (involuntary notices, which list nothing)."""
     name = nodes.name_of(nodepool)
     spec = nodepool.get("spec") or {}
     if nodes.is_deleting(nodepool):
@@ -84,31 +102,82 @@ def replacement_blocker(nodepool: Obj, node: Obj) -> str | None:
             f"NodePool {name} is static (spec.replicas {spec['replicas']}): Karpenter keeps "
             "its node count and replaces the node itself"
         )
+    not_ready = nodepool_not_ready(nodepool)
+    if not_ready is not None:
+        return not_ready
     del node  # like-for-like: the old node's capacity is in the usage and leaves with it
-    return _limits_blocker(name, spec.get("limits"), nodepool.get("status") or {})
+    return _limits_blocker(name, spec.get("limits"), nodepool.get("status") or {}, usage)
 
 
-def _limits_blocker(name: str, limits: Any, status: Obj) -> str | None:
-    """Karpenter's scheduler only launches what fits ``limits - usage of the pool's other
-    nodes`` (``filterByRemainingResources``). The replacement is taken to be like the old
-    node, which leaves with it: it fits exactly when the pool's usage, old node included,
-    is within every limit. Usage is Karpenter's own count, ``status.resources`` (nodepool
-    counter); a pool with limits but no count yet gets no replacement from Lifeboat."""
+def nodepool_not_ready(nodepool: Obj) -> str | None:
+    """``Provisioner.NewScheduler`` leaves out a NodePool whose ``Ready`` condition is not
+    True, and Karpenter's readiness controller sets it False when the node class (an
+    EC2NodeClass) is missing, terminating or not Ready (``NodeClassReady``). A NodePool with
+    no conditions at all was never seen by Karpenter's status controllers (a cluster file
+    written by hand): not judged."""
+    conditions = (nodepool.get("status") or {}).get("conditions") or []
+    if not conditions:
+        return None
+    by_type = {str(c.get("type")): c for c in conditions if isinstance(c, Mapping)}
+    ready = by_type.get("Ready")
+    if ready is not None and ready.get("status") == "True":
+        return None
+    name = nodes.name_of(nodepool)
+    node_class = by_type.get("NodeClassReady")
+    if node_class is not None and node_class.get("status") != "True":
+        return f"NodePool {name} is not Ready: NodeClassReady {_condition_text(node_class)}"
+    if ready is None:
+        return f"NodePool {name} is not Ready: no Ready condition"
+    return f"NodePool {name} is not Ready: {_condition_text(ready)}"
+
+
+def _condition_text(condition: Mapping[str, Any]) -> str:
+    text = str(condition.get("status") or "Unknown")
+    for field in ("reason", "message"):
+        if condition.get(field):
+            text += f", {condition[field]}"
+    return text
+
+
+def _limits_blocker(
+    name: str, limits: Any, status: Obj, usage: Mapping[str, Fraction] | None
+) -> str | None:
+    """``Provisioner.Create`` refuses a claim once ``Spec.Limits.ExceededBy(usage)``: some
+    limit is below the pool's usage. The replacement is taken to be like the old node,
+    which leaves with it: it fits exactly when the pool's usage, old node included, is
+    within every limit. Usage is Karpenter's cluster state's (``usage``); without it
+    ``status.resources`` (the nodepool counter's copy), and with neither, not judged."""
     wanted = parse_resources(limits)
     if not wanted:
         return None
-    if "resources" not in status:
-        return f"NodePool {name} has limits but Karpenter has not counted its usage yet"
-    used = parse_resources(status.get("resources"))
+    if usage is None:
+        if "resources" not in status:
+            return f"NodePool {name} has limits but Karpenter has not counted its usage yet"
+        usage = parse_resources(status.get("resources"))
     for resource, limit in sorted(wanted.items()):
-        usage = used.get(resource, parse_quantity(0))
-        if usage > limit:
-            return f"NodePool {name} is past its limit {resource}: {usage} used of {limit}"
+        used = usage.get(resource, parse_quantity(0))
+        if used > limit:
+            shown = f"{_show(used)} used of {_show(limit)}"
+            return f"NodePool {name} is past its limit {resource}: {shown}"
     return None
 
 
-def replacement_nodeclaim(nodepool: Obj, node: Obj, old_claim: str, notice_key: str) -> Replacement:
-    """The claim to create in place of ``old_claim`` (which runs on ``node``)."""
+def _show(quantity: Fraction) -> str:
+    return str(quantity) if quantity.denominator == 1 else str(float(quantity))
+
+
+def replacement_nodeclaim(
+    nodepool: Obj,
+    node: Obj,
+    old_claim: str,
+    notice_key: str,
+    old_uid: str | None = None,
+    *,
+    reservation_reclaimed: bool = False,
+) -> Replacement:
+    """The claim to create in place of ``old_claim`` (uid ``old_uid``; it runs on ``node``).
+    ``reservation_reclaimed``: the notice is a capacity reservation interruption, whose
+    reservation the replacement must not be launched into."""
     pool_name = nodes.name_of(nodepool)
     template = (nodepool.get("spec") or {}).get("template") or {}
     template_meta = template.get("metadata") or {}
@@ -125,6 +194,14 @@ def replacement_nodeclaim(nodepool: Obj, node: Obj, old_claim: str, notice_key: 
         skipped = _exclude_reclaimed_spot_type(requirements, node)
         if skipped:
             notes.append(f"the reclaimed instance type stays allowed: {skipped}")
+        if reservation_reclaimed:
+            unexcludable = _exclude_reclaimed_reservation(requirements, node)
+            if unexcludable:
+                return Replacement(
+                    None,
+                    f"NodePool {pool_name} yields no valid NodeClaim without the reclaimed "
+                    f"capacity reservation: {unexcludable}",
+                )
         spec_requirements, dropped = entries(requirements)
     except Unsatisfiable as problem:
         return Replacement(None, f"NodePool {pool_name} yields no valid NodeClaim: {problem}")
@@ -165,7 +242,7 @@ def replacement_nodeclaim(nodepool: Obj, node: Obj, old_claim: str, notice_key: 
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodeClaim",
         "metadata": {
-            "name": replacement_name(pool_name, old_claim),
+            "name": replacement_name(pool_name, old_claim, old_uid),
             "labels": labels,
             "annotations": annotations,
             "ownerReferences": [owner],
@@ -184,6 +261,18 @@ def _exclude_reclaimed_spot_type(requirements: Any, node: Obj) -> str | None:
     if node_labels.get(nodes.CAPACITY_TYPE_LABEL) != "spot" or not instance_type:
         return None
     return exclude(requirements, nodes.INSTANCE_TYPE_LABEL, instance_type)
+
+
+def _exclude_reclaimed_reservation(requirements: Any, node: Obj) -> str | None:
+    """As Karpenter's interruption controller marks the reclaimed reservation unavailable
+    (``markUnavailableOfferings``: ``capacityReservationProvider.MarkUnavailable`` of the
+    claim's ``karpenter.k8s.aws/capacity-reservation-id``), the replacement excludes it.
+    ``NotIn`` also matches offerings without the label (on-demand, Spot, other
+    reservations). None when done (or no reservation to exclude), else why it cannot be."""
+    reservation = nodes.labels_of(node).get(CAPACITY_RESERVATION_ID_LABEL)
+    if not reservation:
+        return None
+    return exclude(requirements, CAPACITY_RESERVATION_ID_LABEL, reservation)
 
 
 def _go_duration_string(text: str) -> str:

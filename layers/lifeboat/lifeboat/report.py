@@ -5,22 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from lifeboat.events.notice import Kind, Notice
 from lifeboat.instants import format_instant
+from lifeboat.outcome import Outcome as Outcome  # importable from here, as it always was
 
-if TYPE_CHECKING:  # decide builds on Outcome; the report only reads a Decision
+if TYPE_CHECKING:  # the report only reads a Decision (decide builds on lifeboat.outcome)
     from lifeboat.decide import Decision
     from lifeboat.target import Target
-
-
-class Outcome(StrEnum):
-    ACTED = "acted"
-    DEFERRED = "deferred"
-    IGNORED = "ignored"
-    REJECTED = "rejected"
 
 
 @dataclass(frozen=True)
@@ -45,6 +38,9 @@ class Report:
     forced: bool = False
     # A voluntary notice let go because its pool never allowed it in time.
     gave_up: bool = False
+    # A rotation's change worth telling operators (its Event's reason: RotationCheckpoint,
+    # RotationFailed, RotationCompleted, RotationRolledBack, RotationNodeNotRestored).
+    rotation_change: str | None = None
 
     @classmethod
     def for_notice(cls, notice: Notice, outcome: Outcome, reason: str, **fields: Any) -> Report:
@@ -100,6 +96,11 @@ def decision_report(
         reason = f"dry run, nothing changed: {reason}"
     if pods_remaining:
         reason += f"; {pods_remaining} pod(s) held by PodDisruptionBudgets, retrying"
+    if target.node_nodepool_label is not None:
+        reason += (
+            f"; the Node's label karpenter.sh/nodepool={target.node_nodepool_label} disagrees "
+            f"with its NodeClaim's NodePool {target.nodepool_name}: judged by the NodeClaim's"
+        )
     for action in actions:
         # A step that could not be done but did not stop the others (a replacement the API
         # server refused): the reason says so, as the action does.

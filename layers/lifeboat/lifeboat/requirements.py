@@ -25,6 +25,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
+from lifeboat.errors import InvalidInput
+
 #: The NodeClaim CRD's ``maxItems`` for ``spec.requirements``.
 MAX_REQUIREMENTS: Final = 100
 
@@ -87,7 +89,7 @@ NORMALIZED_LABELS: Final = {
 }
 
 
-class Unsatisfiable(ValueError):
+class Unsatisfiable(InvalidInput):
     """The pool's template cannot yield a valid claim (the message says which key and why)."""
 
 

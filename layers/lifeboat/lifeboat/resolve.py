@@ -1,7 +1,8 @@
 """From instance ids to Kubernetes objects, without scanning the cluster.
 
 Per batch: one DescribeInstances for every instance (``instances``), then per instance one
-GET of its Node by name, and one GET per NodePool. Only voluntary notices, which must be
+GET of its Node by name and one of its NodeClaim (the NodePool is the claim's, not the
+Node's label), and one GET per NodePool. Only voluntary notices, which must be
 weighed against the pool's budgets, list the pool's nodes and claims (by label), the node's
 pods (by field selector) and the PodDisruptionBudgets of those pods' namespaces: each of
 those requests is bounded by the pool or the node, never by the cluster.
@@ -16,10 +17,12 @@ from typing import Any
 
 from lifeboat import nodes
 from lifeboat.counting import count_pool
+from lifeboat.errors import BrokenInvariant
 from lifeboat.instances import InstanceInfo, instance_id_from_provider_id
 from lifeboat.kube import KubeApi
 from lifeboat.objects import Obj
 from lifeboat.pdbs import pdb_namespaces
+from lifeboat.pool_usage import pool_usage
 from lifeboat.target import ClaimRef, PoolCounts, Target
 
 
@@ -39,8 +42,13 @@ class Resolver:
         found = _Found(node) if node is not None else self._find_node(instance_id, info)
         if found.node is None:
             return Target(instance_id, info)
-        claim = self._claim_of(found, instance_id, info)
-        pool_name = nodes.labels_of(found.node).get(nodes.NODEPOOL_LABEL) or info.nodepool
+        claim, claim_pool = self._claim_of(found, instance_id, info)
+        node_pool = nodes.labels_of(found.node).get(nodes.NODEPOOL_LABEL)
+        # The pool is the claim's: whoever may patch Nodes (or the node's own kubelet) can
+        # relabel a Node, and a Node's label must never choose which budget applies or which
+        # pool's template a replacement gets. The Node's label only when no claim says.
+        pool_name = claim_pool or node_pool or info.nodepool
+        mismatch = node_pool if claim_pool and node_pool != claim_pool else None
         nodepool = self.nodepool(pool_name) if pool_name and claim else None
         return Target(
             instance_id,
@@ -49,26 +57,45 @@ class Resolver:
             claim=claim,
             nodepool_name=pool_name,
             nodepool=nodepool,
+            node_nodepool_label=mismatch,
         )
 
-    def _claim_of(self, found: _Found, instance_id: str, info: InstanceInfo) -> ClaimRef | None:
-        """The NodeClaim Lifeboat may act on for this instance.
+    def _claim_of(
+        self, found: _Found, instance_id: str, info: InstanceInfo
+    ) -> tuple[ClaimRef | None, str | None]:
+        """The NodeClaim Lifeboat may act on for this instance, and the NodePool its own
+        ``karpenter.sh/nodepool`` label names (None when the claim was not read).
 
-        The Node's ownerReference is Karpenter's own binding (set when the node registered).
-        An EC2 tag is not: anyone allowed ``ec2:CreateTags`` could point
+        The Node's ownerReference is Karpenter's own binding (set when the node registered);
+        the claim it names is read, and taken only when its ``status.providerID`` names this
+        very instance (the Node is writable by more than Karpenter). An EC2 tag is not a
+        binding either: anyone allowed ``ec2:CreateTags`` could point
         ``karpenter.sh/nodeclaim`` at someone else's claim, so a claim named only by the tag
-        is used only when its ``status.providerID`` names this very instance.
+        is used under the same rule.
         """
-        assert found.node is not None
+        if found.node is None:
+            raise BrokenInvariant("lifeboat.resolve._claim_of: found.node is None")
         owner = nodes.nodeclaim_owner(found.node)
         if owner is not None:
-            return ClaimRef(*owner)
+            name, uid = owner
+            claim = found.claim if _named(found.claim, name) else self.kube.get_nodeclaim(name)
+            if claim is None:
+                # Gone already (Karpenter finished it): still Karpenter's node; no claim
+                # to read the pool from.
+                return ClaimRef(name, uid), None
+            if _runs_on(claim, instance_id):
+                return ClaimRef(name, uid or claim["metadata"].get("uid")), _pool_of(claim)
+            # The ownerReference names a claim of another instance: not this node's.
         if not info.nodeclaim:
-            return None
-        claim = found.claim if found.claim is not None else self.kube.get_nodeclaim(info.nodeclaim)
+            return None, None
+        claim = (
+            found.claim
+            if _named(found.claim, info.nodeclaim)
+            else self.kube.get_nodeclaim(info.nodeclaim)
+        )
         if claim is None or not _runs_on(claim, instance_id):
-            return None
-        return ClaimRef(nodes.name_of(claim), claim["metadata"].get("uid"))
+            return None, None
+        return ClaimRef(nodes.name_of(claim), claim["metadata"].get("uid")), _pool_of(claim)
 
     def with_budget_state(self, target: Target) -> Target:
         """Add what a voluntary decision weighs: the node's pods, the PodDisruptionBudgets of
@@ -88,7 +115,8 @@ class Resolver:
                 claim, deleting=claim.deleting or bool(mine and nodes.is_deleting(mine))
             )
         counts = count_pool(pool_nodes, claims)
-        return replace(target, pods=pods, pdbs=pdbs, counts=counts, claim=claim)
+        usage = pool_usage(pool_nodes, claims)
+        return replace(target, pods=pods, pdbs=pdbs, counts=counts, claim=claim, usage=usage)
 
     def nodepool(self, name: str) -> Mapping[str, Any] | None:
         """One GET per NodePool per batch, however many of its nodes the batch names."""
@@ -140,6 +168,16 @@ class _Found:
 
     node: Mapping[str, Any] | None
     claim: Mapping[str, Any] | None = None
+
+
+def _named(claim: Mapping[str, Any] | None, name: str) -> bool:
+    return claim is not None and nodes.name_of(claim) == name
+
+
+def _pool_of(claim: Mapping[str, Any]) -> str | None:
+    """The NodePool of a NodeClaim: its ``karpenter.sh/nodepool`` label, set by Karpenter when
+    it made the claim from the pool's template (``NodeClaimTemplate``)."""
+    return nodes.labels_of(claim).get(nodes.NODEPOOL_LABEL) or None
 
 
 def _runs_on(claim: Mapping[str, Any], instance_id: str) -> bool:

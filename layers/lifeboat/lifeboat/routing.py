@@ -9,9 +9,11 @@ nothing here, and acting on a namesake would be wrong.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 
+from lifeboat.errors import RetryLater
 from lifeboat.events.notice import Notice
 from lifeboat.instances import InstanceInfo
 from lifeboat.report import Outcome
@@ -19,7 +21,7 @@ from lifeboat.settings import Settings
 from lifeboat.wakeup import Task, Wakeup
 
 
-class NotYetKnown(RuntimeError):
+class NotYetKnown(RetryLater):
     """The instance is unknown for now; the message goes back to the queue for a while
     (operators sharing a queue with another consumer choose a grace period)."""
 
@@ -46,7 +48,22 @@ def foreign_origin(notice: Notice, settings: Settings) -> str | None:
     return None
 
 
-def route(notice: Notice, info: InstanceInfo | None, settings: Settings, now: datetime) -> Route:
+def _unmanaged(cluster: str | None, settings: Settings, managed: Collection[str] | None) -> bool:
+    """Whether ``cluster`` is not this stack's. ``managed``: the clusters found served
+    (``lifeboat.discovery``, asked by the caller beforehand so this stays pure); None: the
+    named ones (``settings.clusters``, where empty means any)."""
+    if managed is not None:
+        return cluster is None or cluster not in managed
+    return bool(settings.clusters) and cluster not in settings.clusters
+
+
+def route(
+    notice: Notice,
+    info: InstanceInfo | None,
+    settings: Settings,
+    now: datetime,
+    managed: Collection[str] | None = None,
+) -> Route:
     instance = notice.instance_id
     if not instance:
         return Route()
@@ -64,7 +81,7 @@ def route(notice: Notice, info: InstanceInfo | None, settings: Settings, now: da
             info.cluster,
             f"instance {instance} lacks the managed tag {settings.managed_tag}",
         )
-    if settings.clusters and info.cluster not in settings.clusters:
+    if _unmanaged(info.cluster, settings, managed):
         if info.cluster is None:
             why = f"instance {instance} belongs to no EKS cluster"
         else:
@@ -85,7 +102,13 @@ class Triage:
     unmanaged: bool = False
 
 
-def triage(notice: Notice, info: InstanceInfo | None, settings: Settings, now: datetime) -> Triage:
+def triage(
+    notice: Notice,
+    info: InstanceInfo | None,
+    settings: Settings,
+    now: datetime,
+    managed: Collection[str] | None = None,
+) -> Triage:
     """The checks every notice passes before the cluster is asked anything, in order:
     origin (account and region), what the message itself says (a no-op, no instance), then
     the instance: known, carrying the managed tag, of a managed cluster.
@@ -98,15 +121,16 @@ def triage(notice: Notice, info: InstanceInfo | None, settings: Settings, now: d
     if notice.ignore_reason or not notice.instance_id:
         why = notice.ignore_reason or "the message names no instance"
         return Triage(outcome=Outcome.IGNORED, reason=why)
-    where = route(notice, info, settings, now)
+    where = route(notice, info, settings, now, managed)
     if where.skip_reason is not None or info is None:
         why = where.skip_reason or "unknown instance"
         return Triage(where.cluster, Outcome.IGNORED, why, unmanaged=True)
     hook = notice.lifecycle
     group = info.auto_scaling_group
-    if hook is not None and group is not None and hook.auto_scaling_group != group:
+    if hook is not None and hook.auto_scaling_group != group and info.auto_scaling_group_known:
         # Completing a lifecycle action lets its group go on: only the instance's own group
-        # (EC2 tags every instance of a group with aws:autoscaling:groupName).
+        # (EC2 tags every instance of a group with aws:autoscaling:groupName). An instance
+        # EC2 puts in no group (a Karpenter node) confirms no hook at all.
         why = (
             f"the lifecycle hook names Auto Scaling group {hook.auto_scaling_group[:256]}, "
             f"but instance {info.instance_id} belongs to {info.auto_scaling_group or 'none'}"
@@ -116,7 +140,11 @@ def triage(notice: Notice, info: InstanceInfo | None, settings: Settings, now: d
 
 
 def triage_follow_up(
-    wakeup: Wakeup, info: InstanceInfo | None, settings: Settings, now: datetime
+    wakeup: Wakeup,
+    info: InstanceInfo | None,
+    settings: Settings,
+    now: datetime,
+    managed: Collection[str] | None = None,
 ) -> Triage:
     """The triage of Lifeboat's own follow-up work, which anyone allowed to send to the
     queue could forge: the same checks as an AWS event, and the cluster it names must be the
@@ -129,11 +157,11 @@ def triage_follow_up(
         foreign = foreign_origin(notice, settings)
         if foreign is not None:
             return Triage(outcome=Outcome.REJECTED, reason=foreign)
-        if settings.clusters and wakeup.cluster not in settings.clusters:
+        if _unmanaged(wakeup.cluster, settings, managed):
             why = f"follow-up for cluster {wakeup.cluster or '(none)'}, not managed here"
             return Triage(outcome=Outcome.REJECTED, reason=why)
         return Triage(wakeup.cluster)
-    checked = triage(notice, info, settings, now)
+    checked = triage(notice, info, settings, now, managed)
     if checked.outcome is None and wakeup.cluster and wakeup.cluster != checked.cluster:
         why = (
             f"follow-up names cluster {wakeup.cluster}, but instance {notice.instance_id} "

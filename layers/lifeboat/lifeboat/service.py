@@ -29,6 +29,7 @@ from lifeboat.settings import Settings, SettingsError, load_settings
 from lifeboat.split import NOTICES_PER_MESSAGE
 
 if TYPE_CHECKING:  # eks_auth imports boto3: only build_service pays for it, at start-up
+    from lifeboat.discovery import ClusterCatalog
     from lifeboat.eks_auth import EksAuth
 
 # Messages of one SQS batch handled at once (each mostly waits on the API server).
@@ -57,11 +58,15 @@ class EksClusters:
     outside any lock shared between clusters, so one slow cluster never delays the others.
     """
 
-    def __init__(self, settings: Settings, auth: EksAuth) -> None:
+    def __init__(
+        self, settings: Settings, auth: EksAuth, catalog: ClusterCatalog | None = None
+    ) -> None:
         self._auth = auth
         self._clusters = settings.clusters
         self._apis: dict[str, KubeApi] = {}
         self._lock = threading.Lock()
+        # Clusters found by their tag (lifeboat.discovery): warmed from it, dropped with it.
+        self.catalog = catalog
 
     def kube(self, cluster: str | None) -> KubeApi:
         name = cluster or (self._clusters[0] if len(self._clusters) == 1 else None)
@@ -77,10 +82,23 @@ class EksClusters:
         with self._lock:
             return self._apis.setdefault(name, KubeApi(api_client))
 
+    def forget(self, cluster: str) -> None:
+        """Drop the client of a cluster no longer served (its tag was removed)."""
+        with self._lock:
+            self._apis.pop(cluster, None)
+        self._auth.forget(cluster)
+
     def warm(self) -> None:
         """Describe every managed cluster and make its client (best effort: a cluster that
-        cannot be reached now is described on its first request instead)."""
-        for name in self._clusters:
+        cannot be reached now is described on its first request instead). With discovery,
+        every cluster of the account and region is described first (ListClusters)."""
+        names = self._clusters
+        if self.catalog is not None:
+            try:
+                names = self.catalog.refresh()
+            except Exception as error:
+                _log.warning("could not discover clusters: %r", error)
+        for name in names:
             try:
                 self.kube(name)
             except Exception as error:
@@ -160,8 +178,11 @@ def build_service(
 
     env = os.environ if env is None else env
     settings = load_settings(env)
-    if not settings.clusters:
-        raise SettingsError("LIFEBOAT_CLUSTERS is empty: name at least one EKS cluster")
+    if not settings.clusters and settings.cluster_tag_key is None:
+        raise SettingsError(
+            "LIFEBOAT_CLUSTERS is empty and LIFEBOAT_CLUSTER_TAG_KEY is not set: name at "
+            "least one EKS cluster, or serve the clusters tagged <key>=true"
+        )
     # Every setting is checked before any client is made: a broken stack fails fast.
     table = _required(env, "LIFEBOAT_IDEMPOTENCY_TABLE")
     group = _required(env, "LIFEBOAT_SCHEDULE_GROUP")
@@ -190,7 +211,20 @@ def build_service(
         dead_letter_arn=dead_letter_arn,
         clock=clock,
     )
-    clusters = EksClusters(settings, EksAuth(session=session, region=region))
+    eks = LazyClient(session, "eks", region)
+    auth = EksAuth(session=session, region=region, eks_client=eks)
+    clusters = EksClusters(settings, auth)
+    if settings.cluster_tag_key is not None:
+        from lifeboat.discovery import ClusterCatalog
+
+        clusters.catalog = ClusterCatalog(
+            eks,
+            tag_key=settings.cluster_tag_key,
+            named=settings.clusters,
+            ttl=settings.discovery_ttl.total_seconds(),
+            on_described=auth.remember,
+            on_dropped=clusters.forget,
+        )
     ec2 = session.client("ec2", region_name=region)
     pipeline = Pipeline(
         clusters=clusters,
@@ -205,6 +239,7 @@ def build_service(
         workers=BATCH_WORKERS,
         notices_per_message=NOTICES_PER_MESSAGE,
         statuses=Ec2InstanceStatuses(ec2),
+        scope=clusters.catalog,
     )
     notifier = (
         EventBridgeNotifier(lazy["events"], bus=bus, dry_run=settings.dry_run) if bus else None
@@ -215,5 +250,5 @@ def build_service(
         notifier=notifier,
         redelivery=SqsRedelivery(lazy["sqs"], queue_url),
         clusters=clusters,
-        lazy_clients=[lazy[name] for name in sorted(lazy) if name != "events" or bus],
+        lazy_clients=[lazy[name] for name in sorted(lazy) if name != "events" or bus] + [eks],
     )

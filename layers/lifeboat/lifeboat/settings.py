@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+from lifeboat.errors import InvalidInput
 from lifeboat.events.notice import Kind
 
 # PreferNoSchedule is not offered: it is the effect of the mark a deferred node gets, and a
@@ -19,7 +20,7 @@ TAINT_EFFECTS = ("NoSchedule", "NoExecute")
 KIND_ACTIONS = ("ignore", "cordon", "replace")
 
 
-class SettingsError(ValueError):
+class SettingsError(InvalidInput):
     """A setting has a value Lifeboat cannot use; the message names the variable."""
 
 
@@ -45,6 +46,9 @@ class Settings:
     managed_tag: str | None = None
     # Seconds to keep an unknown instance's message in the queue before giving up on it.
     unknown_instance_grace: timedelta = timedelta(0)
+    # How late a notice may be (past its deadline or start, lifeboat.staleness) and still be
+    # obeyed as sent; later, it is re-judged as a voluntary notice, never forced.
+    stale_notice_after: timedelta = timedelta(minutes=10)
     # Where the stack runs; events from elsewhere are rejected. None: not checked.
     account_id: str | None = None
     region: str | None = None
@@ -54,6 +58,16 @@ class Settings:
     # A node only cordoned for a rebalance recommendation (``rebalance-recommendation=cordon``,
     # or a node group's node) is uncordoned when it is still running this long after; 0: never.
     rebalance_cordon_release: timedelta = timedelta(hours=6)
+    # Complete Auto Scaling *launch* lifecycle actions once the new instance's node is Ready
+    # (as the Node Termination Handler can). Off by default: a launch hook nobody completes
+    # abandons (terminates) every new instance at its timeout, so only those who created
+    # a launch hook for Lifeboat should turn it on.
+    complete_launch_hooks: bool = False
+    # Clusters tagged <this key>=true are served too, found at run time (lifeboat.discovery);
+    # None: only the clusters named in ``clusters``.
+    cluster_tag_key: str | None = None
+    # How long a cluster's tag is trusted before it is described again.
+    discovery_ttl: timedelta = timedelta(minutes=5)
 
     def action_for(self, kind: Kind) -> str:
         return self.kind_actions.get(kind, "replace")
@@ -94,8 +108,13 @@ def _kind_actions(raw: str) -> dict[Kind, str]:
         except ValueError:
             raise SettingsError(
                 f"LIFEBOAT_KIND_ACTIONS: unknown kind {kind_name!r}; expected one of "
-                + ", ".join(k for k in Kind if not k.involuntary and k is not Kind.UNSUPPORTED)
+                + ", ".join(k for k in Kind if k.voluntary)
             ) from None
+        if not kind.voluntary and not kind.involuntary:
+            raise SettingsError(
+                f"LIFEBOAT_KIND_ACTIONS: {kind} is not a voluntary kind; expected one of "
+                + ", ".join(k for k in Kind if k.voluntary)
+            )
         if kind.involuntary:
             raise SettingsError(
                 f"LIFEBOAT_KIND_ACTIONS: {kind} is involuntary (the instance goes away "
@@ -138,6 +157,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         unknown_instance_grace=_seconds(
             env, "LIFEBOAT_UNKNOWN_INSTANCE_GRACE_SECONDS", timedelta(0)
         ),
+        stale_notice_after=_seconds(env, "LIFEBOAT_STALE_NOTICE_SECONDS", timedelta(minutes=10)),
         account_id=env.get("LIFEBOAT_ACCOUNT_ID") or None,
         region=env.get("LIFEBOAT_REGION") or None,
         impaired_threshold=_seconds(
@@ -146,4 +166,20 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         rebalance_cordon_release=_seconds(
             env, "LIFEBOAT_REBALANCE_CORDON_RELEASE_SECONDS", timedelta(hours=6)
         ),
+        complete_launch_hooks=_flag(env, "LIFEBOAT_COMPLETE_LAUNCH_HOOKS", False),
+        cluster_tag_key=_cluster_tag_key(env.get("LIFEBOAT_CLUSTER_TAG_KEY", "")),
+        discovery_ttl=_seconds(env, "LIFEBOAT_DISCOVERY_TTL_SECONDS", timedelta(minutes=5)),
     )
+
+
+def _cluster_tag_key(raw: str) -> str | None:
+    """An EKS tag key (1 to 128 characters; ``aws:`` is AWS's own prefix), or None."""
+    key = raw.strip()
+    if not key:
+        return None
+    if len(key) > 128 or key.lower().startswith("aws:") or "=" in key:
+        raise SettingsError(
+            f"LIFEBOAT_CLUSTER_TAG_KEY={raw[:140]!r}: expected a tag key of at most 128 "
+            "characters, without '=' and not starting with aws: (the value is always true)"
+        )
+    return key

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 
 from lifeboat.instances import InstanceInfo
 from lifeboat.objects import Obj
@@ -43,7 +45,8 @@ class Target:
     info: InstanceInfo | None = None
     node: Obj | None = None
     claim: ClaimRef | None = None
-    # The NodePool the node says it belongs to (its label, or EC2's tag) ...
+    # The NodePool the instance belongs to: its NodeClaim's label (the Node's label, or
+    # EC2's tag, only when there is no claim to read) ...
     nodepool_name: str | None = None
     # ... and that NodePool's object, when it exists: budgets and the replacement's template.
     nodepool: Obj | None = None
@@ -51,6 +54,13 @@ class Target:
     pods: tuple[Obj, ...] | None = None
     # The PodDisruptionBudgets of the namespaces of the pods a drain would evict.
     pdbs: tuple[Obj, ...] | None = None
+    # The pool's resource usage as Karpenter's cluster state sums it (its NodeClaims' and
+    # Nodes' capacity, :mod:`lifeboat.pool_usage`), loaded with ``counts``: what its limits
+    # are weighed against.
+    usage: Mapping[str, Fraction] | None = None
+    # The Node's own karpenter.sh/nodepool label when it disagrees with its claim's pool
+    # (reported; the claim's pool is the one judged by).
+    node_nodepool_label: str | None = None
 
     @property
     def node_name(self) -> str | None:

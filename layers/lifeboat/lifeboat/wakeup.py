@@ -7,70 +7,22 @@ handler, the same batch failure handling and the same dead-letter queue as AWS's
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict
 from datetime import datetime
-from enum import StrEnum
 from typing import Any, Protocol
 
 from lifeboat.events.base import malformed
-from lifeboat.events.notice import Kind, Notice
-from lifeboat.target import ClaimRef
+from lifeboat.events.notice import Kind
 
-MARKER = "lifeboat-wakeup"
-VERSION = 1
-# The most instances a remainder may name: lifeboat.split.NOTICES_PER_MESSAGE (a test keeps
-# the two equal; this module cannot import that one, which imports it).
-MAX_REMAINDER = 50
-
-
-class Task(StrEnum):
-    DECIDE = "decide"  # a deferred voluntary notice: decide again against today's cluster
-    FINISH_REPLACEMENT = "finish-replacement"  # delete the old claim once replaced
-    CONTINUE_DRAIN = "continue-drain"  # evictions a PDB held back
-    ROTATE = "rotate"  # look at a rotation again (lifeboat.rotation); about no one instance
-    # The instances of a large notice one message did not take on (lifeboat.split).
-    REMAINDER = "remainder"
-    # A node only cordoned for a rebalance recommendation, still running long after: uncordon.
-    RELEASE_CORDON = "release-cordon"
-
-
-@dataclass(frozen=True)
-class Wakeup:
-    task: Task
-    notice: Notice
-    due: datetime
-    replacement: str | None = None
-    old_nodeclaim: str | None = None
-    old_nodeclaim_uid: str | None = None
-    started: datetime | None = None
-    attempt: int = 0
-    # The instance's cluster, known when scheduled: a terminated instance may no longer be
-    # described by EC2 when its follow-up comes due.
-    cluster: str | None = None
-    # ``REMAINDER``: the instances it names (``notice`` is their event, about no instance).
-    instances: tuple[str, ...] = ()
-
-    @property
-    def key(self) -> str:
-        """Unique per wake-up, so a scheduler can be asked twice without two schedules."""
-        key = f"{self.notice.dedup_key}#{self.task}#{self.due.strftime('%Y%m%dT%H%M%S')}"
-        if self.instances:
-            # Remainders of one event differ only in the instances they name.
-            key += "#" + hashlib.sha256(",".join(self.instances).encode()).hexdigest()[:32]
-        return key
-
-    @property
-    def old_claim(self) -> ClaimRef | None:
-        """The NodeClaim a replacement stands in for (``FINISH_REPLACEMENT``)."""
-        if not self.old_nodeclaim:
-            return None
-        return ClaimRef(self.old_nodeclaim, self.old_nodeclaim_uid)
-
-    def again(self, due: datetime) -> Wakeup:
-        return replace(self, due=due, attempt=self.attempt + 1)
+# The wake-up itself lives in lifeboat.wakeup_model, which the wire format
+# (lifeboat.wakeup_format) builds too; its names are importable from here as they always were.
+from lifeboat.wakeup_model import MARKER as MARKER
+from lifeboat.wakeup_model import MAX_REMAINDER as MAX_REMAINDER
+from lifeboat.wakeup_model import VERSION as VERSION
+from lifeboat.wakeup_model import Task as Task
+from lifeboat.wakeup_model import Wakeup as Wakeup
 
 
 class WakeupSink(Protocol):
@@ -135,8 +87,12 @@ def _remainder_inconsistency(wakeup: Wakeup) -> str | None:
     the event they share: about no one instance, and no lifecycle hook (a hook's message is
     about one instance, never split)."""
     notice = wakeup.notice
-    if notice.kind in (Kind.ROTATION, Kind.UNSUPPORTED):
+    if notice.kind is not Kind.SCHEDULED_CHANGE:
+        # Only AWS Health's scheduled changes name many instances (affectedEntities): a
+        # Spot-kind "remainder" would take 50 nodes out at once, forced, past any budget.
         return f"task remainder: a {notice.kind} notice is never split"
+    if notice.deadline is None:
+        return "notice.deadline: a remainder's maintenance has a start time"
     if not wakeup.instances:
         return "instances: a remainder names at least one instance"
     if len(set(wakeup.instances)) != len(wakeup.instances):

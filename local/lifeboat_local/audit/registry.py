@@ -14,6 +14,7 @@ from lifeboat_local.audit import (
     do_not_disrupt,
     karpenter_version,
     labels,
+    migration,
     nodepools,
     ownership,
     pdbs,
@@ -158,6 +159,19 @@ CHECKS: tuple[Check, ...] = (
         WARNING,
         "a Karpenter controller (v1.12+) whose instance status poller drains maintenance at once",
         karpenter_version.instance_status_poller,
+    ),
+    # Migration from node groups to NodePools
+    Check(
+        "migration-pinned-to-node-group",
+        WARNING,
+        "a pod that requires a label only its node group's nodes carry",
+        migration.pinned_to_node_group,
+    ),
+    Check(
+        "migration-no-nodepool-fits",
+        WARNING,
+        "a node-group pod no NodePool would take (selector or taints)",
+        migration.no_nodepool_fits,
     ),
 )
 

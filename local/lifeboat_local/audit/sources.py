@@ -17,6 +17,7 @@ from typing import Any, Final
 
 import yaml
 
+from kubemu.clusterfile import read_documents
 from lifeboat.kube import KARPENTER, KubeApi, KubeError
 from lifeboat.objects import Obj
 from lifeboat_local.audit.inventory import Inventory
@@ -60,7 +61,8 @@ def _timestamps_as_text(value: Any) -> str:
 def read_cluster_file(path: Path) -> Inventory:
     """The file's objects as an Inventory; a usage error (exit 1) names what is wrong."""
     try:
-        documents = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
+        # The readers every command shares: aliases' expansion capped, deep nesting refused.
+        documents, _ = read_documents(path.read_text(encoding="utf-8"))
     except OSError as error:
         raise UsageError(f"--cluster {path}: {error.strerror or error}") from None
     except yaml.YAMLError as error:

@@ -79,6 +79,9 @@ class KarpenterSimulation:
         self._disruption = disruption
         # Called after every pass of the controllers (tests sample the cluster there).
         self._observe = observe
+        # MAX_TICKS when an advance made that many passes without settling (then it stopped
+        # short of its instant: the caller must say so); None otherwise.
+        self.limit_hit: int | None = None
 
     @property
     def marked(self) -> frozenset[str]:
@@ -96,6 +99,8 @@ class KarpenterSimulation:
             if following is None or following > now:
                 break
             moment = following
+        else:
+            self.limit_hit = MAX_TICKS
         if moment < now:
             self._tick(now)
         self._last = now

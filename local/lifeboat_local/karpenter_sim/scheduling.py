@@ -58,7 +58,9 @@ def recreate_evicted(state: SimState) -> None:
         name = (
             meta["name"]
             if owner == "StatefulSet"
-            else state.next_name(meta["name"].rsplit("-", 1)[0])
+            else state.next_name(
+                meta["name"].rsplit("-", 1)[0], "Pod", meta.get("namespace", "default")
+            )
         )
         fresh = {
             "apiVersion": "v1",
@@ -371,7 +373,7 @@ def launch_for(state: SimState, pool: Obj, why: str) -> None:
     claim = _template_claim(pool)
     if claim is None:
         return
-    claim["metadata"]["name"] = state.next_name(nodes.name_of(pool))
+    claim["metadata"]["name"] = state.next_name(nodes.name_of(pool), "NodeClaim")
     state.put(claim)
     state.step("provisioned", claim, why)
 

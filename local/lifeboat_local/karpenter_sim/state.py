@@ -119,15 +119,21 @@ class SimState:
     def stamp(self) -> str:
         return format_instant(self.now)
 
-    def next_name(self, prefix: str) -> str:
-        """A name suffix as the API server's generateName gives (5 characters), repeatable."""
-        self.serial += 1
-        alphabet = "bcdfghjklmnpqrstvwxz2456789"
-        number, suffix = self.serial * 7919, ""
-        for _ in range(5):
-            number, digit = divmod(number, len(alphabet))
-            suffix += alphabet[digit]
-        return f"{prefix}-{suffix}"
+    def next_name(self, prefix: str, kind: str, namespace: str | None = None) -> str:
+        """A name suffix as the API server's generateName gives (5 characters), repeatable,
+        and never the name of an object of ``kind`` already there: a replay continued from
+        another's ``--state-out`` starts counting again, and must not overwrite what the first
+        one created (generateName retries on a conflict the same way)."""
+        while True:
+            self.serial += 1
+            alphabet = "bcdfghjklmnpqrstvwxz2456789"
+            number, suffix = self.serial * 7919, ""
+            for _ in range(5):
+                number, digit = divmod(number, len(alphabet))
+                suffix += alphabet[digit]
+            name = f"{prefix}-{suffix}"
+            if self.emulator.get_object(kind, name, namespace) is None:
+                return name
 
 
 def editable(obj: Obj) -> Obj:

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 
 from lifeboat.decide.model import FOLLOW_UP_INTERVAL, RECHECK_INTERVAL, Decision, Step
 from lifeboat.events.notice import Kind, Notice
-from lifeboat.report import Outcome
+from lifeboat.outcome import Outcome
 from lifeboat.target import Target
 from lifeboat.wakeup import Task, Wakeup
 

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 
 from lifeboat import nodes
 from lifeboat.decide.model import (
+    FOLLOW_UP_INTERVAL,
     RECHECK_INTERVAL,
     VOLUNTARY_PATIENCE,
     Decision,
@@ -21,21 +22,31 @@ from lifeboat.decide.model import (
     give_up,
     ignore,
 )
+from lifeboat.errors import BrokenInvariant
 from lifeboat.events.notice import Kind, Notice
 from lifeboat.instants import format_instant
+from lifeboat.outcome import Outcome
 from lifeboat.pdbs import pdb_blocker
 from lifeboat.replacement import replacement_blocker
-from lifeboat.report import Outcome
 from lifeboat.settings import Settings
+from lifeboat.staleness import Stale
 from lifeboat.target import Target
 
 # Karpenter-owned node: taint and cordon, create the replacement, delete the old claim.
 KARPENTER_REPLACE = (Step.TAINT_AND_CORDON, Step.CREATE_REPLACEMENT, Step.DELETE_NODECLAIM)
 
 
-def decide(notice: Notice, target: Target, settings: Settings, now: datetime) -> Decision:
-    """Decide what to do now about ``notice`` for ``target``."""
-    decision = _decide(notice, target, settings, now)
+def decide(
+    notice: Notice,
+    target: Target,
+    settings: Settings,
+    now: datetime,
+    *,
+    stale: Stale | None = None,
+) -> Decision:
+    """Decide what to do now about ``notice`` for ``target``; ``stale``: the notice is past
+    its age limit (lifeboat.staleness) and is judged from the present state, never forced."""
+    decision = _decide(notice, target, settings, now, stale)
     # A notice let go (given up, opted out, configured to ignore) takes its waiting mark
     # with it, or the node would stay marked PreferNoSchedule for the rest of its life.
     # Not the end of a maintenance waiting for the node to be Ready: its restore takes the
@@ -50,9 +61,15 @@ def decide(notice: Notice, target: Target, settings: Settings, now: datetime) ->
     return decision
 
 
-def _decide(notice: Notice, target: Target, settings: Settings, now: datetime) -> Decision:
+def _decide(
+    notice: Notice, target: Target, settings: Settings, now: datetime, stale: Stale | None
+) -> Decision:
     if notice.ignore_reason:
         return ignore(notice.ignore_reason)
+    if notice.kind is Kind.ASG_LAUNCH:
+        return _launch(notice, target, settings, now)
+    if stale is not None and stale.nothing_going:
+        return ignore(f"{_describe(notice)}: stale: {stale.reason}; nothing to do")
     if target.node is None:
         if notice.lifecycle is not None:
             return Decision(
@@ -75,9 +92,75 @@ def _decide(notice: Notice, target: Target, settings: Settings, now: datetime) -
         return ignore(f"{_describe(notice)}: {handled}; nothing to add")
     if notice.ends_maintenance:
         return _maintenance_over(notice, target)
+    if stale is not None:
+        return _stale(notice, target, settings, now, stale)
     if notice.involuntary:
         return _involuntary(notice, target)
     return _voluntary(notice, target, settings, now)
+
+
+def _launch(notice: Notice, target: Target, settings: Settings, now: datetime) -> Decision:
+    """A launch lifecycle action: CONTINUE once the new instance's node is Ready in the
+    cluster (the Node Termination Handler's launch-hook completion); nothing is done to the
+    node. Until then the action is looked at again every 30 s, up to the hook's timeout."""
+    what = _describe(notice)
+    if not settings.complete_launch_hooks:
+        return ignore(f"{what}: completing launch lifecycle actions is off (complete_launch_hooks)")
+    if target.node is not None and nodes.is_ready(target.node):
+        return Decision(
+            Outcome.ACTED,
+            f"{what}: node {target.node_name} is Ready: completing the lifecycle action",
+            (Step.COMPLETE_LIFECYCLE,),
+        )
+    waiting = (
+        f"node {target.node_name} is not Ready yet"
+        if target.node is not None
+        else f"no node has registered for instance {target.instance_id} yet"
+    )
+    if notice.deadline is not None and now >= notice.deadline:
+        return ignore(f"{what}: {waiting} by the hook's timeout: Auto Scaling decides")
+    recheck = now + FOLLOW_UP_INTERVAL
+    if notice.deadline is not None:
+        recheck = min(recheck, notice.deadline)
+    return Decision(
+        Outcome.DEFERRED, f"{what}: {waiting}; looking again at {_fmt(recheck)}", recheck_at=recheck
+    )
+
+
+def _stale(
+    notice: Notice, target: Target, settings: Settings, now: datetime, stale: Stale
+) -> Decision:
+    """A notice past its age limit: acted on now only if a voluntary notice would be
+    (do-not-disrupt, PodDisruptionBudgets, the NodePool's budget), else let go. Never
+    forced, never deferred (a wake-up would only bring the same stale notice back)."""
+    if target.node is None:
+        raise BrokenInvariant("lifeboat.decide.notice._stale: target.node is None")
+    what = f"{_describe(notice)}: stale ({stale.reason})"
+    action = "replace" if notice.involuntary else settings.action_for(notice.kind)
+    if action == "ignore":
+        return ignore(f"{what}: configured to ignore {notice.kind}")
+    act = _voluntary_action(notice, action, target)
+    if nodes.acted_on(target.node):
+        return replace(act, reason=f"{what}: node already being replaced; continuing")
+    letting_go = "; a stale notice is never forced: letting it go"
+    blocker = nodes.do_not_disrupt_blocker(target.node, target.pods or (), now)
+    if blocker is not None:
+        return give_up(f"{what}: blocked by {blocker[0]}{letting_go}")
+    held = _pdb_blocker(act, target, now)
+    if held is not None:
+        return give_up(f"{what}: {held}{letting_go}")
+    nodepool, counts = target.nodepool, target.counts
+    if target.claim is None or nodepool is None or counts is None:
+        why = f"{what}: node has no NodePool budget to honour; judged now"
+        return replace(act, reason=why + _without_replacement(act, target))
+    from lifeboat.budgets import allowed_disruptions
+
+    allowance = allowed_disruptions(nodepool, counts.node_count, counts.disrupting, now)
+    name = nodes.name_of(nodepool)
+    if not allowance.permits_one:
+        return give_up(f"{what}: NodePool {name} budget: {allowance.reason}{letting_go}")
+    why = f"{what}: NodePool {name} allows it ({allowance.reason}); judged now"
+    return replace(act, reason=why + _without_replacement(act, target))
 
 
 def _involuntary(notice: Notice, target: Target) -> Decision:
@@ -115,7 +198,8 @@ def _maintenance_over(notice: Notice, target: Target) -> Decision:
     """The maintenance ended (EC2 ``[Completed]``/``[Canceled]``, Health ``closed``) and the
     node is still here: undo Lifeboat's taint, cordon and load balancer exclusion once it is
     Ready again (a node that was replaced is being deleted and never gets here)."""
-    assert target.node is not None
+    if target.node is None:
+        raise BrokenInvariant("lifeboat.decide.notice: a maintenance's end without a node")
     what = f"{_describe(notice)} is over"
     key = nodes.taint_key(notice.kind)
     if not any(t.get("key") == key for t in nodes.taints(target.node)):
@@ -136,7 +220,8 @@ def _maintenance_over(notice: Notice, target: Target) -> Decision:
 
 
 def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime) -> Decision:
-    assert target.node is not None
+    if target.node is None:
+        raise BrokenInvariant("lifeboat.decide.notice._voluntary: target.node is None")
     what = _describe(notice)
     action = settings.action_for(notice.kind)
     if action == "ignore":
@@ -166,8 +251,11 @@ def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime
 
     latest = _latest_start(notice, settings)
     if latest is None and now >= notice.event_time + VOLUNTARY_PATIENCE:
+        held_by = _holder(act, target, now)
         return give_up(
-            f"{what}: not permitted within {_minutes(VOLUNTARY_PATIENCE)} of the notice; giving up"
+            f"{what}: not permitted within {_minutes(VOLUNTARY_PATIENCE)} of the notice"
+            + (f" (held by {held_by})" if held_by else "")
+            + "; giving up"
         )
     if latest is not None and now >= latest:
         return replace(
@@ -186,7 +274,14 @@ def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime
     # now is no candidate; taking a slot and a spare node would only wait on the drain.
     held = _pdb_blocker(act, target, now)
     if held is not None:
-        return _defer(f"{what}: {held}", None, latest, now)
+        return _defer(f"{what}: {held}", None, latest, now, waiting=WAITING_FOR_PDB)
+    # Voluntary work goes only where the pods can land: Karpenter's own voluntary
+    # disruption keeps a node whose replacement it cannot launch (``NewScheduler`` leaves
+    # out pools not Ready, static or being deleted; ``Provisioner.Create`` refuses a pool
+    # past its limits), so the old claim is kept rather than deleted without one.
+    stranded = _stranded(act, target)
+    if stranded is not None:
+        return _keep_claim(what, stranded, target, latest, now)
 
     nodepool, counts = target.nodepool, target.counts
     if not karpenter_owned or nodepool is None or counts is None:
@@ -248,6 +343,83 @@ def _without_replacement(act: Decision, target: Target) -> str:
     return f"; deleting NodeClaim {target.claim.name}, no replacement: {_no_replacement(target)}"
 
 
+def _holder(act: Decision, target: Target, now: datetime) -> str | None:
+    """What holds the node now, for a give-up's reason: the pod with do-not-disrupt, the
+    PDB (None when it is the budget, or nothing known)."""
+    if target.node is None:
+        return None
+    blocker = nodes.do_not_disrupt_blocker(target.node, target.pods or (), now)
+    if blocker is not None:
+        return blocker[0]
+    return _pdb_blocker(act, target, now)
+
+
+def _stranded(act: Decision, target: Target) -> str | None:
+    """Why acting would delete a Karpenter node's claim with no replacement (None: it would
+    not: a replacement comes, or the claim is not deleted)."""
+    if target.claim is None or Step.DELETE_NODECLAIM not in act.steps:
+        return None
+    if Step.CREATE_REPLACEMENT in act.steps:
+        return None
+    return _no_replacement(target)
+
+
+def _keep_claim(
+    what: str, why: str, target: Target, latest: datetime | None, now: datetime
+) -> Decision:
+    """Keep the node and its claim: let the notice go when no replacement can ever come
+    (no NodePool, a static one or one being deleted), otherwise look again later (a pool
+    not Ready or at its limits may recover). A scheduled change still acts at ``latest``,
+    as its instance goes anyway."""
+    if target.claim is None:
+        raise BrokenInvariant("lifeboat.decide.notice._keep_claim: target.claim is None")
+    reason = f"{what}: no replacement can launch: {why}; NodeClaim {target.claim.name} kept"
+    pool = target.nodepool
+    if pool is None or nodes.is_deleting(pool) or (pool.get("spec") or {}).get("replicas"):
+        if latest is None:
+            return give_up(f"{reason}; giving up")
+        return Decision(
+            Outcome.DEFERRED,
+            f"{reason}; acting at {_fmt(latest)} regardless, as the instance goes then",
+            (Step.MARK_PENDING,),
+            deferred_until=latest,
+        )
+    recheck = now + RECHECK_INTERVAL
+    if latest is not None:
+        return Decision(
+            Outcome.DEFERRED,
+            f"{reason}; looking again at {_fmt(min(latest, recheck))}, acting at "
+            f"{_fmt(latest)} regardless",
+            (Step.MARK_PENDING,),
+            deferred_until=latest,
+            recheck_at=min(latest, recheck),
+        )
+    return Decision(
+        Outcome.DEFERRED,
+        f"{reason}; looking again at {_fmt(recheck)}",
+        (Step.MARK_PENDING,),
+        recheck_at=recheck,
+    )
+
+
+def replacement_refused(notice: Notice, decision: Decision, error: str, now: datetime) -> Decision:
+    """What a voluntary decision becomes when its replacement could not be made (the API
+    server refused it, or the pool yields no valid claim): act kept the old claim (it
+    deletes no claim of a voluntary notice without its replacement), so the notice waits
+    and is decided again. Involuntary and forced decisions are unchanged: the instance goes
+    anyway."""
+    if notice.involuntary or decision.forced or decision.outcome is not Outcome.ACTED:
+        return decision
+    recheck = now + RECHECK_INTERVAL
+    return Decision(
+        Outcome.DEFERRED,
+        f"{decision.reason}; replacement not created ({error}): NodeClaim kept, node stays "
+        f"cordoned, trying again at {_fmt(recheck)}",
+        decision.steps,
+        recheck_at=recheck,
+    )
+
+
 def _pdb_blocker(act: Decision, target: Target, now: datetime) -> str | None:
     """The PDB that keeps the node's pods, when acting means draining them."""
     drains = Step.DELETE_NODECLAIM in act.steps or Step.EVICT in act.steps
@@ -277,7 +449,8 @@ def _already_terminating(target: Target) -> str | None:
 
 def _no_replacement(target: Target) -> str | None:
     """Why the node gets no replacement from Lifeboat (None: it gets one)."""
-    assert target.node is not None
+    if target.node is None:
+        raise BrokenInvariant("lifeboat.decide.notice._no_replacement: target.node is None")
     if nodes.karpenter_disrupting(target.node):
         return (
             f"Karpenter is already replacing node {target.node_name} "
@@ -285,18 +458,31 @@ def _no_replacement(target: Target) -> str | None:
         )
     if target.nodepool is None:
         return f"NodePool {target.nodepool_name or '(unknown)'} not found"
-    return replacement_blocker(target.nodepool, target.node)
+    return replacement_blocker(target.nodepool, target.node, target.usage)
 
 
-def _defer(reason: str, until: datetime | None, latest: datetime | None, now: datetime) -> Decision:
-    """Wait until ``until`` (None: until capacity frees), but never past ``latest``."""
+# What an open-ended deferral waits for: capacity in the pool's budget, or (a PDB holds the
+# node's pods) the PDB, which the reason names.
+WAITING_FOR_CAPACITY = "waiting for disrupting nodes to finish"
+WAITING_FOR_PDB = "waiting until the PDB allows an eviction"
+
+
+def _defer(
+    reason: str,
+    until: datetime | None,
+    latest: datetime | None,
+    now: datetime,
+    *,
+    waiting: str = WAITING_FOR_CAPACITY,
+) -> Decision:
+    """Wait until ``until`` (None: until capacity frees, or what ``waiting`` says), but
+    never past ``latest``."""
     pending = (Step.MARK_PENDING,)
     if until is None and latest is not None:
         # Capacity may free before the deadline: look again regularly; act at ``latest``.
         return Decision(
             Outcome.DEFERRED,
-            f"{reason}; waiting for disrupting nodes to finish, acting at {_fmt(latest)} "
-            "regardless",
+            f"{reason}; {waiting}, acting at {_fmt(latest)} regardless",
             pending,
             deferred_until=latest,
             recheck_at=min(latest, now + RECHECK_INTERVAL),
@@ -304,7 +490,7 @@ def _defer(reason: str, until: datetime | None, latest: datetime | None, now: da
     if until is None:
         return Decision(
             Outcome.DEFERRED,
-            f"{reason}; waiting for disrupting nodes to finish",
+            f"{reason}; {waiting}",
             pending,
             recheck_at=now + RECHECK_INTERVAL,
         )

@@ -21,7 +21,7 @@ from lifeboat import nodes
 from lifeboat.decide.model import Decision, Step
 from lifeboat.events.notice import Kind
 from lifeboat.instances import instance_id_from_provider_id
-from lifeboat.report import Outcome
+from lifeboat.outcome import Outcome
 from lifeboat.target import Target
 from lifeboat.wakeup import Wakeup
 
@@ -75,6 +75,15 @@ def continue_drain(target: Target) -> Decision:
     A node already gone has nothing left to drain: only the lifecycle action remains."""
     if target.node is None:
         return Decision(Outcome.ACTED, "continuing the drain", (Step.COMPLETE_LIFECYCLE,))
+    if not nodes.acted_on(target.node):
+        # A drain Lifeboat started left its NoSchedule (or NoExecute) taint on the node; a
+        # wake-up for a node without it (forged, or the taint removed by an operator) would
+        # evict pods from a node nobody took out of service.
+        return Decision(
+            Outcome.IGNORED,
+            f"continuing the drain: node {target.node_name} carries no Lifeboat taint (it was "
+            "never taken out of service, or was put back): nothing is evicted",
+        )
     return Decision(Outcome.ACTED, "continuing the drain", (Step.EVICT, Step.COMPLETE_LIFECYCLE))
 
 

@@ -81,7 +81,8 @@ def _parse(body: str | bytes | Mapping[str, Any], *, received_at: datetime) -> l
         hook = Kind.ASG_TERMINATION if message.form is Form.LIFECYCLE_HOOK else None
         with _rejected_as(hook):
             return asg_lifecycle.parse_autoscaling_message(message, received_at=received_at)
-    event = EventBridgeEvent.load(message.payload, path=message.path)
+    with _rejected_as(_announced(message.payload)):  # an envelope at fault: its kind stays
+        event = EventBridgeEvent.load(message.payload, path=message.path)
     if event.region is None and message.region is not None:
         event = event.with_region(message.region)
     parser = registry.lookup(event.source, event.detail_type)
@@ -89,6 +90,9 @@ def _parse(body: str | bytes | Mapping[str, Any], *, received_at: datetime) -> l
         reason = (
             f"unsupported event: source {_q(event.source)}, detail-type {_q(event.detail_type)}"
         )
+        nearest = _nearest_detail_type(event.source, event.detail_type)
+        if nearest is not None:
+            reason += f" (did you mean {_q(nearest)}?)"
         return [event.notice(Kind.UNSUPPORTED, ignore_reason=reason)]
     with _rejected_as(parser.kind):
         return parser.parse(event)
@@ -126,6 +130,25 @@ def _rejected_as(kind: Kind | None) -> Iterator[None]:
     except MalformedMessage as error:
         error.kind = error.kind or kind
         raise
+
+
+def _announced(payload: Mapping[str, Any]) -> Kind | None:
+    """The kind an event's ``source`` and ``detail-type`` announce, read before its envelope
+    is validated (a Spot warning without ``time`` is still a Spot warning)."""
+    source, detail_type = payload.get("source"), payload.get("detail-type")
+    if not isinstance(source, str) or not isinstance(detail_type, str):
+        return None
+    parser = registry.lookup(source, detail_type)
+    return parser.kind if parser is not None else None
+
+
+def _nearest_detail_type(source: str, detail_type: str) -> str | None:
+    """The detail-type of ``source`` a misspelled one was most likely meant to be."""
+    import difflib  # only for a detail-type no parser knows: kept off the cold start
+
+    known = [d for s, d in registry.supported() if s == source]
+    found = difflib.get_close_matches(detail_type, known, n=1, cutoff=0.8)
+    return found[0] if found else None
 
 
 def _q(text: str) -> str:

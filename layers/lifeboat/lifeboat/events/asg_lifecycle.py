@@ -8,7 +8,8 @@ Three forms reach the queue, all parsed here:
   ``Time``, ...);
 * ``autoscaling:TEST_NOTIFICATION``, sent once when such a hook is created: a no-op.
 
-Launch transitions are understood and ignored.
+Launch transitions become ``asg-launch`` notices, completed once the new instance's node is
+Ready when ``complete_launch_hooks`` is on, and ignored otherwise.
 
 The deadline is the event time plus one hour, the default heartbeat timeout: neither form
 carries the hook's actual ``HeartbeatTimeout``, so ``LifecycleHook.heartbeat_timeout_seconds``
@@ -27,12 +28,23 @@ from lifeboat.events.envelope import EventBridgeEvent, Form, Unwrapped
 from lifeboat.events.notice import Kind, LifecycleHook, Notice
 
 TERMINATING = "autoscaling:EC2_INSTANCE_TERMINATING"
+LAUNCHING = "autoscaling:EC2_INSTANCE_LAUNCHING"
 TEST_NOTIFICATION = "autoscaling:TEST_NOTIFICATION"
 DEFAULT_HEARTBEAT_TIMEOUT = timedelta(hours=1)
 """Auto Scaling's default ``HeartbeatTimeout``; the messages do not carry the hook's own."""
 
 
 TRANSITIONS = ("autoscaling:EC2_INSTANCE_TERMINATING", "autoscaling:EC2_INSTANCE_LAUNCHING")
+GLOBAL_TIMEOUT = timedelta(hours=48)
+"""The most a lifecycle action can be kept waiting (heartbeats included): the smaller of
+100 x ``HeartbeatTimeout`` and 48 hours; Auto Scaling goes on after it whatever Lifeboat does."""
+
+
+def lifecycle_expired(notice: Notice, now: datetime) -> bool:
+    """Whether ``notice``'s lifecycle action has outlived the hook's global timeout (or has
+    none): past it, waiting for anything more only delays the answer Auto Scaling no longer
+    waits for."""
+    return notice.lifecycle is None or now >= notice.event_time + GLOBAL_TIMEOUT
 
 
 @dataclass(frozen=True)
@@ -116,8 +128,11 @@ def _notices(
         "region": region,
         "detail": action.transition,
     }
-    if action.transition != TERMINATING:
-        # Not ours to complete: Lifeboat registers terminate hooks only.
+    if action.transition == LAUNCHING:
+        # Completed once the new instance's node is Ready, if the operator turned that on
+        # (``complete_launch_hooks``, as the Node Termination Handler offers); else ignored.
+        common["kind"] = Kind.ASG_LAUNCH
+    elif action.transition != TERMINATING:
         reason = f"lifecycle transition {action.transition} is not a termination"
         return [Notice(**common, ignore_reason=reason)]
     hook = LifecycleHook(

@@ -204,6 +204,11 @@ def unwrap(payload: dict[str, Any], *, path: str = "") -> Unwrapped:
     where = path or "body"
     if {"source", "detail-type", "detail"} & payload.keys():
         return Unwrapped(Form.EVENTBRIDGE, payload, path)
+    # A lifecycle hook's message is one whatever else it carries: an ``Event`` key beside
+    # ``LifecycleTransition`` must not turn it into a notification left unanswered (the
+    # instance would wait for the hook's timeout).
+    if "LifecycleTransition" in payload:
+        return Unwrapped(Form.LIFECYCLE_HOOK, payload, path)
     if "Event" in payload:
         return Unwrapped(Form.AUTOSCALING_NOTIFICATION, payload, path)
     if {"LifecycleTransition", "LifecycleActionToken", "LifecycleHookName"} & payload.keys():

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
+from lifeboat.errors import InvalidInput
+
 
 class Kind(StrEnum):
     """What AWS announced (or, for ``ROTATION``, what an operator asked for). The values are
@@ -16,6 +18,9 @@ class Kind(StrEnum):
     SCHEDULED_CHANGE = "scheduled-change"
     STATE_CHANGE = "state-change"
     ASG_TERMINATION = "asg-termination"
+    # A launch lifecycle action: completed once the new instance's node is Ready, when the
+    # operator turned that on (``complete_launch_hooks``); never acted on otherwise.
+    ASG_LAUNCH = "asg-launch"
     CAPACITY_RESERVATION_INTERRUPTION = "capacity-reservation-interruption"
     # EC2's instance or system status check failed (DescribeInstanceStatus, read by the
     # instance status sweep, lifeboat.sweep): involuntary, like a state change.
@@ -29,6 +34,12 @@ class Kind(StrEnum):
     def involuntary(self) -> bool:
         """Whether the instance goes away regardless of what the cluster allows."""
         return self in _INVOLUNTARY
+
+    @property
+    def voluntary(self) -> bool:
+        """A warning weighed against budgets and windows (``KindActions`` apply to it): not
+        involuntary, not unsupported, not a launch (nothing is done to a launched node)."""
+        return not self.involuntary and self not in (Kind.UNSUPPORTED, Kind.ASG_LAUNCH)
 
     @property
     def label(self) -> str:
@@ -48,6 +59,7 @@ _NAMES = {
     Kind.SCHEDULED_CHANGE: ("scheduled maintenance", "ScheduledMaintenance"),
     Kind.STATE_CHANGE: ("instance state change", "InstanceStateChange"),
     Kind.ASG_TERMINATION: ("Auto Scaling termination", "AutoScalingTermination"),
+    Kind.ASG_LAUNCH: ("Auto Scaling launch", "AutoScalingLaunch"),
     Kind.CAPACITY_RESERVATION_INTERRUPTION: (
         "capacity reservation interruption",
         "CapacityReservationInterruption",
@@ -126,7 +138,7 @@ class Notice:
         return self.dedup_key
 
 
-class MalformedMessage(ValueError):
+class MalformedMessage(InvalidInput):
     """A message that cannot be understood. The text names the field and what is wrong.
 
     ``kind`` is set when the message says what it is although its details are wrong (a Spot

@@ -53,6 +53,8 @@ class Context:
     handle: HandleNotices
     wakeups: WakeupSink | None
     cluster: str | None
+    # DescribeInstances, for the health gate's AMI validation (allowed AMIs).
+    describe: observe.Describe | None = None
 
 
 def look(ctx: Context, name: str, request_id: str) -> list[Report]:
@@ -67,9 +69,17 @@ def look(ctx: Context, name: str, request_id: str) -> list[Report]:
         rotation = current.rotation
         if rotation.request_id != request_id:
             return None, None
-        step = plan.advance(
-            rotation, {n.name: observe.view(ctx.kube, n) for n in rotation.in_flight}, now
-        )
+        views = {n.name: observe.view(ctx.kube, n) for n in rotation.in_flight}
+        if rotation.spec.allowed_amis and ctx.describe is not None:
+            views = {
+                name: replace(
+                    v, host_amis=observe.host_amis(ctx.kube, rotation.node(name), ctx.describe)
+                )
+                if v.present and v.out_of_service and not v.pods_left
+                else v
+                for name, v in views.items()
+            }
+        step = plan.advance(rotation, views, now)
         rotation, changes = step.rotation, list(step.changes)
         for _ in rotation.nodes:  # bounded: each round starts or skips at least one node
             names = plan.candidates(rotation)
@@ -84,6 +94,8 @@ def look(ctx: Context, name: str, request_id: str) -> list[Report]:
                         [replace(rotation.node(node_name), note=STARTED + me)]
                     )
                 changes += started.changes
+        paused = plan.checkpoint(rotation, now)  # the end of a wave: pause there
+        rotation, changes = paused.rotation, changes + list(paused.changes)
         finished = plan.finish_if_done(rotation, now)
         rotation = finished.rotation
         if not _to_hand_over(rotation, me, now):  # nothing for the pipeline: schedule now
@@ -210,7 +222,9 @@ def record_changes(ctx: Context, rotation: Rotation, changes: Sequence[plan.Chan
 
 
 def change_report(rotation: Rotation, change: plan.Change) -> Report:
-    """A change as a report: progress is ``acted``; a skip or a stop ``ignored`` (given up)."""
+    """A change as a report: progress is ``acted``; a skip or a stop ``ignored`` (given up).
+    A warning (a failed gate, a node held back for good, a rotation ending with nodes not
+    done) is a give-up, so it is notified as one, naming the blocker."""
     node = change.node
     return Report(
         rotation.request_id,
@@ -220,7 +234,21 @@ def change_report(rotation: Rotation, change: plan.Change) -> Report:
         instance_id=node.instance_id if node else None,
         node=node.name if node else None,
         event_time=rotation.requested_at,
+        rotation_change=change.reason if change.reason in NOTIFIED_CHANGES else None,
+        gave_up=change.warning and not change.ok,
     )
+
+
+# What operators are notified of (notify.ROTATION_CHANGE): where a rotation stops or ends.
+NOTIFIED_CHANGES = frozenset(
+    {
+        plan.ROTATION_CHECKPOINT,
+        plan.ROTATION_FAILED,
+        plan.ROTATION_COMPLETED,
+        plan.ROTATION_ROLLED_BACK,
+        plan.NODE_NOT_RESTORED,
+    }
+)
 
 
 def _to_hand_over(rotation: Rotation, me: str, now: datetime) -> list[RotationNode]:

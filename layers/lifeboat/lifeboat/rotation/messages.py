@@ -21,6 +21,7 @@ class Verb(StrEnum):
     PAUSE = "pause"
     RESUME = "resume"
     CANCEL = "cancel"
+    ROLLBACK = "rollback"  # cancel, and return the nodes it took out of service
 
 
 DETAIL_TYPES: dict[str, Verb] = {
@@ -28,6 +29,7 @@ DETAIL_TYPES: dict[str, Verb] = {
     "Lifeboat Rotation Pause Requested": Verb.PAUSE,
     "Lifeboat Rotation Resume Requested": Verb.RESUME,
     "Lifeboat Rotation Cancel Requested": Verb.CANCEL,
+    "Lifeboat Rotation Rollback Requested": Verb.ROLLBACK,
 }
 DETAIL_TYPE_OF = {verb: detail_type for detail_type, verb in DETAIL_TYPES.items()}
 

@@ -6,7 +6,10 @@ do-not-disrupt) -> ``replacing`` (a Karpenter node out of service while its repl
 launches) -> ``draining`` (its pods are being evicted) -> ``rescheduling`` (drained; its pods
 must run Ready elsewhere) -> ``done``; or ends ``failed`` (its health gate timed out),
 ``skipped`` (gone, already going, or its notice was let go) or ``released`` (the rotation
-stopped before the node was touched).
+stopped before the node was touched). A node held back (its notice deferred) for longer than
+the health gate's timeout ends ``failed`` too, naming what held it: the gate's clock starts
+when the node is first held back, not once it is cordoned. A rollback ends the nodes it took
+out of service ``restored`` (returned to service) and the rotation ``rolled-back``.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from enum import StrEnum
 
 from pydantic import TypeAdapter, ValidationError
 
+from lifeboat.errors import InvalidInput
 from lifeboat.rotation.request import RotationSpec
 
 
@@ -26,7 +30,11 @@ class Phase(StrEnum):
     PAUSED = "paused"  # no node is started; nodes already out of service finish
     CANCELLED = "cancelled"
     FAILED = "failed"  # a health gate failed: stopped, touching no further node until resumed
-    COMPLETED = "completed"
+    COMPLETED = "completed"  # every node done: the group may be scaled down
+    # Nothing left to do, but not every node was rotated (let go, gone, taken back): the
+    # nodes not done still run their pods, so the group must not be scaled down blindly.
+    COMPLETED_WITH_SKIPS = "completed-with-skips"
+    ROLLED_BACK = "rolled-back"  # cancelled, and its nodes out of service returned to service
 
     @property
     def active(self) -> bool:
@@ -43,6 +51,7 @@ class NodePhase(StrEnum):
     FAILED = "failed"
     SKIPPED = "skipped"
     RELEASED = "released"
+    RESTORED = "restored"  # taken out of service, then returned to service by a rollback
 
     @property
     def in_flight(self) -> bool:
@@ -88,7 +97,8 @@ class RotationNode:
     nodeclaim: str | None = None  # a Karpenter node's claim; None for a node group's node
     phase: NodePhase = NodePhase.PENDING
     since: datetime | None = None  # when it entered its phase
-    gate_started: datetime | None = None  # when its drain started: the health gate's clock
+    # The health gate's clock: when the node was first held back, or its drain started.
+    gate_started: datetime | None = None
     workloads: tuple[Workload, ...] = ()
     unmanaged: tuple[str, ...] = ()  # its pods no controller recreates ("namespace/name")
     note: str = ""  # the latest word about it: a decision's reason, the health gate's verdict
@@ -105,6 +115,7 @@ class Rotation:
     # When the next look is scheduled (ticks converge on one chain, see plan.next_look).
     next_tick: datetime | None = None
     updated: datetime | None = None
+    wave: int = 0  # the wave now allowed to start nodes (spec.waves; 0: the first)
 
     def node(self, name: str) -> RotationNode:
         for node in self.nodes:
@@ -131,21 +142,51 @@ class Rotation:
         if flying:
             which = ", ".join(f"{node.name}: {node.phase}" for node in flying)
             parts.append(f"{len(flying)} in flight ({which})")
-        for phase in (NodePhase.PENDING, NodePhase.SKIPPED, NodePhase.RELEASED, NodePhase.FAILED):
+        for phase in (
+            NodePhase.PENDING,
+            NodePhase.SKIPPED,
+            NodePhase.RELEASED,
+            NodePhase.FAILED,
+            NodePhase.RESTORED,
+        ):
             if counts[phase]:
                 parts.append(f"{counts[phase]} {phase}")
         return f"{self.phase}: " + ", ".join(parts)
 
 
-class StateError(ValueError):
+class StateError(InvalidInput):
     """A rotation's stored state cannot be read (edited by hand, or corrupted)."""
 
 
 _ADAPTER: TypeAdapter[Rotation] = TypeAdapter(Rotation)
 
 
-def to_json(rotation: Rotation) -> str:
-    return _ADAPTER.dump_json(rotation).decode()
+# The most of a finished node's note kept in the stored state: the whole note was reported
+# (and logged) when the node finished.
+FINISHED_NOTE_MAX = 160
+
+
+def compact(rotation: Rotation) -> Rotation:
+    """The rotation as stored: a node done or skipped keeps no workloads and no unmanaged
+    pods (nothing waits for them any more) and a short note, so 2,000 finished nodes take a
+    few hundred bytes each. A failed or released node keeps everything: resuming takes it
+    up again with the workloads its health gate waited for."""
+    return rotation.with_nodes(
+        replace(node, workloads=(), unmanaged=(), note=_shortened(node.note))
+        for node in rotation.nodes
+        if node.phase in (NodePhase.DONE, NodePhase.SKIPPED)
+        and (node.workloads or node.unmanaged or len(node.note) > FINISHED_NOTE_MAX)
+    )
+
+
+def _shortened(note: str) -> str:
+    return note if len(note) <= FINISHED_NOTE_MAX else note[: FINISHED_NOTE_MAX - 1] + "…"
+
+
+def to_json(rotation: Rotation, *, stored: bool = False) -> str:
+    """Every field (``lifeboat status --json``); ``stored``: fields at their defaults left
+    out (a pending node is its name, instance and claim), :func:`from_json` fills them in."""
+    return _ADAPTER.dump_json(rotation, exclude_defaults=stored).decode()
 
 
 def from_json(text: str) -> Rotation:

@@ -111,6 +111,32 @@ def view(kube: KubeApi, node: RotationNode) -> NodeView:
     return NodeView(True, True, drain_started, left, ready)
 
 
+def host_amis(kube: KubeApi, node: RotationNode, describe: Describe) -> dict[str, str]:
+    """The nodes other than ``node`` where its workloads' pods run Ready, with the AMI
+    EC2 says each runs ("" when unknown): what the health gate's AMI validation checks."""
+    hosts = sorted(
+        {
+            host
+            for w in node.workloads
+            for p in _workload_pods(kube, w)
+            if is_serving(p) and (host := _on(p)) is not None and host != node.name
+        }
+    )
+    instances: dict[str, str] = {}
+    for host in hosts:
+        found = kube.get_node(host)
+        instance = instance_id_from_provider_id(nodes.provider_id(found)) if found else None
+        if instance is not None:
+            instances[host] = instance
+    infos = describe(list(instances.values())) if instances else {}
+    return {
+        host: (infos[instances[host]].image_id or "")
+        if host in instances and instances[host] in infos
+        else ""
+        for host in hosts
+    }
+
+
 def controller_of(pod: Obj) -> dict[str, Any] | None:
     """The pod's controller reference (``metav1.GetControllerOf``), if it has one."""
     for ref in pod.get("metadata", {}).get("ownerReferences") or []:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from lifeboat.decide.model import RECHECK_INTERVAL
+from lifeboat.errors import BrokenInvariant
 from lifeboat.instants import format_instant
 from lifeboat.report import Outcome
 from lifeboat.rotation.model import NodePhase, Phase, Rotation, RotationNode, Workload
@@ -46,6 +47,9 @@ class NodeView:
     drain_started: bool = False  # its pods are leaving: no NodeClaim, or its claim is going
     pods_left: tuple[str, ...] = ()  # pods a drain must still evict ("namespace/name")
     ready_elsewhere: Mapping[str, int] = field(default_factory=dict)  # by workload uid
+    # The nodes its workloads' Ready pods run on elsewhere, with their AMI ("" unknown):
+    # filled when the request names allowed AMIs (the health gate's AMI validation).
+    host_amis: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,7 @@ class Advance:
     rotation: Rotation
     changes: tuple[Change, ...] = ()
     release: tuple[str, ...] = ()  # waiting nodes let go: their mark is to be cleared
+    restore: tuple[str, ...] = ()  # nodes a rollback returns to service
 
 
 def advance(rotation: Rotation, views: Mapping[str, NodeView], now: datetime) -> Advance:
@@ -87,27 +92,80 @@ def advance(rotation: Rotation, views: Mapping[str, NodeView], now: datetime) ->
         view = views.get(node.name)
         if view is None:
             continue
-        after, change = _progress(node, view, rotation.spec.health_timeout, now)
+        after, change = _progress(
+            node, view, rotation.spec.health_timeout, now, rotation.spec.allowed_amis
+        )
+        if node.phase is NodePhase.WAITING and rotation.phase is not Phase.RUNNING:
+            # Held by the pause, not by a blocker: no gate verdict on it.
+            after, change = node, None
         moved.append(after)
         if change is not None:
             changes.append(change)
     rotation = rotation.with_nodes(moved)
-    failed = [c for c in changes if c.reason == HEALTH_GATE_FAILED]
+    failed = [c for c in changes if c.reason in (HEALTH_GATE_FAILED, NODE_BLOCKED)]
+    blocked = tuple(c.node.name for c in changes if c.reason == NODE_BLOCKED and c.node)
     if failed and rotation.phase.active:
         why = f"health gate of {failed[0].message}"
         rotation = replace(rotation, phase=Phase.FAILED, reason=why)
         stopped = f"stopped, touching no further node: {why}"
         changes.append(Change(ROTATION_FAILED, stopped, None, warning=True, ok=False))
     rotation, released = _release_if_stopped(rotation, now)
-    return Advance(rotation, tuple(changes), released)
+    # A node that failed while held back was never taken out of service: its waiting mark
+    # goes with the rest.
+    return Advance(rotation, tuple(changes), released + blocked)
 
 
 def candidates(rotation: Rotation) -> list[str]:
-    """The pending nodes to start now: oldest first, as many as free slots allow."""
+    """The pending nodes to start now: oldest first, as many as free slots allow, within
+    the current wave."""
     if rotation.phase is not Phase.RUNNING:
         return []
     slots = rotation.spec.max_in_flight - len(rotation.in_flight)
-    return [node.name for node in rotation.in_phase(NodePhase.PENDING)][: max(slots, 0)]
+    limit = wave_limit(rotation)
+    pending = [
+        node.name
+        for index, node in enumerate(rotation.nodes)
+        if node.phase is NodePhase.PENDING and index < limit
+    ]
+    return pending[: max(slots, 0)]
+
+
+def wave_limit(rotation: Rotation) -> int:
+    """How many of the rotation's nodes (in their order) the current wave may have started:
+    the waves are cumulative sizes (``1``, ``10%``: rounded up, at least one more node than
+    the wave before); past the last wave, all of them."""
+    total = len(rotation.nodes)
+    limit = 0
+    for index, size in enumerate(rotation.spec.waves):
+        wanted = -(-int(size[:-1]) * total // 100) if size.endswith("%") else int(size)
+        limit = min(total, max(limit + 1, wanted))
+        if index == rotation.wave:
+            return limit
+    return total
+
+
+def checkpoint(rotation: Rotation, now: datetime) -> Advance:
+    """At the end of a wave with nodes left for the next: pause (the checkpoint) until the
+    operator resumes (the next wave) or rolls back; an Event says so."""
+    waves = rotation.spec.waves
+    if not waves or rotation.phase is not Phase.RUNNING or rotation.in_flight:
+        return Advance(rotation)
+    limit = wave_limit(rotation)
+    if limit >= len(rotation.nodes) or any(
+        node.phase is NodePhase.PENDING for node in rotation.nodes[:limit]
+    ):
+        return Advance(rotation)
+    done = len([n for n in rotation.nodes[:limit] if n.phase is NodePhase.DONE])
+    number = rotation.wave + 1
+    why = (
+        f"checkpoint after wave {number} of {max(len(waves), number + 1)} ({done} of {limit} "
+        f"node(s) done, {len(rotation.nodes) - limit} to go): resume to go on, roll back to undo"
+    )
+    # Nothing is looked at until the operator answers: no next look to show.
+    paused = replace(
+        rotation, phase=Phase.PAUSED, reason=why, wave=rotation.wave + 1, next_tick=None
+    )
+    return Advance(paused, (Change(ROTATION_CHECKPOINT, why),))
 
 
 def start(rotation: Rotation, name: str, snapshot: Snapshot, now: datetime) -> Advance:
@@ -144,26 +202,35 @@ def decided(rotation: Rotation, name: str, outcome: Outcome, reason: str, now: d
         if node.nodeclaim is not None:
             after = _to(node, NodePhase.REPLACING, now, reason)
         else:
-            after = replace(_to(node, NodePhase.DRAINING, now, reason), gate_started=now)
+            started = node.gate_started or now
+            after = replace(_to(node, NodePhase.DRAINING, now, reason), gate_started=started)
         return Advance(rotation.with_nodes([after]))
     if outcome is Outcome.IGNORED:
         after = _to(node, NodePhase.SKIPPED, now, reason)
         skipped = Change(NODE_SKIPPED, f"{name} skipped: {reason}", after, ok=False)
         return Advance(rotation.with_nodes([after]), (skipped,))
-    return Advance(rotation.with_nodes([replace(node, note=reason)]))
+    # Held back: the health gate's clock starts now (a PDB that never allows, a
+    # do-not-disrupt that never ends, a window that never opens fail it, naming it).
+    held = replace(node, note=reason, gate_started=node.gate_started or now)
+    return Advance(rotation.with_nodes([held]))
 
 
 def finish_if_done(rotation: Rotation, now: datetime) -> Advance:
-    """A rotation with nothing pending or in flight is complete (paused or running)."""
+    """A rotation with nothing pending or in flight is over (paused or running):
+    ``completed`` only when every node is done; otherwise ``completed-with-skips``, naming
+    the nodes not rotated and why, so nobody scales the group down over pods still on them."""
     if not rotation.phase.active or rotation.in_flight or rotation.in_phase(NodePhase.PENDING):
         return Advance(rotation)
     done = len(rotation.in_phase(NodePhase.DONE))
-    skipped = len(rotation.in_phase(NodePhase.SKIPPED))
-    why = f"{done} of {len(rotation.nodes)} node(s) rotated" + (
-        f", {skipped} skipped" if skipped else ""
-    )
-    completed = replace(rotation, phase=Phase.COMPLETED, reason=why)
-    return Advance(completed, (Change(ROTATION_COMPLETED, f"completed: {why}"),))
+    why = f"{done} of {len(rotation.nodes)} node(s) rotated"
+    left = [node for node in rotation.nodes if node.phase is not NodePhase.DONE]
+    if not left:
+        completed = replace(rotation, phase=Phase.COMPLETED, reason=why)
+        return Advance(completed, (Change(ROTATION_COMPLETED, f"completed: {why}"),))
+    why += "; not rotated: " + "; ".join(f"{n.name} {n.phase} ({n.note})" for n in left)
+    partial = replace(rotation, phase=Phase.COMPLETED_WITH_SKIPS, reason=why)
+    change = Change(ROTATION_COMPLETED, f"completed with skips: {why}", warning=True, ok=False)
+    return Advance(partial, (change,))
 
 
 def command(rotation: Rotation, verb: Verb, now: datetime) -> Advance | str:
@@ -188,6 +255,41 @@ def command(rotation: Rotation, verb: Verb, now: datetime) -> Advance | str:
         Verb.CANCEL: "cancelled: waiting nodes let go; nodes out of service finish",
     }[verb]
     return Advance(changed, (Change(_COMMAND_REASONS[verb], what),), released)
+
+
+# Nodes the rotation took out of service (cordoned, tainted): what a rollback returns.
+_TAKEN_OUT = (
+    NodePhase.REPLACING,
+    NodePhase.DRAINING,
+    NodePhase.RESCHEDULING,
+    NodePhase.FAILED,
+    NodePhase.DONE,
+)
+
+
+def rollback(rotation: Rotation, now: datetime) -> Advance | str:
+    """Cancel what is pending (waiting nodes let go, pending ones released) and return every
+    node the rotation took out of service to service (``restore``: the caller uncordons
+    them, removes Lifeboat's taints and load balancer exclusion, and says which are gone).
+    From any phase but rolled back: a failed or completed rotation is undone as well."""
+    if rotation.phase is Phase.ROLLED_BACK:
+        return "it is rolled back already"
+    taken = rotation.in_phase(*_TAKEN_OUT)
+    waiting = rotation.in_phase(NodePhase.WAITING, NodePhase.PENDING)
+    released = [_to(n, NodePhase.RELEASED, now, "rotation rolled back") for n in waiting]
+    restored = [_to(n, NodePhase.RESTORED, now, "returned to service by a rollback") for n in taken]
+    why = f"rollback requested at {format_instant(now)}"
+    changed = replace(rotation.with_nodes(released + restored), phase=Phase.ROLLED_BACK, reason=why)
+    what = (
+        f"rolled back: {len(waiting)} node(s) not started let go; {len(taken)} node(s) it "
+        "took out of service to return to service (each reported)"
+    )
+    return Advance(
+        changed,
+        (Change(ROTATION_ROLLED_BACK, what),),
+        tuple(n.name for n in waiting if n.phase is NodePhase.WAITING),
+        tuple(n.name for n in taken),
+    )
 
 
 def next_look(rotation: Rotation, now: datetime) -> datetime | None:
@@ -224,8 +326,13 @@ def progress_text(rotation: Rotation) -> str:
 NODE_DONE = "RotationNodeDone"
 NODE_SKIPPED = "RotationNodeSkipped"
 HEALTH_GATE_FAILED = "RotationHealthGateFailed"
+NODE_BLOCKED = "RotationNodeBlocked"  # held back (never cordoned) past the health gate
 ROTATION_FAILED = "RotationFailed"
 ROTATION_COMPLETED = "RotationCompleted"
+ROTATION_ROLLED_BACK = "RotationRolledBack"
+ROTATION_CHECKPOINT = "RotationCheckpoint"
+NODE_RESTORED = "RotationNodeRestored"
+NODE_NOT_RESTORED = "RotationNodeNotRestored"
 _COMMAND_REASONS = {
     Verb.PAUSE: "RotationPaused",
     Verb.RESUME: "RotationResumed",
@@ -234,7 +341,11 @@ _COMMAND_REASONS = {
 
 
 def _progress(
-    node: RotationNode, view: NodeView, timeout: timedelta, now: datetime
+    node: RotationNode,
+    view: NodeView,
+    timeout: timedelta,
+    now: datetime,
+    allowed_amis: tuple[str, ...] = (),
 ) -> tuple[RotationNode, Change | None]:
     if view.present and not view.out_of_service:
         if node.phase.out_of_service:
@@ -242,7 +353,7 @@ def _progress(
             why = "taken back into service (Lifeboat's taint was removed)"
             after = _to(node, NodePhase.SKIPPED, now, why)
             return after, Change(NODE_SKIPPED, f"{node.name} skipped: {why}", after, ok=False)
-        return node, None  # still waiting for its notice to act
+        return _held_back(node, timeout, now)  # still waiting for its notice to act
     phase = node.phase
     if not view.present:
         phase = NodePhase.RESCHEDULING  # gone: whatever was on it left
@@ -258,19 +369,52 @@ def _progress(
         return replace(node, note="out of service; its replacement is launching"), None
     if node.gate_started is None:
         node = replace(node, gate_started=now)
-    return _health_gate(node, view, timeout, now)
+    return _health_gate(node, view, timeout, now, allowed_amis)
+
+
+def _held_back(
+    node: RotationNode, timeout: timedelta, now: datetime
+) -> tuple[RotationNode, Change | None]:
+    """A waiting node held back past the health gate's timeout fails, naming what held it
+    (its notice's latest deferral: the PDB, the pod with do-not-disrupt, the budget)."""
+    if node.phase is not NodePhase.WAITING or node.gate_started is None:
+        return node, None
+    if now < node.gate_started + timeout:
+        return node, None
+    blocker = node.note or "its notice was deferred"
+    why = f"{node.name} failed after {_duration(timeout)} held back, never drained: {blocker}"
+    after = _to(node, NodePhase.FAILED, now, f"held back, never drained: {blocker}")
+    return after, Change(NODE_BLOCKED, why, after, warning=True, ok=False)
 
 
 def _health_gate(
-    node: RotationNode, view: NodeView, timeout: timedelta, now: datetime
+    node: RotationNode,
+    view: NodeView,
+    timeout: timedelta,
+    now: datetime,
+    allowed_amis: tuple[str, ...] = (),
 ) -> tuple[RotationNode, Change | None]:
-    assert node.gate_started is not None
+    if node.gate_started is None:
+        raise BrokenInvariant("lifeboat.rotation.plan._health_gate: node.gate_started is None")
     short = [
         (w, view.ready_elsewhere.get(w.uid, 0))
         for w in node.workloads
         if view.ready_elsewhere.get(w.uid, 0) < w.ready_before
     ]
     left = view.pods_left if view.present else ()
+    if not left and not short and allowed_amis:
+        # AMI validation: the load went to nodes running an allowed AMI, or the gate fails
+        # at once (waiting would not change a node's AMI).
+        wrong = sorted(
+            f"{host} ({ami or 'AMI unknown'})"
+            for host, ami in view.host_amis.items()
+            if ami not in allowed_amis
+        )
+        if wrong:
+            what = f"its pods run on node(s) not on an allowed AMI: {', '.join(wrong)}"
+            after = _to(node, NodePhase.FAILED, now, "health gate failed: " + what)
+            why = f"{node.name} failed: {what} (allowed: {', '.join(allowed_amis)})"
+            return after, Change(HEALTH_GATE_FAILED, why, after, warning=True, ok=False)
     if not left and not short:
         moved = sum(w.on_node for w in node.workloads)
         text = (
@@ -300,7 +444,7 @@ def _retry_failed(rotation: Rotation, now: datetime) -> Rotation:
     started first) and with the workloads they had, so their drain is taken up again and
     their health gate waits for what it waited for, from now."""
     again = [
-        _to(node, NodePhase.PENDING, now, "to be taken up again")
+        replace(_to(node, NodePhase.PENDING, now, "to be taken up again"), gate_started=None)
         for node in rotation.in_phase(NodePhase.FAILED, NodePhase.RELEASED)
     ]
     return rotation.with_nodes(again)

@@ -31,7 +31,7 @@ from pydantic import ConfigDict, Field, StringConstraints, field_validator, mode
 
 from lifeboat.events.envelope import EventBridgeEvent
 from lifeboat.events.models import Model
-from lifeboat.events.notice import Kind, Notice
+from lifeboat.events.notice import Kind, MalformedMessage, Notice
 from lifeboat.instants import format_instant
 from lifeboat.labels import label_key_problems, label_value_problems
 
@@ -60,6 +60,11 @@ class RotationSpec:
     amis: tuple[str, ...] = ()
     max_in_flight: int = 1
     health_timeout: timedelta = DEFAULT_HEALTH_TIMEOUT
+    # Checkpoints: after each wave (cumulative: "1", "10%", "100%") the rotation pauses
+    # itself until resumed (or rolled back). Empty: one wave, no checkpoint.
+    waves: tuple[str, ...] = ()
+    # AMI validation: the nodes that took a drained node's pods must run one of these.
+    allowed_amis: tuple[str, ...] = ()
 
     @property
     def label_selector(self) -> str:
@@ -85,6 +90,10 @@ class RotationSpec:
         body["selector"] = selector
         body["maxInFlight"] = self.max_in_flight
         body["healthGate"] = {"timeoutSeconds": int(self.health_timeout.total_seconds())}
+        if self.allowed_amis:
+            body["healthGate"]["allowedAmis"] = list(self.allowed_amis)
+        if self.waves:
+            body["waves"] = list(self.waves)
         return body
 
 
@@ -120,7 +129,15 @@ class RotationCommand:
 
 def parse_command(message: Mapping[str, Any]) -> RotationCommand:
     """The command ``message`` (an EventBridge event) carries; :class:`MalformedMessage`
-    naming the field when it is not valid."""
+    naming the field when it is not valid; a rejected command stays a ``rotation``."""
+    try:
+        return _command(message)
+    except MalformedMessage as error:
+        error.kind = error.kind or Kind.ROTATION
+        raise
+
+
+def _command(message: Mapping[str, Any]) -> RotationCommand:
     event = EventBridgeEvent.load(message)
     verb = DETAIL_TYPES[event.detail_type]
     if verb is Verb.REQUEST:
@@ -132,6 +149,8 @@ def parse_command(message: Mapping[str, Any]) -> RotationCommand:
             amis=tuple(dict.fromkeys(request.selector.amis)),
             max_in_flight=request.max_in_flight,
             health_timeout=timedelta(seconds=request.health_gate.timeout_seconds),
+            waves=tuple(request.waves),
+            allowed_amis=tuple(dict.fromkeys(request.health_gate.allowed_amis)),
         )
         name, cluster = request.rotation, request.cluster
     else:
@@ -184,6 +203,8 @@ RotationName = Annotated[
     StringConstraints(max_length=NAME_MAX, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"),
 ]
 AmiId = Annotated[str, StringConstraints(pattern=r"^ami-[0-9a-f]{8,17}$")]
+# A wave's cumulative size: a node count, or a percentage of the nodes selected.
+WaveSize = Annotated[str, StringConstraints(pattern=r"^([1-9][0-9]{0,4}|([1-9][0-9]?|100)%)$")]
 
 
 class _Strict(Model):
@@ -218,6 +239,7 @@ class _HealthGate(_Strict):
     timeout_seconds: int = Field(
         int(DEFAULT_HEALTH_TIMEOUT.total_seconds()), alias="timeoutSeconds", ge=30, le=86_400
     )
+    allowed_amis: list[AmiId] = Field(default_factory=list, alias="allowedAmis", max_length=50)
 
 
 class _RequestDetail(_Strict):
@@ -228,6 +250,7 @@ class _RequestDetail(_Strict):
     health_gate: _HealthGate = Field(
         default_factory=lambda: _HealthGate.model_validate({}), alias="healthGate"
     )
+    waves: list[WaveSize] = Field(default_factory=list, max_length=20)
 
 
 class _ControlDetail(_Strict):

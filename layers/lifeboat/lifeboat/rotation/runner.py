@@ -23,11 +23,12 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Protocol
 
+from lifeboat.errors import BrokenInvariant
 from lifeboat.events.notice import Kind, Notice
 from lifeboat.kube import KubeApi
 from lifeboat.ledger import Ledger
 from lifeboat.report import Outcome, Report
-from lifeboat.rotation import observe, plan, store
+from lifeboat.rotation import observe, plan, rollback, store
 from lifeboat.rotation.look import (
     Context,
     change_report,
@@ -67,8 +68,11 @@ class RotationRunner:
         describe: observe.Describe,
         wakeups: WakeupSink | None = None,
         ledger: Ledger | None = None,
+        serves: Callable[[str | None], bool] | None = None,
     ) -> None:
         self._kube_for = kube_for
+        # Clusters served by their tag (lifeboat.discovery); None: settings.clusters decide.
+        self._serves = serves
         self._settings = settings
         self._clock = clock
         self._nodes = nodes
@@ -115,6 +119,14 @@ class RotationRunner:
         foreign = foreign_origin(command.notice(), self._settings)
         if foreign is not None:
             return _report(command, Outcome.REJECTED, foreign)
+        if self._serves is not None:
+            if command.cluster is None:
+                why = "detail.cluster: required, this stack serves the clusters tagged for it"
+                return _report(command, Outcome.REJECTED, why)
+            if not self._serves(command.cluster):
+                why = f"rotation for cluster {command.cluster}, not managed here"
+                return replace(_report(command, Outcome.IGNORED, why), unmanaged=True)
+            return None
         clusters = self._settings.clusters
         if command.cluster is None and len(clusters) > 1:
             why = f"detail.cluster: required, this stack manages {len(clusters)} clusters"
@@ -135,7 +147,8 @@ class RotationRunner:
 
     def _request(self, ctx: Context, command: RotationCommand) -> list[Report]:
         spec = command.spec
-        assert spec is not None
+        if spec is None:
+            raise BrokenInvariant("lifeboat.rotation.runner._request: spec is None")
         existing = store.load(ctx.kube, ctx.namespace, spec.name)
         if existing is not None:
             old = existing.rotation
@@ -186,8 +199,14 @@ class RotationRunner:
         if self._settings.dry_run:
             return [_report(command, Outcome.IGNORED, f"dry run: rotation {name} not changed")]
 
+        before: list[Rotation] = []  # the state the command applied to
+
         def apply(current: store.Stored) -> tuple[Rotation | None, plan.Advance | str]:
-            result = plan.command(current.rotation, command.verb, ctx.now)
+            before[:] = [current.rotation]
+            if command.verb is Verb.ROLLBACK:
+                result = plan.rollback(current.rotation, ctx.now)
+            else:
+                result = plan.command(current.rotation, command.verb, ctx.now)
             if isinstance(result, str):
                 return None, result
             return store.stamped(result.rotation, ctx.now), result
@@ -198,12 +217,58 @@ class RotationRunner:
             return [_report(command, Outcome.IGNORED, why)]
         rotation = stored.rotation
         release(ctx, rotation, result.release, why=f"rotation {name} {rotation.phase}")
-        record_changes(ctx, rotation, result.changes)
-        reports = [change_report(rotation, change) for change in result.changes]
+        restored = self._restore(ctx, rotation, result.restore)
+        if any(not change.ok for change in restored):
+            rotation = self._note_not_restored(ctx, name, before[0], restored)
+        changes = list(result.changes) + restored
+        record_changes(ctx, rotation, changes)
+        reports = [change_report(rotation, change) for change in changes]
         reports = [replace(r, event_id=command.event_id) for r in reports]
         if command.verb is Verb.RESUME:
             reports += look(ctx, name, rotation.request_id)
         return reports
+
+    def _restore(
+        self, ctx: Context, rotation: Rotation, names: tuple[str, ...]
+    ) -> list[plan.Change]:
+        """A rollback's nodes returned to service; a warning for each it could not undo."""
+        changes = []
+        for result in rollback.restore(ctx.kube, rotation, names):
+            node = rotation.node(result.name)
+            if result.undone:
+                changes.append(
+                    plan.Change(plan.NODE_RESTORED, f"{result.name} {result.note}", node)
+                )
+            else:
+                changes.append(
+                    plan.Change(
+                        plan.NODE_NOT_RESTORED,
+                        f"{result.name} {result.note}",
+                        node,
+                        warning=True,
+                        ok=False,
+                    )
+                )
+        return changes
+
+    def _note_not_restored(
+        self, ctx: Context, name: str, earlier: Rotation, restored: list[plan.Change]
+    ) -> Rotation:
+        """The state says which nodes a rollback could not return (not ``restored``: the
+        phase they had, and why), so ``lifeboat status`` does not claim more than was done."""
+        notes = {c.node.name: c.message for c in restored if not c.ok and c.node is not None}
+
+        def mark(current: store.Stored) -> tuple[Rotation | None, None]:
+            rotation = current.rotation
+            kept = [
+                replace(earlier.node(node), note=notes[node].removeprefix(f"{node} "))
+                for node in notes
+                if rotation.node(node).phase is NodePhase.RESTORED
+            ]
+            return store.stamped(rotation.with_nodes(kept), ctx.now), None
+
+        stored, _ = store.update(ctx.kube, ctx.namespace, name, mark)
+        return stored.rotation
 
     # -- a node's wake-ups ---------------------------------------------------------------------
 
@@ -229,7 +294,8 @@ class RotationRunner:
             )
             return Report.for_notice(notice, Outcome.IGNORED, why)
         if phase is Phase.RUNNING:
-            assert rotation is not None
+            if rotation is None:
+                raise BrokenInvariant("lifeboat.rotation.runner._node_wakeup: rotation is None")
             return self._decide_node(ctx, rotation, wakeup)
         if phase is Phase.PAUSED:
             if ctx.wakeups is not None:
@@ -283,6 +349,7 @@ class RotationRunner:
             handle=self._nodes.decide,
             wakeups=None if self._settings.dry_run else self._wakeups,
             cluster=cluster,
+            describe=self._describe,
         )
 
 

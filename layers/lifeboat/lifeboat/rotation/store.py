@@ -5,6 +5,12 @@ pool Leases), labelled ``lifeboat.dev/rotation=<name>`` and with its phase in
 ``lifeboat.dev/rotation-phase``; ``data`` holds ``state.json`` (the whole state) and
 ``summary`` (one line for ``kubectl get``/``describe``).
 
+A ConfigMap holds at most 1 MiB (the API server's validation; etcd refuses a request over
+1.5 MiB). Finished nodes are stored compacted (``model.compact``), and a state past
+:data:`INLINE_MAX` bytes is stored gzipped in ``binaryData`` (``state.json.gz``) instead of
+``data``: a rotation of 2,000 nodes, 100 of them in flight on busy nodes, stays far below
+the limit (tests/integration/test_rotation_state_size.py).
+
 Why a ConfigMap: the cluster is the source of truth for everything a rotation judges, and
 its state belongs with it. ``lifeboat status --kubeconfig`` and ``kubectl`` read it with the
 operator's cluster credentials, without AWS access; a cluster taken down takes its
@@ -18,20 +24,25 @@ get, create and update ConfigMaps in that one namespace (``deploy/rbac.yaml``).
 
 from __future__ import annotations
 
+import base64
+import gzip
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TypeVar
 
-from lifeboat import nodes
+from lifeboat import errors, nodes
 from lifeboat.kube import Conflict, KubeApi
 from lifeboat.objects import MutableObj, Obj
-from lifeboat.rotation.model import Rotation, StateError, from_json, to_json
+from lifeboat.rotation.model import Rotation, StateError, compact, from_json, to_json
 
 PREFIX = "lifeboat-rotation-"
 NAME_LABEL = f"{nodes.DOMAIN}/rotation"
 PHASE_LABEL = f"{nodes.DOMAIN}/rotation-phase"
 STATE_KEY = "state.json"
+COMPRESSED_KEY = "state.json.gz"
+# Past this many bytes of JSON the state is stored gzipped (readable as is below it).
+INLINE_MAX = 256 * 1024
 SUMMARY_KEY = "summary"
 # Tries of a read-modify-write against concurrent writers before the message is retried.
 WRITE_ATTEMPTS = 5
@@ -39,7 +50,7 @@ WRITE_ATTEMPTS = 5
 T = TypeVar("T")
 
 
-class Gone(LookupError):
+class Gone(errors.Gone):
     """The rotation's ConfigMap is not there (deleted by an operator, or never created)."""
 
 
@@ -62,6 +73,12 @@ def read(configmap: Obj) -> Stored:
     meta = configmap.get("metadata", {})
     where = f"ConfigMap {meta.get('namespace')}/{meta.get('name')}"
     text = (configmap.get("data") or {}).get(STATE_KEY)
+    packed = (configmap.get("binaryData") or {}).get(COMPRESSED_KEY)
+    if isinstance(packed, str):
+        try:
+            text = gzip.decompress(base64.b64decode(packed, validate=True)).decode()
+        except (ValueError, OSError, EOFError) as error:
+            raise StateError(f"{where}: {COMPRESSED_KEY}: {error}") from None
     if not isinstance(text, str):
         raise StateError(f"{where}: no {STATE_KEY}")
     try:
@@ -129,9 +146,17 @@ def _body(namespace: str, rotation: Rotation, version: str | None) -> MutableObj
     }
     if version is not None:
         metadata["resourceVersion"] = version
-    return {
+    state = to_json(compact(rotation), stored=True)
+    body: MutableObj = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": metadata,
-        "data": {STATE_KEY: to_json(rotation), SUMMARY_KEY: rotation.summary()},
+        "data": {SUMMARY_KEY: rotation.summary()},
     }
+    if len(state) <= INLINE_MAX:
+        body["data"][STATE_KEY] = state
+    else:
+        # mtime=0: the same state gives the same bytes.
+        packed = gzip.compress(state.encode(), compresslevel=6, mtime=0)
+        body["binaryData"] = {COMPRESSED_KEY: base64.b64encode(packed).decode()}
+    return body

@@ -1,0 +1,1 @@
+"""``lifeboat patching``: each node's AMI against the recommended EKS-optimized AMI."""

@@ -1,0 +1,135 @@
+"""A NodePool's Lease (``lifeboat.pool_lock``) after its holder crashed: held until
+``renewTime + leaseDurationSeconds``, then anyone's (the rule of client-go's
+``leaderelection.LeaderElector.tryAcquireOrRenew``: a lease whose renew time plus duration
+has passed may be taken). Judged on the injected clock, on the real kubernetes client over
+HTTP to the emulator; ``sleep`` moves that clock, so nothing waits in real time.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from kubemu import Emulator
+from lifeboat.instants import format_micro
+from lifeboat.kube import KubeApi
+from lifeboat.pool_lock import LEASE_SECONDS, LockTimeout, PoolLock
+
+NOW = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
+NAMESPACE = "lifeboat"
+LEASE = "lifeboat-nodepool-general"
+
+
+@dataclass
+class InjectedTime:
+    now: datetime
+    slept: list[float] = field(default_factory=list)
+
+    def clock(self) -> datetime:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += timedelta(seconds=seconds)
+
+
+@pytest.fixture
+def kube(emulator: Emulator) -> KubeApi:
+    emulator.ensure_namespace(NAMESPACE)
+    return KubeApi(emulator.api_client())
+
+
+def crashed_holders_lease(
+    emulator: Emulator, renewed: datetime, duration: int = LEASE_SECONDS
+) -> None:
+    """The Lease as a worker that died inside the section left it: still named its holder."""
+    emulator.put_object(
+        {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": LEASE, "namespace": NAMESPACE},
+            "spec": {
+                "holderIdentity": "lifeboat-crashed-0badc0de",
+                "leaseDurationSeconds": duration,
+                "acquireTime": format_micro(renewed),
+                "renewTime": format_micro(renewed),
+            },
+        }
+    )
+
+
+def lease_spec(emulator: Emulator) -> dict[str, Any]:
+    lease = emulator.get_object("Lease", LEASE, NAMESPACE)
+    assert lease is not None
+    spec: dict[str, Any] = lease["spec"]
+    return spec
+
+
+def lock(kube: KubeApi, time: InjectedTime, wait_seconds: float) -> PoolLock:
+    return PoolLock(
+        kube,
+        NAMESPACE,
+        "lifeboat-next",
+        clock=time.clock,
+        wait_seconds=wait_seconds,
+        sleep=time.sleep,
+        rng=random.Random(7),
+    )
+
+
+def test_an_expired_lease_of_a_crashed_holder_is_taken_at_once(
+    emulator: Emulator, kube: KubeApi
+) -> None:
+    crashed_holders_lease(emulator, renewed=NOW - timedelta(seconds=LEASE_SECONDS + 1))
+    time = InjectedTime(NOW)
+
+    with lock(kube, time, wait_seconds=20).hold("general"):
+        spec = lease_spec(emulator)
+        assert spec["holderIdentity"].startswith("lifeboat-next-")
+        assert spec["renewTime"] == format_micro(NOW)
+    assert time.slept == []
+    assert lease_spec(emulator).get("holderIdentity") is None  # released
+
+
+def test_a_crashed_holders_lease_is_waited_out_and_taken_when_it_expires(
+    emulator: Emulator, kube: KubeApi
+) -> None:
+    expires = NOW + timedelta(seconds=2)
+    crashed_holders_lease(emulator, renewed=expires - timedelta(seconds=LEASE_SECONDS))
+    time = InjectedTime(NOW)
+
+    with lock(kube, time, wait_seconds=20).hold("general"):
+        assert lease_spec(emulator)["holderIdentity"].startswith("lifeboat-next-")
+    # Taken on the first try at or after the expiry, not before.
+    assert time.now >= expires
+    assert time.now - timedelta(seconds=time.slept[-1]) < expires
+
+
+def test_a_live_holders_lease_is_not_taken_and_the_waiter_gives_up_on_the_clock(
+    emulator: Emulator, kube: KubeApi
+) -> None:
+    crashed_holders_lease(emulator, renewed=NOW)  # renewed just now: 60 s to go
+    time = InjectedTime(NOW)
+
+    held = lock(kube, time, wait_seconds=5).hold("general")
+    with pytest.raises(LockTimeout, match=f"{NAMESPACE}/{LEASE} stayed held"), held:
+        pytest.fail("the lease was taken from a live holder")
+    assert time.now >= NOW + timedelta(seconds=5)
+    assert lease_spec(emulator)["holderIdentity"] == "lifeboat-crashed-0badc0de"
+
+
+def test_the_duration_the_holder_wrote_is_the_one_that_counts(
+    emulator: Emulator, kube: KubeApi
+) -> None:
+    """A holder with a shorter lease (another version, another setting) is waited on for its
+    own ``leaseDurationSeconds``, not for ours."""
+    crashed_holders_lease(emulator, renewed=NOW - timedelta(seconds=16), duration=15)
+    time = InjectedTime(NOW)
+
+    with lock(kube, time, wait_seconds=20).hold("general"):
+        assert lease_spec(emulator)["holderIdentity"].startswith("lifeboat-next-")
+    assert time.slept == []

@@ -1,0 +1,95 @@
+"""``lifeboat serve``'s API server (the emulator's HTTP front) answers local clients only
+(issue 23.5): a request whose ``Host`` names another server (DNS rebinding) or that carries a
+web page's ``Origin`` (a cross-site POST from a browser needs no permission) is refused with
+403; a body over 3 MiB is refused unread (413, as the API server); and a watch whose client
+went away ends, instead of keeping its thread until the watch times out (30 minutes).
+Through raw HTTP on a socket, as a browser or a departed client would behave."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+
+import pytest
+
+from kubemu import Emulator
+
+BODY = json.dumps(
+    {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "planted"}, "data": {}}
+).encode()
+
+
+def _request(emulator: Emulator, head: str, body: bytes = b"") -> tuple[int, dict[str, object]]:
+    host, port = emulator.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as connection:
+        connection.sendall(head.encode() + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+            if b"\r\n\r\n" in answer:
+                header, _, rest = answer.partition(b"\r\n\r\n")
+                length = int(header.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+                if len(rest) >= length:
+                    break
+    header, _, payload = answer.partition(b"\r\n\r\n")
+    status = int(header.split(b" ")[1])
+    return status, json.loads(payload)
+
+
+def _post(host: str, origin: str | None = None, content_type: str = "application/json") -> str:
+    lines = [
+        "POST /api/v1/namespaces/default/configmaps HTTP/1.1",
+        f"Host: {host}",
+        f"Content-Type: {content_type}",
+    ]
+    if origin is not None:
+        lines.append(f"Origin: {origin}")
+    return "\r\n".join(lines) + "\r\n"
+
+
+@pytest.mark.parametrize(
+    ("host", "origin"),
+    [
+        ("evil.example:8443", None),  # DNS rebinding: the page's own name, our address
+        ("127.0.0.1", "https://evil.example"),  # a cross-site form or fetch POST
+        ("localhost", "null"),  # a sandboxed page or a file:// one
+    ],
+    ids=["rebound-host", "cross-site-origin", "opaque-origin"],
+)
+def test_a_request_from_a_web_page_is_refused(
+    emulator: Emulator, host: str, origin: str | None
+) -> None:
+    """Regression: a cross-site POST from a browser got 201."""
+    status, answer = _request(emulator, _post(host, origin, "text/plain"), BODY)
+    assert status == 403
+    assert answer["reason"] == "Forbidden"
+    assert emulator.get_object("ConfigMap", "planted", "default") is None
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "[::1]"])
+def test_a_local_client_is_served(emulator: Emulator, host: str) -> None:
+    port = emulator.url.rsplit(":", 1)[1]
+    status, _ = _request(emulator, _post(f"{host}:{port}"), BODY)
+    assert status == 201
+    assert emulator.get_object("ConfigMap", "planted", "default") is not None
+
+
+def test_a_watch_ends_when_its_client_goes(emulator: Emulator) -> None:
+    """Regression: an abandoned watch kept its thread (and its place in the store's
+    condition) until it timed out."""
+    host, port = emulator.url.removeprefix("http://").split(":")
+    before = threading.active_count()
+    connection = socket.create_connection((host, int(port)), timeout=10)
+    path = "/api/v1/namespaces/default/configmaps?watch=true"
+    connection.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+    assert connection.recv(4096).startswith(b"HTTP/1.1 200")
+    assert threading.active_count() == before + 1
+    connection.close()
+    # The stream looks at its client at each idle wake-up (every 0.5 s): give it up to 10 s.
+    for _ in range(100):
+        if threading.active_count() == before:
+            break
+        time.sleep(0.1)
+    assert threading.active_count() == before
