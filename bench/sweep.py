@@ -10,26 +10,32 @@ these filters and knows neither ``Events`` nor impairment. Each call is counted,
 latency per call (``call_ms``) stands for EC2's round trip.
 
 What is timed is the sweep up to the clusters: the paginated reads, the parse of every
-status into notices, the one directory lookup per batch and the triage that keeps only the
-managed clusters' instances. What each notice then costs in its cluster is what the
+status into notices, the LIST of each managed cluster's nodes labelled
+``lifeboat.dev/ec2-maintenance`` (for EC2 events no longer reported; :class:`MarkedNodes`
+answers them, ``call_ms`` each), the one directory lookup per batch and the triage that
+keeps only the managed clusters' instances. What each notice then costs in its cluster is what the
 per-kind measure (``bench.scenarios.requests_per_kind``) reports for a state change or a
 scheduled change.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
-from lifeboat.events import parse_message
+from lifeboat import nodes
+from lifeboat.events.notice import Kind
 from lifeboat.instances import Ec2InstanceDirectory
+from lifeboat.pipeline import ClusterClients, Pipeline
 from lifeboat.routing import triage
 from lifeboat.settings import Settings
 from lifeboat.sweep import Ec2InstanceStatuses
 
 NOW = datetime(2026, 12, 1, 18, 0, tzinfo=UTC)
+SCHEDULED_TAINT = nodes.taint_key(Kind.SCHEDULED_CHANGE)
 
 
 class _Paginator:
@@ -149,12 +155,69 @@ class FleetEc2:
         return _Paginator(self, operation)
 
 
+class MarkedNodes:
+    """Each cluster's nodes labelled ``lifeboat.dev/ec2-maintenance`` (what a sweep lists to
+    find vanished EC2 events): a node per instance with a scheduled event, and ``ended``
+    more whose instances have none any more. Each LIST counted, ``call_ms`` each."""
+
+    def __init__(self, ec2: FleetEc2, clusters: int, ended: int, call_ms: float) -> None:
+        self.call_ms = call_ms
+        self.lists = 0
+        # When the first LIST started and the last ended: the clusters are listed side by
+        # side, so this span (not the sum of the calls) is what the lists add to a sweep.
+        self.first: float | None = None
+        self.last: float | None = None
+        self._lock = threading.Lock()
+        self.by_cluster: dict[str, list[dict[str, Any]]] = {}
+        with_events = [s["InstanceId"] for s in ec2.statuses if s.get("Events")]
+        without = [s["InstanceId"] for s in ec2.statuses if not s.get("Events")][-ended:]
+        start = nodes.ec2_maintenance_value(NOW + timedelta(days=7))
+        for instance_id in with_events + (without if ended else []):
+            index = int(instance_id.removeprefix("i-"), 16)
+            node = {
+                "metadata": {
+                    "name": f"node-{index}",
+                    "labels": {nodes.EC2_MAINTENANCE_LABEL: start},
+                },
+                "spec": {
+                    "providerID": f"aws:///us-east-1a/{instance_id}",
+                    "taints": [{"key": SCHEDULED_TAINT, "effect": "PreferNoSchedule"}],
+                },
+            }
+            self.by_cluster.setdefault(f"cluster-{index % clusters:02d}", []).append(node)
+
+    @property
+    def span(self) -> float:
+        """Seconds from the first LIST's start to the last one's end."""
+        if self.first is None or self.last is None:
+            return 0.0
+        return self.last - self.first
+
+    def kube(self, cluster: str | None) -> Any:
+        marked = self
+
+        class _Kube:
+            def list_nodes(self, label_selector: str) -> list[dict[str, Any]]:
+                with marked._lock:
+                    marked.lists += 1
+                    if marked.first is None:
+                        marked.first = time.perf_counter()
+                if marked.call_ms:
+                    time.sleep(marked.call_ms / 1000)
+                with marked._lock:
+                    marked.last = time.perf_counter()
+                return list(marked.by_cluster.get(cluster or "", []))
+
+        return _Kube()
+
+
 def sweep_cost(
     instances: int = 5000,
     clusters: int = 50,
     impaired: int = 50,
     scheduled: int = 50,
     call_ms: float = 50.0,
+    ended: int = 0,
 ) -> dict[str, Any]:
     """One sweep: its EC2 calls, notices, and wall milliseconds (read, parse, triage)."""
     ec2 = FleetEc2(instances, clusters, impaired, scheduled, call_ms)
@@ -162,9 +225,20 @@ def sweep_cost(
     settings = Settings(clusters=managed)
     statuses = Ec2InstanceStatuses(ec2)
     directory = Ec2InstanceDirectory(ec2)
+    marked = MarkedNodes(ec2, clusters, ended, call_ms)
+    pipeline = Pipeline(
+        clusters=cast(ClusterClients, marked),
+        directory=directory,
+        settings=settings,
+        clock=lambda: NOW,
+        statuses=statuses,
+    )
     started = time.perf_counter()
-    pages = statuses.pages()
-    notices = parse_message({"Pages": pages}, received_at=NOW)
+    # The sweep request's answer (Pipeline._sweep): the statuses read and parsed, and the
+    # managed clusters' labelled nodes listed for vanished events.
+    parsed = pipeline._sweep()
+    assert isinstance(parsed, list), parsed
+    notices = parsed
     infos = directory.describe(sorted({n.instance_id for n in notices if n.instance_id}))
     routed = [triage(n, infos.get(n.instance_id or ""), settings, NOW) for n in notices]
     elapsed = time.perf_counter() - started
@@ -177,13 +251,17 @@ def sweep_cost(
         "call_ms": call_ms,
         "describe_instance_status_calls": ec2.calls.get("describe_instance_status", 0),
         "describe_instances_calls": ec2.calls.get("describe_instances", 0),
+        # One LIST of labelled nodes per managed cluster, for EC2 events no longer reported.
+        "node_list_calls": marked.lists,
+        "ended": sum(1 for n in notices if n.ends_maintenance),
         "notices": len(notices),
         "to_clusters": len(to_clusters),
         "unmanaged": sum(1 for t in routed if t.unmanaged),
         "clusters_reached": len({t.cluster for t in to_clusters}),
         "sweep_ms": round(elapsed * 1000, 1),
-        # Lifeboat's own time: the sweep less EC2's side of its calls.
-        "lifeboat_ms": round((elapsed - ec2.server_seconds) * 1000, 1),
+        "node_lists_ms": round(marked.span * 1000, 1),
+        # Lifeboat's own time: the sweep less EC2's side of its calls and the node lists.
+        "lifeboat_ms": round((elapsed - ec2.server_seconds - marked.span) * 1000, 1),
     }
 
 

@@ -37,3 +37,14 @@ def test_the_stand_in_filters_as_ec2_does() -> None:
         for f in FILTER_SETS
     ]
     assert [len(ids) for ids in found] == [2, 0, 3]
+
+
+def test_vanished_events_cost_one_node_list_per_managed_cluster_whatever_the_fleet() -> None:
+    """The sweep's search for EC2 events no longer reported (``Pipeline._sweep``): one LIST
+    of labelled nodes per managed cluster (45 of 50), at 500 instances as at 5,000; each
+    marked node of a managed cluster whose instance has no event any more is ended."""
+    small = sweep_cost(500, 50, impaired=5, scheduled=5, call_ms=0, ended=5)
+    large = sweep_cost(5000, 50, impaired=50, scheduled=50, call_ms=0, ended=50)
+    assert small["node_list_calls"] == large["node_list_calls"] == 45
+    # Every tenth cluster is not managed: its marked nodes are never listed.
+    assert (small["ended"], large["ended"]) == (4, 45)

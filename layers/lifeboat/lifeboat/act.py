@@ -21,6 +21,7 @@ from lifeboat.events.asg_lifecycle import lifecycle_expired
 from lifeboat.events.notice import Kind, LifecycleHook, Notice
 from lifeboat.kube import Conflict, Eviction, KubeApi, KubeError
 from lifeboat.node_patches import (
+    ec2_maintenance_operations,
     releases_exclusion,
     restore_operations,
     taint_operations,
@@ -139,8 +140,11 @@ class Actor:
         actions: list[Action] = [{"type": "taint", "key": key, "effect": effect}]
         if cordon:
             actions.append({"type": "cordon"})
+        marker = None
+        if notice.ec2_event and notice.kind is Kind.SCHEDULED_CHANGE and notice.deadline:
+            marker = nodes.ec2_maintenance_value(notice.deadline)
         node = self._patch_node(
-            target.node, lambda n: taint_operations(n, key, effect, cordon, exclude), dry
+            target.node, lambda n: taint_operations(n, key, effect, cordon, exclude, marker), dry
         )
         if node is None:
             # The node went away while we were patching: nothing to cordon, nothing to drain.
@@ -153,6 +157,18 @@ class Actor:
         ):
             actions.append(dict(EXCLUSION_ACTION))
         return actions
+
+    def mark_ec2_maintenance(self, notice: Notice, target: Target) -> bool:
+        """Label the node of a maintenance AWS Health told first with the start of the EC2
+        event the sweep now sees (``node_patches.ec2_maintenance_operations``); whether a
+        patch was sent."""
+        if target.node is None or notice.deadline is None or self._settings.dry_run:
+            return False
+        start = nodes.ec2_maintenance_value(notice.deadline)
+        if not ec2_maintenance_operations(target.node, start):
+            return False
+        self._patch_node(target.node, lambda n: ec2_maintenance_operations(n, start), False)
+        return True
 
     def taint_unread(self, node_name: str, provider_id: str, notice: Notice) -> Obj | None:
         """Taint and cordon the node of an involuntary notice without reading it first (a

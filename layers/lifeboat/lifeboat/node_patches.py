@@ -20,16 +20,23 @@ from collections.abc import Mapping
 from typing import Any
 
 from lifeboat import nodes
+from lifeboat.events.notice import Kind
 from lifeboat.objects import Obj
 
 Operation = dict[str, Any]
 
 
 def taint_operations(
-    node: Obj, key: str, effect: str, cordon: bool, exclude_from_load_balancers: bool = False
+    node: Obj,
+    key: str,
+    effect: str,
+    cordon: bool,
+    exclude_from_load_balancers: bool = False,
+    ec2_maintenance: str | None = None,
 ) -> list[Operation]:
     """The JSON patch that puts Lifeboat's taint on ``node``, cordons it and (when asked)
-    excludes it from load balancers ([] if done).
+    excludes it from load balancers ([] if done); ``ec2_maintenance``: the start of the EC2
+    scheduled event acted on, set as ``lifeboat.dev/ec2-maintenance`` in the same patch.
 
     ``spec.taints`` is an atomic list in the API (a patch replaces it whole), so the patch
     tests the list it read: a concurrent writer makes it fail rather than lose its taint.
@@ -51,7 +58,33 @@ def taint_operations(
         operations.append({"op": "add", "path": "/spec/unschedulable", "value": True})
     if exclude_from_load_balancers:
         operations += exclusion_operations(node)
+    if ec2_maintenance is not None:
+        operations += _set_label(node, nodes.EC2_MAINTENANCE_LABEL, ec2_maintenance)
     return operations
+
+
+def ec2_maintenance_operations(node: Obj, start: str) -> list[Operation]:
+    """Label a node Lifeboat already acted on or marked for a maintenance (its scheduled-
+    change taint, any effect) with the EC2 event's ``start`` ([] if it carries no such taint
+    or the label already): the maintenance was first told by AWS Health, and the sweep has
+    now seen EC2's event for it, so it may end by that event vanishing."""
+    key = nodes.taint_key(Kind.SCHEDULED_CHANGE)
+    if not any(t.get("key") == key for t in nodes.taints(node)):
+        return []
+    return _set_label(node, nodes.EC2_MAINTENANCE_LABEL, start)
+
+
+def _set_label(node: Obj, key: str, value: str) -> list[Operation]:
+    """Set label ``key`` ([] if it has that value already)."""
+    metadata = node.get("metadata", {})
+    if metadata.get("labels") is None:
+        return [
+            {"op": "test", "path": "/metadata/labels", "value": None},
+            {"op": "add", "path": "/metadata/labels", "value": {key: value}},
+        ]
+    if metadata["labels"].get(key) == value:
+        return []
+    return [{"op": "add", "path": _pointer("labels", key), "value": value}]
 
 
 def exclusion_operations(node: Obj) -> list[Operation]:
@@ -101,6 +134,11 @@ def restore_operations(node: Obj, key: str, ended: str | None = None) -> list[Op
     ]
     if ended is not None:
         operations += _set_annotation(node, nodes.MAINTENANCE_ENDED_ANNOTATION, ended)
+    if key == nodes.taint_key(Kind.SCHEDULED_CHANGE) and (
+        nodes.EC2_MAINTENANCE_LABEL in nodes.labels_of(node)
+    ):
+        # Undone: no longer one of the nodes each sweep looks at (lifeboat.sweep.vanished).
+        operations.append({"op": "remove", "path": _pointer("labels", nodes.EC2_MAINTENANCE_LABEL)})
     if any(_out_of_service(t) for t in kept):
         return operations
     if node.get("spec", {}).get("unschedulable"):

@@ -25,6 +25,11 @@ OPT_OUT_ANNOTATION = f"{DOMAIN}/disabled"
 # The start of the last maintenance that ended (completed or cancelled) while the node was
 # kept: a deferred notice of that maintenance coming due later is let go, not acted on.
 MAINTENANCE_ENDED_ANNOTATION = f"{DOMAIN}/maintenance-ended"
+# The start of the EC2 scheduled event (DescribeInstanceStatus ``Events[]``) Lifeboat acted
+# on or deferred for this node. A label, so that each instance status sweep finds the nodes
+# to look at with one LIST per cluster (``lifeboat.sweep.vanished``): an event that EC2 no
+# longer reports ends the maintenance, as ``[Canceled]`` does.
+EC2_MAINTENANCE_LABEL = f"{DOMAIN}/ec2-maintenance"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
@@ -72,6 +77,21 @@ def excluded_by_lifeboat(node: Obj) -> bool:
 def maintenance_stamp(start: datetime) -> str:
     """How a maintenance's start is written in ``MAINTENANCE_ENDED_ANNOTATION``."""
     return start.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def ec2_maintenance_value(start: datetime) -> str:
+    """How a maintenance's start is written in ``EC2_MAINTENANCE_LABEL`` (a label value:
+    letters, digits, ``-_.`` only)."""
+    return start.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+
+
+def ec2_maintenance_start(node: Obj) -> datetime | None:
+    """The start in ``EC2_MAINTENANCE_LABEL``, or None (absent, or not Lifeboat's format)."""
+    value = labels_of(node).get(EC2_MAINTENANCE_LABEL)
+    try:
+        return datetime.strptime(str(value), "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+    except ValueError:
+        return None
 
 
 def maintenance_ended(node: Obj, start: datetime) -> bool:

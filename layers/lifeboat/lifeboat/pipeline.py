@@ -33,6 +33,7 @@ from lifeboat.decide.wakeups import (
 from lifeboat.errors import BrokenInvariant
 from lifeboat.events import parse_message
 from lifeboat.events.envelope import load_body
+from lifeboat.events.instance_status import InstanceStatus, read_response
 from lifeboat.events.notice import Kind, MalformedMessage, Notice
 from lifeboat.instances import InstanceDirectory, InstanceInfo
 from lifeboat.kube import KubeApi, retrying_for
@@ -48,7 +49,14 @@ from lifeboat.routing import triage, triage_follow_up
 from lifeboat.settings import Settings
 from lifeboat.split import expand, remainders, split
 from lifeboat.staleness import Stale, staleness
-from lifeboat.sweep import InstanceStatuses, is_sweep_request, too_recently_impaired
+from lifeboat.sweep import (
+    InstanceStatuses,
+    complete,
+    is_sweep_request,
+    too_recently_impaired,
+    unlisted,
+    vanished,
+)
 from lifeboat.target import Target
 from lifeboat.wakeup import Task, Wakeup, WakeupSink, decode, is_wakeup
 
@@ -92,6 +100,10 @@ class MessageResult:
 
 
 Parsed: TypeAlias = "MessageResult | Wakeup | list[Notice] | RotationCommand"
+
+
+# Clusters whose labelled nodes a sweep lists at once (lifeboat.sweep.vanished).
+SWEEP_LISTS_AT_ONCE = 8
 
 
 class _Batch:
@@ -220,7 +232,30 @@ class Pipeline:
                 [Report(None, str(Kind.INSTANCE_IMPAIRED), Outcome.IGNORED, reason)]
             )
         pages = self.statuses.pages()
-        return parse_message({"Pages": pages}, received_at=self.clock())
+        now = self.clock()
+        notices = parse_message({"Pages": pages}, received_at=now)
+        if not complete(pages):
+            return notices
+        # Ends first, so a maintenance EC2 moved to a new start is undone before the new
+        # one is acted on.
+        return self._vanished(read_response({"Pages": pages}, received_at=now), now) + notices
+
+    def _vanished(self, statuses: list[InstanceStatus], now: datetime) -> list[Notice]:
+        """The EC2 events Lifeboat acted on that a complete sweep no longer reports: one
+        LIST per managed cluster, of the nodes labelled ``lifeboat.dev/ec2-maintenance``
+        (``lifeboat.sweep.vanished``), whatever the fleet's size."""
+
+        def one(cluster: str | None) -> list[Notice]:
+            try:
+                marked = self.clusters.kube(cluster).list_nodes(nodes.EC2_MAINTENANCE_LABEL)
+            except Exception as error:  # that cluster's ends wait for the next sweep
+                return [unlisted(cluster, error, now)]
+            return vanished(statuses, marked, now)
+
+        clusters = self.settings.clusters or (None,)
+        # The clusters are listed side by side: a sweep's time is not their sum.
+        with ThreadPoolExecutor(max_workers=min(SWEEP_LISTS_AT_ONCE, len(clusters))) as pool:
+            return [n for found in pool.map(one, clusters) for n in found]
 
     def _one(self, batch: _Batch, item: Parsed, later: Sequence[Wakeup] = ()) -> MessageResult:
         if isinstance(item, MessageResult):
@@ -257,12 +292,28 @@ class Pipeline:
                 reports.append(self._handle(batch, notice))
                 continue
             report = self.ledger.once(notice.ledger_key, partial(self._handle, batch, notice))
+            if report is None and notice.ec2_event and notice.deadline is not None:
+                # Told by Health first: the sweep has now seen EC2's event (once per
+                # maintenance), so the node is labelled and the event's vanishing ends it.
+                seen = partial(self._mark_ec2_maintenance, batch, notice)
+                self.ledger.once(f"ec2-seen#{notice.ledger_key}", seen)
             if report is None:
                 report = Report.for_notice(
                     notice, Outcome.IGNORED, "duplicate delivery: already handled"
                 )
             reports.append(report)
         return reports
+
+    def _mark_ec2_maintenance(self, batch: _Batch, notice: Notice) -> Report:
+        info = batch.infos.get(notice.instance_id or "")
+        checked = triage(notice, info, self.settings, self.clock())
+        if checked.outcome is not None or info is None or notice.instance_id is None:
+            return Report.for_notice(notice, Outcome.IGNORED, checked.reason)
+        resolver = batch.resolver(checked.cluster)
+        target = resolver.resolve(notice.instance_id, info)
+        marked = self._actor(resolver.kube).mark_ec2_maintenance(notice, target)
+        why = "labelled with the EC2 event's start" if marked else "nothing to label"
+        return Report.for_notice(notice, Outcome.IGNORED, why)
 
     def _out_of_time(self, batch: _Batch) -> bool:
         """Whether a message should hand on what it has not started (lifeboat.split)."""

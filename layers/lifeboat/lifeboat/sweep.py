@@ -18,10 +18,16 @@ calls whatever the fleet size while fewer than 1,000 instances per set are in tr
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from datetime import datetime
 from typing import Any, Protocol
 
-from lifeboat.events.instance_status import FILTER_SETS
+from lifeboat import nodes
+from lifeboat.events.base import MAX_REASON, clip
+from lifeboat.events.instance_status import FILTER_SETS, InstanceStatus
 from lifeboat.events.notice import Kind, Notice
+from lifeboat.instances import instance_id_from_provider_id
+from lifeboat.objects import Obj
 from lifeboat.settings import Settings
 
 SOURCE = "lifeboat.sweep"
@@ -89,4 +95,71 @@ def too_recently_impaired(notice: Notice, settings: Settings) -> str | None:
         f"impaired for {int(elapsed.total_seconds())} s, under the "
         f"{int(settings.impaired_threshold.total_seconds())} s threshold: looking again at "
         "the next sweep"
+    )
+
+
+# What a vanished event's notice says it is (its ``detail``).
+VANISHED = "EC2 event no longer reported"
+
+
+def complete(pages: list[dict[str, Any]]) -> bool:
+    """Whether ``pages`` are a whole sweep's answer: a page per filter set at least, the
+    last one without a ``NextToken``. (A call that fails raises, and the sweep's message
+    goes back to the queue: only a complete answer may end a maintenance by silence.)"""
+    return len(pages) >= len(FILTER_SETS) and not pages[-1].get("NextToken")
+
+
+def vanished(
+    statuses: Iterable[InstanceStatus], marked: Iterable[Obj], observed_at: datetime
+) -> list[Notice]:
+    """The maintenances that ended by vanishing: each node ``marked`` with
+    ``lifeboat.dev/ec2-maintenance`` (Lifeboat acted on or deferred an EC2 scheduled event
+    for it) and still carrying Lifeboat's scheduled-change taint, whose instance has no
+    event starting then in a complete sweep's ``statuses`` (finished or not: a finished one
+    is ended by its own notice). EC2 drops a cancelled event, and a completed one after a
+    while; the notice ends the maintenance as ``[Canceled]`` does. A maintenance known only
+    from AWS Health never carries the label, so it never ends this way."""
+    scheduled = {
+        (status.instance_id, event.not_before)
+        for status in statuses
+        for event in status.events
+        if event.not_before is not None
+    }
+    key = nodes.taint_key(Kind.SCHEDULED_CHANGE)
+    notices = []
+    for node in marked:
+        start = nodes.ec2_maintenance_start(node)
+        instance = instance_id_from_provider_id(str(node.get("spec", {}).get("providerID", "")))
+        if start is None or instance is None or (instance, start) in scheduled:
+            continue
+        if nodes.is_deleting(node) or not any(t.get("key") == key for t in nodes.taints(node)):
+            continue  # going anyway, or undone already (by hand, or the node was let go)
+        notices.append(
+            Notice(
+                kind=Kind.SCHEDULED_CHANGE,
+                event_id=f"vanished:{instance}:{nodes.ec2_maintenance_value(start)}",
+                event_time=observed_at,
+                instance_id=instance,
+                deadline=start,
+                detail=VANISHED,
+                ends_maintenance=True,
+                ec2_event=True,
+            )
+        )
+    return notices
+
+
+def unlisted(cluster: str | None, error: Exception, observed_at: datetime) -> Notice:
+    """The report of a cluster whose marked nodes could not be listed: nothing ends there
+    this time, the next sweep looks again."""
+    where = f"cluster {cluster}" if cluster else "the cluster"
+    return Notice(
+        kind=Kind.SCHEDULED_CHANGE,
+        event_id=f"vanished:{cluster or '-'}",
+        event_time=observed_at,
+        ignore_reason=clip(
+            f"could not list the nodes of {where} labelled {nodes.EC2_MAINTENANCE_LABEL} "
+            f"({type(error).__name__}: {error}); vanished EC2 events looked at next sweep",
+            MAX_REASON,
+        ),
     )

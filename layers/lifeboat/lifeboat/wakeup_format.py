@@ -37,6 +37,7 @@ def read(message: Mapping[str, Any]) -> Wakeup:
             lifecycle=None if hook is None else LifecycleHook(**hook.model_dump()),
             ignore_reason=notice.ignore_reason,
             ends_maintenance=notice.ends_maintenance,
+            ec2_event=notice.ec2_event,
         ),
         due=body.due,
         replacement=body.replacement,
@@ -79,6 +80,7 @@ class _NoticeBody(Model):
     ignore_reason: Short | None = None
     # The end of a maintenance (a remainder of a sweep's notices may carry one).
     ends_maintenance: bool = False
+    ec2_event: bool = False
 
 
 class _WakeupBody(Model):

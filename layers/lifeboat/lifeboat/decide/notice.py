@@ -49,8 +49,11 @@ def decide(
     decision = _decide(notice, target, settings, now, stale)
     # A notice let go (given up, opted out, configured to ignore) takes its waiting mark
     # with it, or the node would stay marked PreferNoSchedule for the rest of its life.
+    # Not the end of a maintenance waiting for the node to be Ready: its restore takes the
+    # mark off later and records the end, so the deferral's wake-up lets it go.
     if (
         decision.outcome is Outcome.IGNORED
+        and not notice.ends_maintenance
         and target.node is not None
         and nodes.pending_mark(target.node, nodes.taint_key(notice.kind))
     ):
@@ -201,6 +204,9 @@ def _maintenance_over(notice: Notice, target: Target) -> Decision:
     key = nodes.taint_key(notice.kind)
     if not any(t.get("key") == key for t in nodes.taints(target.node)):
         return ignore(f"{what}: node {target.node_name} carries no {key} taint; nothing to undo")
+    state = target.info.state if target.info is not None else None
+    if state not in (None, "running"):
+        return ignore(f"{what}: instance {target.instance_id} is {state}, not running; left as is")
     if not nodes.is_ready(target.node):
         return ignore(
             f"{what}: node {target.node_name} is not Ready yet; undone when it is reported Ready"

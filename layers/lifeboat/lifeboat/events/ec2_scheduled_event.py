@@ -38,6 +38,7 @@ def _notice(status: InstanceStatus, event: ScheduledEvent, **fields: Any) -> Not
         event_time=status.observed_at,
         instance_id=status.instance_id,
         detail=clip(event.code),
+        ec2_event=True,
         **fields,
     )
 

@@ -112,6 +112,10 @@ class Notice:
     # The maintenance this notice announced is over (an EC2 event ``[Completed]`` or
     # ``[Canceled]``, a closed Health event): undo what Lifeboat did to a node it kept.
     ends_maintenance: bool = False
+    # Told by EC2's scheduled event (DescribeInstanceStatus ``Events[]``), not only by AWS
+    # Health: a node acted on for it is labelled, and the maintenance ends when the event
+    # vanishes from a complete sweep (``lifeboat.sweep.vanished``).
+    ec2_event: bool = False
 
     @property
     def involuntary(self) -> bool:
