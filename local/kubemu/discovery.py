@@ -20,6 +20,7 @@ _SHORT_NAMES = {
     "replicasets": ["rs"],
     "deployments": ["deploy"],
     "statefulsets": ["sts"],
+    "replicationcontrollers": ["rc"],
 }
 _CATEGORIES = {
     "pods": ["all"],
@@ -27,6 +28,7 @@ _CATEGORIES = {
     "replicasets": ["all"],
     "deployments": ["all"],
     "statefulsets": ["all"],
+    "replicationcontrollers": ["all"],
     "nodepools": ["karpenter"],
     "nodeclaims": ["karpenter"],
 }
