@@ -21,6 +21,7 @@ _SHORT_NAMES = {
     "deployments": ["deploy"],
     "statefulsets": ["sts"],
     "ec2nodeclasses": ["ec2nc", "ec2ncs"],
+    "replicationcontrollers": ["rc"],
 }
 _CATEGORIES = {
     "pods": ["all"],
@@ -28,6 +29,7 @@ _CATEGORIES = {
     "replicasets": ["all"],
     "deployments": ["all"],
     "statefulsets": ["all"],
+    "replicationcontrollers": ["all"],
     "nodepools": ["karpenter"],
     "nodeclaims": ["karpenter"],
     "ec2nodeclasses": ["karpenter"],

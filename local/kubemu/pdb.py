@@ -21,7 +21,16 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .resources import DEPLOYMENTS, PDBS, PODS, REPLICASETS, STATEFULSETS, Obj, ResourceType
+from .resources import (
+    DEPLOYMENTS,
+    PDBS,
+    PODS,
+    REPLICASETS,
+    REPLICATIONCONTROLLERS,
+    STATEFULSETS,
+    Obj,
+    ResourceType,
+)
 from .selectors import label_selector_from_object, labels_of
 from .store import Store
 
@@ -95,6 +104,10 @@ def _controller_scale(store: Store, ref: Obj, namespace: str) -> tuple[str, int]
         if deployment is not None:
             return deployment["metadata"]["uid"], _replicas(deployment)
         return None
+    # getPodReplicationController, before getPodStatefulSet as in finders().
+    replication_controller = _owned(store, REPLICATIONCONTROLLERS, ref, namespace)
+    if replication_controller is not None:
+        return replication_controller["metadata"]["uid"], _replicas(replication_controller)
     stateful_set = _owned(store, STATEFULSETS, ref, namespace)
     if stateful_set is not None:
         return stateful_set["metadata"]["uid"], _replicas(stateful_set)

@@ -115,6 +115,8 @@ DAEMONSETS = _builtin("apps", "daemonsets", "DaemonSet", True, True)
 REPLICASETS = _builtin("apps", "replicasets", "ReplicaSet", True, True)
 DEPLOYMENTS = _builtin("apps", "deployments", "Deployment", True, True)
 STATEFULSETS = _builtin("apps", "statefulsets", "StatefulSet", True, True)
+# The core group's older controller: the disruption controller still asks it for its scale.
+REPLICATIONCONTROLLERS = _builtin("", "replicationcontrollers", "ReplicationController", True, True)
 
 ALL_RESOURCES: tuple[ResourceType, ...] = (
     NAMESPACES,
@@ -132,6 +134,7 @@ ALL_RESOURCES: tuple[ResourceType, ...] = (
     REPLICASETS,
     DEPLOYMENTS,
     STATEFULSETS,
+    REPLICATIONCONTROLLERS,
 )
 
 _BY_PATH = {(r.group, r.version, r.plural): r for r in ALL_RESOURCES}

@@ -8,7 +8,8 @@ took. Nothing in the cluster given is changed. For each (event, instance) it sho
 the decision was made on, read at that moment: the notice and its deadline, the node, NodeClaim
 and NodePool, every budget and whether it is active, the pool's disrupting nodes, do-not-
 disrupt marks, the PodDisruptionBudgets that cover the node's pods; then the decision and what
-carrying it out did to the copy.
+carrying it out did to the copy. Each file is judged at ``--at`` as if sent then
+(``lifeboat_local.arrival``): its deadline keeps its offset, and the entry says the shift.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from lifeboat.report import Outcome, Report
 from lifeboat.resolve import Resolver
 from lifeboat.target import Target
 from lifeboat.wakeup import MemoryWakeups
+from lifeboat_local.arrival import arriving_at, shift_text
 from lifeboat_local.common import (
     EXIT_OK,
     EXIT_REJECTED,
@@ -174,8 +176,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     tz = zone(args.tz) if getattr(args, "tz", None) is not None else None
     said_before = warnings_said()
-    files = [read_event_file(path) for path in args.events]
     clock = SimulatedClock(args.at or datetime.now(UTC))
+    # Each judged at --at, as if it arrived then (its deadline moved with it).
+    arrivals = [arriving_at(clock.now, read_event_file(path)) for path in args.events]
     tool = tool_settings(args)
     rejected = failed = False
     with disposable_copy(args, tool) as (kube, directory):
@@ -184,9 +187,15 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         pipeline = local_pipeline(
             kube, directory, tool.one_cluster, clock, MemoryWakeups(), on_decision=observer
         )
-        for file in files:
+        for file, shift in arrivals:
+            # Its times moved to --at: how much, said beside what the message says.
+            shifted_by = shift_text(shift) if shift else None
             for index, result in enumerate(pipeline.process(file.bodies)):
-                origin = {**file.origin(index), "where": file.where(index)}
+                origin = {
+                    **file.origin(index),
+                    "where": file.where(index),
+                    "shifted_by": shifted_by,
+                }
                 entries = _entries(file.bodies[index], result, observer, tool, clock.now)
                 for entry in entries:
                     rejected |= entry["decision"]["outcome"] == str(Outcome.REJECTED)

@@ -27,7 +27,10 @@ def render_text(entry: dict[str, Any], out: TextIO) -> None:
     add(f"  message:     {entry.get('where')}")
     voluntary = "voluntary" if entry["voluntary"] else "involuntary (never waits for budgets)"
     detail = f" [{entry['detail']}]" if entry.get("detail") else ""
-    add(f"  notice:      {entry['kind']}{detail}, {voluntary}, sent {entry['event_time']}")
+    sent = entry["event_time"]
+    if entry.get("shifted_by"):
+        sent += f" (its times moved {entry['shifted_by']}: handled as if sent when judged)"
+    add(f"  notice:      {entry['kind']}{detail}, {voluntary}, sent {sent}")
     timing = entry["timing"]
     if timing.get("deadline"):
         left = str(timing["time_left"])

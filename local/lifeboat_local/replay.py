@@ -22,6 +22,7 @@ from lifeboat.kube import KubeApi
 from lifeboat.pipeline import MessageResult, Pipeline
 from lifeboat.report import Outcome
 from lifeboat.wakeup import MemoryWakeups, encode
+from lifeboat_local.arrival import arriving_at
 from lifeboat_local.common import (
     EXIT_INCOMPLETE,
     EXIT_OK,
@@ -235,8 +236,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         if emulator is not None:
             emulator.clock.set(clock.now, frozen=True)  # pods terminate on replay time
         runner = _Runner(clock, wakeups, pipeline, karpenter, emulator, output)
-        for when, file in timeline:
+        for when, original in timeline:
             runner.run_until(when)  # the simulation runs between two events
+            file, _ = arriving_at(when, original)  # its deadline kept from ``when``
             for index, result in enumerate(pipeline.process(file.bodies)):
                 origin = file.origin(index)
                 if spread:

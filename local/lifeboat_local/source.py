@@ -39,7 +39,10 @@ EMULATOR_RETRY = RetryPolicy(attempts=2, base_delay=0.01)
 
 # Everything the tools read: the workload controllers too, as a PDB's expected pods (with
 # maxUnavailable or a percentage) come from their scale.
-EXPORT_KINDS = "nodes,pods,pdb,nodepools,nodeclaims,deployments,replicasets,statefulsets,daemonsets"
+EXPORT_KINDS = (
+    "nodes,pods,pdb,nodepools,nodeclaims,deployments,replicasets,statefulsets,daemonsets,"
+    "replicationcontrollers"
+)
 EXPORT_COMMAND = f"kubectl get {EXPORT_KINDS} -A -o yaml > cluster.yaml"
 DUMP_HINT = f"write one with: {EXPORT_COMMAND}"
 KARPENTER_GROUP = "karpenter.sh"
@@ -54,12 +57,15 @@ class ClusterFile:
 
     path: Path
     objects: list[MutableObj]
-    skipped: Counter[str] = field(default_factory=Counter)
+    skipped: Counter[tuple[str, str]] = field(default_factory=Counter)  # (apiVersion, kind)
 
     def skipped_text(self) -> str | None:
         if not self.skipped:
             return None
-        kinds = ", ".join(f"{count} {kind}" for kind, count in sorted(self.skipped.items()))
+        counts: Counter[str] = Counter()
+        for (api_version, kind), count in self.skipped.items():
+            counts[kind if api_version == "v1" else f"{kind} ({api_version})"] += count
+        kinds = ", ".join(f"{count} {kind}" for kind, count in sorted(counts.items()))
         total = sum(self.skipped.values())
         return f"--cluster {self.path}: skipped {total} object(s) Lifeboat does not read: {kinds}"
 
@@ -77,7 +83,7 @@ def read_cluster_file(path: Path) -> ClusterFile:
             raise UsageError(f"{where}: not valid YAML{_yaml_position(error)}") from None
     if all(document is None for document in documents):
         raise UsageError(f"{where}: the file holds no Kubernetes objects; {DUMP_HINT}")
-    skipped: Counter[str] = Counter()
+    skipped: Counter[tuple[str, str]] = Counter()
     kept: list[Any] = []
     for index, document in enumerate(documents):
         if _is_kubeconfig(document):
@@ -85,6 +91,9 @@ def read_cluster_file(path: Path) -> ClusterFile:
                 f"{where} is a kubeconfig, not a cluster file: to read the cluster it points "
                 f"to, pass --kubeconfig {path}; to replay on a copy of it, {DUMP_HINT}"
             )
+        is_list_kind = isinstance(document, dict) and document.get("kind") == "List"
+        if is_list_kind and not isinstance(document.get("items") or [], list):
+            raise UsageError(f"{where}: document {index}: List items must be a sequence")
         if _is_list(document):
             items = [item for item in document["items"] if _served(item, index, where, skipped)]
             kept.append({**document, "items": items})
@@ -123,7 +132,7 @@ def _is_list(document: Any) -> bool:
     )
 
 
-def _served(obj: Any, index: int, where: str, skipped: Counter[str]) -> bool:
+def _served(obj: Any, index: int, where: str, skipped: Counter[tuple[str, str]]) -> bool:
     """Whether to load ``obj``: yes if the emulator serves its kind (or if it is too broken
     to tell: the loader then says what is missing); else it is counted as skipped."""
     if not isinstance(obj, dict) or not obj.get("apiVersion") or not obj.get("kind"):
@@ -147,7 +156,7 @@ def _served(obj: Any, index: int, where: str, skipped: Counter[str]) -> bool:
             f"{where}: document {index}: kind {kind} ({name}) is not a kind Lifeboat reads; "
             f"did you mean {meant}? (skipped)"
         )
-    skipped[kind if api_version == "v1" else f"{kind} ({api_version})"] += 1
+    skipped[api_version, kind] += 1
     return False
 
 
@@ -168,10 +177,26 @@ class ClusterSource:
 def load_objects(path: Path) -> list[MutableObj]:
     """The objects of a cluster file; says on stderr what was skipped."""
     cluster = read_cluster_file(path)
+    _say_skipped(cluster)
+    return cluster.objects
+
+
+def _say_skipped(cluster: ClusterFile) -> None:
     skipped = cluster.skipped_text()
     if skipped:
         note(skipped)
-    return cluster.objects
+
+
+def load_cluster(path: Path) -> ClusterFile:
+    """A cluster file read as every tool reads it, for a tool that reads the objects without
+    serving them (``audit``): says on stderr all that ``open_cluster`` says at load (the kinds
+    skipped, a NodePool's stale hash, each PDB whose pods' controllers are missing and what is
+    assumed), checked on a copy of the objects, which are left as the file gave them."""
+    cluster = read_cluster_file(path)
+    _say_skipped(cluster)
+    warnings = hash_mismatches(cluster.objects)
+    _say_load_findings(warnings, Emulator(cluster.objects))  # a copy, never started
+    return cluster
 
 
 def live_client(kubeconfig: Path, context: str | None) -> KubeApi:
@@ -224,11 +249,16 @@ def serve(objects: list[MutableObj]) -> Iterator[tuple[Emulator, KubeApi]]:
     may read them after, not change them."""
     warnings = hash_mismatches(objects)
     with Emulator(objects, take=True) as emulator:
-        for warning in warnings:
-            warn(warning)
-        for assumption in emulator.trust_exported_pdb_status():
-            note(assumption_text(assumption))
+        _say_load_findings(warnings, emulator)
         yield emulator, KubeApi(emulator.api_client(), EMULATOR_RETRY)
+
+
+def _say_load_findings(warnings: list[str], emulator: Emulator) -> None:
+    """What loading a cluster found, on stderr, in the same words for every tool."""
+    for warning in warnings:
+        warn(warning)
+    for assumption in emulator.trust_exported_pdb_status():
+        note(assumption_text(assumption))
 
 
 def assumption_text(assumption: PdbAssumption) -> str:
@@ -282,6 +312,7 @@ _SNAPSHOT = (
     ("/apis/apps/v1/replicasets", "apps/v1", "ReplicaSet"),
     ("/apis/apps/v1/statefulsets", "apps/v1", "StatefulSet"),
     ("/apis/apps/v1/daemonsets", "apps/v1", "DaemonSet"),
+    ("/api/v1/replicationcontrollers", "v1", "ReplicationController"),
 )
 
 

@@ -172,9 +172,10 @@ def test_scheduled_change_acts_on_one_batch_node_and_defers_the_other(
     assert types(first) == ["taint", "cordon", "label", "create-nodeclaim", "delete-nodeclaim"]
     assert second["outcome"] == "deferred"
     assert 'budget[0] "1" = 1, 1 disrupting' in second["reason"]
-    # Waits for capacity, but never past startTime minus the 30-minute lead.
-    assert second["deferred_until"] == "2026-12-08T08:30:00Z"
-    assert "acting at 2026-12-08T08:30:00Z regardless" in second["reason"]
+    # Waits for capacity, but never past startTime minus the 30-minute lead; startTime
+    # (09:00 on the 8th, sent 13:30) keeps its offset from the instant it is handled (14:05).
+    assert second["deferred_until"] == "2026-12-08T09:05:00Z"
+    assert "acting at 2026-12-08T09:05:00Z regardless" in second["reason"]
 
 
 def test_follow_acts_on_the_deferred_batch_node_once_the_first_is_replaced(

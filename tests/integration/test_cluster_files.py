@@ -116,7 +116,7 @@ def test_an_empty_cluster_file_is_a_usage_error_with_a_hint(
     assert f"--cluster {cluster}: the file holds no Kubernetes objects" in err
     assert (
         "kubectl get nodes,pods,pdb,nodepools,nodeclaims,deployments,replicasets,"
-        "statefulsets,daemonsets -A -o yaml"
+        "statefulsets,daemonsets,replicationcontrollers -A -o yaml"
     ) in err
     assert "Traceback" not in err
 

@@ -61,7 +61,8 @@ def test_rebalance_in_the_freeze_names_the_window_and_changes_nothing() -> None:
         'budget[1] nodes "0", schedule "0 9 * * mon-fri" for 8h0m0s: ACTIVE, '
         "window ends 2026-12-01T17:00:00Z; limit 0"
     ) in text
-    assert "gives up at 2026-12-02T14:01:30Z" in text
+    # A day's patience from the instant it is handled at, as if it arrived then.
+    assert "gives up at 2026-12-02T14:05:00Z" in text
     assert "decision:    DEFERRED until 2026-12-01T17:00:00Z" in text
     assert "next permitted at 2026-12-01T17:00:00Z" in text
     # The shop/checkout PDB covers the checkout pod on this node.
@@ -185,7 +186,9 @@ def test_a_batch_is_judged_in_order_the_second_node_of_a_budget_1_pool_waits() -
     assert first["decision"]["outcome"] == "acted"
     assert first["pool"]["disrupting"] == 0
     assert second["decision"]["outcome"] == "deferred"
-    assert second["decision"]["deferred_until"] == "2026-12-08T08:30:00Z"
+    # The retirement's start (08 Dec 09:00, sent 13:30) keeps its offset from --at (14:05):
+    # 09:35, less the 30-minute lead.
+    assert second["decision"]["deferred_until"] == "2026-12-08T09:05:00Z"
     assert second["pool"]["disrupting"] == 1
     assert second["pool"]["allowed"] == 0
     assert second["pool"]["disrupting_nodes"] == [
@@ -199,7 +202,7 @@ def test_a_batch_is_judged_in_order_the_second_node_of_a_budget_1_pool_waits() -
     _, text = explain(*argv)
     acted, deferred = text.split("\n\nEvent ")
     assert "decision:    ACTED" in acted
-    assert "decision:    DEFERRED until 2026-12-08T08:30:00Z" in deferred
+    assert "decision:    DEFERRED until 2026-12-08T09:05:00Z" in deferred
     assert "disrupting: ip-10-0-2-14.ec2.internal" in deferred
 
 

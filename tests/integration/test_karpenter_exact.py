@@ -530,6 +530,9 @@ def test_scheduled_maintenance_still_acts_at_start_time_minus_lead_despite_the_p
     event = sample("scheduled-change.json")
     event["resources"] = [f"arn:aws:ec2:us-east-1:123456789012:instance/{REBALANCE_INSTANCE}"]
     event["detail"]["affectedEntities"] = [{"entityValue": REBALANCE_INSTANCE}]
+    # Sent at --at, so handled as sent (a replayed event's times keep their offsets from
+    # --at): maintenance starts 10 minutes after the instant it is handled.
+    event["time"] = EVENING
     event["detail"]["startTime"] = "Tue, 01 Dec 2026 18:10:00 GMT"
     event["detail"]["endTime"] = "Tue, 01 Dec 2026 20:10:00 GMT"
     (line,) = replay(

@@ -22,7 +22,7 @@ def test_kubectl_list_and_documents_are_read(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     path.write_text(
         "apiVersion: v1\nkind: List\nitems:\n"
-        "- {apiVersion: v1, kind: Pod,\n"
+        "- {apiVersion: v1, kind: Pod, spec: {containers: [{name: c}]},\n"
         "   metadata: {name: p, creationTimestamp: 2026-12-01T10:00:00Z}}\n"
         "- {apiVersion: v1, kind: Service, metadata: {name: s}}\n"
         f"---\n{NODE}---\n"
@@ -49,7 +49,8 @@ def test_a_file_without_the_controllers_of_its_pods_says_they_are_estimated(
 ) -> None:
     path = tmp_path / "c.yaml"
     owned = (
-        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  ownerReferences:\n"
+        "apiVersion: v1\nkind: Pod\nspec: {{containers: [{{name: c}}]}}\nmetadata:\n"
+        "  name: {name}\n  ownerReferences:\n"
         "  - {{apiVersion: apps/v1, kind: {kind}, name: x, uid: u, controller: true}}\n"
     )
     path.write_text(

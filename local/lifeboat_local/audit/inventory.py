@@ -7,7 +7,7 @@ directly (see ``sources``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -71,11 +71,19 @@ class Inventory:
         )
 
     @classmethod
-    def from_objects(cls, objects: Iterable[Obj], notes: Iterable[str] = ()) -> Inventory:
+    def from_objects(
+        cls,
+        objects: Iterable[Obj],
+        notes: Iterable[str] = (),
+        skipped: Mapping[tuple[str, str], int] | None = None,
+    ) -> Inventory:
         """Sort a cluster file's objects by kind; kinds the audit does not read are counted in
-        a note, not refused (a ``kubectl get all -o yaml`` dump holds Services and more)."""
+        a note, not refused (a ``kubectl get all -o yaml`` dump holds Services and more), with
+        those the loader already ``skipped`` (by apiVersion and kind)."""
         sorted_objects: dict[str, list[Obj]] = {name: [] for name in set(FIELD_OF_KIND.values())}
-        ignored: dict[str, int] = {}
+        ignored: dict[str, int] = {
+            f"{api_version}/{kind}": count for (api_version, kind), count in (skipped or {}).items()
+        }
         for obj in objects:
             name = FIELD_OF_KIND.get((str(obj.get("apiVersion")), str(obj.get("kind"))))
             if name is None:

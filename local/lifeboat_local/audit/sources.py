@@ -1,27 +1,24 @@
 """Where an audit reads the cluster from: a cluster file, or a live cluster through the API.
 
-A cluster file is read as ``kubectl get ... -o yaml`` (or ``-o json``) prints it, or as
-multi-document YAML: kinds the audit does not read (Services, ConfigMaps, ...) are skipped and
-counted, so a ``kubectl get all`` dump works as it is, and the apps/v1 workloads are read
-from the file itself. A live cluster is listed kind by kind (list requests only; an operator
+A cluster file is read by the loader every tool uses (``lifeboat_local.source``), as
+``kubectl get ... -o yaml`` (or ``-o json``) prints it, or as multi-document YAML: kinds the
+audit does not read (Services, ConfigMaps, ...) are skipped and counted, so a ``kubectl get
+all`` dump works as it is, and the workload controllers are read from the file itself.
+A live cluster is listed kind by kind (list requests only; an operator
 tool may list, the Lambda never does); what its API server does not serve (no Karpenter, no
 apps/v1) becomes a note, and the checks that need it say they estimated.
 """
 
 from __future__ import annotations
 
-import json
-from datetime import date, datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
-import yaml
-
-from kubemu.clusterfile import read_documents
 from lifeboat.kube import KARPENTER, KubeApi, KubeError
 from lifeboat.objects import Obj
 from lifeboat_local.audit.inventory import Inventory
 from lifeboat_local.common import UsageError
+from lifeboat_local.source import load_cluster
 
 # Inventory field -> (list path, apiVersion, kind) of each list a live audit makes.
 _REQUIRED: Final = (
@@ -49,55 +46,12 @@ _REPLICATION_CONTROLLERS: Final = ("/api/v1/replicationcontrollers", "v1", "Repl
 # A cluster file
 
 
-def _timestamps_as_text(value: Any) -> str:
-    """YAML reads unquoted timestamps as datetimes; the API carries RFC 3339 strings."""
-    if isinstance(value, datetime):
-        return value.isoformat().replace("+00:00", "Z")
-    if isinstance(value, date):
-        return value.isoformat()
-    raise TypeError(f"{type(value).__name__} is not JSON")
-
-
 def read_cluster_file(path: Path) -> Inventory:
-    """The file's objects as an Inventory; a usage error (exit 1) names what is wrong."""
-    try:
-        # The readers every command shares: aliases' expansion capped, deep nesting refused.
-        documents, _ = read_documents(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise UsageError(f"--cluster {path}: {error.strerror or error}") from None
-    except yaml.YAMLError as error:
-        raise UsageError(f"--cluster {path}: not valid YAML: {error}") from None
-    objects: list[Obj] = []
-    for index, document in enumerate(documents):
-        if document is None:
-            continue
-        is_list = isinstance(document, dict) and document.get("kind") == "List"
-        items = document.get("items") or [] if is_list else [document]
-        if not isinstance(items, list):
-            raise UsageError(f"--cluster {path}: document {index}: List items must be a sequence")
-        for item in items:
-            objects.append(_checked(item, f"--cluster {path}: document {index}"))
-    return Inventory.from_objects(objects)
-
-
-def _checked(item: Any, where: str) -> Obj:
-    if not isinstance(item, dict):
-        raise UsageError(f"{where}: expected a mapping, got {type(item).__name__}")
-    metadata = item.get("metadata")
-    name = metadata.get("name") if isinstance(metadata, dict) else None
-    missing = [
-        f
-        for f, v in (
-            ("apiVersion", item.get("apiVersion")),
-            ("kind", item.get("kind")),
-            ("metadata.name", name),
-        )
-        if not v
-    ]
-    if missing:
-        raise UsageError(f"{where}: missing {', '.join(missing)}")
-    converted: Obj = json.loads(json.dumps(item, default=_timestamps_as_text))
-    return converted
+    """The file's objects as an Inventory, read by the loader every tool uses (what it skips,
+    warns of or assumes is said on stderr as for ``replay``); a usage error (exit 1) names
+    what is wrong."""
+    cluster = load_cluster(path)
+    return Inventory.from_objects(cluster.objects, skipped=cluster.skipped)
 
 
 # ---------------------------------------------------------------------------------------------
