@@ -18,6 +18,12 @@ from lifeboat import nodes
 from lifeboat.decide import Decision, Step
 from lifeboat.events.asg_lifecycle import lifecycle_expired
 from lifeboat.events.notice import Kind, LifecycleHook, Notice
+from lifeboat.handover import (
+    WHEN_READY,
+    give_back_operations,
+    protect,
+    unprotect_operations,
+)
 from lifeboat.kube import Conflict, Eviction, KubeApi, KubeError
 from lifeboat.node_patches import (
     releases_exclusion,
@@ -66,6 +72,8 @@ class ActResult:
     # Evicted pods still terminating (within their grace period) on a node whose lifecycle
     # action waits for them: CONTINUE only once they are gone.
     pods_terminating: int = 0
+    # The replacement a when-ready hand-over waits for before the old claim is deleted.
+    awaiting: str | None = None
 
 
 class Actor:
@@ -88,9 +96,18 @@ class Actor:
         # rest of the drain to a later wake-up (never sleep out a deadline in a Lambda).
         self._drain_patience = drain_patience
 
-    def carry_out(self, notice: Notice, target: Target, decision: Decision) -> ActResult:
+    def carry_out(
+        self,
+        notice: Notice,
+        target: Target,
+        decision: Decision,
+        *,
+        replacement: str | None = None,
+    ) -> ActResult:
+        """``replacement``: the claim a hand-over follow-up is about (``RELEASE_REPLACEMENT``)."""
         outcome = ActResult()
         dry = self._settings.dry_run
+        waits = self._waits_for_replacement(notice, target, decision)
         for step in decision.steps:
             if step is Step.TAINT_AND_CORDON:
                 outcome.actions += self._taint(notice, target, "cordon", dry)
@@ -99,13 +116,20 @@ class Actor:
             elif step is Step.MARK_PENDING:
                 outcome.actions += self._taint(notice, target, "prefer", dry)
             elif step is Step.CREATE_REPLACEMENT:
-                outcome.replacement = self._replace(notice, target, outcome, dry)
+                outcome.replacement = self._replace(notice, target, outcome, dry, waits)
             elif step is Step.DELETE_NODECLAIM:
                 if outcome.replacement_refused and not (notice.involuntary or decision.forced):
                     # Voluntary work never deletes a claim whose replacement did not come:
                     # its pods would wait with nowhere to go (the caller defers the notice).
                     continue
+                if waits and outcome.replacement is not None:
+                    outcome.awaiting = outcome.replacement  # deleted once it is initialized
+                    continue
                 outcome.actions += self._delete_claim(target, dry, outcome.replaced_before)
+            elif step is Step.RELEASE_REPLACEMENT and replacement is not None:
+                outcome.actions += self._release(replacement, dry)
+            elif step is Step.GIVE_BACK:
+                outcome.actions += self._give_back(notice, target, dry)
             elif step is Step.EVICT:
                 self._drain(notice, target, outcome, dry)
             elif step is Step.COMPLETE_LIFECYCLE and outcome.pods_remaining == 0:
@@ -202,7 +226,51 @@ class Actor:
 
     # -- Karpenter -------------------------------------------------------------------------
 
-    def _replace(self, notice: Notice, target: Target, outcome: ActResult, dry: bool) -> str | None:
+    def _waits_for_replacement(self, notice: Notice, target: Target, decision: Decision) -> bool:
+        """Whether this hand-over deletes the old claim only once its replacement is
+        initialized (``hand_over`` when-ready): voluntary notices only (an involuntary one's
+        instance goes anyway), not when forced (a scheduled change at its lead), and only
+        for a claim whose uid the follow-up can check."""
+        return (
+            self._settings.hand_over == WHEN_READY
+            and not notice.involuntary
+            and not decision.forced
+            and target.claim is not None
+            and target.claim.uid is not None
+        )
+
+    def _release(self, name: str, dry: bool) -> list[Action]:
+        """Remove the protection Lifeboat put on replacement ``name``, from the claim and
+        from its Node (registration copied it there, and Karpenter reads the Node's
+        annotations once registered). [] when there is none of ours, or no such claim."""
+        claim = self._kube.get_nodeclaim(name)
+        if claim is None:
+            return []
+        node_name = (claim.get("status") or {}).get("nodeName")
+        node = self._kube.get_node(node_name) if node_name else None
+        released = False
+        for obj, patch in ((claim, self._patch_claim), (node, self._kube.patch_node)):
+            operations = unprotect_operations(obj) if obj is not None else []
+            if operations and obj is not None:
+                released = True
+                if not dry:
+                    patch(nodes.name_of(obj), operations)
+        return [{"type": "unprotect-nodeclaim", "name": name}] if released else []
+
+    def _patch_claim(self, name: str, operations: list[dict[str, Any]]) -> Any:
+        return self._kube.patch_nodeclaim(name, operations)
+
+    def _give_back(self, notice: Notice, target: Target, dry: bool) -> list[Action]:
+        """Put the old node back in service: a hand-over given up on keeps its claim."""
+        if target.node is None:
+            return []
+        key = nodes.taint_key(notice.kind)
+        node = self._patch_node(target.node, lambda n: give_back_operations(n, key), dry)
+        return [] if node is None else [{"type": "uncordon"}, {"type": "untaint", "key": key}]
+
+    def _replace(
+        self, notice: Notice, target: Target, outcome: ActResult, dry: bool, protected: bool
+    ) -> str | None:
         """Create the replacement. A claim that cannot be built, or that the API server
         refuses (422, 403, 5xx after retries), is reported on the action and in
         ``replacement_refused``: an involuntary notice still deletes the old claim (the
@@ -224,13 +292,18 @@ class Actor:
             return None
         name = nodes.name_of(built.claim)
         action: Action = {"type": "create-nodeclaim", "name": name}
+        body = dict(built.claim)
+        if protected:
+            # Kept out of consolidation until the hand-over (lifeboat.handover).
+            body = protect(built.claim)
+            action["protection"] = f"{nodes.DO_NOT_DISRUPT} until initialized"
         if built.note:
             action["note"] = built.note
         if dry:
             outcome.actions.append(action)
             return None
         try:
-            self._kube.create_nodeclaim(dict(built.claim))
+            self._kube.create_nodeclaim(body)
         except Conflict:
             # AlreadyExists: the replacement's name derives from the old claim, so another
             # notice, delivery or invocation already made this one. Never a second one.

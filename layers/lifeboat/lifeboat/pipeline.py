@@ -21,9 +21,14 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 from lifeboat import nodes
 from lifeboat.act import Actor, ActResult, LifecycleActions
 from lifeboat.deadline import INVOCATION_RESERVE, retry_window
-from lifeboat.decide import Decision, decide, follow_ups
+from lifeboat.decide import Decision, Step, decide, follow_ups
 from lifeboat.decide.notice import replacement_refused
-from lifeboat.decide.wakeups import check_old_claim, continue_drain, finish_replacement
+from lifeboat.decide.wakeups import (
+    check_old_claim,
+    continue_drain,
+    finish_replacement,
+    hand_over_when_ready,
+)
 from lifeboat.events import parse_message
 from lifeboat.events.envelope import load_body
 from lifeboat.events.notice import Kind, MalformedMessage, Notice
@@ -308,11 +313,20 @@ class Pipeline:
         follow-ups it calls for, record it on the node, and report it."""
         now = self.clock()
         rest = replace(decision, steps=decision.steps[1:]) if done is not None else decision
-        result = self._actor(kube).carry_out(notice, target, rest)
+        result = self._actor(kube).carry_out(
+            notice, target, rest, replacement=wakeup.replacement if wakeup else None
+        )
         if done is not None:
             result.actions[:0] = done.actions
         if result.replacement_refused is not None:
             decision = replacement_refused(notice, decision, result.replacement_refused, now)
+        if result.awaiting is not None:
+            decision = replace(
+                decision,
+                reason=f"{decision.reason}; NodeClaim {target.claim.name if target.claim else ''}"
+                f" is deleted once replacement {result.awaiting} is initialized (hand-over "
+                "when ready)",
+            )
         if result.pods_terminating:
             decision = replace(
                 decision,
@@ -328,6 +342,7 @@ class Pipeline:
                     pods_remaining=result.pods_remaining + result.pods_terminating,
                     now=now,
                     wakeup=wakeup,
+                    awaiting=result.awaiting,
                 ):
                     self.wakeups.schedule(later)
             if target.node is not None:
@@ -373,6 +388,20 @@ class Pipeline:
             assert info is not None  # triage_follow_up lets only hand-overs go on without
             target = resolver.resolve(notice.instance_id, info)
             decision = continue_drain(target)
+        elif wakeup.task is Task.HAND_OVER:
+            # The old node is read too: a hand-over given up on puts it back in service.
+            target = Target(notice.instance_id, info, claim=wakeup.old_claim)
+            if info is not None:
+                target = replace(resolver.resolve(notice.instance_id, info), claim=wakeup.old_claim)
+            old = resolver.kube.get_nodeclaim(wakeup.old_nodeclaim or "")
+            name = wakeup.replacement
+            stale = check_old_claim(wakeup, old)
+            if stale is not None:  # nothing to hand over: the replacement is freed all the same
+                decision = replace(stale, steps=(Step.RELEASE_REPLACEMENT,))
+            else:
+                decision = hand_over_when_ready(
+                    wakeup, resolver.kube.get_nodeclaim(name) if name else None, self.clock()
+                )
         else:
             target = Target(notice.instance_id, info, claim=wakeup.old_claim)
             old = resolver.kube.get_nodeclaim(wakeup.old_nodeclaim or "")

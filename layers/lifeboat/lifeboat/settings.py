@@ -53,6 +53,10 @@ class Settings:
     # abandons (terminates) every new instance at its timeout, so only those who created
     # a launch hook for Lifeboat should turn it on.
     complete_launch_hooks: bool = False
+    # How a voluntary notice hands a Karpenter node over (lifeboat.handover): "at-once"
+    # deletes the old claim as the replacement is created; "when-ready" once the
+    # replacement is initialized, protecting it from consolidation until then.
+    hand_over: str = "at-once"
 
     def action_for(self, kind: Kind) -> str:
         return self.kind_actions.get(kind, "replace")
@@ -145,4 +149,16 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         account_id=env.get("LIFEBOAT_ACCOUNT_ID") or None,
         region=env.get("LIFEBOAT_REGION") or None,
         complete_launch_hooks=_flag(env, "LIFEBOAT_COMPLETE_LAUNCH_HOOKS", False),
+        hand_over=_hand_over(env),
     )
+
+
+def _hand_over(env: Mapping[str, str]) -> str:
+    from lifeboat.handover import AT_ONCE, HAND_OVERS
+
+    value = env.get("LIFEBOAT_HAND_OVER") or AT_ONCE
+    if value not in HAND_OVERS:
+        raise SettingsError(
+            f"LIFEBOAT_HAND_OVER={value!r}: expected one of {', '.join(HAND_OVERS)}"
+        )
+    return value

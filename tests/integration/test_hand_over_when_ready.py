@@ -1,0 +1,240 @@
+"""Issue 22, item 4: the ``when-ready`` hand-over of voluntary notices, through ``lifeboat replay
+--json`` (with its Karpenter simulation) and the pipeline on the emulator.
+
+It follows Karpenter's own replace-then-delete (pkg/controllers/disruption/queue.go):
+``Queue.waitOrTerminate`` deletes a drifted claim only once every replacement NodeClaim has
+the ``Initialized`` condition, and rolls the command back (``CompleteCommand`` unmarks the
+candidate) when they do not within ``minRetryDuration`` (10 minutes). Until the hand-over the
+replacement carries ``karpenter.sh/do-not-disrupt: "true"``, which
+``StateNode.ValidateNodeDisruptable`` (pkg/controllers/state/statenode.go) refuses as a
+candidate, reading the NodeClaim's annotations before registration and the Node's after;
+``Registration.syncNode`` (pkg/controllers/nodeclaim/lifecycle/registration.go) copies the
+claim's annotations onto the Node, so the hand-over removes it from both.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from replaying import (
+    EVENING,
+    find,
+    rebalance_event,
+    run_with_timeout,
+    sample,
+    sample_cluster,
+    spot_event,
+    types,
+)
+
+from kubemu import Emulator, load_cluster_file
+from lifeboat import handover, nodes
+from lifeboat.events.notice import MalformedMessage
+from lifeboat.kube import KubeApi
+from lifeboat.ledger import MemoryLedger
+from lifeboat.pipeline import OneCluster, Pipeline
+from lifeboat.report import Outcome, Report
+from lifeboat.settings import Settings, SettingsError, load_settings
+from lifeboat.wakeup import MemoryWakeups, Task, decode, encode
+from lifeboat_local.cli import main
+from lifeboat_local.common import parse_instant
+from lifeboat_local.directory import directory_from_objects
+
+CLUSTER = Path(__file__).resolve().parents[2] / "events" / "cluster.yaml"
+INSTANCE, CLAIM, NODE = "i-0a1b2c3d4e5f60002", "general-b4wpl", "ip-10-0-1-12.ec2.internal"
+Lines = list[dict[str, Any]]
+Obj = dict[str, Any]
+
+
+@pytest.fixture(autouse=True)
+def when_ready(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LIFEBOAT_HAND_OVER", "when-ready")
+
+
+def _replay(capsys: pytest.CaptureFixture[str], *args: str | Path) -> Lines:
+    def run() -> Lines:
+        code = main(["replay", *map(str, args), "--json"])
+        captured = capsys.readouterr()
+        assert code == 0, captured.err
+        # The tools say which settings apply (LIFEBOAT_HAND_OVER from the environment).
+        assert "voluntary hand-over when-ready" in captured.err
+        return [json.loads(line) for line in captured.out.splitlines()]
+
+    return run_with_timeout(run)
+
+
+def _annotations(objects: list[Obj], kind: str, name: str) -> dict[str, str]:
+    return dict(nodes.annotations_of(find(objects, kind, name)))
+
+
+def _initialized_at(claim: Obj) -> datetime:
+    (condition,) = [c for c in claim["status"]["conditions"] if c["type"] == "Initialized"]
+    return parse_instant(condition["lastTransitionTime"])
+
+
+def test_the_old_claim_is_kept_until_the_replacement_is_initialized(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Queue.waitOrTerminate: the candidate is deleted only once its replacement has the
+    Initialized condition; before that a look finds it not initialized and keeps the claim."""
+    state = tmp_path / "after.yaml"
+    event = rebalance_event(tmp_path, INSTANCE)
+    lines = _replay(
+        capsys, event, "--cluster", CLUSTER, "--at", EVENING, "--follow", "--state-out", state
+    )
+    first, *later = lines
+    assert first["outcome"] == "acted"
+    assert types(first) == ["taint", "cordon", "label", "create-nodeclaim"]  # no delete yet
+    (create,) = [a for a in first["actions"] if a["type"] == "create-nodeclaim"]
+    assert create["protection"] == "karpenter.sh/do-not-disrupt until initialized"
+    waits = [line for line in later if line["outcome"] == "deferred"]
+    assert waits and all("not initialized yet" in line["reason"] for line in waits)
+    (handed,) = [line for line in later if "delete-nodeclaim" in types(line)]
+    assert types(handed) == ["unprotect-nodeclaim", "delete-nodeclaim"]
+    assert handed["actions"][1]["name"] == CLAIM
+    objects = load_cluster_file(state)
+    replacement = find(objects, "NodeClaim", create["name"])
+    ready = _initialized_at(replacement)
+    assert all(parse_instant(line["at"]) < ready for line in waits)
+    # Looked at every 30 s: handed over at the first look once it is initialized.
+    assert ready <= parse_instant(handed["at"]) < ready + timedelta(seconds=30)
+    # The old node was drained onto the replacement and removed.
+    assert CLAIM not in {o["metadata"]["name"] for o in objects if o["kind"] == "NodeClaim"}
+
+
+def test_the_protection_is_on_claim_and_node_until_the_hand_over_then_removed_from_both(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Registration.syncNode copies the claim's annotations to the Node (lo.Assign, never
+    removing), and StateNode.Annotations reads the Node's once registered: do-not-disrupt is
+    removed from both at the hand-over, with Lifeboat's marker."""
+    event = rebalance_event(tmp_path, INSTANCE)
+    before = tmp_path / "before.yaml"
+    (line,) = _replay(capsys, event, "--cluster", CLUSTER, "--at", EVENING, "--state-out", before)
+    (create,) = [a for a in line["actions"] if a["type"] == "create-nodeclaim"]
+    protected = _annotations(load_cluster_file(before), "NodeClaim", create["name"])
+    assert protected[nodes.DO_NOT_DISRUPT] == "true"
+    assert protected[handover.PROTECTED_ANNOTATION] == "true"
+    after = tmp_path / "after.yaml"
+    _replay(capsys, event, "--cluster", CLUSTER, "--at", EVENING, "--follow", "--state-out", after)
+    objects = load_cluster_file(after)
+    claim = find(objects, "NodeClaim", create["name"])
+    node_name = claim["status"]["nodeName"]
+    for kind, name in (("NodeClaim", create["name"]), ("Node", node_name)):
+        annotations = _annotations(objects, kind, name)
+        assert nodes.DO_NOT_DISRUPT not in annotations, kind
+        assert handover.PROTECTED_ANNOTATION not in annotations, kind
+
+
+def test_a_template_do_not_disrupt_is_the_operators_and_stays() -> None:
+    """A NodePool template that says do-not-disrupt is not Lifeboat's to remove."""
+    claim: Obj = {"metadata": {"name": "c", "annotations": {nodes.DO_NOT_DISRUPT: "true"}}}
+    protected = handover.protect(claim)
+    assert handover.PROTECTED_ANNOTATION not in nodes.annotations_of(protected)
+    assert handover.unprotect_operations(protected) == []
+
+
+def test_an_involuntary_notice_is_still_handed_over_at_once(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A Spot interruption's instance goes in two minutes whatever Lifeboat does: the old
+    claim is deleted as the replacement is created, unprotected (when-ready is for
+    voluntary kinds only)."""
+    event = spot_event(tmp_path, INSTANCE, "2026-12-01T18:04:00Z")
+    state = tmp_path / "after.yaml"
+    (line,) = _replay(capsys, event, "--cluster", CLUSTER, "--at", EVENING, "--state-out", state)
+    assert types(line) == ["taint", "cordon", "label", "create-nodeclaim", "delete-nodeclaim"]
+    (create,) = [a for a in line["actions"] if a["type"] == "create-nodeclaim"]
+    assert "protection" not in create
+    annotations = _annotations(load_cluster_file(state), "NodeClaim", create["name"])
+    assert nodes.DO_NOT_DISRUPT not in annotations
+
+
+def _rebalance_body() -> str:
+    event = sample("rebalance-recommendation.json")
+    event["time"] = "2026-12-01T17:59:00Z"
+    event["detail"]["instance-id"] = INSTANCE
+    return json.dumps(event)
+
+
+def test_a_replacement_that_never_initializes_is_given_up_after_ten_minutes() -> None:
+    """Queue.waitOrTerminate gives a command's replacements minRetryDuration (10 minutes),
+    then CompleteCommand rolls it back: no Karpenter runs here, so the replacement never
+    launches. Each look keeps the old claim; after 10 minutes the hand-over is given up: the
+    old claim kept, its node back in service (taint, cordon and load balancer exclusion
+    off), the replacement's protection removed, and nothing more scheduled."""
+    start = datetime(2026, 12, 1, 18, 0, tzinfo=UTC)
+    clock = [start]
+    wakeups = MemoryWakeups()
+    objects = sample_cluster()
+    with Emulator(objects) as emulator:
+        kube = KubeApi(emulator.api_client())
+        pipeline = Pipeline(
+            clusters=OneCluster(kube),
+            directory=directory_from_objects(objects),
+            settings=load_settings(),
+            clock=lambda: clock[0],
+            wakeups=wakeups,
+            ledger=MemoryLedger(),
+        )
+        reports: list[Report] = []
+        (result,) = pipeline.process([_rebalance_body()])
+        reports += result.reports
+        (replacement,) = [a["name"] for a in reports[0].actions if a["type"] == "create-nodeclaim"]
+        for _ in range(100):
+            due = wakeups.next_due()
+            if due is None:
+                break
+            clock[0] = due
+            for result in pipeline.process([encode(w) for w in wakeups.pop_due(due)]):
+                assert result.error is None
+                reports += result.reports
+        assert wakeups.next_due() is None  # the chain ends
+        waiting, final = reports[1:-1], reports[-1]
+        assert waiting and all(r.outcome is Outcome.DEFERRED for r in waiting)
+        assert clock[0] - start >= handover.PATIENCE
+        assert clock[0] - start < handover.PATIENCE + timedelta(seconds=31)
+        assert final.outcome is Outcome.IGNORED
+        assert "not initialized within 10m" in final.reason and "kept" in final.reason
+        assert [a["type"] for a in final.actions] == [
+            "unprotect-nodeclaim",
+            "uncordon",
+            "untaint",
+        ]
+        old = kube.get_nodeclaim(CLAIM)
+        assert old is not None and not nodes.is_deleting(old)
+        node = kube.get_node(NODE)
+        assert node is not None
+        assert not node["spec"].get("unschedulable")
+        assert not [t for t in nodes.taints(node) if str(t["key"]).startswith("lifeboat.dev/")]
+        assert nodes.EXCLUDE_FROM_LOAD_BALANCERS_LABEL not in nodes.labels_of(node)
+        claim = kube.get_nodeclaim(replacement)
+        assert claim is not None
+        assert nodes.DO_NOT_DISRUPT not in nodes.annotations_of(claim)
+
+
+def test_a_hand_over_wake_up_without_its_replacement_is_rejected() -> None:
+    """Anyone who may send to the queue can write a wake-up: a hand-over names the old
+    claim, its uid, the replacement and when it started."""
+    notice = {"kind": "rebalance-recommendation", "event_id": "e", "instance_id": INSTANCE}
+    message = {
+        "lifeboat-wakeup": 1,
+        "task": str(Task.HAND_OVER),
+        "notice": {**notice, "event_time": "2026-12-01T18:00:00+00:00"},
+        "due": "2026-12-01T18:00:30+00:00",
+        "old_nodeclaim": CLAIM,
+        "old_nodeclaim_uid": "u-1",
+    }
+    with pytest.raises(MalformedMessage, match="task hand-over"):
+        decode(message)
+
+
+def test_the_setting_names_its_values() -> None:
+    assert Settings().hand_over == "at-once"
+    assert load_settings({"LIFEBOAT_HAND_OVER": "when-ready"}).hand_over == "when-ready"
+    with pytest.raises(SettingsError, match="LIFEBOAT_HAND_OVER='later'"):
+        load_settings({"LIFEBOAT_HAND_OVER": "later"})
