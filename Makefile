@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DEMO_AT ?= 2026-12-01T14:05:00Z
 
-.PHONY: demo test lint typecheck follow bench bench-health-split soak clean
+.PHONY: demo test lint typecheck follow bench bench-health-split bench-hand-over soak clean
 
 include sam.mk
 
@@ -52,6 +52,11 @@ bench: $(VENV)/.installed-dev
 ## the longest invocation against the 60 s function timeout
 bench-health-split: $(VENV)/.installed-dev
 	$(BIN)/python -m bench.health_split --json bench-results/health-split.json
+
+## bench-hand-over: a voluntary notice's hand-over at-once vs when-ready, with Karpenter's
+## drift running in the replay's simulation (pod-Pending-seconds, peak disrupting vs budget)
+bench-hand-over: $(VENV)/.installed-dev
+	$(BIN)/python -m bench.hand_over --json bench-results/hand-over.json
 
 ## soak: 10,000 mixed events with injected faults and duplicates; accounts for every message
 soak: $(VENV)/.installed-dev

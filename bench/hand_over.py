@@ -14,8 +14,9 @@ controllers and every Lifeboat batch the cluster is sampled:
   them (Karpenter's view plus Lifeboat's own NoSchedule taint) and as Karpenter alone does
   (``BuildDisruptionBudgetMapping``: not Ready, claim deleting, in one of its commands,
   ``karpenter.sh/disrupted``);
-- empty nodes Karpenter consolidated, hand-overs given up, and when the last original node
-  of the pool was gone.
+- old nodes replaced twice (Lifeboat's replacement and one of Karpenter's drift), empty
+  nodes Karpenter consolidated, hand-overs given up, and when the last original node of the
+  pool was gone.
 
 Claims launch 5 s after creation and their Node is Ready and initialized 60 s later
 (``karpenter_sim.lifecycle``); a deleted claim's node is removed 90 s after at the earliest.
@@ -141,8 +142,9 @@ class Sampler:
         )
 
 
-def measure(hand_over: str) -> dict[str, Any]:
-    """One run of the scenario with ``hand_over``; its numbers."""
+def measure(hand_over: str, *, lifeboat_first: bool = False) -> dict[str, Any]:
+    """One run of the scenario with ``hand_over``; its numbers. ``lifeboat_first``: the
+    notices arrive before Karpenter's first disruption loop (else just after it)."""
     objects = drifted_cluster()
     originals = {
         o["metadata"]["name"]
@@ -170,12 +172,15 @@ def measure(hand_over: str) -> dict[str, Any]:
             wakeups=wakeups,
             ledger=MemoryLedger(),
         )
-        steps += karpenter.advance(START)  # Karpenter's loop first: its drift commands start
+        if not lifeboat_first:
+            steps += karpenter.advance(START)  # Karpenter's loop first: its drift starts
         bodies = [_rebalance(instance) for instance in INSTANCES]
         for result in pipeline.process(bodies):
             if result.error is not None:
                 raise result.error
             reports += result.reports
+        if lifeboat_first:
+            steps += karpenter.advance(START)
         sampler.sample(clock[0], karpenter.marked)
         for _ in range(5_000):
             due = [d for d in (wakeups.next_due(), karpenter.next_due()) if d is not None]
@@ -199,8 +204,18 @@ def measure(hand_over: str) -> dict[str, Any]:
         if a["type"] == "create-nodeclaim" and a.get("name") and not a.get("existing")
     ]
     replacements = len(created)
+    # Old claims Lifeboat replaced for which Karpenter launched a replacement of its own too.
+    replaced_by_lifeboat = {
+        a["name"] for r in reports for a in r.actions if a["type"] == "delete-nodeclaim"
+    }
+    doubled = {
+        s.detail.rsplit(" ", 1)[-1]
+        for s in steps
+        if s.action == "provisioned" and s.detail.startswith("replacement for")
+    } & replaced_by_lifeboat
     return {
         "hand_over": hand_over,
+        "first": "lifeboat" if lifeboat_first else "karpenter",
         "lifeboat_replacements": replacements,
         "karpenter_drift_replacements": sum(
             1 for s in steps if s.action == "disruption-deleted" and s.detail.startswith("drift")
@@ -211,6 +226,7 @@ def measure(hand_over: str) -> dict[str, Any]:
         ),
         "longest_pod_pending_seconds": round(max(sampler.waited.values(), default=0.0), 1),
         "pods_that_waited": len(sampler.waited),
+        "replaced_twice": len(doubled),
         "budget": BUDGET,
         "peak_disrupting_lifeboat_count": sampler.peak_lifeboat,
         "peak_disrupting_karpenter_count": sampler.peak_karpenter,
@@ -226,8 +242,14 @@ def measure(hand_over: str) -> dict[str, Any]:
 
 
 def compare() -> dict[str, Any]:
-    """Both hand-overs on the same scenario."""
-    return {mode: measure(mode) for mode in (AT_ONCE, WHEN_READY)}
+    """Both hand-overs on the same scenario, Karpenter's drift loop first or the notices."""
+    return {
+        f"{first}-first": {
+            mode: measure(mode, lifeboat_first=first == "lifeboat")
+            for mode in (AT_ONCE, WHEN_READY)
+        }
+        for first in ("karpenter", "lifeboat")
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,11 +31,12 @@ from replaying import (
     types,
 )
 
-from kubemu import Emulator, load_cluster_file
+from kubemu import Emulator, dump_cluster_file, load_cluster_file
 from lifeboat import handover, nodes
 from lifeboat.events.notice import MalformedMessage
 from lifeboat.kube import KubeApi
 from lifeboat.ledger import MemoryLedger
+from lifeboat.nodepool_hash import HASH_ANNOTATION, nodepool_hash
 from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.report import Outcome, Report
 from lifeboat.settings import Settings, SettingsError, load_settings
@@ -88,7 +89,8 @@ def test_the_old_claim_is_kept_until_the_replacement_is_initialized(
     )
     first, *later = lines
     assert first["outcome"] == "acted"
-    assert types(first) == ["taint", "cordon", "label", "create-nodeclaim"]  # no delete yet
+    # No delete yet; the old node is held out of Karpenter's own disruption meanwhile.
+    assert types(first) == ["taint", "cordon", "label", "create-nodeclaim", "hold-node"]
     (create,) = [a for a in first["actions"] if a["type"] == "create-nodeclaim"]
     assert create["protection"] == "karpenter.sh/do-not-disrupt until initialized"
     waits = [line for line in later if line["outcome"] == "deferred"]
@@ -111,14 +113,17 @@ def test_the_protection_is_on_claim_and_node_until_the_hand_over_then_removed_fr
 ) -> None:
     """Registration.syncNode copies the claim's annotations to the Node (lo.Assign, never
     removing), and StateNode.Annotations reads the Node's once registered: do-not-disrupt is
-    removed from both at the hand-over, with Lifeboat's marker."""
+    removed from both at the hand-over, with Lifeboat's marker. The old node carries it while
+    it waits too (tainted by Lifeboat only, it would stay a drift candidate)."""
     event = rebalance_event(tmp_path, INSTANCE)
     before = tmp_path / "before.yaml"
     (line,) = _replay(capsys, event, "--cluster", CLUSTER, "--at", EVENING, "--state-out", before)
     (create,) = [a for a in line["actions"] if a["type"] == "create-nodeclaim"]
-    protected = _annotations(load_cluster_file(before), "NodeClaim", create["name"])
-    assert protected[nodes.DO_NOT_DISRUPT] == "true"
-    assert protected[handover.PROTECTED_ANNOTATION] == "true"
+    waiting = load_cluster_file(before)
+    for kind, name in (("NodeClaim", create["name"]), ("Node", NODE)):
+        protected = _annotations(waiting, kind, name)
+        assert protected[nodes.DO_NOT_DISRUPT] == "true", kind
+        assert protected[handover.PROTECTED_ANNOTATION] == "true", kind
     after = tmp_path / "after.yaml"
     _replay(capsys, event, "--cluster", CLUSTER, "--at", EVENING, "--follow", "--state-out", after)
     objects = load_cluster_file(after)
@@ -205,6 +210,7 @@ def test_a_replacement_that_never_initializes_is_given_up_after_ten_minutes() ->
             "uncordon",
             "untaint",
         ]
+        assert [a["type"] for a in reports[0].actions][-1] == "hold-node"
         old = kube.get_nodeclaim(CLAIM)
         assert old is not None and not nodes.is_deleting(old)
         node = kube.get_node(NODE)
@@ -212,6 +218,7 @@ def test_a_replacement_that_never_initializes_is_given_up_after_ten_minutes() ->
         assert not node["spec"].get("unschedulable")
         assert not [t for t in nodes.taints(node) if str(t["key"]).startswith("lifeboat.dev/")]
         assert nodes.EXCLUDE_FROM_LOAD_BALANCERS_LABEL not in nodes.labels_of(node)
+        assert nodes.DO_NOT_DISRUPT not in nodes.annotations_of(node)  # held no longer
         claim = kube.get_nodeclaim(replacement)
         assert claim is not None
         assert nodes.DO_NOT_DISRUPT not in nodes.annotations_of(claim)
@@ -238,3 +245,29 @@ def test_the_setting_names_its_values() -> None:
     assert load_settings({"LIFEBOAT_HAND_OVER": "when-ready"}).hand_over == "when-ready"
     with pytest.raises(SettingsError, match="LIFEBOAT_HAND_OVER='later'"):
         load_settings({"LIFEBOAT_HAND_OVER": "later"})
+
+
+def test_the_old_node_is_held_out_of_karpenters_drift_while_it_waits(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """StateNode.ValidateNodeDisruptable: the held old node is no candidate; without the
+    hold, a drifted pool's node tainted by Lifeboat only would get a second replacement from
+    Karpenter's drift. Here every claim of general is drifted, and Karpenter's simulated
+    drift runs: the old claim is deleted by Lifeboat's hand-over, never by a drift command."""
+    objects = sample_cluster()
+    pool = find(objects, "NodePool", "general")
+    pool["spec"]["template"]["metadata"]["annotations"] = {"example.com/revision": "2"}
+    pool["metadata"]["annotations"][HASH_ANNOTATION] = nodepool_hash(pool)
+    cluster = tmp_path / "drifted.yaml"
+    dump_cluster_file(objects, cluster)
+    state = tmp_path / "after.yaml"
+    event = rebalance_event(tmp_path, INSTANCE)
+    args = ("--cluster", cluster, "--at", EVENING, "--follow", "--wide", "--state-out", state)
+    code = main(["replay", str(event), *map(str, args)])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "hand-over when ready" in out
+    drift_commands = [line for line in out.splitlines() if "  disrupting  " in line]
+    assert drift_commands  # Karpenter's drift ran on the pool
+    assert not [line for line in drift_commands if f"NodeClaim {CLAIM}:" in line]
+    assert CLAIM not in {o["metadata"]["name"] for o in load_cluster_file(state)}

@@ -21,6 +21,7 @@ from lifeboat.events.notice import Kind, LifecycleHook, Notice
 from lifeboat.handover import (
     WHEN_READY,
     give_back_operations,
+    hold_operations,
     protect,
     unprotect_operations,
 )
@@ -124,10 +125,11 @@ class Actor:
                     continue
                 if waits and outcome.replacement is not None:
                     outcome.awaiting = outcome.replacement  # deleted once it is initialized
+                    outcome.actions += self._hold(target, dry)
                     continue
                 outcome.actions += self._delete_claim(target, dry, outcome.replaced_before)
-            elif step is Step.RELEASE_REPLACEMENT and replacement is not None:
-                outcome.actions += self._release(replacement, dry)
+            elif step is Step.RELEASE_REPLACEMENT:
+                outcome.actions += self._release(target, replacement, dry)
             elif step is Step.GIVE_BACK:
                 outcome.actions += self._give_back(notice, target, dry)
             elif step is Step.EVICT:
@@ -239,12 +241,22 @@ class Actor:
             and target.claim.uid is not None
         )
 
-    def _release(self, name: str, dry: bool) -> list[Action]:
-        """Remove the protection Lifeboat put on replacement ``name``, from the claim and
-        from its Node (registration copied it there, and Karpenter reads the Node's
-        annotations once registered). [] when there is none of ours, or no such claim."""
-        claim = self._kube.get_nodeclaim(name)
-        if claim is None:
+    def _hold(self, target: Target, dry: bool) -> list[Action]:
+        """Keep the old node out of Karpenter's drift and consolidation while its hand-over
+        waits (``handover.hold_operations``)."""
+        if target.node is None:
+            return []
+        node = self._patch_node(target.node, hold_operations, dry)
+        return [] if node is None else [{"type": "hold-node", "key": nodes.DO_NOT_DISRUPT}]
+
+    def _release(self, target: Target, name: str | None, dry: bool) -> list[Action]:
+        """Remove the protection Lifeboat put on the old node and on replacement ``name``,
+        from the claim and from its Node (registration copied it there, and Karpenter reads
+        the Node's annotations once registered). [] when there is none of ours."""
+        if target.node is not None:
+            self._patch_node(target.node, unprotect_operations, dry)
+        claim = self._kube.get_nodeclaim(name) if name else None
+        if claim is None or name is None:
             return []
         node_name = (claim.get("status") or {}).get("nodeName")
         node = self._kube.get_node(node_name) if node_name else None

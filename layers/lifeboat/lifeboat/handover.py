@@ -47,6 +47,23 @@ def protect(claim: Obj) -> dict[str, Any]:
     return {**claim, "metadata": {**metadata, "annotations": annotations}}
 
 
+def hold_operations(node: Obj) -> list[Operation]:
+    """The JSON patch that keeps the old node out of Karpenter's own disruption while its
+    hand-over waits: do-not-disrupt and Lifeboat's marker ([] when the node already says
+    do-not-disrupt). Tainted by Lifeboat only, the node would otherwise stay a drift or
+    consolidation candidate, and Karpenter would launch a second replacement for it."""
+    annotations = nodes.annotations_of(node)
+    if annotations.get(nodes.DO_NOT_DISRUPT) == "true":
+        return []
+    if node.get("metadata", {}).get("annotations") is None:
+        value = {nodes.DO_NOT_DISRUPT: "true", PROTECTED_ANNOTATION: "true"}
+        return [{"op": "add", "path": "/metadata/annotations", "value": value}]
+    return [
+        {"op": "add", "path": _pointer(nodes.DO_NOT_DISRUPT), "value": "true"},
+        {"op": "add", "path": _pointer(PROTECTED_ANNOTATION), "value": "true"},
+    ]
+
+
 def initialized(claim: Obj) -> bool:
     """Karpenter's ``Initialized`` condition on the NodeClaim (what the disruption queue
     waits for before it deletes a drifted claim)."""
