@@ -271,3 +271,38 @@ def test_the_old_node_is_held_out_of_karpenters_drift_while_it_waits(
     assert drift_commands  # Karpenter's drift ran on the pool
     assert not [line for line in drift_commands if f"NodeClaim {CLAIM}:" in line]
     assert CLAIM not in {o["metadata"]["name"] for o in load_cluster_file(state)}
+
+
+def test_an_old_claim_gone_while_waiting_frees_the_replacement() -> None:
+    """Someone else deleted the old claim (an operator, Karpenter's expiry): nothing is left
+    to hand over, but the replacement must not keep do-not-disrupt for ever."""
+    clock = [datetime(2026, 12, 1, 18, 0, tzinfo=UTC)]
+    wakeups = MemoryWakeups()
+    objects = sample_cluster()
+    with Emulator(objects) as emulator:
+        kube = KubeApi(emulator.api_client())
+        pipeline = Pipeline(
+            clusters=OneCluster(kube),
+            directory=directory_from_objects(objects),
+            settings=load_settings(),
+            clock=lambda: clock[0],
+            wakeups=wakeups,
+            ledger=MemoryLedger(),
+        )
+        (result,) = pipeline.process([_rebalance_body()])
+        (replacement,) = [
+            a["name"] for a in result.reports[0].actions if a["type"] == "create-nodeclaim"
+        ]
+        old = kube.get_nodeclaim(CLAIM)
+        assert old is not None
+        assert emulator.delete_object("NodeClaim", CLAIM)  # gone, finalizers and all
+        due = wakeups.next_due()
+        assert due is not None
+        clock[0] = due
+        (woken,) = pipeline.process([encode(w) for w in wakeups.pop_due(due)])
+        (report,) = woken.reports
+        assert report.outcome is Outcome.IGNORED and "already gone" in report.reason
+        assert [a["type"] for a in report.actions] == ["unprotect-nodeclaim"]
+        claim = kube.get_nodeclaim(replacement)
+        assert claim is not None and nodes.DO_NOT_DISRUPT not in nodes.annotations_of(claim)
+        assert wakeups.next_due() is None
