@@ -306,3 +306,15 @@ def test_an_old_claim_gone_while_waiting_frees_the_replacement() -> None:
         claim = kube.get_nodeclaim(replacement)
         assert claim is not None and nodes.DO_NOT_DISRUPT not in nodes.annotations_of(claim)
         assert wakeups.next_due() is None
+
+
+def test_a_dry_run_reports_the_when_ready_hand_over_it_would_make(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LIFEBOAT_DRY_RUN", "true")
+    (line,) = _replay(
+        capsys, rebalance_event(tmp_path, INSTANCE), "--cluster", CLUSTER, "--at", EVENING
+    )
+    assert line["reason"].startswith("dry run, nothing changed")
+    assert types(line) == ["taint", "cordon", "label", "create-nodeclaim", "hold-node"]
+    assert "is deleted once replacement" in line["reason"]

@@ -77,6 +77,12 @@ class ActResult:
     awaiting: str | None = None
 
 
+def _planned(outcome: ActResult) -> str | None:
+    """The replacement a dry run would have created (its action), if any."""
+    names = [a.get("name") for a in outcome.actions if a["type"] == "create-nodeclaim"]
+    return names[-1] if names and names[-1] and not outcome.replacement_refused else None
+
+
 class Actor:
     def __init__(
         self,
@@ -123,8 +129,9 @@ class Actor:
                     # Voluntary work never deletes a claim whose replacement did not come:
                     # its pods would wait with nowhere to go (the caller defers the notice).
                     continue
-                if waits and outcome.replacement is not None:
-                    outcome.awaiting = outcome.replacement  # deleted once it is initialized
+                planned = outcome.replacement or (_planned(outcome) if dry else None)
+                if waits and planned is not None:
+                    outcome.awaiting = planned  # deleted once it is initialized
                     outcome.actions += self._hold(target, dry)
                     continue
                 outcome.actions += self._delete_claim(target, dry, outcome.replaced_before)

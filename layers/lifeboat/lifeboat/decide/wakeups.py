@@ -5,8 +5,10 @@ A deferred notice (``Task.DECIDE``) is simply decided again by :func:`decide`; t
 tasks carry out what an earlier decision started: finishing a replacement and continuing a
 drain that PodDisruptionBudgets held back.
 
-Finishing a replacement is no longer scheduled: a voluntary replacement hands the old node
-to Karpenter at once (README, "The hand-over"). A follow-up scheduled by an earlier version,
+With ``hand_over`` at-once (the default) finishing a replacement is no longer scheduled: a
+voluntary replacement hands the old node to Karpenter at once (README, "The hand-over");
+with when-ready, :func:`hand_over_when_ready` judges each look. A follow-up scheduled by an
+earlier version,
 which waited for the replacement to be Ready, is still honoured when it comes due: the old
 claim is deleted now. Waiting longer is what left an empty replacement to Karpenter's
 emptiness consolidation, and a replacement being deleted is no replacement at all.
