@@ -318,3 +318,46 @@ def test_a_dry_run_reports_the_when_ready_hand_over_it_would_make(
     assert line["reason"].startswith("dry run, nothing changed")
     assert types(line) == ["taint", "cordon", "label", "create-nodeclaim", "hold-node"]
     assert "is deleted once replacement" in line["reason"]
+
+
+def test_the_when_ready_hand_over_needs_only_what_rbac_grants() -> None:
+    """deploy/rbac.yaml enforced by the emulator: the hand-over (create protected, hold,
+    look, release claim and Node, delete) is refused nothing, and uses patch on NodeClaims
+    (granted for it alone: test_rbac's GRANTED_BUT_UNUSED)."""
+    from test_rbac import load_rbac
+
+    from lifeboat_local.karpenter_sim import KarpenterSimulation
+
+    rbac = load_rbac()
+    start = datetime(2026, 12, 1, 18, 0, tzinfo=UTC)
+    clock = [start]
+    wakeups = MemoryWakeups()
+    objects = sample_cluster()
+    with Emulator(objects) as emulator:
+        emulator.enforce_rbac(rbac.cluster_rules + rbac.role_rules)
+        pipeline = Pipeline(
+            clusters=OneCluster(KubeApi(emulator.api_client())),
+            directory=directory_from_objects(objects),
+            settings=Settings(lease_namespace=rbac.lease_namespace, hand_over="when-ready"),
+            clock=lambda: clock[0],
+            wakeups=wakeups,
+            ledger=MemoryLedger(),
+        )
+        karpenter = KarpenterSimulation(emulator, start, disruption=False)
+        reports: list[Report] = []
+        for result in pipeline.process([_rebalance_body()]):
+            assert result.error is None, result.error
+            reports += result.reports
+        for _ in range(20):
+            due = wakeups.next_due()
+            if due is None:
+                break
+            clock[0] = due
+            karpenter.advance(due)
+            for result in pipeline.process([encode(w) for w in wakeups.pop_due(due)]):
+                assert result.error is None, result.error
+                reports += result.reports
+        assert "delete-nodeclaim" in [a["type"] for a in reports[-1].actions]
+        verbs = {(resource, verb) for _, resource, verb in emulator.seen_permissions}
+        assert ("nodeclaims", "patch") in verbs and ("nodes", "patch") in verbs
+        assert emulator.seen_permissions <= rbac.granted()

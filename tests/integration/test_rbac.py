@@ -48,7 +48,9 @@ Permission = tuple[str, str, str]  # (group, resource, verb), as seen_permission
 
 # Granted in rbac.yaml but used by no code path (see the minimality test). Reported to the
 # lead rather than removed here; empty this set when rbac.yaml drops them or code uses them.
-GRANTED_BUT_UNUSED: set[Permission] = set()
+# Used only by the when-ready hand-over (not the default), whose run under this RBAC is
+# test_hand_over_when_ready.py::test_the_when_ready_hand_over_needs_only_what_rbac_grants.
+GRANTED_BUT_UNUSED: set[Permission] = {("karpenter.sh", "nodeclaims", "patch")}
 
 
 @dataclass(frozen=True)
