@@ -361,3 +361,46 @@ def test_the_when_ready_hand_over_needs_only_what_rbac_grants() -> None:
         verbs = {(resource, verb) for _, resource, verb in emulator.seen_permissions}
         assert ("nodeclaims", "patch") in verbs and ("nodes", "patch") in verbs
         assert emulator.seen_permissions <= rbac.granted()
+
+
+def test_a_redelivered_hand_over_look_deletes_the_old_claim_once() -> None:
+    """SQS delivers at least once: the same look again finds the old claim being deleted
+    and reports it as already handed over (``existing``), sending no second DELETE."""
+    from lifeboat_local.karpenter_sim import KarpenterSimulation
+
+    start = datetime(2026, 12, 1, 18, 0, tzinfo=UTC)
+    clock = [start]
+    wakeups = MemoryWakeups()
+    objects = sample_cluster()
+    with Emulator(objects) as emulator:
+        pipeline = Pipeline(
+            clusters=OneCluster(KubeApi(emulator.api_client())),
+            directory=directory_from_objects(objects),
+            settings=Settings(hand_over="when-ready"),
+            clock=lambda: clock[0],
+            wakeups=wakeups,
+            ledger=MemoryLedger(),
+        )
+        karpenter = KarpenterSimulation(emulator, start, disruption=False)
+        pipeline.process([_rebalance_body()])
+        handed: list[str] = []
+        for _ in range(20):
+            due = wakeups.next_due()
+            if due is None:
+                break
+            clock[0] = due
+            karpenter.advance(due)
+            batch = [encode(w) for w in wakeups.pop_due(due)]
+            (result,) = pipeline.process(batch)
+            (report,) = result.reports
+            if any(a["type"] == "delete-nodeclaim" for a in report.actions):
+                handed = batch
+                break
+        assert handed
+        assert emulator.requests_by_resource[("delete", "nodeclaims")] == 1
+        emulator.reset_counts()
+        (again,) = pipeline.process(handed)
+        (report,) = again.reports
+        deletes = [a for a in report.actions if a["type"] == "delete-nodeclaim"]
+        assert deletes == [{"type": "delete-nodeclaim", "name": CLAIM, "existing": True}]
+        assert emulator.requests_by_resource[("delete", "nodeclaims")] == 0

@@ -170,13 +170,15 @@ def run() -> Iterator[Run]:
         spot_sample = spot_sample.replace("i-0a1b2c3d4e5f60001", "i-0a1b2c3d4e5f60009")
         spot_sample = spot_sample.replace("us-east-1a:instance", "us-east-1c:instance")
         [spot] = parse_message(spot_sample, received_at=clock.now)
+        x3mhb = emu.get_object("NodeClaim", "general-x3mhb")
+        assert x3mhb is not None
         legacy = Wakeup(
             Task.FINISH_REPLACEMENT,
             spot,
             clock.now,
             replacement="general-from-before",
             old_nodeclaim="general-x3mhb",
-            old_nodeclaim_uid=emu.get_object("NodeClaim", "general-x3mhb")["metadata"]["uid"],
+            old_nodeclaim_uid=x3mhb["metadata"]["uid"],
             started=clock.now,
         )
         process([encode(legacy)], [str(Task.FINISH_REPLACEMENT)])

@@ -394,6 +394,9 @@ class Pipeline:
             if info is not None:
                 target = replace(resolver.resolve(notice.instance_id, info), claim=wakeup.old_claim)
             old = resolver.kube.get_nodeclaim(wakeup.old_nodeclaim or "")
+            if old is not None and wakeup.old_claim is not None and nodes.is_deleting(old):
+                # A redelivered look, or the old claim deleted meanwhile: no second delete.
+                target = replace(target, claim=replace(wakeup.old_claim, deleting=True))
             name = wakeup.replacement
             stale = check_old_claim(wakeup, old)
             if stale is not None:  # nothing to hand over: the replacement is freed all the same
