@@ -9,7 +9,7 @@ DEMO_AT ?= 2026-12-01T14:05:00Z
 # instance, one with an EC2 scheduled event. Not an SQS message, so not in events/*.json.
 STATUS_SAMPLE := events/status/describe-instance-status.json
 
-.PHONY: demo test lint typecheck follow bench bench-health-split soak bench-check mutants clean stackset-template
+.PHONY: demo test lint typecheck follow bench bench-health-split bench-hand-over soak bench-check mutants clean stackset-template
 
 include sam.mk
 
@@ -60,6 +60,11 @@ bench-health-split: $(VENV)/.installed-dev
 ## processes and moto storm, the soaks at 250-2,000 events); make test runs them small
 bench-check: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q -n 2 -m bench
+
+## bench-hand-over: a voluntary notice's hand-over at-once vs when-ready, with Karpenter's
+## drift running in the replay's simulation (pod-Pending-seconds, peak disrupting vs budget)
+bench-hand-over: $(VENV)/.installed-dev
+	$(BIN)/python -m bench.hand_over --json bench-results/hand-over.json
 
 ## soak: 10,000 mixed events with injected faults and duplicates; accounts for every message
 soak: $(VENV)/.installed-dev

@@ -225,6 +225,17 @@ def table(summary: dict[str, Any]) -> str:
             if s["directory"] == "static" and s["ledger"] == "memory"
         )
         out.append(f"EMF documents (storm batches of 10 across pools): {emf}")
+    for first, runs in (summary.get("hand_over") or {}).items():
+        out.append(
+            f"Hand-over with Karpenter's drift ({first}, simulated): "
+            + "; ".join(
+                f"{mode}: {r['pod_pending_seconds_per_replacement']} pod-Pending-s per "
+                f"replacement, peak disrupting {r['peak_disrupting_lifeboat_count']} "
+                f"(Karpenter's count {r['peak_disrupting_karpenter_count']}) vs budget "
+                f"{r['budget']}"
+                for mode, r in runs.items()
+            )
+        )
     lay = summary.get("layer")
     if lay:
         out.append(f"Layer: {lay.get('unpacked_mb', '?')} MB unpacked ({lay['source']})")

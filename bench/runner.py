@@ -18,6 +18,7 @@ from bench import (
     coldstart,
     first_message,
     fleet,
+    hand_over,
     layer,
     marginal,
     organisation,
@@ -88,6 +89,8 @@ class Options:
     sweep: bool = True
     sweep_instances: int = 5000
     sweep_clusters: int = 50
+    # The two hand-overs of a voluntary notice in the Karpenter simulation (bench.hand_over).
+    hand_over: bool = True
     quick: bool = False
 
     @classmethod
@@ -219,6 +222,9 @@ def run(options: Options) -> dict[str, Any]:
         summary["replay"] = replay.replay_large_cluster(
             options.replay_nodes, runs=options.replay_runs
         )
+    if options.hand_over:
+        _log("hand-over at-once vs when-ready, with Karpenter's drift (simulated)")
+        summary["hand_over"] = hand_over.compare()
     summary["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
     if options.cold_start:
@@ -336,6 +342,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[Options, Path | None]:
         action="store_true",
         help="skip the storms with moto EC2 / PowertoolsLedger on moto DynamoDB",
     )
+    parser.add_argument("--no-hand-over", action="store_true", help="skip the hand-over comparison")
     parser.add_argument("--out", type=Path, help="also write the JSON summary here")
     args = parser.parse_args(argv)
     options = Options.quick_options() if args.quick else Options()
@@ -354,6 +361,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[Options, Path | None]:
     options.layer &= not args.no_layer
     options.layer_build &= not args.no_layer_build
     options.moto_storms &= not args.no_moto_storms
+    options.hand_over &= not args.no_hand_over
     return options, args.out
 
 

@@ -220,6 +220,8 @@ class ToolSettings:
             parts.append(f"instances taken to be in cluster {self.eks_cluster}")
         if s.managed_tag:
             parts.append(f"instances taken to carry the managed tag {s.managed_tag}")
+        if s.hand_over != "at-once":
+            parts.append(f"voluntary hand-over {s.hand_over}")
         return "; ".join(parts)
 
 

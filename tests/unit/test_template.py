@@ -579,7 +579,8 @@ def test_rbac_grants_exactly_what_lifeboat_uses() -> None:
         ("", "pods/eviction"): ["create"],
         ("policy", "poddisruptionbudgets"): ["list"],
         ("karpenter.sh", "nodepools"): ["get"],
-        ("karpenter.sh", "nodeclaims"): ["create", "delete", "get", "list"],
+        # patch: the when-ready hand-over removes do-not-disrupt from the replacement.
+        ("karpenter.sh", "nodeclaims"): ["create", "delete", "get", "list", "patch"],
     }
     roles = {role["metadata"]["namespace"]: role["rules"] for role in by_kind["Role"]}
     assert roles == {

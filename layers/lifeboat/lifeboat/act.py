@@ -19,6 +19,13 @@ from lifeboat.decide import Decision, Step
 from lifeboat.errors import BrokenInvariant
 from lifeboat.events.asg_lifecycle import lifecycle_expired
 from lifeboat.events.notice import Kind, LifecycleHook, Notice
+from lifeboat.handover import (
+    WHEN_READY,
+    give_back_operations,
+    hold_operations,
+    protect,
+    unprotect_operations,
+)
 from lifeboat.kube import Conflict, Eviction, KubeApi, KubeError
 from lifeboat.node_patches import (
     ec2_maintenance_operations,
@@ -71,6 +78,14 @@ class ActResult:
     pods_terminating: int = 0
     # The node was deleted between its read and the patch (404): nothing to drain.
     node_gone: bool = False
+    # The replacement a when-ready hand-over waits for before the old claim is deleted.
+    awaiting: str | None = None
+
+
+def _planned(outcome: ActResult) -> str | None:
+    """The replacement a dry run would have created (its action), if any."""
+    names = [a.get("name") for a in outcome.actions if a["type"] == "create-nodeclaim"]
+    return names[-1] if names and names[-1] and not outcome.replacement_refused else None
 
 
 class Actor:
@@ -93,9 +108,18 @@ class Actor:
         # rest of the drain to a later wake-up (never sleep out a deadline in a Lambda).
         self._drain_patience = drain_patience
 
-    def carry_out(self, notice: Notice, target: Target, decision: Decision) -> ActResult:
+    def carry_out(
+        self,
+        notice: Notice,
+        target: Target,
+        decision: Decision,
+        *,
+        replacement: str | None = None,
+    ) -> ActResult:
+        """``replacement``: the claim a hand-over follow-up is about (``RELEASE_REPLACEMENT``)."""
         outcome = ActResult()
         dry = self._settings.dry_run
+        waits = self._waits_for_replacement(notice, target, decision)
         for step in decision.steps:
             if outcome.node_gone and step is not Step.COMPLETE_LIFECYCLE:
                 continue  # deleted under us: no replacement, no drain, nothing to delete
@@ -106,13 +130,22 @@ class Actor:
             elif step is Step.MARK_PENDING:
                 outcome.actions += self._taint(notice, target, "prefer", dry, outcome)
             elif step is Step.CREATE_REPLACEMENT:
-                outcome.replacement = self._replace(notice, target, outcome, dry)
+                outcome.replacement = self._replace(notice, target, outcome, dry, waits)
             elif step is Step.DELETE_NODECLAIM:
                 if outcome.replacement_refused and not (notice.involuntary or decision.forced):
                     # Voluntary work never deletes a claim whose replacement did not come:
                     # its pods would wait with nowhere to go (the caller defers the notice).
                     continue
+                planned = outcome.replacement or (_planned(outcome) if dry else None)
+                if waits and planned is not None:
+                    outcome.awaiting = planned  # deleted once it is initialized
+                    outcome.actions += self._hold(target, dry)
+                    continue
                 outcome.actions += self._delete_claim(target, dry, outcome.replaced_before)
+            elif step is Step.RELEASE_REPLACEMENT:
+                outcome.actions += self._release(target, replacement, dry)
+            elif step is Step.GIVE_BACK:
+                outcome.actions += self._give_back(notice, target, dry)
             elif step is Step.EVICT:
                 self._drain(notice, target, outcome, dry)
             elif step is Step.RESTORE:
@@ -256,7 +289,61 @@ class Actor:
 
     # -- Karpenter -------------------------------------------------------------------------
 
-    def _replace(self, notice: Notice, target: Target, outcome: ActResult, dry: bool) -> str | None:
+    def _waits_for_replacement(self, notice: Notice, target: Target, decision: Decision) -> bool:
+        """Whether this hand-over deletes the old claim only once its replacement is
+        initialized (``hand_over`` when-ready): voluntary notices only (an involuntary one's
+        instance goes anyway), not when forced (a scheduled change at its lead), and only
+        for a claim whose uid the follow-up can check."""
+        return (
+            self._settings.hand_over == WHEN_READY
+            and not notice.involuntary
+            and not decision.forced
+            and target.claim is not None
+            and target.claim.uid is not None
+        )
+
+    def _hold(self, target: Target, dry: bool) -> list[Action]:
+        """Keep the old node out of Karpenter's drift and consolidation while its hand-over
+        waits (``handover.hold_operations``)."""
+        if target.node is None:
+            return []
+        node = self._patch_node(target.node, hold_operations, dry)
+        return [] if node is None else [{"type": "hold-node", "key": nodes.DO_NOT_DISRUPT}]
+
+    def _release(self, target: Target, name: str | None, dry: bool) -> list[Action]:
+        """Remove the protection Lifeboat put on the old node and on replacement ``name``,
+        from the claim and from its Node (registration copied it there, and Karpenter reads
+        the Node's annotations once registered). [] when there is none of ours."""
+        if target.node is not None:
+            self._patch_node(target.node, unprotect_operations, dry)
+        claim = self._kube.get_nodeclaim(name) if name else None
+        if claim is None or name is None:
+            return []
+        node_name = (claim.get("status") or {}).get("nodeName")
+        node = self._kube.get_node(node_name) if node_name else None
+        released = False
+        for obj, patch in ((claim, self._patch_claim), (node, self._kube.patch_node)):
+            operations = unprotect_operations(obj) if obj is not None else []
+            if operations and obj is not None:
+                released = True
+                if not dry:
+                    patch(nodes.name_of(obj), operations)
+        return [{"type": "unprotect-nodeclaim", "name": name}] if released else []
+
+    def _patch_claim(self, name: str, operations: list[dict[str, Any]]) -> Any:
+        return self._kube.patch_nodeclaim(name, operations)
+
+    def _give_back(self, notice: Notice, target: Target, dry: bool) -> list[Action]:
+        """Put the old node back in service: a hand-over given up on keeps its claim."""
+        if target.node is None:
+            return []
+        key = nodes.taint_key(notice.kind)
+        node = self._patch_node(target.node, lambda n: give_back_operations(n, key), dry)
+        return [] if node is None else [{"type": "uncordon"}, {"type": "untaint", "key": key}]
+
+    def _replace(
+        self, notice: Notice, target: Target, outcome: ActResult, dry: bool, protected: bool
+    ) -> str | None:
         """Create the replacement. A claim that cannot be built, or that the API server
         refuses (422, 403, 5xx after retries), is reported on the action and in
         ``replacement_refused``: an involuntary notice still deletes the old claim (the
@@ -280,13 +367,18 @@ class Actor:
             return None
         name = nodes.name_of(built.claim)
         action: Action = {"type": "create-nodeclaim", "name": name}
+        body = dict(built.claim)
+        if protected:
+            # Kept out of consolidation until the hand-over (lifeboat.handover).
+            body = protect(built.claim)
+            action["protection"] = f"{nodes.DO_NOT_DISRUPT} until initialized"
         if built.note:
             action["note"] = built.note
         if dry:
             outcome.actions.append(action)
             return None
         try:
-            self._kube.create_nodeclaim(dict(built.claim))
+            self._kube.create_nodeclaim(body)
         except Conflict:
             # AlreadyExists: the replacement's name derives from the old claim, so another
             # notice, delivery or invocation already made this one. Never a second one. But

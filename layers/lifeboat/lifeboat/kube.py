@@ -321,6 +321,11 @@ class KubeApi:
         named = bool(body.get("metadata", {}).get("name"))
         return self.request("POST", f"{KARPENTER}/nodeclaims", body=body, idempotent=named)
 
+    def patch_nodeclaim(self, name: str, operations: list[MutableObj]) -> MutableObj:
+        """RFC 6902 JSON patch of a claim (the when-ready hand-over's annotations)."""
+        path = f"{KARPENTER}/nodeclaims/{_seg(name)}"
+        return self.request("PATCH", path, body=operations, content_type=JSON_PATCH)
+
     def delete_nodeclaim(self, name: str, uid: str | None) -> bool:
         """Delete (Karpenter then drains and terminates). False if it was already gone."""
         body: MutableObj = {"apiVersion": "v1", "kind": "DeleteOptions"}

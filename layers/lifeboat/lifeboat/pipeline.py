@@ -28,6 +28,7 @@ from lifeboat.decide.wakeups import (
     check_old_claim,
     continue_drain,
     finish_replacement,
+    hand_over_when_ready,
     release_cordon,
 )
 from lifeboat.errors import BrokenInvariant
@@ -446,11 +447,20 @@ class Pipeline:
             # Deleted under the first step: only a lifecycle action is left to answer.
             kept = tuple(step for step in rest.steps if step is Step.COMPLETE_LIFECYCLE)
             rest = replace(rest, steps=kept)
-        result = self._actor(kube).carry_out(notice, target, rest)
+        result = self._actor(kube).carry_out(
+            notice, target, rest, replacement=wakeup.replacement if wakeup else None
+        )
         if done is not None:
             result.actions[:0] = done.actions
         if result.replacement_refused is not None:
             decision = replacement_refused(notice, decision, result.replacement_refused, now)
+        if result.awaiting is not None:
+            decision = replace(
+                decision,
+                reason=f"{decision.reason}; NodeClaim {target.claim.name if target.claim else ''}"
+                f" is deleted once replacement {result.awaiting} is initialized (hand-over "
+                "when ready)",
+            )
         if result.pods_terminating:
             decision = replace(
                 decision,
@@ -467,6 +477,7 @@ class Pipeline:
                     now=now,
                     wakeup=wakeup,
                     release_cordon_after=self.settings.rebalance_cordon_release,
+                    awaiting=result.awaiting,
                 ):
                     self.wakeups.schedule(later)
             if target.node is not None:
@@ -520,6 +531,23 @@ class Pipeline:
                 raise BrokenInvariant("pipeline._wake: a cordon to release without its instance")
             target = resolver.resolve(notice.instance_id, info)
             decision = release_cordon(target)
+        elif wakeup.task is Task.HAND_OVER:
+            # The old node is read too: a hand-over given up on puts it back in service.
+            target = Target(notice.instance_id, info, claim=wakeup.old_claim)
+            if info is not None:
+                target = replace(resolver.resolve(notice.instance_id, info), claim=wakeup.old_claim)
+            old = resolver.kube.get_nodeclaim(wakeup.old_nodeclaim or "")
+            if old is not None and wakeup.old_claim is not None and nodes.is_deleting(old):
+                # A redelivered look, or the old claim deleted meanwhile: no second delete.
+                target = replace(target, claim=replace(wakeup.old_claim, deleting=True))
+            name = wakeup.replacement
+            stale = check_old_claim(wakeup, old)
+            if stale is not None:  # nothing to hand over: the replacement is freed all the same
+                decision = replace(stale, steps=(Step.RELEASE_REPLACEMENT,))
+            else:
+                decision = hand_over_when_ready(
+                    wakeup, resolver.kube.get_nodeclaim(name) if name else None, self.clock()
+                )
         else:
             target = Target(notice.instance_id, info, claim=wakeup.old_claim)
             old = resolver.kube.get_nodeclaim(wakeup.old_nodeclaim or "")

@@ -153,7 +153,7 @@ def triage_follow_up(
     wake-up names if this stack manages it, and only if the old NodeClaim still matches the
     wake-up (checked when it is read: :func:`~lifeboat.decide.wakeups.check_old_claim`)."""
     notice = wakeup.notice
-    if info is None and wakeup.task is Task.FINISH_REPLACEMENT:
+    if info is None and wakeup.task in (Task.FINISH_REPLACEMENT, Task.HAND_OVER):
         foreign = foreign_origin(notice, settings)
         if foreign is not None:
             return Triage(outcome=Outcome.REJECTED, reason=foreign)

@@ -68,6 +68,10 @@ class Settings:
     cluster_tag_key: str | None = None
     # How long a cluster's tag is trusted before it is described again.
     discovery_ttl: timedelta = timedelta(minutes=5)
+    # How a voluntary notice hands a Karpenter node over (lifeboat.handover): "at-once"
+    # deletes the old claim as the replacement is created; "when-ready" once the
+    # replacement is initialized, protecting it from consolidation until then.
+    hand_over: str = "at-once"
 
     def action_for(self, kind: Kind) -> str:
         return self.kind_actions.get(kind, "replace")
@@ -169,6 +173,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         complete_launch_hooks=_flag(env, "LIFEBOAT_COMPLETE_LAUNCH_HOOKS", False),
         cluster_tag_key=_cluster_tag_key(env.get("LIFEBOAT_CLUSTER_TAG_KEY", "")),
         discovery_ttl=_seconds(env, "LIFEBOAT_DISCOVERY_TTL_SECONDS", timedelta(minutes=5)),
+        hand_over=_hand_over(env),
     )
 
 
@@ -183,3 +188,14 @@ def _cluster_tag_key(raw: str) -> str | None:
             "characters, without '=' and not starting with aws: (the value is always true)"
         )
     return key
+
+
+def _hand_over(env: Mapping[str, str]) -> str:
+    from lifeboat.handover import AT_ONCE, HAND_OVERS
+
+    value = env.get("LIFEBOAT_HAND_OVER") or AT_ONCE
+    if value not in HAND_OVERS:
+        raise SettingsError(
+            f"LIFEBOAT_HAND_OVER={value!r}: expected one of {', '.join(HAND_OVERS)}"
+        )
+    return value

@@ -76,6 +76,14 @@ def _inconsistency(wakeup: Wakeup) -> str | None:
         wakeup.old_nodeclaim and wakeup.old_nodeclaim_uid
     ):
         return "task finish-replacement: old_nodeclaim and old_nodeclaim_uid are required"
+    if wakeup.task is Task.HAND_OVER and not (
+        wakeup.old_nodeclaim and wakeup.old_nodeclaim_uid and wakeup.replacement and wakeup.started
+    ):
+        return (
+            "task hand-over: old_nodeclaim, old_nodeclaim_uid, replacement and started are required"
+        )
+    if wakeup.task is Task.HAND_OVER and notice.involuntary:
+        return f"task hand-over: a {notice.kind} notice is always handed over at once"
     hook = notice.lifecycle
     if hook is not None and hook.instance_id != notice.instance_id:
         return "notice.lifecycle.instance_id: not the notice's instance"

@@ -24,6 +24,9 @@ MAX_REMAINDER = 50
 class Task(StrEnum):
     DECIDE = "decide"  # a deferred voluntary notice: decide again against today's cluster
     FINISH_REPLACEMENT = "finish-replacement"  # delete the old claim once replaced
+    # The when-ready hand-over (lifeboat.handover): delete the old claim once its
+    # replacement is initialized, give up after ``handover.PATIENCE``.
+    HAND_OVER = "hand-over"
     CONTINUE_DRAIN = "continue-drain"  # evictions a PDB held back
     ROTATE = "rotate"  # look at a rotation again (lifeboat.rotation); about no one instance
     # The instances of a large notice one message did not take on (lifeboat.split).

@@ -24,6 +24,7 @@ def follow_ups(
     now: datetime,
     wakeup: Wakeup | None = None,
     release_cordon_after: timedelta | None = None,
+    awaiting: str | None = None,
 ) -> list[Wakeup]:
     """The wake-ups ``decision`` calls for, after act left ``pods_remaining`` pods that
     PodDisruptionBudgets would not let go yet.
@@ -31,6 +32,7 @@ def follow_ups(
     ``wakeup`` is the follow-up being handled, when the decision was about one.
     ``release_cordon_after``: when a node only cordoned for a rebalance recommendation is
     looked at again, to be uncordoned if it still runs (None or 0: never).
+    ``awaiting``: the replacement a when-ready hand-over just created and waits for.
     """
     cluster = target.info.cluster if target.info else (wakeup.cluster if wakeup else None)
     # What follows a follow-up is timed from that follow-up's own due time, never from the
@@ -38,7 +40,22 @@ def follow_ups(
     # wake-up, same due time and so same schedule name, instead of forking its chain.
     base = wakeup.due if wakeup is not None else now
     planned: list[Wakeup] = []
-    if decision.outcome is Outcome.DEFERRED:
+    if awaiting is not None and target.claim is not None:
+        planned.append(
+            Wakeup(
+                Task.HAND_OVER,
+                notice,
+                base + FOLLOW_UP_INTERVAL,
+                replacement=awaiting,
+                old_nodeclaim=target.claim.name,
+                old_nodeclaim_uid=target.claim.uid,
+                started=base,
+                cluster=cluster,
+            )
+        )
+    if decision.awaits_replacement and wakeup is not None:
+        planned.append(wakeup.again(base + FOLLOW_UP_INTERVAL))
+    elif decision.outcome is Outcome.DEFERRED:
         recheck = (
             _earliest(decision.recheck_at, base + RECHECK_INTERVAL)
             if decision.recheck_at is not None

@@ -26,6 +26,11 @@ class Step(StrEnum):
     CLEAR_PENDING = "clear-pending"  # that mark, removed when the notice is let go
     CREATE_REPLACEMENT = "create-nodeclaim"
     DELETE_NODECLAIM = "delete-nodeclaim"  # Karpenter drains (honouring PDBs) and terminates
+    # The when-ready hand-over (lifeboat.handover): the replacement's protection from
+    # consolidation removed, and, when the replacement never initialized, the old node
+    # put back in service (taint and cordon off; its claim is kept).
+    RELEASE_REPLACEMENT = "release-replacement"
+    GIVE_BACK = "give-back"
     EVICT = "evict"  # no Karpenter: Lifeboat drains the node through the Eviction API
     COMPLETE_LIFECYCLE = "complete-lifecycle-action"
     # The maintenance is over and the node kept: its taint off, uncordoned, back in load
@@ -47,6 +52,9 @@ class Decision:
     forced: bool = False
     # True when a voluntary notice is let go because its pool never allowed it in time.
     gave_up: bool = False
+    # True while a when-ready hand-over waits for its replacement to be initialized: the
+    # follow-up looks again (lifeboat.handover).
+    awaits_replacement: bool = False
 
 
 def ignore(reason: str) -> Decision:

@@ -5,8 +5,10 @@ A deferred notice (``Task.DECIDE``) is simply decided again by :func:`decide`; t
 tasks carry out what an earlier decision started: finishing a replacement and continuing a
 drain that PodDisruptionBudgets held back.
 
-Finishing a replacement is no longer scheduled: a voluntary replacement hands the old node
-to Karpenter at once (README, "The hand-over"). A follow-up scheduled by an earlier version,
+With ``hand_over`` at-once (the default) finishing a replacement is no longer scheduled: a
+voluntary replacement hands the old node to Karpenter at once (README, "The hand-over");
+with when-ready, :func:`hand_over_when_ready` judges each look. A follow-up scheduled by an
+earlier version,
 which waited for the replacement to be Ready, is still honoured when it comes due: the old
 claim is deleted now. Waiting longer is what left an empty replacement to Karpenter's
 emptiness consolidation, and a replacement being deleted is no replacement at all.
@@ -15,9 +17,10 @@ emptiness consolidation, and a replacement being deleted is no replacement at al
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
-from lifeboat import nodes
+from lifeboat import handover, nodes
 from lifeboat.decide.model import Decision, Step
 from lifeboat.events.notice import Kind
 from lifeboat.instances import instance_id_from_provider_id
@@ -46,6 +49,51 @@ def finish_replacement(wakeup: Wakeup, replacement: Mapping[str, Any] | None) ->
         f"{state}: deleting NodeClaim {wakeup.old_nodeclaim} now (hand-over to Karpenter)",
         (Step.DELETE_NODECLAIM,),
     )
+
+
+def hand_over_when_ready(
+    wakeup: Wakeup, replacement: Mapping[str, Any] | None, now: datetime
+) -> Decision:
+    """The when-ready hand-over (``Task.HAND_OVER``, lifeboat.handover), as Karpenter's
+    disruption queue finishes a drift command (``Queue.waitOrTerminate``): the old claim is
+    deleted once every replacement has the ``Initialized`` condition; until then it waits
+    (looked at again every ``FOLLOW_UP_INTERVAL``); a replacement that is gone or being
+    deleted, or not initialized within ``handover.PATIENCE`` of its creation, is given up
+    on (Karpenter rolls the command back: ``CompleteCommand`` unmarks the candidates): the
+    old claim is kept and its node put back in service, the replacement loses its
+    protection. ``replacement`` as read now (None: gone)."""
+    name = wakeup.replacement or "(none)"
+    old = wakeup.old_nodeclaim
+    if replacement is not None and not nodes.is_deleting(replacement):
+        if handover.initialized(replacement):
+            return Decision(
+                Outcome.ACTED,
+                f"replacement {name} is initialized: deleting NodeClaim {old} (hand-over "
+                "when ready)",
+                (Step.RELEASE_REPLACEMENT, Step.DELETE_NODECLAIM),
+            )
+        started = wakeup.started or wakeup.due
+        if now < started + handover.PATIENCE:
+            return Decision(
+                Outcome.DEFERRED,
+                f"replacement {name} is not initialized yet: NodeClaim {old} kept until it is",
+                awaits_replacement=True,
+            )
+        state = f"replacement {name} not initialized within {_minutes(handover.PATIENCE)}"
+    elif replacement is None:
+        state = f"replacement {name} is gone"
+    else:
+        state = f"replacement {name} is being deleted"
+    return Decision(
+        Outcome.IGNORED,
+        f"{state}: hand-over given up, NodeClaim {old} kept and its node back in service",
+        (Step.RELEASE_REPLACEMENT, Step.GIVE_BACK),
+        gave_up=True,
+    )
+
+
+def _minutes(delta: Any) -> str:
+    return f"{int(delta.total_seconds() // 60)}m"
 
 
 def check_old_claim(wakeup: Wakeup, old: Mapping[str, Any] | None) -> Decision | None:
