@@ -39,7 +39,7 @@ from bench.events import sqs_batches
 from bench.harness import LambdaContext
 from bench.scenarios import DecisionLog, NullMetrics
 from lifeboat import snapstart
-from lifeboat.discovery import ClusterCatalog
+from lifeboat.aws.discovery import ClusterCatalog
 from lifeboat.eks_auth import ClusterInfo
 from lifeboat.events.notice import Kind
 from lifeboat.handler import handle_batch
@@ -107,7 +107,7 @@ class _NotFound(Exception):
 
 
 class EmulatedEks:
-    """Stands in for the EKS client discovery uses (``lifeboat.discovery``): every cluster of
+    """Stands in for the EKS client discovery uses (``lifeboat.aws.discovery``): every cluster of
     the fleet listed (100 a page, as ListClusters) and tagged, each DescribeCluster taking
     :data:`DESCRIBE_CLUSTER_SECONDS`."""
 
@@ -239,7 +239,7 @@ def _invocation(
     ``after_restore`` (tokens forgotten, pooled connections closed). Otherwise initialised
     without SnapStart: each cluster is described on its first warning.
 
-    ``discovered``: no cluster is named; each is served by its tag (``lifeboat.discovery``),
+    ``discovered``: no cluster is named; each is served by its tag (``lifeboat.aws.discovery``),
     found by ListClusters and DescribeCluster (:class:`EmulatedEks`)."""
     settings = Settings(clusters=tuple(urls))
     auth = EmulatedEksAuth(urls)

@@ -177,7 +177,7 @@ class Bench:
             directory = CountingDirectory(self._static, self.aws)
         ledger: Ledger
         if self.endpoints.ledger == "powertools":
-            from lifeboat.idempotency import PowertoolsLedger
+            from lifeboat.aws.idempotency import PowertoolsLedger
 
             ledger = PowertoolsLedger(
                 IDEMPOTENCY_TABLE, boto3_client=boto_client("dynamodb", self.aws)

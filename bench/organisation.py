@@ -1,4 +1,4 @@
-"""A stack serving clusters it discovers by their tag (``lifeboat.discovery``), at 50 and at
+"""A stack serving clusters it discovers by their tag (``lifeboat.aws.discovery``), at 50 and at
 500 clusters: what grows with the number of clusters.
 
 Three measures per size:
@@ -25,7 +25,7 @@ import tracemalloc
 from typing import Any
 
 from bench import fleet
-from lifeboat.discovery import DEFAULT_TTL_SECONDS, ClusterCatalog
+from lifeboat.aws.discovery import DEFAULT_TTL_SECONDS, ClusterCatalog
 from lifeboat.eks_auth import ClusterInfo
 
 _PEM = "-----BEGIN CERTIFICATE-----\nbench\n-----END CERTIFICATE-----\n"

@@ -1,5 +1,5 @@
 """The instance status sweep's cost at fleet scale: EC2 calls and time for one sweep of a
-region holding 5,000 instances across 50 clusters (``lifeboat.sweep``).
+region holding 5,000 instances across 50 clusters (``lifeboat.aws.sweep``).
 
 EC2 is an in-process stand-in that answers as EC2 does for the calls the sweep makes:
 ``DescribeInstanceStatus`` filtered server-side by Karpenter's three filter sets
@@ -27,12 +27,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 from lifeboat import nodes
+from lifeboat.aws.sweep import Ec2InstanceStatuses
 from lifeboat.events.notice import Kind
 from lifeboat.instances import Ec2InstanceDirectory
 from lifeboat.pipeline import ClusterClients, Pipeline
 from lifeboat.routing import triage
 from lifeboat.settings import Settings
-from lifeboat.sweep import Ec2InstanceStatuses
 
 NOW = datetime(2026, 12, 1, 18, 0, tzinfo=UTC)
 SCHEDULED_TAINT = nodes.taint_key(Kind.SCHEDULED_CHANGE)

@@ -244,7 +244,7 @@ def ledger_for(config: SoakConfig, rng: random.Random) -> Iterator[LedgerUnderTe
     import boto3
     from moto import mock_aws
 
-    from lifeboat.idempotency import PowertoolsLedger
+    from lifeboat.aws.idempotency import PowertoolsLedger
 
     with mock_aws():
         client = boto3.client(

@@ -1,4 +1,4 @@
-"""Clusters served by their tag (lifeboat.discovery), through boto3 to moto: two accounts and
+"""Clusters served by their tag (lifeboat.aws.discovery), through boto3 to moto: two accounts and
 two regions, tagged, untagged, a tag removed, a cluster created between two warnings, and a
 flood of warnings about clusters no one tagged.
 
@@ -18,7 +18,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from kubemu import Emulator
-from lifeboat.discovery import ClusterCatalog
+from lifeboat.aws.discovery import ClusterCatalog
 from lifeboat.eks_auth import ClusterInfo, EksAuth
 from lifeboat.instances import Ec2InstanceDirectory
 from lifeboat.kube import KubeApi, RetryPolicy

@@ -26,13 +26,13 @@ from cfnlint.decode import decode_str  # type: ignore[import-untyped]
 
 from kubemu import Emulator, load_cluster_file
 from lifeboat import nodes
+from lifeboat.aws.idempotency import PowertoolsLedger
+from lifeboat.aws.lifecycle import AutoScalingLifecycle
+from lifeboat.aws.scheduler import SchedulerWakeups
 from lifeboat.events.notice import Kind
 from lifeboat.handler import handle_batch
-from lifeboat.idempotency import PowertoolsLedger
 from lifeboat.kube import KubeApi, RetryPolicy
-from lifeboat.lifecycle import AutoScalingLifecycle
 from lifeboat.pipeline import OneCluster, Pipeline
-from lifeboat.scheduler import SchedulerWakeups
 from lifeboat.settings import Settings
 from lifeboat.wakeup import Task, Wakeup, decode
 from lifeboat_local.directory import directory_from_objects

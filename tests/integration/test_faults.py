@@ -381,7 +381,7 @@ def test_throttled_describe_instances_fails_the_whole_batch(emu: Emulator, aws: 
 
 def _dynamodb_ledger() -> tuple[Any, Any]:
     """A moto DynamoDB client and the Powertools ledger on a fresh table of it."""
-    from lifeboat.idempotency import PowertoolsLedger
+    from lifeboat.aws.idempotency import PowertoolsLedger
 
     ddb = boto3.client("dynamodb", region_name="us-east-1")
     create_idempotency_table(ddb, "ledger")
@@ -589,7 +589,7 @@ def test_a_spot_warning_that_fails_near_its_deadline_comes_back_within_seconds(
 
     Relies on moto honouring ChangeMessageVisibility and visibility timeouts in real time,
     as SQS does."""
-    from lifeboat.redelivery import SqsRedelivery
+    from lifeboat.aws.redelivery import SqsRedelivery
 
     sqs, url = sqs_queue
     sqs.send_message(QueueUrl=url, MessageBody=json.dumps(SPOT))
@@ -616,7 +616,7 @@ def test_a_failure_without_a_near_deadline_keeps_the_queues_visibility_timeout(
     emu: Emulator, sqs_queue: tuple[Any, str]
 ) -> None:
     """A message whose deadline has passed is not hurried: nothing changes its visibility."""
-    from lifeboat.redelivery import SqsRedelivery
+    from lifeboat.aws.redelivery import SqsRedelivery
 
     sqs, url = sqs_queue
     sqs.send_message(QueueUrl=url, MessageBody=json.dumps(SPOT))

@@ -19,12 +19,12 @@ from botocore.stub import Stubber
 
 from kubemu import Emulator, load_cluster_file
 from lifeboat import nodes
+from lifeboat.aws.lifecycle import AutoScalingLifecycle
 from lifeboat.events.notice import Kind
 from lifeboat.handler import handle_batch
 from lifeboat.instances import Ec2InstanceDirectory
 from lifeboat.kube import KubeApi, RetryPolicy
 from lifeboat.ledger import MemoryLedger
-from lifeboat.lifecycle import AutoScalingLifecycle
 from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.settings import Settings
 from lifeboat.wakeup import MemoryWakeups, encode

@@ -24,12 +24,12 @@ from bench.events import scheduled_change
 from bench.health_split import Decisions, health_event
 from kubemu import Emulator
 from lifeboat import nodes
+from lifeboat.aws.idempotency import PowertoolsLedger
+from lifeboat.aws.scheduler import SchedulerWakeups
 from lifeboat.events.notice import Kind
 from lifeboat.handler import handle_batch
-from lifeboat.idempotency import PowertoolsLedger
 from lifeboat.kube import KubeApi, RetryPolicy
 from lifeboat.pipeline import OneCluster, Pipeline
-from lifeboat.scheduler import SchedulerWakeups
 from lifeboat.service import BATCH_WORKERS, utc_now
 from lifeboat.settings import Settings
 from lifeboat.split import NOTICES_PER_MESSAGE

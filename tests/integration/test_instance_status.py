@@ -28,6 +28,7 @@ from botocore.stub import Stubber
 
 from kubemu import Emulator, load_cluster_file
 from lifeboat import nodes
+from lifeboat.aws.sweep import PAGE_SIZE, Ec2InstanceStatuses, sweep_request
 from lifeboat.events.instance_status import EVENT_CODES, FILTER_SETS
 from lifeboat.events.notice import Kind
 from lifeboat.handler import handle_batch
@@ -37,7 +38,6 @@ from lifeboat.ledger import MemoryLedger
 from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.report import Report
 from lifeboat.settings import Settings
-from lifeboat.sweep import PAGE_SIZE, Ec2InstanceStatuses, sweep_request
 from lifeboat.wakeup import MemoryWakeups
 from lifeboat_local.directory import directory_from_objects
 from tests.integration.test_fleet import PerCluster, cluster_objects, launch

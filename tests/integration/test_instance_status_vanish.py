@@ -31,13 +31,13 @@ from botocore.stub import Stubber
 
 from kubemu import Emulator
 from lifeboat import nodes
+from lifeboat.aws.sweep import Ec2InstanceStatuses, complete, sweep_request
 from lifeboat.events.notice import Kind
 from lifeboat.instances import Ec2InstanceDirectory, InstanceInfo
 from lifeboat.kube import KubeApi
 from lifeboat.ledger import MemoryLedger
 from lifeboat.pipeline import Pipeline
 from lifeboat.settings import Settings
-from lifeboat.sweep import Ec2InstanceStatuses, complete, sweep_request
 from lifeboat.wakeup import MemoryWakeups, Task, encode
 from tests.integration.test_fleet import PerCluster, cluster_objects, launch
 from tests.integration.test_instance_status import (

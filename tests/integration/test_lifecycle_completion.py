@@ -18,12 +18,12 @@ import boto3
 from botocore.stub import Stubber
 
 from kubemu import Emulator, load_cluster_file
+from lifeboat.aws.lifecycle import AutoScalingLifecycle
 from lifeboat.events import parse_message
 from lifeboat.events.asg_lifecycle import GLOBAL_TIMEOUT, lifecycle_expired
 from lifeboat.events.notice import Kind
 from lifeboat.kube import KubeApi, RetryPolicy
 from lifeboat.ledger import MemoryLedger
-from lifeboat.lifecycle import AutoScalingLifecycle
 from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.settings import Settings
 from lifeboat.wakeup import MemoryWakeups, encode

@@ -18,13 +18,13 @@ from cfnlint.decode import decode_str  # type: ignore[import-untyped]
 from moto import mock_aws
 
 from kubemu import Emulator, load_cluster_file
+from lifeboat.aws.idempotency import PowertoolsLedger
+from lifeboat.aws.scheduler import SchedulerWakeups
 from lifeboat.handler import handle_batch
-from lifeboat.idempotency import PowertoolsLedger
 from lifeboat.kube import KubeApi, RetryPolicy
 from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.rotation import store
 from lifeboat.rotation.model import NodePhase, Phase
-from lifeboat.scheduler import SchedulerWakeups
 from lifeboat.settings import Settings
 from lifeboat.wakeup import Task, decode
 from lifeboat_local.cli import main

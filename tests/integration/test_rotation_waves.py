@@ -139,7 +139,7 @@ def test_lifeboat_rotate_allowed_ami_reaches_the_health_gate(
 def test_a_checkpoint_is_a_notification() -> None:
     """The checkpoint's report goes out as `Lifeboat Rotation Changed` (notify.detail_type),
     which template.yaml's notification rule sends to the topic."""
-    from lifeboat.notify import ROTATION_CHANGE, detail_type
+    from lifeboat.aws.notify import ROTATION_CHANGE, detail_type
 
     with rig() as r:
         r.send(request(waves=["1"]))

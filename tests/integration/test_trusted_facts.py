@@ -190,8 +190,8 @@ def test_a_decide_wake_up_delivered_twice_schedules_one_next_wake_up() -> None:
     its next look from the clock, so the chain forked (two schedule names). What follows a
     wake-up is timed from its due time."""
 
+    from lifeboat.aws.scheduler import schedule_name
     from lifeboat.events import parse_message
-    from lifeboat.scheduler import schedule_name
     from lifeboat.wakeup import Task, Wakeup, encode
 
     # A budget of 1 that another node of the pool holds: "waiting for disrupting nodes to

@@ -18,12 +18,9 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
-from lifeboat.events import parse_message
-from lifeboat.events.notice import LifecycleHook, Notice
-from lifeboat.idempotency import RECORD_TTL, PowertoolsLedger
-from lifeboat.instances import Ec2InstanceDirectory
-from lifeboat.lifecycle import AutoScalingLifecycle
-from lifeboat.notify import (
+from lifeboat.aws.idempotency import RECORD_TTL, PowertoolsLedger
+from lifeboat.aws.lifecycle import AutoScalingLifecycle
+from lifeboat.aws.notify import (
     ACTION,
     DETAIL_TYPES,
     FORCED_ACTION,
@@ -31,9 +28,12 @@ from lifeboat.notify import (
     ROTATION_CHANGE,
     EventBridgeNotifier,
 )
-from lifeboat.redelivery import SqsRedelivery
+from lifeboat.aws.redelivery import SqsRedelivery
+from lifeboat.aws.scheduler import SchedulerWakeups, schedule_name
+from lifeboat.events import parse_message
+from lifeboat.events.notice import LifecycleHook, Notice
+from lifeboat.instances import Ec2InstanceDirectory
 from lifeboat.report import Outcome, Report
-from lifeboat.scheduler import SchedulerWakeups, schedule_name
 from lifeboat.service import BATCH_WORKERS, build_service
 from lifeboat.settings import SettingsError
 from lifeboat.split import NOTICES_PER_MESSAGE
@@ -455,7 +455,7 @@ def full_env() -> dict[str, str]:
 
 
 def test_build_service_assembles_the_aws_pipeline(aws: None) -> None:
-    from lifeboat.scheduler import SchedulerWakeups as Wakeups
+    from lifeboat.aws.scheduler import SchedulerWakeups as Wakeups
 
     service = build_service(full_env())
     pipeline = service.pipeline

@@ -7,12 +7,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from lifeboat.aws.scheduler import schedule_name
 from lifeboat.decide import FOLLOW_UP_INTERVAL, Decision, Step, follow_ups
 from lifeboat.decide.wakeups import continue_drain, finish_replacement
 from lifeboat.events.notice import Kind, Notice
 from lifeboat.instances import InstanceInfo
 from lifeboat.report import Outcome
-from lifeboat.scheduler import schedule_name
 from lifeboat.target import ClaimRef, Target
 from lifeboat.wakeup import Task, Wakeup
 

@@ -1,5 +1,5 @@
 """The ``lifeboat.dev/ec2-maintenance`` label: set with the taint for an EC2 scheduled event,
-taken off by the restore, read back by the sweep (``lifeboat.sweep.vanished``); and what
+taken off by the restore, read back by the sweep (``lifeboat.aws.sweep.vanished``); and what
 else the end of a vanished event relies on (the wake-up keeps the notice's source, the
 directory the instance's state).
 
@@ -15,6 +15,7 @@ from typing import Any
 
 from kubemu.patch import apply_json_patch
 from lifeboat import nodes
+from lifeboat.aws.sweep import VANISHED, vanished
 from lifeboat.events.instance_status import Check, InstanceStatus, ScheduledEvent
 from lifeboat.events.notice import Kind, Notice
 from lifeboat.instances import info_from_ec2
@@ -23,7 +24,6 @@ from lifeboat.node_patches import (
     restore_operations,
     taint_operations,
 )
-from lifeboat.sweep import VANISHED, vanished
 from lifeboat.wakeup import Task, Wakeup, decode, encode
 
 START = datetime(2026, 12, 8, 9, 0, tzinfo=UTC)

@@ -37,8 +37,8 @@ from moto import mock_aws
 
 import lifeboat.service
 from kubemu import Emulator, builders
+from lifeboat.aws.idempotency import PowertoolsLedger
 from lifeboat.eks_auth import EksAuth
-from lifeboat.idempotency import PowertoolsLedger
 from lifeboat.instances import Ec2InstanceDirectory
 from lifeboat.kube import KubeApi, RetryPolicy
 from lifeboat.pipeline import Pipeline

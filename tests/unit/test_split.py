@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from lifeboat.aws.scheduler import schedule_name
 from lifeboat.events.notice import Kind, MalformedMessage
-from lifeboat.scheduler import schedule_name
 from lifeboat.split import NOTICES_PER_MESSAGE, expand, remainders, split
 from lifeboat.wakeup import MAX_REMAINDER, Task, Wakeup, decode, encode
 from tests.support.events import LIFECYCLE_HOOK, SAMPLE_TIME, notice

@@ -1,5 +1,5 @@
 """The instance status sweep in template.yaml: a recurring EventBridge Scheduler schedule
-that sends the sweep request (``lifeboat.sweep``) to the queue with the scheduler role the
+that sends the sweep request (``lifeboat.aws.sweep``) to the queue with the scheduler role the
 queue policy already admits, at the ``InstanceStatusSweepMinutes`` rate; and the function's
 least-privilege grant of ``ec2:DescribeInstanceStatus`` (on ``*``: EC2's Describe actions
 support no resource-level permissions)."""
@@ -10,8 +10,8 @@ import json
 from datetime import timedelta
 from typing import Any
 
+from lifeboat.aws.sweep import is_sweep_request
 from lifeboat.settings import load_settings
-from lifeboat.sweep import is_sweep_request
 from tests.unit.test_template import _resources, _statements, _template
 
 

@@ -48,7 +48,7 @@ STAR_RESOURCE_ACTIONS = {
     "ec2:DescribeInstanceStatus",
     "xray:PutTraceSegments",
     "xray:PutTelemetryRecords",
-    # Discovering the clusters tagged ClusterTagKey (lifeboat.discovery).
+    # Discovering the clusters tagged ClusterTagKey (lifeboat.aws.discovery).
     "eks:ListClusters",
 }
 
@@ -624,7 +624,7 @@ def _layer_source() -> str:
 
 
 def test_every_queue_action_granted_is_one_the_function_or_its_trigger_uses() -> None:
-    """ChangeMessageVisibility stays because lifeboat/redelivery.py calls it (a failed
+    """ChangeMessageVisibility stays because lifeboat/aws/redelivery.py calls it (a failed
     message with a near deadline comes back within seconds); the rest is what the SQS event
     source mapping needs."""
     consume = _function_statements()["ConsumeQueue"]
@@ -684,7 +684,7 @@ def test_notifications_may_only_be_put_on_the_default_bus_as_lifeboat() -> None:
     assert statement["Resource"] == {
         "Fn::Sub": "arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:event-bus/default"
     }
-    from lifeboat.notify import DETAIL_TYPES
+    from lifeboat.aws.notify import DETAIL_TYPES
 
     # Only its own detail-types (tests/unit/test_template_command_bus.py evaluates it).
     assert statement["Condition"] == {
@@ -695,7 +695,7 @@ def test_notifications_may_only_be_put_on_the_default_bus_as_lifeboat() -> None:
 
 
 def test_the_optional_topic_gets_forced_actions_and_give_ups_from_one_rule() -> None:
-    from lifeboat.notify import FORCED_ACTION, GIVE_UP, ROTATION_CHANGE, SOURCE
+    from lifeboat.aws.notify import FORCED_ACTION, GIVE_UP, ROTATION_CHANGE, SOURCE
 
     resources = _resources()
     for name in ("NotificationTopic", "NotificationTopicPolicy", "NotificationRule"):

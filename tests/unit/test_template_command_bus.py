@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from lifeboat.notify import DETAIL_TYPES as NOTIFICATION_DETAIL_TYPES
-from lifeboat.notify import SOURCE
+from lifeboat.aws.notify import DETAIL_TYPES as NOTIFICATION_DETAIL_TYPES
+from lifeboat.aws.notify import SOURCE
 from lifeboat.rotation.messages import DETAIL_TYPES as COMMAND_DETAIL_TYPES
 from tests.support import iam_policy
 from tests.support.cfn_resolve import evaluate_conditions

@@ -266,7 +266,7 @@ class EksAuth:
 
     def remember(self, info: ClusterInfo) -> None:
         """Take a cluster's endpoint and CA from someone who described it already
-        (``lifeboat.discovery``). A cluster whose endpoint or CA changed (re-created under
+        (``lifeboat.aws.discovery``). A cluster whose endpoint or CA changed (re-created under
         the same name) loses its client and token: the next request builds new ones."""
         with self._lock:
             before = self._clusters.get(info.name)

@@ -29,12 +29,12 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
+from lifeboat.aws.notify import Notifier
+from lifeboat.aws.redelivery import Redelivery
 from lifeboat.deadline import redelivery_delay
 from lifeboat.errors import RetryLater
-from lifeboat.notify import Notifier
 from lifeboat.observability import BatchMetricSink, MetricSink, log_fields, report_metrics
 from lifeboat.pipeline import MessageResult, Pipeline
-from lifeboat.redelivery import Redelivery
 from lifeboat.report import Outcome, Report
 from lifeboat.tracing import RecordTracer
 

@@ -1,7 +1,7 @@
 """Remembering which (event, instance) pairs were handled, so a duplicate acts once.
 
 ``Ledger`` is what the pipeline asks; ``MemoryLedger`` serves replay and tests, and
-``lifeboat.idempotency.PowertoolsLedger`` the Lambda (DynamoDB). Both give the same
+``lifeboat.aws.idempotency.PowertoolsLedger`` the Lambda (DynamoDB). Both give the same
 answers: handled before -> None (a duplicate), being handled right now -> an error (the
 message is retried later), failed or rejected -> forgotten (the retry, or the genuine
 message a forged one borrowed the ids of, is not a duplicate).

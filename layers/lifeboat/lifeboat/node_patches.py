@@ -137,7 +137,7 @@ def restore_operations(node: Obj, key: str, ended: str | None = None) -> list[Op
     if key == nodes.taint_key(Kind.SCHEDULED_CHANGE) and (
         nodes.EC2_MAINTENANCE_LABEL in nodes.labels_of(node)
     ):
-        # Undone: no longer one of the nodes each sweep looks at (lifeboat.sweep.vanished).
+        # Undone: no longer one of the nodes each sweep looks at (lifeboat.aws.sweep.vanished).
         operations.append({"op": "remove", "path": _pointer("labels", nodes.EC2_MAINTENANCE_LABEL)})
     if any(_out_of_service(t) for t in kept):
         return operations

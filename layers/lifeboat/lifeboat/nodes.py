@@ -27,7 +27,7 @@ OPT_OUT_ANNOTATION = f"{DOMAIN}/disabled"
 MAINTENANCE_ENDED_ANNOTATION = f"{DOMAIN}/maintenance-ended"
 # The start of the EC2 scheduled event (DescribeInstanceStatus ``Events[]``) Lifeboat acted
 # on or deferred for this node. A label, so that each instance status sweep finds the nodes
-# to look at with one LIST per cluster (``lifeboat.sweep.vanished``): an event that EC2 no
+# to look at with one LIST per cluster (``lifeboat.aws.sweep.vanished``): an event that EC2 no
 # longer reports ends the maintenance, as ``[Canceled]`` does.
 EC2_MAINTENANCE_LABEL = f"{DOMAIN}/ec2-maintenance"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"

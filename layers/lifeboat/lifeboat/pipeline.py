@@ -21,6 +21,14 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from lifeboat import nodes
 from lifeboat.act import Actor, ActResult, LifecycleActions
+from lifeboat.aws.sweep import (
+    InstanceStatuses,
+    complete,
+    is_sweep_request,
+    too_recently_impaired,
+    unlisted,
+    vanished,
+)
 from lifeboat.deadline import INVOCATION_RESERVE, retry_window
 from lifeboat.decide import Decision, Step, decide, follow_ups
 from lifeboat.decide.notice import replacement_refused
@@ -50,14 +58,6 @@ from lifeboat.routing import triage, triage_follow_up
 from lifeboat.settings import Settings
 from lifeboat.split import expand, remainders, split
 from lifeboat.staleness import Stale, staleness
-from lifeboat.sweep import (
-    InstanceStatuses,
-    complete,
-    is_sweep_request,
-    too_recently_impaired,
-    unlisted,
-    vanished,
-)
 from lifeboat.target import Target
 from lifeboat.wakeup import Task, Wakeup, WakeupSink, decode, is_wakeup
 
@@ -75,7 +75,7 @@ class ClusterClients(Protocol):
 
 
 class ClusterScope(Protocol):
-    """Whether a cluster is this stack's to serve, found at run time (lifeboat.discovery)."""
+    """Whether a cluster is this stack's to serve, found at run time (lifeboat.aws.discovery)."""
 
     def serves(self, cluster: str | None) -> bool: ...
 
@@ -103,7 +103,7 @@ class MessageResult:
 Parsed: TypeAlias = "MessageResult | Wakeup | list[Notice] | RotationCommand"
 
 
-# Clusters whose labelled nodes a sweep lists at once (lifeboat.sweep.vanished).
+# Clusters whose labelled nodes a sweep lists at once (lifeboat.aws.sweep.vanished).
 SWEEP_LISTS_AT_ONCE = 8
 
 
@@ -154,9 +154,9 @@ class Pipeline:
     # Instances one message acts on; the rest are handed on as remainders (lifeboat.split).
     # None: every one (replay, where no function timeout applies).
     notices_per_message: int | None = None
-    # Where a sweep request (lifeboat.sweep) reads DescribeInstanceStatus; None: ignored.
+    # Where a sweep request (lifeboat.aws.sweep) reads DescribeInstanceStatus; None: ignored.
     statuses: InstanceStatuses | None = None
-    # Clusters served by their tag (lifeboat.discovery); None: settings.clusters decide.
+    # Clusters served by their tag (lifeboat.aws.discovery); None: settings.clusters decide.
     scope: ClusterScope | None = None
 
     def process(
@@ -244,7 +244,7 @@ class Pipeline:
     def _vanished(self, statuses: list[InstanceStatus], now: datetime) -> list[Notice]:
         """The EC2 events Lifeboat acted on that a complete sweep no longer reports: one
         LIST per managed cluster, of the nodes labelled ``lifeboat.dev/ec2-maintenance``
-        (``lifeboat.sweep.vanished``), whatever the fleet's size."""
+        (``lifeboat.aws.sweep.vanished``), whatever the fleet's size."""
 
         def one(cluster: str | None) -> list[Notice]:
             try:
@@ -375,7 +375,7 @@ class Pipeline:
 
     def _managed(self, cluster: str | None) -> frozenset[str] | None:
         """The served clusters triage needs to know of (None: the named ones decide). Asked
-        here, before the pure triage: it may describe the cluster (lifeboat.discovery)."""
+        here, before the pure triage: it may describe the cluster (lifeboat.aws.discovery)."""
         if self.scope is None:
             return None
         return (

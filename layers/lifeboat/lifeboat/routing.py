@@ -50,7 +50,7 @@ def foreign_origin(notice: Notice, settings: Settings) -> str | None:
 
 def _unmanaged(cluster: str | None, settings: Settings, managed: Collection[str] | None) -> bool:
     """Whether ``cluster`` is not this stack's. ``managed``: the clusters found served
-    (``lifeboat.discovery``, asked by the caller beforehand so this stays pure); None: the
+    (``lifeboat.aws.discovery``, asked by the caller beforehand so this stays pure); None: the
     named ones (``settings.clusters``, where empty means any)."""
     if managed is not None:
         return cluster is None or cluster not in managed

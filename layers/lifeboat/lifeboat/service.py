@@ -21,15 +21,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from lifeboat.aws.notify import Notifier
+from lifeboat.aws.redelivery import Redelivery
 from lifeboat.kube import KubeApi
-from lifeboat.notify import Notifier
 from lifeboat.pipeline import Pipeline
-from lifeboat.redelivery import Redelivery
 from lifeboat.settings import Settings, SettingsError, load_settings
 from lifeboat.split import NOTICES_PER_MESSAGE
 
 if TYPE_CHECKING:  # eks_auth imports boto3: only build_service pays for it, at start-up
-    from lifeboat.discovery import ClusterCatalog
+    from lifeboat.aws.discovery import ClusterCatalog
     from lifeboat.eks_auth import EksAuth
 
 # Messages of one SQS batch handled at once (each mostly waits on the API server).
@@ -65,7 +65,7 @@ class EksClusters:
         self._clusters = settings.clusters
         self._apis: dict[str, KubeApi] = {}
         self._lock = threading.Lock()
-        # Clusters found by their tag (lifeboat.discovery): warmed from it, dropped with it.
+        # Clusters found by their tag (lifeboat.aws.discovery): warmed from it, dropped with it.
         self.catalog = catalog
 
     def kube(self, cluster: str | None) -> KubeApi:
@@ -167,14 +167,14 @@ def build_service(
 ) -> Service:
     import boto3
 
+    from lifeboat.aws.idempotency import PowertoolsLedger
+    from lifeboat.aws.lifecycle import AutoScalingLifecycle
+    from lifeboat.aws.notify import EventBridgeNotifier
+    from lifeboat.aws.redelivery import SqsRedelivery
+    from lifeboat.aws.scheduler import SchedulerWakeups
+    from lifeboat.aws.sweep import Ec2InstanceStatuses
     from lifeboat.eks_auth import EksAuth
-    from lifeboat.idempotency import PowertoolsLedger
     from lifeboat.instances import Ec2InstanceDirectory
-    from lifeboat.lifecycle import AutoScalingLifecycle
-    from lifeboat.notify import EventBridgeNotifier
-    from lifeboat.redelivery import SqsRedelivery
-    from lifeboat.scheduler import SchedulerWakeups
-    from lifeboat.sweep import Ec2InstanceStatuses
 
     env = os.environ if env is None else env
     settings = load_settings(env)
@@ -215,7 +215,7 @@ def build_service(
     auth = EksAuth(session=session, region=region, eks_client=eks)
     clusters = EksClusters(settings, auth)
     if settings.cluster_tag_key is not None:
-        from lifeboat.discovery import ClusterCatalog
+        from lifeboat.aws.discovery import ClusterCatalog
 
         clusters.catalog = ClusterCatalog(
             eks,

@@ -63,7 +63,7 @@ class Settings:
     # abandons (terminates) every new instance at its timeout, so only those who created
     # a launch hook for Lifeboat should turn it on.
     complete_launch_hooks: bool = False
-    # Clusters tagged <this key>=true are served too, found at run time (lifeboat.discovery);
+    # Clusters tagged <this key>=true are served too, found at run time (lifeboat.aws.discovery);
     # None: only the clusters named in ``clusters``.
     cluster_tag_key: str | None = None
     # How long a cluster's tag is trusted before it is described again.

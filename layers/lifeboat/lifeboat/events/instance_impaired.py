@@ -6,7 +6,7 @@ the failed details of the instance and system checks count, from the earliest
 ``ImpairedSince`` among them; the notice is involuntary, acted on at once once the
 instance has been impaired for the ``impaired_threshold`` setting (Karpenter's
 ``UnhealthyThreshold``, 120 s). That threshold is applied by the pipeline before the ledger
-(``lifeboat.sweep.too_recently_impaired``), so an instance seen too early is seen again by
+(``lifeboat.aws.sweep.too_recently_impaired``), so an instance seen too early is seen again by
 the next sweep. A detail without ``ImpairedSince`` counts as impaired for ever, as
 Karpenter's zero ``time.Time`` does.
 

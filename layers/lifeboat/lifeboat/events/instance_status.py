@@ -4,7 +4,7 @@ Karpenter's AWS provider (v1.12 and later, ``pkg/providers/instancestatus/instan
 asks EC2 for the status of instances with three filter sets, ORed by calling once per set
 (``DescribeInstanceStatus`` ANDs filters of different names): instance status ``impaired``,
 system status ``impaired``, and a scheduled event of one of five codes. The same sets are
-:data:`FILTER_SETS` here, used by the sweep (``lifeboat.sweep``).
+:data:`FILTER_SETS` here, used by the sweep (``lifeboat.aws.sweep``).
 
 A response is what boto3 returns (``InstanceStatuses``, ``NextToken``, ``ResponseMetadata``),
 with times as ``datetime`` objects or, in a file, as ISO 8601 strings (``json.dumps(...,

@@ -23,7 +23,7 @@ class Kind(StrEnum):
     ASG_LAUNCH = "asg-launch"
     CAPACITY_RESERVATION_INTERRUPTION = "capacity-reservation-interruption"
     # EC2's instance or system status check failed (DescribeInstanceStatus, read by the
-    # instance status sweep, lifeboat.sweep): involuntary, like a state change.
+    # instance status sweep, lifeboat.aws.sweep): involuntary, like a state change.
     INSTANCE_IMPAIRED = "instance-impaired"
     # A node of a planned rotation (lifeboat.rotation): voluntary, like a scheduled change
     # without a deadline.
@@ -114,7 +114,7 @@ class Notice:
     ends_maintenance: bool = False
     # Told by EC2's scheduled event (DescribeInstanceStatus ``Events[]``), not only by AWS
     # Health: a node acted on for it is labelled, and the maintenance ends when the event
-    # vanishes from a complete sweep (``lifeboat.sweep.vanished``).
+    # vanishes from a complete sweep (``lifeboat.aws.sweep.vanished``).
     ec2_event: bool = False
 
     @property

@@ -71,7 +71,7 @@ class RotationRunner:
         serves: Callable[[str | None], bool] | None = None,
     ) -> None:
         self._kube_for = kube_for
-        # Clusters served by their tag (lifeboat.discovery); None: settings.clusters decide.
+        # Clusters served by their tag (lifeboat.aws.discovery); None: settings.clusters decide.
         self._serves = serves
         self._settings = settings
         self._clock = clock

@@ -30,7 +30,7 @@ from lifeboat.instances import instance_id_from_provider_id
 from lifeboat.objects import Obj
 from lifeboat.settings import Settings
 
-SOURCE = "lifeboat.sweep"
+SOURCE = "lifeboat.aws.sweep"
 DETAIL_TYPE = "Instance Status Sweep"
 # DescribeInstanceStatus's largest page.
 PAGE_SIZE = 1000
