@@ -50,7 +50,7 @@ socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo = _ALLOWED
 
 # The cluster as eks:DescribeCluster would have described it (a network call, not measured):
 # the first warning still makes the client, the STS client and mints the token, as it would.
-from lifeboat.eks_auth import ClusterInfo
+from lifeboat.kube.eks_auth import ClusterInfo
 app.service.clusters._auth._clusters[CLUSTER] = ClusterInfo(
     name=CLUSTER, endpoint=EMULATOR, ca_data="unused: the emulator speaks plain HTTP")
 
@@ -130,8 +130,8 @@ def stage(runs: int) -> Iterator[Stage]:
 def _check_acted(where: Stage, count: int) -> None:
     """Each warning was acted on (its node tainted), not ignored: an ignored warning would
     time nothing worth timing."""
-    from lifeboat.kube import KubeApi
-    from lifeboat.nodes import taint_key
+    from lifeboat.kube.client import KubeApi
+    from lifeboat.kube.nodes import taint_key
 
     kube = KubeApi(where.emulator.api_client())
     key = taint_key(Kind.SPOT_INTERRUPTION)

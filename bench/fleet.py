@@ -40,13 +40,13 @@ from bench.harness import LambdaContext
 from bench.scenarios import DecisionLog, NullMetrics
 from lifeboat import snapstart
 from lifeboat.aws.discovery import ClusterCatalog
-from lifeboat.eks_auth import ClusterInfo
 from lifeboat.events.notice import Kind
 from lifeboat.handler import handle_batch
 from lifeboat.instances import InstanceInfo, StaticInstanceDirectory
-from lifeboat.kube_rest import RestClient
+from lifeboat.kube.eks_auth import ClusterInfo
+from lifeboat.kube.nodes import taint_key
+from lifeboat.kube.rest import RestClient
 from lifeboat.ledger import MemoryLedger
-from lifeboat.nodes import taint_key
 from lifeboat.pipeline import Pipeline
 from lifeboat.service import BATCH_WORKERS, EksClusters, Service, utc_now
 from lifeboat.settings import Settings
@@ -64,7 +64,7 @@ Batch = tuple[dict[str, Any], list[tuple[str, str]]]  # the SQS event; (cluster,
 
 
 class EmulatedEksAuth:
-    """Stands in for ``lifeboat.eks_auth.EksAuth``: a client per cluster, made on first use
+    """Stands in for ``lifeboat.kube.eks_auth.EksAuth``: a client per cluster, made on first use
     after a simulated DescribeCluster (the real one serialises per cluster, not globally)."""
 
     def __init__(self, urls: dict[str, str]) -> None:

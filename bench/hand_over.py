@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from kubemu import Emulator, load_cluster_file
-from lifeboat import nodes
 from lifeboat.handover import AT_ONCE, WHEN_READY
-from lifeboat.kube import KubeApi
+from lifeboat.kube import nodes
+from lifeboat.kube.client import KubeApi
 from lifeboat.ledger import MemoryLedger
 from lifeboat.nodepool_hash import HASH_ANNOTATION, nodepool_hash
 from lifeboat.pipeline import OneCluster, Pipeline

@@ -17,7 +17,7 @@ from bench.cluster import CLUSTER, REGION, Cluster
 from kubemu import Emulator
 from lifeboat.events.notice import LifecycleHook
 from lifeboat.instances import Ec2InstanceDirectory, InstanceDirectory, InstanceInfo
-from lifeboat.kube import KubeApi
+from lifeboat.kube.client import KubeApi
 from lifeboat.ledger import Ledger, MemoryLedger
 from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.service import BATCH_WORKERS, utc_now

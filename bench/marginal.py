@@ -25,7 +25,7 @@ from kubemu import Emulator
 from kubemu.gcpause import heap_frozen
 from lifeboat.handler import handle_batch
 from lifeboat.instances import StaticInstanceDirectory
-from lifeboat.kube import KubeApi
+from lifeboat.kube.client import KubeApi
 from lifeboat.ledger import MemoryLedger
 from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.service import utc_now

@@ -26,7 +26,7 @@ from typing import Any
 
 from bench import fleet
 from lifeboat.aws.discovery import DEFAULT_TTL_SECONDS, ClusterCatalog
-from lifeboat.eks_auth import ClusterInfo
+from lifeboat.kube.eks_auth import ClusterInfo
 
 _PEM = "-----BEGIN CERTIFICATE-----\nbench\n-----END CERTIFICATE-----\n"
 
@@ -35,7 +35,7 @@ def client_memory(clusters: int) -> dict[str, Any]:
     """Bytes that stay allocated per cluster the real EksAuth holds a client and token for."""
     import boto3
 
-    from lifeboat.eks_auth import EksAuth
+    from lifeboat.kube.eks_auth import EksAuth
 
     for name, value in {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench"}.items():
         os.environ.setdefault(name, value)

@@ -17,7 +17,7 @@ from bench.events import KINDS, sqs_batches
 from bench.harness import Bench, LambdaContext
 from lifeboat.events.notice import Kind
 from lifeboat.handler import handle_batch
-from lifeboat.nodes import taint_key
+from lifeboat.kube.nodes import taint_key
 from lifeboat.observability import PowertoolsBatchMetrics
 from lifeboat.pipeline import Pipeline
 

@@ -26,10 +26,10 @@ from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
-from lifeboat import nodes
 from lifeboat.aws.sweep import Ec2InstanceStatuses
 from lifeboat.events.notice import Kind
 from lifeboat.instances import Ec2InstanceDirectory
+from lifeboat.kube import nodes
 from lifeboat.pipeline import ClusterClients, Pipeline
 from lifeboat.routing import triage
 from lifeboat.settings import Settings

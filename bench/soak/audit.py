@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubemu import Emulator
-from lifeboat import nodes
+from lifeboat.kube import nodes
 from lifeboat.report import Outcome
 
 from .messages import Sent

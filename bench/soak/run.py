@@ -14,8 +14,8 @@ from typing import Any
 from bench.cluster import CLUSTER, REGION
 from bench.events import ACCOUNT
 from kubemu import Emulator
-from lifeboat import nodes
-from lifeboat.kube import KubeApi, RetryPolicy
+from lifeboat.kube import nodes
+from lifeboat.kube.client import KubeApi, RetryPolicy
 from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.settings import Settings
 from lifeboat.wakeup import MemoryWakeups, encode

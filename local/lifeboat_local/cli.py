@@ -16,7 +16,7 @@ from importlib.metadata import PackageNotFoundError, version
 from types import ModuleType
 from typing import NoReturn
 
-from lifeboat.kube import KubeError
+from lifeboat.kube.client import KubeError
 from lifeboat_local import explain, fleet, replay, rotate, serve, status, windows
 from lifeboat_local.audit import command as audit
 from lifeboat_local.common import EXIT_USAGE, UsageError

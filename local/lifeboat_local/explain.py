@@ -29,7 +29,7 @@ from lifeboat.decide import Decision
 from lifeboat.events import parse_message
 from lifeboat.events.notice import MalformedMessage, Notice
 from lifeboat.instances import InstanceDirectory
-from lifeboat.kube import KubeApi
+from lifeboat.kube.client import KubeApi
 from lifeboat.pipeline import MessageResult
 from lifeboat.report import Outcome, Report
 from lifeboat.resolve import Resolver

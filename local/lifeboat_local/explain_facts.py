@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from lifeboat import nodes
 from lifeboat.budgets import (
     LIFEBOAT_REASON,
     BudgetError,
@@ -23,9 +22,10 @@ from lifeboat.budgets import (
 from lifeboat.decide import VOLUNTARY_PATIENCE
 from lifeboat.events.notice import Notice
 from lifeboat.instants import format_instant
-from lifeboat.kube import KubeApi
-from lifeboat.objects import Obj
-from lifeboat.selectors import selector_matches
+from lifeboat.kube import nodes
+from lifeboat.kube.client import KubeApi
+from lifeboat.kube.objects import Obj
+from lifeboat.kube.selectors import selector_matches
 from lifeboat.settings import Settings
 from lifeboat.target import Target
 

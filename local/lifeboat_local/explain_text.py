@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 
-from lifeboat import nodes
 from lifeboat.budgets import LIFEBOAT_REASON
+from lifeboat.kube import nodes
 from lifeboat_local.timeline import action_text
 
 

@@ -13,7 +13,7 @@ from datetime import datetime
 from lifeboat.decide import Decision
 from lifeboat.events.notice import LifecycleHook, Notice
 from lifeboat.instances import InstanceDirectory
-from lifeboat.kube import KubeApi
+from lifeboat.kube.client import KubeApi
 from lifeboat.ledger import MemoryLedger
 from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.settings import Settings

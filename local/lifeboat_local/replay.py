@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from kubemu import Emulator, dump_cluster_file
-from lifeboat import nodes
 from lifeboat.budgets import format_go_duration
 from lifeboat.instances import InstanceDirectory
 from lifeboat.instants import format_instant
-from lifeboat.kube import KubeApi
+from lifeboat.kube import nodes
+from lifeboat.kube.client import KubeApi
 from lifeboat.pipeline import MessageResult, Pipeline
 from lifeboat.report import Outcome
 from lifeboat.wakeup import MemoryWakeups, encode

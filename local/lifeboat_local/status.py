@@ -13,7 +13,7 @@ import sys
 from typing import Any, TextIO
 
 from lifeboat.instants import format_instant
-from lifeboat.kube import KubeError
+from lifeboat.kube.client import KubeError
 from lifeboat.rotation import store
 from lifeboat.rotation.model import NodePhase, Rotation, StateError, to_json
 from lifeboat.settings import Settings

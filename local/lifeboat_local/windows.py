@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any, TextIO
 from zoneinfo import ZoneInfo
 
-from lifeboat import nodes
 from lifeboat.budgets import (
     Budget,
     BudgetError,
@@ -30,7 +29,8 @@ from lifeboat.budgets import (
     window_timeline,
 )
 from lifeboat.instants import format_instant
-from lifeboat.kube import KubeApi
+from lifeboat.kube import nodes
+from lifeboat.kube.client import KubeApi
 from lifeboat.resolve import Resolver
 from lifeboat.settings import Settings
 from lifeboat_local.common import (

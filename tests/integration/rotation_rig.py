@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from kubemu import Emulator, load_cluster_file
-from lifeboat import nodes
-from lifeboat.kube import KubeApi, RetryPolicy
+from lifeboat.kube import nodes
+from lifeboat.kube.client import KubeApi, RetryPolicy
 from lifeboat.ledger import Ledger, MemoryLedger
 from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.report import Report

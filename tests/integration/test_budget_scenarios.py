@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from kubemu import dump_cluster_file, load_cluster_file
-from lifeboat import nodes
+from lifeboat.kube import nodes
 from lifeboat_local.cli import main
 from lifeboat_local.common import parse_instant
 from lifeboat_local.karpenter_sim import TERMINATE_TIME

@@ -19,9 +19,9 @@ from botocore.exceptions import ClientError
 
 from kubemu import Emulator
 from lifeboat.aws.discovery import ClusterCatalog
-from lifeboat.eks_auth import ClusterInfo, EksAuth
 from lifeboat.instances import Ec2InstanceDirectory
-from lifeboat.kube import KubeApi, RetryPolicy
+from lifeboat.kube.client import KubeApi, RetryPolicy
+from lifeboat.kube.eks_auth import ClusterInfo, EksAuth
 from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.report import Outcome
 from lifeboat.service import build_service

@@ -25,7 +25,7 @@ import pytest
 
 from kubemu import Emulator, load_cluster_file
 from lifeboat.events.notice import LifecycleHook
-from lifeboat.kube import KubeApi, RetryPolicy
+from lifeboat.kube.client import KubeApi, RetryPolicy
 from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.report import Report
 from lifeboat.service import DRAIN_PATIENCE

@@ -25,13 +25,13 @@ from botocore.stub import Stubber
 from cfnlint.decode import decode_str  # type: ignore[import-untyped]
 
 from kubemu import Emulator, load_cluster_file
-from lifeboat import nodes
 from lifeboat.aws.idempotency import PowertoolsLedger
 from lifeboat.aws.lifecycle import AutoScalingLifecycle
 from lifeboat.aws.scheduler import SchedulerWakeups
 from lifeboat.events.notice import Kind
 from lifeboat.handler import handle_batch
-from lifeboat.kube import KubeApi, RetryPolicy
+from lifeboat.kube import nodes
+from lifeboat.kube.client import KubeApi, RetryPolicy
 from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.settings import Settings
 from lifeboat.wakeup import Task, Wakeup, decode

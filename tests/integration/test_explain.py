@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from kubemu import Emulator, load_cluster_file
-from lifeboat.selectors import selector_matches
+from lifeboat.kube.selectors import selector_matches
 from lifeboat_local.cli import build_parser
 from lifeboat_local.explain import run
 from lifeboat_local.replay import run as replay

@@ -27,11 +27,11 @@ from moto import mock_aws
 
 from kubemu import Emulator
 from kubemu.dispatch import Drop, Response
-from lifeboat import nodes
 from lifeboat.deadline import HANDLING_MARGIN
 from lifeboat.handler import AllRecordsFailed, handle_batch
 from lifeboat.instances import Ec2InstanceDirectory, InstanceInfo, StaticInstanceDirectory
-from lifeboat.kube import KubeApi, KubeError, RetryPolicy
+from lifeboat.kube import nodes
+from lifeboat.kube.client import KubeApi, KubeError, RetryPolicy
 from lifeboat.ledger import MemoryLedger
 from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.settings import Settings

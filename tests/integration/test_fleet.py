@@ -18,12 +18,12 @@ import pytest
 from botocore.stub import Stubber
 
 from kubemu import Emulator, load_cluster_file
-from lifeboat import nodes
 from lifeboat.aws.lifecycle import AutoScalingLifecycle
 from lifeboat.events.notice import Kind
 from lifeboat.handler import handle_batch
 from lifeboat.instances import Ec2InstanceDirectory
-from lifeboat.kube import KubeApi, RetryPolicy
+from lifeboat.kube import nodes
+from lifeboat.kube.client import KubeApi, RetryPolicy
 from lifeboat.ledger import MemoryLedger
 from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.settings import Settings

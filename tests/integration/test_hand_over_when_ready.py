@@ -22,9 +22,10 @@ from typing import Any
 import pytest
 
 from kubemu import Emulator, dump_cluster_file, load_cluster_file
-from lifeboat import handover, nodes
+from lifeboat import handover
 from lifeboat.events.notice import MalformedMessage
-from lifeboat.kube import KubeApi
+from lifeboat.kube import nodes
+from lifeboat.kube.client import KubeApi
 from lifeboat.ledger import MemoryLedger
 from lifeboat.nodepool_hash import HASH_ANNOTATION, nodepool_hash
 from lifeboat.pipeline import OneCluster, Pipeline

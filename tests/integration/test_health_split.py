@@ -23,12 +23,12 @@ from bench.cluster import CLUSTER, REGION, Cluster, build_cluster
 from bench.events import scheduled_change
 from bench.health_split import Decisions, health_event
 from kubemu import Emulator
-from lifeboat import nodes
 from lifeboat.aws.idempotency import PowertoolsLedger
 from lifeboat.aws.scheduler import SchedulerWakeups
 from lifeboat.events.notice import Kind
 from lifeboat.handler import handle_batch
-from lifeboat.kube import KubeApi, RetryPolicy
+from lifeboat.kube import nodes
+from lifeboat.kube.client import KubeApi, RetryPolicy
 from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.service import BATCH_WORKERS, utc_now
 from lifeboat.settings import Settings

@@ -27,13 +27,13 @@ import pytest
 from botocore.stub import Stubber
 
 from kubemu import Emulator, load_cluster_file
-from lifeboat import nodes
 from lifeboat.aws.sweep import PAGE_SIZE, Ec2InstanceStatuses, sweep_request
 from lifeboat.events.instance_status import EVENT_CODES, FILTER_SETS
 from lifeboat.events.notice import Kind
 from lifeboat.handler import handle_batch
 from lifeboat.instances import Ec2InstanceDirectory
-from lifeboat.kube import KubeApi, RetryPolicy
+from lifeboat.kube import nodes
+from lifeboat.kube.client import KubeApi, RetryPolicy
 from lifeboat.ledger import MemoryLedger
 from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.report import Report

@@ -30,11 +30,11 @@ import pytest
 from botocore.stub import Stubber
 
 from kubemu import Emulator
-from lifeboat import nodes
 from lifeboat.aws.sweep import Ec2InstanceStatuses, complete, sweep_request
 from lifeboat.events.notice import Kind
 from lifeboat.instances import Ec2InstanceDirectory, InstanceInfo
-from lifeboat.kube import KubeApi
+from lifeboat.kube import nodes
+from lifeboat.kube.client import KubeApi
 from lifeboat.ledger import MemoryLedger
 from lifeboat.pipeline import Pipeline
 from lifeboat.settings import Settings

@@ -18,7 +18,7 @@ import pytest
 
 import kubemu
 from kubemu import load_cluster_file
-from lifeboat import nodes
+from lifeboat.kube import nodes
 from lifeboat.nodepool_hash import HASH_ANNOTATION, nodepool_hash
 from lifeboat_local import replay as replay_module
 from lifeboat_local.karpenter_sim import KarpenterSimulation, SimStep

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from kubemu import Emulator
-from lifeboat import nodes
+from lifeboat.kube import nodes
 from lifeboat.replacement import replacement_nodeclaim
 from lifeboat_local.karpenter_sim import KarpenterSimulation, SimStep
 from tests.integration.replaying import find, sample_cluster

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 import pytest
 
 from kubemu import Emulator
-from lifeboat.kube import KubeApi, RetryPolicy
-from lifeboat.pool_lock import LeaseNamespaceMissing, PoolLock
+from lifeboat.kube.client import KubeApi, RetryPolicy
+from lifeboat.kube.pool_lock import LeaseNamespaceMissing, PoolLock
 
 
 def test_a_missing_lease_namespace_is_a_clear_error(emulator: Emulator) -> None:

@@ -22,7 +22,7 @@ from lifeboat.aws.lifecycle import AutoScalingLifecycle
 from lifeboat.events import parse_message
 from lifeboat.events.asg_lifecycle import GLOBAL_TIMEOUT, lifecycle_expired
 from lifeboat.events.notice import Kind
-from lifeboat.kube import KubeApi, RetryPolicy
+from lifeboat.kube.client import KubeApi, RetryPolicy
 from lifeboat.ledger import MemoryLedger
 from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.settings import Settings

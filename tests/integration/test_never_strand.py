@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 
 from kubemu import Emulator, load_cluster_file
-from lifeboat import nodes
 from lifeboat.handler import handle_batch
 from lifeboat.instances import InstanceInfo, StaticInstanceDirectory
-from lifeboat.kube import KubeApi, RetryPolicy
+from lifeboat.kube import nodes
+from lifeboat.kube.client import KubeApi, RetryPolicy
 from lifeboat.ledger import MemoryLedger
 from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.settings import Settings

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from kubemu import Emulator, load_cluster_file
-from lifeboat import nodes
-from lifeboat.kube import KubeApi, RetryPolicy
+from lifeboat.kube import nodes
+from lifeboat.kube.client import KubeApi, RetryPolicy
 from lifeboat.ledger import MemoryLedger
 from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.settings import Settings

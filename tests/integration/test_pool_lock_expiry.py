@@ -1,4 +1,4 @@
-"""A NodePool's Lease (``lifeboat.pool_lock``) after its holder crashed: held until
+"""A NodePool's Lease (``lifeboat.kube.pool_lock``) after its holder crashed: held until
 ``renewTime + leaseDurationSeconds``, then anyone's (the rule of client-go's
 ``leaderelection.LeaderElector.tryAcquireOrRenew``: a lease whose renew time plus duration
 has passed may be taken). Judged on the injected clock, on the real kubernetes client over
@@ -16,8 +16,8 @@ import pytest
 
 from kubemu import Emulator
 from lifeboat.instants import format_micro
-from lifeboat.kube import KubeApi
-from lifeboat.pool_lock import LEASE_SECONDS, LockTimeout, PoolLock
+from lifeboat.kube.client import KubeApi
+from lifeboat.kube.pool_lock import LEASE_SECONDS, LockTimeout, PoolLock
 
 NOW = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
 NAMESPACE = "lifeboat"

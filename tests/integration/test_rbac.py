@@ -29,7 +29,7 @@ import yaml
 from kubemu import Emulator, load_cluster_file
 from kubemu.rbac import Request, rule_allows
 from lifeboat.events import parse_message
-from lifeboat.kube import KubeApi, RetryPolicy
+from lifeboat.kube.client import KubeApi, RetryPolicy
 from lifeboat.ledger import MemoryLedger
 from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.report import Outcome

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from kubemu import Emulator, load_cluster_file
-from lifeboat.kube import KubeApi, RetryPolicy
+from lifeboat.kube.client import KubeApi, RetryPolicy
 from lifeboat.ledger import MemoryLedger
 from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.report import Outcome

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from kubemu import Emulator
-from lifeboat import nodes
+from lifeboat.kube import nodes
 from lifeboat.report import Outcome
 from lifeboat.rotation import store
 from lifeboat.rotation.model import NodePhase, Phase

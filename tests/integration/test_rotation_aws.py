@@ -21,7 +21,7 @@ from kubemu import Emulator, load_cluster_file
 from lifeboat.aws.idempotency import PowertoolsLedger
 from lifeboat.aws.scheduler import SchedulerWakeups
 from lifeboat.handler import handle_batch
-from lifeboat.kube import KubeApi, RetryPolicy
+from lifeboat.kube.client import KubeApi, RetryPolicy
 from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.rotation import store
 from lifeboat.rotation.model import NodePhase, Phase

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lifeboat import nodes
+from lifeboat.kube import nodes
 from lifeboat.report import Outcome
 from lifeboat.rotation.model import NodePhase, Phase
 from lifeboat.rotation.request import Verb, parse_command

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from kubemu import dump_cluster_file
-from lifeboat import nodes
 from lifeboat.aws.notify import GIVE_UP, detail_type
+from lifeboat.kube import nodes
 from lifeboat.rotation.model import NodePhase, Phase
 from tests.conftest import CliRun
 from tests.integration.rotation_rig import (

@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 
 from kubemu import Emulator
-from lifeboat import nodes
 from lifeboat.events.notice import Kind
-from lifeboat.kube import KubeApi
+from lifeboat.kube import nodes
+from lifeboat.kube.client import KubeApi
 from lifeboat.ledger import MemoryLedger
 from lifeboat.nodepool_hash import HASH_ANNOTATION, nodepool_hash
 from lifeboat.pipeline import OneCluster, Pipeline

@@ -16,7 +16,7 @@ from bench.soak.audit import audit_replacements, read_server, replacements_by_ol
 from bench.soak.messages import Sent
 from bench.soak.queue import OutcomeMetrics, SimulatedQueue
 from kubemu import Emulator
-from lifeboat.kube import KubeApi, KubeError, RetryPolicy
+from lifeboat.kube.client import KubeApi, KubeError, RetryPolicy
 from lifeboat.pipeline import MessageResult
 from lifeboat.report import Outcome, Report
 from tests.support import kube

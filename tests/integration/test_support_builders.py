@@ -12,8 +12,8 @@ import pytest
 from kubernetes import client as k8s
 
 from kubemu import Emulator, load_cluster_file
-from lifeboat import nodes
-from lifeboat.kube import KubeApi
+from lifeboat.kube import nodes
+from lifeboat.kube.client import KubeApi
 from lifeboat.nodepool_hash import nodepool_hash
 from lifeboat.resolve import Resolver
 from lifeboat_local.directory import directory_from_objects

@@ -22,9 +22,9 @@ import pytest
 
 from kubemu import Emulator, load_cluster_file
 from lifeboat.handler import handle_batch
-from lifeboat.kube import KubeApi, RetryPolicy
+from lifeboat.kube.client import KubeApi, RetryPolicy
+from lifeboat.kube.objects import MutableObj
 from lifeboat.ledger import MemoryLedger
-from lifeboat.objects import MutableObj
 from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.settings import Settings
 from lifeboat_local.directory import directory_from_objects

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kubemu import Emulator, load_cluster_file
-from lifeboat.kube import KubeApi, RetryPolicy
+from lifeboat.kube.client import KubeApi, RetryPolicy
 from lifeboat.ledger import MemoryLedger
 from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.settings import Settings

@@ -21,7 +21,7 @@ from kubemu import Emulator, load_cluster_file
 from lifeboat.events import parse_message
 from lifeboat.handler import handle_batch
 from lifeboat.instances import InstanceInfo, StaticInstanceDirectory
-from lifeboat.kube import KubeApi, RetryPolicy
+from lifeboat.kube.client import KubeApi, RetryPolicy
 from lifeboat.ledger import MemoryLedger
 from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.settings import Settings

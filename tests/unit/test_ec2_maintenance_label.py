@@ -14,12 +14,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kubemu.patch import apply_json_patch
-from lifeboat import nodes
 from lifeboat.aws.sweep import VANISHED, vanished
 from lifeboat.events.instance_status import Check, InstanceStatus, ScheduledEvent
 from lifeboat.events.notice import Kind, Notice
 from lifeboat.instances import info_from_ec2
-from lifeboat.node_patches import (
+from lifeboat.kube import nodes
+from lifeboat.kube.node_patches import (
     ec2_maintenance_operations,
     restore_operations,
     taint_operations,

@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlparse
 import boto3
 import pytest
 
-from lifeboat.eks_auth import (
+from lifeboat.kube.eks_auth import (
     CLUSTER_ID_HEADER,
     TOKEN_PREFIX,
     EksAuth,
@@ -202,7 +202,7 @@ def test_token_never_appears_in_logs(
 
     signature = parse_qs(urlparse(_decode(token)).query)["X-Amz-Signature"][0]
     logged = caplog.text + "".join(str(r.args) for r in caplog.records)
-    assert any(r.name == "lifeboat.eks_auth" for r in caplog.records), "debug logging was on"
+    assert any(r.name == "lifeboat.kube.eks_auth" for r in caplog.records), "debug logging was on"
     assert token not in logged
     assert token[len(TOKEN_PREFIX) :][:40] not in logged
     # What would let someone rebuild the token: the signature and the session token.

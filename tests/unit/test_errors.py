@@ -74,14 +74,14 @@ def test_every_exception_lifeboat_defines_is_a_lifeboat_error_of_one_kind() -> N
         ("lifeboat.cron.CronError", ValueError),
         ("lifeboat.requirements.Unsatisfiable", ValueError),
         ("lifeboat.rotation.model.StateError", ValueError),
-        ("lifeboat.pool_lock.LockTimeout", RuntimeError),
-        ("lifeboat.pool_lock.LeaseNamespaceMissing", RuntimeError),
+        ("lifeboat.kube.pool_lock.LockTimeout", RuntimeError),
+        ("lifeboat.kube.pool_lock.LeaseNamespaceMissing", RuntimeError),
         ("lifeboat.routing.NotYetKnown", RuntimeError),
         ("lifeboat.ledger.HandlingInProgress", RuntimeError),
         ("lifeboat.handler.AllRecordsFailed", RuntimeError),
-        ("lifeboat.eks_auth.EksAuthError", RuntimeError),
+        ("lifeboat.kube.eks_auth.EksAuthError", RuntimeError),
         ("lifeboat.rotation.store.Gone", LookupError),
-        ("lifeboat.kube.Conflict", Exception),
+        ("lifeboat.kube.client.Conflict", Exception),
     ],
 )
 def test_each_keeps_its_name_and_the_builtin_base_it_had(

@@ -9,10 +9,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from lifeboat import handover, nodes
+from lifeboat import handover
 from lifeboat.decide import FOLLOW_UP_INTERVAL, Decision, Step, follow_ups
 from lifeboat.decide.wakeups import hand_over_when_ready
 from lifeboat.events.notice import Kind, Notice
+from lifeboat.kube import nodes
 from lifeboat.report import Outcome
 from lifeboat.target import ClaimRef, Target
 from lifeboat.wakeup import Task, Wakeup

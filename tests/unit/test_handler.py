@@ -19,7 +19,7 @@ from cfnlint.decode import decode_str  # type: ignore[import-untyped]
 import lifeboat.service
 from kubemu import Emulator, load_cluster_file
 from lifeboat.handler import AllRecordsFailed, handle_batch
-from lifeboat.kube import KubeApi, RetryPolicy
+from lifeboat.kube.client import KubeApi, RetryPolicy
 from lifeboat.ledger import MemoryLedger
 from lifeboat.pipeline import MessageResult, OneCluster, Pipeline
 from lifeboat.report import Outcome, Report

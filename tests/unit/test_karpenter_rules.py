@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from lifeboat.counting import View, count_pool
+from lifeboat.kube.pdbs import pdb_blocker, pdb_namespaces
 from lifeboat.nodepool_hash import hash_annotations, nodepool_hash
-from lifeboat.pdbs import pdb_blocker, pdb_namespaces
 from lifeboat.quantities import parse_quantity
 
 NOW = datetime(2026, 12, 1, 18, 0, tzinfo=UTC)

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from kubernetes.client import ApiClient, Configuration
 
-from lifeboat.kube import MERGE_PATCH, KubeApi, RetryPolicy
-from lifeboat.kube_rest import RestClient
+from lifeboat.kube.client import MERGE_PATCH, KubeApi, RetryPolicy
+from lifeboat.kube.rest import RestClient
 
 Recorded = dict[str, Any]
 

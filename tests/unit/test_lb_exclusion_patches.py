@@ -18,8 +18,8 @@ import pytest
 
 from kubemu import ApiError
 from kubemu.patch import apply_json_patch
-from lifeboat import nodes
-from lifeboat.node_patches import (
+from lifeboat.kube import nodes
+from lifeboat.kube.node_patches import (
     releases_exclusion,
     taint_operations,
     unread_taint_variants,

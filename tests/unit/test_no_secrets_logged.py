@@ -4,7 +4,7 @@ tokens Lifeboat sends to Kubernetes nor the Lambda role's own credentials
 
 One invocation of ``functions/interruption/app.py`` (``build_service`` monkeypatched, and
 run by the import as in Lambda) over the Kubernetes emulator, with two clusters: one reached
-through ``lifeboat.eks_auth`` (a real presigned-STS EKS token, minted with moto) and one
+through ``lifeboat.kube.eks_auth`` (a real presigned-STS EKS token, minted with moto) and one
 through a ``Configuration`` carrying a known static token; EC2 (DescribeInstances) and the
 Powertools idempotency ledger (DynamoDB) on moto, so botocore signs requests during the
 batch. The root logger is at DEBUG, as Lambda sets it for ApplicationLogLevel DEBUG (what
@@ -38,9 +38,9 @@ from moto import mock_aws
 import lifeboat.service
 from kubemu import Emulator, builders
 from lifeboat.aws.idempotency import PowertoolsLedger
-from lifeboat.eks_auth import EksAuth
 from lifeboat.instances import Ec2InstanceDirectory
-from lifeboat.kube import KubeApi, RetryPolicy
+from lifeboat.kube.client import KubeApi, RetryPolicy
+from lifeboat.kube.eks_auth import EksAuth
 from lifeboat.pipeline import Pipeline
 from lifeboat.service import Service
 from lifeboat.settings import Settings

@@ -1,10 +1,10 @@
-"""What a Node's taints say about Lifeboat's work on it (lifeboat.nodes)."""
+"""What a Node's taints say about Lifeboat's work on it (lifeboat.kube.nodes)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from lifeboat import nodes
+from lifeboat.kube import nodes
 
 
 def node_with(*taints: dict[str, Any]) -> dict[str, Any]:

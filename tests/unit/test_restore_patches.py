@@ -9,8 +9,8 @@ import pytest
 
 from kubemu import ApiError
 from kubemu.patch import apply_json_patch
-from lifeboat import nodes
-from lifeboat.node_patches import rollback_operations
+from lifeboat.kube import nodes
+from lifeboat.kube.node_patches import rollback_operations
 
 
 def node(**spec: Any) -> dict[str, Any]:

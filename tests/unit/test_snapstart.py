@@ -22,12 +22,12 @@ import pytest
 import snapshot_restore_py  # type: ignore[import-untyped]  # ships no type information
 from moto import mock_aws
 
-import lifeboat.eks_auth
+import lifeboat.kube.eks_auth
 from kubemu import Emulator, builders
 from lifeboat import snapstart
-from lifeboat.eks_auth import EksAuth
-from lifeboat.kube import KubeApi
-from lifeboat.kube_rest import RestClient
+from lifeboat.kube.client import KubeApi
+from lifeboat.kube.eks_auth import EksAuth
+from lifeboat.kube.rest import RestClient
 from lifeboat.observability import PowertoolsBatchMetrics
 from lifeboat.service import EksClusters, LazyClient, Service
 from lifeboat.settings import Settings
@@ -77,13 +77,13 @@ def run_hooks(hooks: list[Any], *, reverse: bool = False) -> None:
 class CountingMints:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.count = 0
-        real = lifeboat.eks_auth.generate_token
+        real = lifeboat.kube.eks_auth.generate_token
 
         def mint(sts: Any, cluster: str) -> str:
             self.count += 1
             return f"{real(sts, cluster)}#{self.count}"  # distinct even within one second
 
-        monkeypatch.setattr(lifeboat.eks_auth, "generate_token", mint)
+        monkeypatch.setattr(lifeboat.kube.eks_auth, "generate_token", mint)
 
 
 def _service(aws: boto3.Session) -> tuple[Service, EksAuth, EksClusters, LazyClient]:
@@ -220,7 +220,7 @@ def test_the_retry_jitter_and_lease_holder_ids_keep_no_state_a_snapshot_could_co
         kube._rng.getstate()  # nothing for a snapshot to hold
     draws = [kube._retry.delay(3, kube._rng) for _ in range(8)]
     assert len(set(draws)) == len(draws)
-    pool_lock = importlib.import_module("lifeboat.pool_lock")
+    pool_lock = importlib.import_module("lifeboat.kube.pool_lock")
     assert "uuid.uuid4()" in Path(present(pool_lock.__file__, "pool_lock.__file__")).read_text()
     assert uuid.uuid4() != uuid.uuid4()
 

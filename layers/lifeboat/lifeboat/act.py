@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from lifeboat import nodes
 from lifeboat.decide import Decision, Step
 from lifeboat.errors import BrokenInvariant
 from lifeboat.events.asg_lifecycle import lifecycle_expired
@@ -26,8 +25,9 @@ from lifeboat.handover import (
     protect,
     unprotect_operations,
 )
-from lifeboat.kube import Conflict, Eviction, KubeApi, KubeError
-from lifeboat.node_patches import (
+from lifeboat.kube import nodes
+from lifeboat.kube.client import Conflict, Eviction, KubeApi, KubeError
+from lifeboat.kube.node_patches import (
     ec2_maintenance_operations,
     releases_exclusion,
     restore_operations,
@@ -35,7 +35,7 @@ from lifeboat.node_patches import (
     unread_taint_variants,
     untaint_operations,
 )
-from lifeboat.objects import Obj
+from lifeboat.kube.objects import Obj
 from lifeboat.replacement import replacement_nodeclaim
 from lifeboat.settings import Settings
 from lifeboat.target import Target

@@ -4,7 +4,7 @@
 kubeconfig loader (with its OAuth, exec-plugin and YAML machinery), the watch, stream,
 dynamic-client, leader-election and informer packages: about 0.15 s of every cold start,
 none of which the Lambda uses (it talks to EKS through the client's REST layer with a token
-it mints itself: ``lifeboat.kube_rest.RestClient``, ``lifeboat.eks_auth``). Likewise
+it mints itself: ``lifeboat.kube.rest.RestClient``, ``lifeboat.kube.eks_auth``). Likewise
 ``kubernetes.client.rest`` needs ``kubernetes.utils.retry``, and
 ``kubernetes/utils/__init__.py`` imports PyYAML for its ``create_from_yaml``.
 :func:`import_kubernetes_client_only` registers both packages without running those files,

@@ -17,7 +17,7 @@ Pure: the caller lists the pool's Nodes and NodeClaims. Two views of the same ob
 - ``KARPENTER``: what Karpenter itself counts (the replay's simulation uses it, with the
   in-memory marks of its own commands passed as ``marked``);
 - ``LIFEBOAT``: Karpenter's count, plus what Lifeboat can see of work Karpenter keeps in
-  memory or cannot see at all (:func:`lifeboat.nodes.disruption_reason`): a Node being
+  memory or cannot see at all (:func:`lifeboat.kube.nodes.disruption_reason`): a Node being
   deleted, Karpenter's ``karpenter.sh/disrupted`` taint and ``DisruptionReason`` condition
   (written before Karpenter launches its replacements), and Lifeboat's own NoSchedule taint.
 """
@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from enum import Enum
 
-from lifeboat import nodes
-from lifeboat.objects import Obj
+from lifeboat.kube import nodes
+from lifeboat.kube.objects import Obj
 from lifeboat.target import PoolCounts
 
 INSTANCE_TERMINATING = "InstanceTerminating"

@@ -21,9 +21,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from lifeboat import nodes
-from lifeboat.node_patches import release_operations
-from lifeboat.objects import Obj
+from lifeboat.kube import nodes
+from lifeboat.kube.node_patches import release_operations
+from lifeboat.kube.objects import Obj
 
 AT_ONCE = "at-once"
 WHEN_READY = "when-ready"

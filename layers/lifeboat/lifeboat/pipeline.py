@@ -19,7 +19,6 @@ from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
-from lifeboat import nodes
 from lifeboat.act import Actor, ActResult, LifecycleActions
 from lifeboat.aws.sweep import (
     InstanceStatuses,
@@ -45,10 +44,11 @@ from lifeboat.events.envelope import load_body
 from lifeboat.events.instance_status import InstanceStatus, read_response
 from lifeboat.events.notice import Kind, MalformedMessage, Notice
 from lifeboat.instances import InstanceDirectory, InstanceInfo
-from lifeboat.kube import KubeApi, retrying_for
+from lifeboat.kube import nodes
+from lifeboat.kube.client import KubeApi, retrying_for
+from lifeboat.kube.pool_lock import PoolLock
 from lifeboat.lanes import lanes as message_lanes
 from lifeboat.ledger import Ledger
-from lifeboat.pool_lock import PoolLock
 from lifeboat.recorder import record
 from lifeboat.report import Outcome, Report, decision_report
 from lifeboat.resolve import Resolver
@@ -142,7 +142,7 @@ class Pipeline:
     # How the drain waits between rounds of PDB-blocked evictions (tests inject their own,
     # moving their clock).
     sleep: Callable[[float], None] = time.sleep
-    # The clock a near deadline's retry window runs on (lifeboat.kube.retrying_for): the
+    # The clock a near deadline's retry window runs on (lifeboat.kube.client.retrying_for): the
     # one the clients' sleep moves.
     monotonic: Callable[[], float] = time.monotonic
     holder: str = "lifeboat"

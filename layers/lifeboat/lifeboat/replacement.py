@@ -36,10 +36,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Final
 
-from lifeboat import nodes
 from lifeboat.godurations import format_go_duration, parse_go_duration
+from lifeboat.kube import nodes
+from lifeboat.kube.objects import Obj
 from lifeboat.nodepool_hash import hash_annotations
-from lifeboat.objects import Obj
 from lifeboat.quantities import parse_quantity, parse_resources
 from lifeboat.requirements import Unsatisfiable, custom_labels, entries, exclude, merge
 

@@ -15,13 +15,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from lifeboat import nodes
 from lifeboat.counting import count_pool
 from lifeboat.errors import BrokenInvariant
 from lifeboat.instances import InstanceInfo, instance_id_from_provider_id
-from lifeboat.kube import KubeApi
-from lifeboat.objects import Obj
-from lifeboat.pdbs import pdb_namespaces
+from lifeboat.kube import nodes
+from lifeboat.kube.client import KubeApi
+from lifeboat.kube.objects import Obj
+from lifeboat.kube.pdbs import pdb_namespaces
 from lifeboat.pool_usage import pool_usage
 from lifeboat.target import ClaimRef, PoolCounts, Target
 

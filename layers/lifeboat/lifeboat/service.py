@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING, Any
 
 from lifeboat.aws.notify import Notifier
 from lifeboat.aws.redelivery import Redelivery
-from lifeboat.kube import KubeApi
+from lifeboat.kube.client import KubeApi
 from lifeboat.pipeline import Pipeline
 from lifeboat.settings import Settings, SettingsError, load_settings
 from lifeboat.split import NOTICES_PER_MESSAGE
 
 if TYPE_CHECKING:  # eks_auth imports boto3: only build_service pays for it, at start-up
     from lifeboat.aws.discovery import ClusterCatalog
-    from lifeboat.eks_auth import EksAuth
+    from lifeboat.kube.eks_auth import EksAuth
 
 # Messages of one SQS batch handled at once (each mostly waits on the API server).
 BATCH_WORKERS = 10
@@ -173,8 +173,8 @@ def build_service(
     from lifeboat.aws.redelivery import SqsRedelivery
     from lifeboat.aws.scheduler import SchedulerWakeups
     from lifeboat.aws.sweep import Ec2InstanceStatuses
-    from lifeboat.eks_auth import EksAuth
     from lifeboat.instances import Ec2InstanceDirectory
+    from lifeboat.kube.eks_auth import EksAuth
 
     env = os.environ if env is None else env
     settings = load_settings(env)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from lifeboat.instances import InstanceInfo
-from lifeboat.objects import Obj
+from lifeboat.kube.objects import Obj
 
 
 @dataclass(frozen=True)

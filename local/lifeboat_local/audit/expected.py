@@ -27,8 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from lifeboat import nodes
-from lifeboat.objects import Obj
+from lifeboat.kube import nodes
+from lifeboat.kube.objects import Obj
 from lifeboat_local.audit.view import (
     ClusterView,
     controller_of,

@@ -1,7 +1,7 @@
 """Label keys and values as the Kubernetes API server and Karpenter accept them. Pure.
 
 Kubernetes' own rules (``IsQualifiedName``, ``IsValidLabelValue``) live in
-:mod:`lifeboat.labels`, which Lifeboat also applies to the labels a message names; they are
+:mod:`lifeboat.kube.labels`, which Lifeboat also applies to the labels a message names; they are
 re-exported here so the audit's checks have one home.
 
 Karpenter (karpenter.sh/v1 NodePool CRD rules on ``spec.template.metadata.labels`` and
@@ -29,7 +29,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from lifeboat.labels import label_key_problems, label_value_problems
+from lifeboat.kube.labels import label_key_problems, label_value_problems
 from lifeboat.requirements import WELL_KNOWN_LABELS
 
 __all__ = [

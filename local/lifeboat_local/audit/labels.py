@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from lifeboat import nodes
-from lifeboat.objects import Obj
+from lifeboat.kube import nodes
+from lifeboat.kube.objects import Obj
 from lifeboat_local.audit.findings import Issue
 from lifeboat_local.audit.label_rules import (
     karpenter_key_problems,

@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Final
 
-from lifeboat import nodes
 from lifeboat.budgets import (
     DEFAULT_BUDGETS,
     DISRUPTION_REASONS,
@@ -24,7 +23,8 @@ from lifeboat.budgets import (
     parse_budgets,
     window_timeline,
 )
-from lifeboat.objects import Obj
+from lifeboat.kube import nodes
+from lifeboat.kube.objects import Obj
 from lifeboat_local.audit.findings import Issue
 from lifeboat_local.audit.view import ClusterView, ref
 

@@ -13,8 +13,8 @@ from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from functools import partial
 
-from lifeboat import nodes
-from lifeboat.objects import Obj
+from lifeboat.kube import nodes
+from lifeboat.kube.objects import Obj
 from lifeboat_local.audit.expected import PdbState, is_ready, pdb_state
 from lifeboat_local.audit.findings import Issue
 from lifeboat_local.audit.view import ClusterView, key, namespace_of, pod_phase, ref

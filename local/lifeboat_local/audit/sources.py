@@ -14,8 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Final
 
-from lifeboat.kube import KARPENTER, KubeApi, KubeError
-from lifeboat.objects import Obj
+from lifeboat.kube.client import KARPENTER, KubeApi, KubeError
+from lifeboat.kube.objects import Obj
 from lifeboat_local.audit.inventory import Inventory
 from lifeboat_local.common import UsageError
 from lifeboat_local.source import load_cluster

@@ -12,9 +12,9 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any, TypeVar, cast
 
-from lifeboat import nodes
-from lifeboat.objects import Obj
-from lifeboat.selectors import selector_matches
+from lifeboat.kube import nodes
+from lifeboat.kube.objects import Obj
+from lifeboat.kube.selectors import selector_matches
 from lifeboat_local.audit.findings import ObjectRef
 from lifeboat_local.audit.inventory import Inventory
 

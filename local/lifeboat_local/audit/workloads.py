@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Final
 
-from lifeboat import nodes
-from lifeboat.objects import Obj
+from lifeboat.kube import nodes
+from lifeboat.kube.objects import Obj
 from lifeboat_local.audit.expected import replicas
 from lifeboat_local.audit.findings import Issue, ObjectRef
 from lifeboat_local.audit.view import ClusterView, controller_of, namespace_of, ref

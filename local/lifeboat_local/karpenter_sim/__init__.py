@@ -28,7 +28,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from kubemu import Emulator
-from lifeboat import nodes
+from lifeboat.kube import nodes
 
 from . import disruption, lifecycle, scheduling, termination
 from .state import (

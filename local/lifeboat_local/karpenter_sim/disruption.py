@@ -25,13 +25,13 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from lifeboat import nodes
 from lifeboat.budgets import allowed_disruptions, earliest_permitted, parse_go_duration
 from lifeboat.counting import View, count_pool
 from lifeboat.instants import parse_timestamp
+from lifeboat.kube import nodes
+from lifeboat.kube.objects import MutableObj as Obj
+from lifeboat.kube.pdbs import pdb_blocker
 from lifeboat.nodepool_hash import HASH_ANNOTATION, HASH_VERSION_ANNOTATION
-from lifeboat.objects import MutableObj as Obj
-from lifeboat.pdbs import pdb_blocker
 from lifeboat.requirements import Requirement
 from lifeboat.target import PoolCounts
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from lifeboat import nodes
+from lifeboat.kube import nodes
 from lifeboat.requirements import Requirement
 
 # Types a simulated launch picks from, cheapest first; sizes as vCPUs.

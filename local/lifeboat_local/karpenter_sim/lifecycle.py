@@ -15,8 +15,8 @@ from __future__ import annotations
 import hashlib
 from datetime import datetime
 
-from lifeboat import nodes
-from lifeboat.objects import MutableObj as Obj
+from lifeboat.kube import nodes
+from lifeboat.kube.objects import MutableObj as Obj
 
 from . import instances
 from .state import (

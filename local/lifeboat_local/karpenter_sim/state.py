@@ -10,9 +10,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from kubemu import Emulator
-from lifeboat import nodes
 from lifeboat.instants import format_instant
-from lifeboat.objects import MutableObj as Obj
+from lifeboat.kube import nodes
+from lifeboat.kube.objects import MutableObj as Obj
 from lifeboat.quantities import parse_quantity
 
 # Karpenter's timings (and the kubelet's), as far as the replay needs them.

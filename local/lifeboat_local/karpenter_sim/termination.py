@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from lifeboat import nodes
 from lifeboat.godurations import parse_go_duration
-from lifeboat.objects import MutableObj as Obj
-from lifeboat.pdbs import pdb_blocker
+from lifeboat.kube import nodes
+from lifeboat.kube.objects import MutableObj as Obj
+from lifeboat.kube.pdbs import pdb_blocker
 
 from .state import TERMINATE_TIME, SimState, by_name, editable, pod_key
 

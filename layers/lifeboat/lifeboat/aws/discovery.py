@@ -13,7 +13,7 @@ A warning's instance names its cluster (EC2 tags). Whether that cluster is serve
   :data:`LIST_INTERVAL_SECONDS`. A flood of warnings about clusters no one knows costs at
   most two ``ListClusters`` a minute, whatever their number;
 * **a listed cluster** is described (``eks:DescribeCluster``: its tags, and the endpoint and
-  CA its client needs, handed to :class:`lifeboat.eks_auth.EksAuth` so its first request does
+  CA its client needs, handed to :class:`lifeboat.kube.eks_auth.EksAuth` so its first request does
   not describe it again), and the answer kept for ``ttl`` seconds: a cluster created a minute
   ago is served on its first warning, an untagged one costs one call per ``ttl`` however
   many warnings it has, and a removed tag stops the service within ``ttl``. The cost follows
@@ -38,7 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from lifeboat.eks_auth import ClusterInfo, decode_ca
+from lifeboat.kube.eks_auth import ClusterInfo, decode_ca
 
 __all__ = [
     "DEFAULT_TTL_SECONDS",

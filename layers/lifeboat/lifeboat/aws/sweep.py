@@ -22,12 +22,12 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Protocol
 
-from lifeboat import nodes
 from lifeboat.events.base import MAX_REASON, clip
 from lifeboat.events.instance_status import FILTER_SETS, InstanceStatus
 from lifeboat.events.notice import Kind, Notice
 from lifeboat.instances import instance_id_from_provider_id
-from lifeboat.objects import Obj
+from lifeboat.kube import nodes
+from lifeboat.kube.objects import Obj
 from lifeboat.settings import Settings
 
 SOURCE = "lifeboat.aws.sweep"

@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from lifeboat import nodes
 from lifeboat.decide.model import (
     FOLLOW_UP_INTERVAL,
     RECHECK_INTERVAL,
@@ -25,8 +24,9 @@ from lifeboat.decide.model import (
 from lifeboat.errors import BrokenInvariant
 from lifeboat.events.notice import Kind, Notice
 from lifeboat.instants import format_instant
+from lifeboat.kube import nodes
+from lifeboat.kube.pdbs import pdb_blocker
 from lifeboat.outcome import Outcome
-from lifeboat.pdbs import pdb_blocker
 from lifeboat.replacement import replacement_blocker
 from lifeboat.settings import Settings
 from lifeboat.staleness import Stale

@@ -20,10 +20,11 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from lifeboat import handover, nodes
+from lifeboat import handover
 from lifeboat.decide.model import Decision, Step
 from lifeboat.events.notice import Kind
 from lifeboat.instances import instance_id_from_provider_id
+from lifeboat.kube import nodes
 from lifeboat.outcome import Outcome
 from lifeboat.target import Target
 from lifeboat.wakeup import Wakeup

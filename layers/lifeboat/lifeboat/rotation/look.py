@@ -27,7 +27,7 @@ from datetime import datetime
 from lifeboat.act import Actor
 from lifeboat.decide import Decision, Step
 from lifeboat.events.notice import Kind, Notice
-from lifeboat.kube import KubeApi
+from lifeboat.kube.client import KubeApi
 from lifeboat.recorder import EVENT_NAMESPACE, object_event, record_event
 from lifeboat.report import Outcome, Report
 from lifeboat.rotation import observe, plan, store

@@ -33,7 +33,7 @@ from lifeboat.events.envelope import EventBridgeEvent
 from lifeboat.events.models import Model
 from lifeboat.events.notice import Kind, MalformedMessage, Notice
 from lifeboat.instants import format_instant
-from lifeboat.labels import label_key_problems, label_value_problems
+from lifeboat.kube.labels import label_key_problems, label_value_problems
 
 # The events' vocabulary lives beside the cheap check the pipeline makes on every message;
 # re-exported here, where the events are read and written.

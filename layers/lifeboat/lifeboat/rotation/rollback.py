@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lifeboat import nodes
-from lifeboat.kube import KubeApi, KubeError
-from lifeboat.node_patches import rollback_operations
-from lifeboat.objects import MutableObj, Obj
+from lifeboat.kube import nodes
+from lifeboat.kube.client import KubeApi, KubeError
+from lifeboat.kube.node_patches import rollback_operations
+from lifeboat.kube.objects import MutableObj, Obj
 from lifeboat.rotation.model import Rotation
 
 PATCH_ATTEMPTS = 3

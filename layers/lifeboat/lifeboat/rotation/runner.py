@@ -25,7 +25,7 @@ from typing import Protocol
 
 from lifeboat.errors import BrokenInvariant
 from lifeboat.events.notice import Kind, Notice
-from lifeboat.kube import KubeApi
+from lifeboat.kube.client import KubeApi
 from lifeboat.ledger import Ledger
 from lifeboat.report import Outcome, Report
 from lifeboat.rotation import observe, plan, rollback, store

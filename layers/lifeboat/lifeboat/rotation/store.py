@@ -31,9 +31,10 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TypeVar
 
-from lifeboat import errors, nodes
-from lifeboat.kube import Conflict, KubeApi
-from lifeboat.objects import MutableObj, Obj
+from lifeboat import errors
+from lifeboat.kube import nodes
+from lifeboat.kube.client import Conflict, KubeApi
+from lifeboat.kube.objects import MutableObj, Obj
 from lifeboat.rotation.model import Rotation, StateError, compact, from_json, to_json
 
 PREFIX = "lifeboat-rotation-"

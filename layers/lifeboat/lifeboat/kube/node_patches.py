@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from lifeboat import nodes
 from lifeboat.events.notice import Kind
-from lifeboat.objects import Obj
+from lifeboat.kube import nodes
+from lifeboat.kube.objects import Obj
 
 Operation = dict[str, Any]
 

@@ -13,7 +13,7 @@ from typing import Any
 from lifeboat.events.notice import Kind
 from lifeboat.godurations import parse_go_duration
 from lifeboat.instants import parse_timestamp
-from lifeboat.objects import Obj
+from lifeboat.kube.objects import Obj
 
 DOMAIN = "lifeboat.dev"
 KARPENTER_DISRUPTED_TAINT = "karpenter.sh/disrupted"

@@ -6,7 +6,7 @@ request) and plain JSON bodies. Lifeboat reads a handful of fields from each obj
 deserialising into the generated pydantic models would only cost time and hide fields the
 models do not know (Karpenter's custom resources have none anyway). For the same reason the
 Lambda does not load ``kubernetes.client.api_client`` at all
-(:class:`lifeboat.kube_rest.RestClient`): that module imports pydantic and builds a generic
+(:class:`lifeboat.kube.rest.RestClient`): that module imports pydantic and builds a generic
 pydantic model at import (tens of milliseconds of cold start) for deserialisation KubeApi
 does not use. An ``ApiClient`` (replay's kubeconfig, the emulator, the tests) is accepted as
 well: it has the same two attributes.
@@ -32,8 +32,8 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError as TransportError
 
 from lifeboat.errors import ClusterError
-from lifeboat.kube_rest import ClientLike, disable_transport_retries, user_agent
-from lifeboat.objects import MutableObj
+from lifeboat.kube.objects import MutableObj
+from lifeboat.kube.rest import ClientLike, disable_transport_retries, user_agent
 
 KARPENTER = "/apis/karpenter.sh/v1"
 JSON = "application/json"

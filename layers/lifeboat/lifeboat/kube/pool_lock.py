@@ -21,7 +21,7 @@ from typing import Any
 
 from lifeboat.errors import RetryLater
 from lifeboat.instants import format_micro, parse_timestamp
-from lifeboat.kube import Conflict, KubeApi, NotFound
+from lifeboat.kube.client import Conflict, KubeApi, NotFound
 
 # Longer than the worst case of the section it guards (a few requests, each retried with
 # backoff under a 10 s timeout), so a slow API server cannot let a second worker in; a

@@ -1,4 +1,5 @@
-"""How :class:`lifeboat.kube.KubeApi` reaches an API server: the official client's REST layer.
+"""How :class:`lifeboat.kube.client.KubeApi` reaches an API server: the official client's REST
+layer.
 
 ``kubernetes.client.rest.RESTClientObject`` holds the TLS settings, proxy and connection pool
 of one ``Configuration``; :class:`RestClient` pairs the two, as ``ApiClient`` does, without
@@ -21,7 +22,7 @@ USER_AGENT = "OpenAPI-Generator/{version}/python"
 
 
 class ClientLike(Protocol):
-    """What :class:`lifeboat.kube.KubeApi` uses of a client: its configuration (host,
+    """What :class:`lifeboat.kube.client.KubeApi` uses of a client: its configuration (host,
     bearer token) and its REST layer. :class:`RestClient` and ``kubernetes.client.ApiClient``
     both have them."""
 
@@ -44,7 +45,7 @@ def user_agent() -> str:
 
 
 def disable_transport_retries(api_client: ClientLike) -> None:
-    """Leave retries to :class:`lifeboat.kube.RetryPolicy` alone. urllib3's default retries
+    """Leave retries to :class:`lifeboat.kube.client.RetryPolicy` alone. urllib3's default retries
     a GET three more times on a timeout, and on a 429 sleeps the full ``Retry-After`` before
     each of them: without this, ``attempts=4`` meant up to 16 requests and seconds of unjittered
     sleeping per call against a throttled API server."""

@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from lifeboat import nodes
-from lifeboat.objects import Obj
-from lifeboat.selectors import selector_matches
+from lifeboat.kube import nodes
+from lifeboat.kube.objects import Obj
+from lifeboat.kube.selectors import selector_matches
 
 
 def _key(obj: Obj) -> str:

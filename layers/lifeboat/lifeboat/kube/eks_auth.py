@@ -16,7 +16,7 @@ What is cached per container (one :class:`EksAuth` per process is the intent):
 * the cluster's endpoint and CA from ``eks:DescribeCluster``, for the container's life;
 * the token, renewed :data:`TOKEN_RENEW_AFTER` after it was minted (EKS accepts a token for
   15 minutes after its signing time; renewing at 10 leaves room for clock skew and a slow call);
-* one client per cluster (:class:`lifeboat.kube_rest.RestClient`: the official client's REST
+* one client per cluster (:class:`lifeboat.kube.rest.RestClient`: the official client's REST
   layer and ``Configuration``, without the ``ApiClient`` module and the pydantic it loads).
 
 Each cluster has its own lock: the first contact with one cluster (a ``DescribeCluster`` call)
@@ -30,8 +30,8 @@ exception message. The CA is public and is passed in memory (``ca_cert_data``), 
 
 Example::
 
-    from lifeboat.eks_auth import EksAuth
-    from lifeboat.kube import KubeApi
+    from lifeboat.kube.eks_auth import EksAuth
+    from lifeboat.kube.client import KubeApi
 
     auth = EksAuth()  # one per container: it caches endpoints, CAs and tokens
     kube = KubeApi(auth.api_client("prod-eu"))
@@ -57,7 +57,7 @@ import boto3
 from kubernetes.client.configuration import Configuration
 
 from lifeboat.errors import ClusterError
-from lifeboat.kube_rest import RestClient
+from lifeboat.kube.rest import RestClient
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
@@ -339,7 +339,8 @@ class EksAuth:
         return configuration
 
     def api_client(self, cluster_name: str) -> RestClient:
-        """The container's client for ``cluster_name`` (for :class:`lifeboat.kube.KubeApi`)."""
+        """The container's client for ``cluster_name`` (for
+        :class:`lifeboat.kube.client.KubeApi`)."""
         cached = self._api_clients.get(cluster_name)
         if cached is not None:
             return cached
