@@ -33,11 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from kubemu import Emulator, load_cluster_file
-from lifeboat.handover import AT_ONCE, WHEN_READY
+from lifeboat.karpenter.handover import AT_ONCE, WHEN_READY
+from lifeboat.karpenter.nodepool_hash import HASH_ANNOTATION, nodepool_hash
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
 from lifeboat.ledger import MemoryLedger
-from lifeboat.nodepool_hash import HASH_ANNOTATION, nodepool_hash
 from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.report import Outcome, Report
 from lifeboat.settings import Settings

@@ -18,8 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from lifeboat.budgets import format_go_duration
 from lifeboat.events.notice import Kind
+from lifeboat.karpenter.budgets import format_go_duration
 from lifeboat.settings import Settings, SettingsError, load_settings
 from lifeboat_local.stackconfig import PREFIX, StackConfigError, stack_environment
 

@@ -8,7 +8,10 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from lifeboat.budgets import (
+from lifeboat.decide import VOLUNTARY_PATIENCE
+from lifeboat.events.notice import Notice
+from lifeboat.instants import format_instant
+from lifeboat.karpenter.budgets import (
     LIFEBOAT_REASON,
     BudgetError,
     allowed_disruptions,
@@ -19,9 +22,6 @@ from lifeboat.budgets import (
     parse_budgets,
     window_timeline,
 )
-from lifeboat.decide import VOLUNTARY_PATIENCE
-from lifeboat.events.notice import Notice
-from lifeboat.instants import format_instant
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
 from lifeboat.kube.objects import Obj

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 
-from lifeboat.budgets import LIFEBOAT_REASON
+from lifeboat.karpenter.budgets import LIFEBOAT_REASON
 from lifeboat.kube import nodes
 from lifeboat_local.timeline import action_text
 

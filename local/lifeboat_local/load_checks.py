@@ -2,7 +2,7 @@
 checked once, at load, and said on stderr by every tool that reads a cluster.
 
 A NodePool whose stored ``karpenter.sh/nodepool-hash`` differs from the hash of its template
-(``NodePool.Hash()``, :mod:`lifeboat.nodepool_hash`): Karpenter's drift check
+(``NodePool.Hash()``, :mod:`lifeboat.karpenter.nodepool_hash`): Karpenter's drift check
 (``areStaticFieldsDrifted``) compares each claim's hash with the pool's annotation, and the
 claims Lifeboat (and the simulated Karpenter) create carry the template's hash, so every
 replacement would be drifted and replaced again. On a live cluster Karpenter's nodepool.hash
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from lifeboat.nodepool_hash import (
+from lifeboat.karpenter.nodepool_hash import (
     HASH_ANNOTATION,
     HASH_VERSION,
     HASH_VERSION_ANNOTATION,

@@ -13,7 +13,7 @@ import re
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from lifeboat.budgets import Budget
+from lifeboat.karpenter.budgets import Budget
 from lifeboat_local.common import UsageError
 
 YEAR = timedelta(days=366)

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from kubemu import Emulator, dump_cluster_file
-from lifeboat.budgets import format_go_duration
 from lifeboat.instances import InstanceDirectory
 from lifeboat.instants import format_instant
+from lifeboat.karpenter.budgets import format_go_duration
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
 from lifeboat.pipeline import MessageResult, Pipeline

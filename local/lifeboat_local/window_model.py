@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from lifeboat.budgets import LIFEBOAT_REASON, Allowance, Budget, Segment
+from lifeboat.karpenter.budgets import LIFEBOAT_REASON, Allowance, Budget, Segment
 from lifeboat.settings import Settings
 
 HOUR = timedelta(hours=1)

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any, TextIO
 from zoneinfo import ZoneInfo
 
-from lifeboat.budgets import (
+from lifeboat.instants import format_instant
+from lifeboat.karpenter.budgets import (
     Budget,
     BudgetError,
     Segment,
@@ -28,7 +29,6 @@ from lifeboat.budgets import (
     parse_budgets,
     window_timeline,
 )
-from lifeboat.instants import format_instant
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
 from lifeboat.resolve import Resolver

@@ -22,12 +22,12 @@ from typing import Any
 import pytest
 
 from kubemu import Emulator, dump_cluster_file, load_cluster_file
-from lifeboat import handover
 from lifeboat.events.notice import MalformedMessage
+from lifeboat.karpenter import handover
+from lifeboat.karpenter.nodepool_hash import HASH_ANNOTATION, nodepool_hash
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
 from lifeboat.ledger import MemoryLedger
-from lifeboat.nodepool_hash import HASH_ANNOTATION, nodepool_hash
 from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.report import Outcome, Report
 from lifeboat.settings import Settings, SettingsError, load_settings

@@ -18,8 +18,8 @@ import pytest
 
 import kubemu
 from kubemu import load_cluster_file
+from lifeboat.karpenter.nodepool_hash import HASH_ANNOTATION, nodepool_hash
 from lifeboat.kube import nodes
-from lifeboat.nodepool_hash import HASH_ANNOTATION, nodepool_hash
 from lifeboat_local import replay as replay_module
 from lifeboat_local.karpenter_sim import KarpenterSimulation, SimStep
 from lifeboat_local.karpenter_sim.disruption import drift_reason
@@ -690,7 +690,7 @@ def test_a_replacement_left_empty_beside_a_live_old_node_is_consolidated(
     _slow_scheduler(monkeypatch, timedelta(minutes=2))
     objects = sample_cluster()
     find(objects, "NodePool", "general")["spec"]["disruption"]["consolidateAfter"] = "0s"
-    from lifeboat.replacement import replacement_nodeclaim
+    from lifeboat.karpenter.replacement import replacement_nodeclaim
 
     built = replacement_nodeclaim(
         find(objects, "NodePool", "general"),

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from kubemu import Emulator
+from lifeboat.karpenter.replacement import replacement_nodeclaim
 from lifeboat.kube import nodes
-from lifeboat.replacement import replacement_nodeclaim
 from lifeboat_local.karpenter_sim import KarpenterSimulation, SimStep
 from tests.integration.replaying import find, sample_cluster
 

@@ -22,10 +22,10 @@ import pytest
 
 from kubemu import Emulator
 from lifeboat.events.notice import Kind
+from lifeboat.karpenter.nodepool_hash import HASH_ANNOTATION, nodepool_hash
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
 from lifeboat.ledger import MemoryLedger
-from lifeboat.nodepool_hash import HASH_ANNOTATION, nodepool_hash
 from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.report import Outcome
 from lifeboat.settings import Settings
@@ -219,7 +219,7 @@ def test_the_sampling_catches_lifeboat_blind_to_karpenters_commands(
     sees (not Ready, claim deleting), Karpenter's drift commands in flight (tainted, their
     replacement launching, the claim not deleted yet) would be invisible to it, and the pool
     goes past its budget."""
-    from lifeboat import counting
+    from lifeboat.karpenter import counting
 
     monkeypatch.setattr(counting, "DISRUPTION_REASON", "(not looked at)")
     blind = nodes.disruption_reason

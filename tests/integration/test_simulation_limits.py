@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kubemu import dump_cluster_file, load_cluster_file
-from lifeboat.nodepool_hash import HASH_ANNOTATION, nodepool_hash
+from lifeboat.karpenter.nodepool_hash import HASH_ANNOTATION, nodepool_hash
 from lifeboat_local import replay
 from lifeboat_local.common import EXIT_INCOMPLETE
 from lifeboat_local.load_checks import hash_mismatches

@@ -12,9 +12,9 @@ import pytest
 from kubernetes import client as k8s
 
 from kubemu import Emulator, load_cluster_file
+from lifeboat.karpenter.nodepool_hash import nodepool_hash
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
-from lifeboat.nodepool_hash import nodepool_hash
 from lifeboat.resolve import Resolver
 from lifeboat_local.directory import directory_from_objects
 from tests.support import kube

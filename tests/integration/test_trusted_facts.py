@@ -158,7 +158,7 @@ def test_a_squatted_replacement_name_is_not_taken_for_the_replacement() -> None:
     name; a claim made under that name (a collision found in seconds) was taken for the
     replacement on the 409, and the old claim got none. The name now comes from the old
     claim's uid (80 bits), and a 409 counts only if the claim there replaces this one."""
-    from lifeboat.replacement import replacement_name
+    from lifeboat.karpenter.replacement import replacement_name
 
     objects = _objects(general_budget="20%", node_label=None)
     node = next(o for o in objects if o["kind"] == "Node" and o["metadata"]["name"] == NODE)

@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from lifeboat.budgets import parse_budgets
+from lifeboat.karpenter.budgets import parse_budgets
 from lifeboat_local.localtime import offset_changes, schedule_shift_warning, zone
 from tests.conftest import CliRun
 from tests.support.paths import EVENTS, SAMPLE_CLUSTER

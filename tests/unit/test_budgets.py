@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lifeboat.budget_windows import MAX_EDGES
-from lifeboat.budgets import (
+from lifeboat.karpenter.budget_windows import MAX_EDGES
+from lifeboat.karpenter.budgets import (
     Budget,
     BudgetError,
     Segment,
@@ -32,7 +32,7 @@ from lifeboat.budgets import (
     parse_go_duration,
     window_timeline,
 )
-from lifeboat.cron import CronError, CronSchedule, parse_cron
+from lifeboat.karpenter.cron import CronError, CronSchedule, parse_cron
 from tests.support import kube
 
 # 2024-01-07 is a Sunday; 2024-01-08 a Monday.
@@ -916,7 +916,7 @@ class _CountingCron:
     """Counts cron lookups and fails once a search does far more than a bounded one would."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch, limit: int) -> None:
-        from lifeboat import cron
+        from lifeboat.karpenter import cron
 
         self.calls = 0
         original = cron.CronCursor.next_after

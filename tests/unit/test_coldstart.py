@@ -111,8 +111,8 @@ def test_the_entry_point_loads_nothing_a_spot_batch_does_not_use() -> None:
         "yaml",
         "asyncio",
         "aws_lambda_powertools.utilities.batch",
-        "lifeboat.budgets",
-        "lifeboat.cron",
+        "lifeboat.karpenter.budgets",
+        "lifeboat.karpenter.cron",
         "croniter",
         # A rotation's models, planning and state store: only for the rotation's messages.
         "lifeboat.rotation.request",

@@ -616,7 +616,7 @@ def test_a_notice_let_go_takes_its_pending_mark_with_it() -> None:
 
 def _count_cron_lookups(monkeypatch: pytest.MonkeyPatch, limit: int) -> list[int]:
     """Fail a decision that looks up far more cron hits than a bounded search needs."""
-    from lifeboat import cron
+    from lifeboat.karpenter import cron
 
     calls = [0]
     original = cron.CronCursor.next_after

@@ -70,9 +70,9 @@ def test_every_exception_lifeboat_defines_is_a_lifeboat_error_of_one_kind() -> N
     [
         ("lifeboat.settings.SettingsError", ValueError),
         ("lifeboat.events.notice.MalformedMessage", ValueError),
-        ("lifeboat.budget_spec.BudgetError", ValueError),
-        ("lifeboat.cron.CronError", ValueError),
-        ("lifeboat.requirements.Unsatisfiable", ValueError),
+        ("lifeboat.karpenter.budget_spec.BudgetError", ValueError),
+        ("lifeboat.karpenter.cron.CronError", ValueError),
+        ("lifeboat.karpenter.requirements.Unsatisfiable", ValueError),
         ("lifeboat.rotation.model.StateError", ValueError),
         ("lifeboat.kube.pool_lock.LockTimeout", RuntimeError),
         ("lifeboat.kube.pool_lock.LeaseNamespaceMissing", RuntimeError),

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 import yaml
 
-from lifeboat.counting import View, count_pool
+from lifeboat.karpenter.counting import View, count_pool
+from lifeboat.karpenter.nodepool_hash import hash_annotations, nodepool_hash
+from lifeboat.karpenter.quantities import parse_quantity
 from lifeboat.kube.pdbs import pdb_blocker, pdb_namespaces
-from lifeboat.nodepool_hash import hash_annotations, nodepool_hash
-from lifeboat.quantities import parse_quantity
 
 NOW = datetime(2026, 12, 1, 18, 0, tzinfo=UTC)
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from lifeboat.pool_usage import pool_usage
-from lifeboat.replacement import nodepool_not_ready, replacement_blocker
+from lifeboat.karpenter.pool_usage import pool_usage
+from lifeboat.karpenter.replacement import nodepool_not_ready, replacement_blocker
 
 Obj = dict[str, Any]
 

@@ -11,7 +11,7 @@ from fractions import Fraction
 
 import pytest
 
-from lifeboat.quantities import parse_quantity
+from lifeboat.karpenter.quantities import parse_quantity
 
 CAP = Fraction(2**63 - 1)
 

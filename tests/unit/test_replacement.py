@@ -15,9 +15,13 @@ from typing import Any
 
 import pytest
 
-from lifeboat.nodepool_hash import nodepool_hash
-from lifeboat.replacement import replacement_blocker, replacement_name, replacement_nodeclaim
-from lifeboat.requirements import WELL_KNOWN_LABELS, Requirement
+from lifeboat.karpenter.nodepool_hash import nodepool_hash
+from lifeboat.karpenter.replacement import (
+    replacement_blocker,
+    replacement_name,
+    replacement_nodeclaim,
+)
+from lifeboat.karpenter.requirements import WELL_KNOWN_LABELS, Requirement
 
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 CAPACITY_TYPE = {

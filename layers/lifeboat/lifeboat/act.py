@@ -18,13 +18,14 @@ from lifeboat.decide import Decision, Step
 from lifeboat.errors import BrokenInvariant
 from lifeboat.events.asg_lifecycle import lifecycle_expired
 from lifeboat.events.notice import Kind, LifecycleHook, Notice
-from lifeboat.handover import (
+from lifeboat.karpenter.handover import (
     WHEN_READY,
     give_back_operations,
     hold_operations,
     protect,
     unprotect_operations,
 )
+from lifeboat.karpenter.replacement import replacement_nodeclaim
 from lifeboat.kube import nodes
 from lifeboat.kube.client import Conflict, Eviction, KubeApi, KubeError
 from lifeboat.kube.node_patches import (
@@ -36,7 +37,6 @@ from lifeboat.kube.node_patches import (
     untaint_operations,
 )
 from lifeboat.kube.objects import Obj
-from lifeboat.replacement import replacement_nodeclaim
 from lifeboat.settings import Settings
 from lifeboat.target import Target
 
@@ -369,7 +369,7 @@ class Actor:
         action: Action = {"type": "create-nodeclaim", "name": name}
         body = dict(built.claim)
         if protected:
-            # Kept out of consolidation until the hand-over (lifeboat.handover).
+            # Kept out of consolidation until the hand-over (lifeboat.karpenter.handover).
             body = protect(built.claim)
             action["protection"] = f"{nodes.DO_NOT_DISRUPT} until initialized"
         if built.note:

@@ -15,14 +15,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from lifeboat.counting import count_pool
 from lifeboat.errors import BrokenInvariant
 from lifeboat.instances import InstanceInfo, instance_id_from_provider_id
+from lifeboat.karpenter.counting import count_pool
+from lifeboat.karpenter.pool_usage import pool_usage
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
 from lifeboat.kube.objects import Obj
 from lifeboat.kube.pdbs import pdb_namespaces
-from lifeboat.pool_usage import pool_usage
 from lifeboat.target import ClaimRef, PoolCounts, Target
 
 
@@ -127,7 +127,8 @@ class Resolver:
 
     def pool_counts(self, nodepool: Mapping[str, Any]) -> PoolCounts:
         """Count the pool's nodes and those already disrupting, as Karpenter counts them
-        (:mod:`lifeboat.counting`). Always read fresh: callers hold the pool's lease, and a
+        (:mod:`lifeboat.karpenter.counting`). Always read fresh: callers hold the pool's lease, and
+        a
         cached count is how budgets get exceeded."""
         return count_pool(*self._pool_members(nodepool))
 

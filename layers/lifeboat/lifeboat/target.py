@@ -55,7 +55,8 @@ class Target:
     # The PodDisruptionBudgets of the namespaces of the pods a drain would evict.
     pdbs: tuple[Obj, ...] | None = None
     # The pool's resource usage as Karpenter's cluster state sums it (its NodeClaims' and
-    # Nodes' capacity, :mod:`lifeboat.pool_usage`), loaded with ``counts``: what its limits
+    # Nodes' capacity, :mod:`lifeboat.karpenter.pool_usage`), loaded with ``counts``: what its
+    # limits
     # are weighed against.
     usage: Mapping[str, Fraction] | None = None
     # The Node's own karpenter.sh/nodepool label when it disagrees with its claim's pool

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Final
 
-from lifeboat.budgets import parse_go_duration
+from lifeboat.karpenter.budgets import parse_go_duration
 from lifeboat.kube import nodes
 from lifeboat.kube.objects import Obj
 from lifeboat_local.audit.findings import Issue

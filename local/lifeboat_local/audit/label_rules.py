@@ -29,8 +29,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
+from lifeboat.karpenter.requirements import WELL_KNOWN_LABELS
 from lifeboat.kube.labels import label_key_problems, label_value_problems
-from lifeboat.requirements import WELL_KNOWN_LABELS
 
 __all__ = [
     "karpenter_key_problems",
@@ -47,7 +47,7 @@ HOSTNAME_LABEL: Final = "kubernetes.io/hostname"
 # another rule refuses).
 _KARPENTER_ALLOWED: Final = frozenset({"karpenter.sh/capacity-type"})
 # The AWS provider's CRD rule allow-list for karpenter.k8s.aws: its well-known labels (the
-# same set Karpenter builds claims with, lifeboat.requirements) and the node class label.
+# same set Karpenter builds claims with, lifeboat.karpenter.requirements) and the node class label.
 _AWS_PROVIDER_ALLOWED: Final = frozenset(
     {key for key in WELL_KNOWN_LABELS if key.startswith(f"{AWS_PROVIDER_DOMAIN}/")}
     | {f"{AWS_PROVIDER_DOMAIN}/ec2nodeclass"}

@@ -1,5 +1,5 @@
 """Checks on NodePool disruption budgets and Lifeboat's opt-out, with the budget code Lifeboat
-itself decides with (``lifeboat.budgets``: Karpenter's ``GetAllowedDisruptionsByReason``).
+itself decides with (``lifeboat.karpenter.budgets``: Karpenter's ``GetAllowedDisruptionsByReason``).
 
 A pool is judged at its current node count (at least 1: a percentage of an empty pool is 0,
 which would read as a freeze). "Never" looks a year ahead; "no limit" looks a week ahead,
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Final
 
-from lifeboat.budgets import (
+from lifeboat.karpenter.budgets import (
     DEFAULT_BUDGETS,
     DISRUPTION_REASONS,
     LIFEBOAT_REASON,

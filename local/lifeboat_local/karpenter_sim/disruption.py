@@ -11,7 +11,7 @@
     ``karpenter.sh/do-not-disrupt`` on the node or on an active pod, no PDB blocking an
     eviction;
   - budgets per pool and reason as ``BuildDisruptionBudgetMapping`` counts them
-    (:mod:`lifeboat.counting`, Karpenter's view, with its in-memory marks);
+    (:mod:`lifeboat.karpenter.counting`, Karpenter's view, with its in-memory marks);
   - emptiness: ``consolidateAfter`` not ``Never`` (nor a static pool), ``Consolidatable``
     (``consolidateAfter`` elapsed since initialization or the last pod event), no
     reschedulable pod; the command waits ``VALIDATION_DELAY``, is validated again (budgets
@@ -25,14 +25,14 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from lifeboat.budgets import allowed_disruptions, earliest_permitted, parse_go_duration
-from lifeboat.counting import View, count_pool
 from lifeboat.instants import parse_timestamp
+from lifeboat.karpenter.budgets import allowed_disruptions, earliest_permitted, parse_go_duration
+from lifeboat.karpenter.counting import View, count_pool
+from lifeboat.karpenter.nodepool_hash import HASH_ANNOTATION, HASH_VERSION_ANNOTATION
+from lifeboat.karpenter.requirements import Requirement
 from lifeboat.kube import nodes
 from lifeboat.kube.objects import MutableObj as Obj
 from lifeboat.kube.pdbs import pdb_blocker
-from lifeboat.nodepool_hash import HASH_ANNOTATION, HASH_VERSION_ANNOTATION
-from lifeboat.requirements import Requirement
 from lifeboat.target import PoolCounts
 
 from .scheduling import launch_for, synced

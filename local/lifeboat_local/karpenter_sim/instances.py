@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from lifeboat.karpenter.requirements import Requirement
 from lifeboat.kube import nodes
-from lifeboat.requirements import Requirement
 
 # Types a simulated launch picks from, cheapest first; sizes as vCPUs.
 CATALOG = (

@@ -22,10 +22,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+from lifeboat.karpenter.replacement import replacement_nodeclaim
 from lifeboat.kube import nodes
 from lifeboat.kube.objects import MutableObj as Obj
 from lifeboat.kube.selectors import selector_matches
-from lifeboat.replacement import replacement_nodeclaim
 
 from .state import (
     NOMINATION,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from lifeboat.godurations import parse_go_duration
+from lifeboat.karpenter.godurations import parse_go_duration
 from lifeboat.kube import nodes
 from lifeboat.kube.objects import MutableObj as Obj
 from lifeboat.kube.pdbs import pdb_blocker

@@ -24,10 +24,10 @@ from lifeboat.decide.model import (
 from lifeboat.errors import BrokenInvariant
 from lifeboat.events.notice import Kind, Notice
 from lifeboat.instants import format_instant
+from lifeboat.karpenter.replacement import replacement_blocker
 from lifeboat.kube import nodes
 from lifeboat.kube.pdbs import pdb_blocker
 from lifeboat.outcome import Outcome
-from lifeboat.replacement import replacement_blocker
 from lifeboat.settings import Settings
 from lifeboat.staleness import Stale
 from lifeboat.target import Target
@@ -153,7 +153,7 @@ def _stale(
     if target.claim is None or nodepool is None or counts is None:
         why = f"{what}: node has no NodePool budget to honour; judged now"
         return replace(act, reason=why + _without_replacement(act, target))
-    from lifeboat.budgets import allowed_disruptions
+    from lifeboat.karpenter.budgets import allowed_disruptions
 
     allowance = allowed_disruptions(nodepool, counts.node_count, counts.disrupting, now)
     name = nodes.name_of(nodepool)
@@ -292,7 +292,7 @@ def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime
 
     # Imported here: budgets (and the cron parser behind them) are for voluntary notices
     # only, and a Lambda whose batches are Spot warnings never loads them.
-    from lifeboat.budgets import allowed_disruptions, earliest_permitted
+    from lifeboat.karpenter.budgets import allowed_disruptions, earliest_permitted
 
     name = nodes.name_of(nodepool)
     allowance = allowed_disruptions(nodepool, counts.node_count, counts.disrupting, now)

@@ -20,10 +20,10 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from lifeboat import handover
 from lifeboat.decide.model import Decision, Step
 from lifeboat.events.notice import Kind
 from lifeboat.instances import instance_id_from_provider_id
+from lifeboat.karpenter import handover
 from lifeboat.kube import nodes
 from lifeboat.outcome import Outcome
 from lifeboat.target import Target
@@ -55,7 +55,7 @@ def finish_replacement(wakeup: Wakeup, replacement: Mapping[str, Any] | None) ->
 def hand_over_when_ready(
     wakeup: Wakeup, replacement: Mapping[str, Any] | None, now: datetime
 ) -> Decision:
-    """The when-ready hand-over (``Task.HAND_OVER``, lifeboat.handover), as Karpenter's
+    """The when-ready hand-over (``Task.HAND_OVER``, lifeboat.karpenter.handover), as Karpenter's
     disruption queue finishes a drift command (``Queue.waitOrTerminate``): the old claim is
     deleted once every replacement has the ``Initialized`` condition; until then it waits
     (looked at again every ``FOLLOW_UP_INTERVAL``); a replacement that is gone or being

@@ -11,8 +11,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from lifeboat.events.notice import Kind
-from lifeboat.godurations import parse_go_duration
 from lifeboat.instants import parse_timestamp
+from lifeboat.karpenter.godurations import parse_go_duration
 from lifeboat.kube.objects import Obj
 
 DOMAIN = "lifeboat.dev"
@@ -139,7 +139,8 @@ def disruption_reason(node: Obj) -> str | None:
     """Why the node counts as disrupting, from the Node alone (None: it does not).
 
     Karpenter's own test is "not Ready" (``BuildDisruptionBudgetMapping``); the NodeClaim's
-    deletion is the pool count's to add (:mod:`lifeboat.counting`). Lifeboat also counts what
+    deletion is the pool count's to add (:mod:`lifeboat.karpenter.counting`). Lifeboat also counts
+    what
     it can see of work in flight that Karpenter keeps in memory or cannot see at all: a Node
     being deleted, Karpenter's ``karpenter.sh/disrupted`` taint (written before Karpenter
     launches replacements), and Lifeboat's own NoSchedule/NoExecute taint. A PreferNoSchedule

@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
 
+from lifeboat.karpenter.quantities import parse_resources
 from lifeboat.kube import nodes
 from lifeboat.kube.objects import Obj
-from lifeboat.quantities import parse_resources
 
 NODES: str = "nodes"  # resources.Node: every state node counts one
 

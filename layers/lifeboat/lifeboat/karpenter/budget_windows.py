@@ -1,5 +1,5 @@
 """NodePool budgets over time: when each budget is active, the limit timeline, the next
-permitted instant. See :mod:`lifeboat.budgets` for the rules mirrored from Karpenter.
+permitted instant. See :mod:`lifeboat.karpenter.budgets` for the rules mirrored from Karpenter.
 
 Activity follows ``Budget.IsActive`` at every instant, robfig's quirks included: a budget is
 active at ``t`` iff ``Next(t - duration)`` is not after ``t``, and robfig's ``Next`` returns
@@ -20,7 +20,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from lifeboat.budget_spec import (
+from lifeboat.errors import BrokenInvariant
+from lifeboat.instants import require_utc
+from lifeboat.karpenter.budget_spec import (
     LIFEBOAT_REASON,
     Budget,
     BudgetError,
@@ -30,9 +32,7 @@ from lifeboat.budget_spec import (
     check_reason,
     parse_budgets,
 )
-from lifeboat.cron import CronCursor, robfig_horizon_opens
-from lifeboat.errors import BrokenInvariant
-from lifeboat.instants import require_utc
+from lifeboat.karpenter.cron import CronCursor, robfig_horizon_opens
 
 __all__ = [
     "MAX_EDGES",
@@ -85,7 +85,9 @@ class BudgetActivity:
         if known is not None and known[0] <= moment < known[1]:
             return known[2]
         if self._cursor is None:
-            raise BrokenInvariant("lifeboat.budget_windows.active_at: self._cursor is None")
+            raise BrokenInvariant(
+                "lifeboat.karpenter.budget_windows.active_at: self._cursor is None"
+            )
         hit = self._cursor.next_after(moment - self._duration)
         if hit is not None and hit > moment:
             # No hit in (moment - duration, moment], none before ``hit``: inactive until it.
@@ -110,7 +112,9 @@ class BudgetActivity:
 
     def _next_change(self, moment: datetime) -> datetime | None:
         if self._cursor is None:
-            raise BrokenInvariant("lifeboat.budget_windows.next_change: self._cursor is None")
+            raise BrokenInvariant(
+                "lifeboat.karpenter.budget_windows.next_change: self._cursor is None"
+            )
         cursor, duration = self._cursor, self._duration
         hit = cursor.next_after(moment - duration)
         if hit is None:
@@ -134,7 +138,7 @@ class BudgetActivity:
         """Active at ``moment`` by robfig's zero time: until ``Next`` can see the next hit."""
         if self._cursor is None:
             raise BrokenInvariant(
-                "lifeboat.budget_windows._hidden_hit_visible: self._cursor is None"
+                "lifeboat.karpenter.budget_windows._hidden_hit_visible: self._cursor is None"
             )
         hidden = self._cursor.next_beyond_horizon(moment - self._duration)
         if hidden is None:
@@ -146,7 +150,7 @@ class BudgetActivity:
         successor robfig cannot see. Visit hits (bounded) until one is such a hit."""
         if self._cursor is None:
             raise BrokenInvariant(
-                "lifeboat.budget_windows._zero_duration_change: self._cursor is None"
+                "lifeboat.karpenter.budget_windows._zero_duration_change: self._cursor is None"
             )
         for _ in range(MAX_EDGES):
             following = self._cursor.next_after(hit)

@@ -1,6 +1,6 @@
 """NodePool disruption budgets: what one budget says, and whether it is active at an instant.
 
-See :mod:`lifeboat.budgets` for the rules mirrored from Karpenter.
+See :mod:`lifeboat.karpenter.budgets` for the rules mirrored from Karpenter.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from lifeboat.cron import CronError, CronSchedule, parse_cron
 from lifeboat.errors import InvalidInput
-from lifeboat.godurations import format_go_duration, parse_go_duration
 from lifeboat.instants import require_utc
+from lifeboat.karpenter.cron import CronError, CronSchedule, parse_cron
+from lifeboat.karpenter.godurations import format_go_duration, parse_go_duration
 
 #: Karpenter's ``DisruptionReason`` enum.
 DISRUPTION_REASONS: Final = ("Underutilized", "Empty", "Drifted")

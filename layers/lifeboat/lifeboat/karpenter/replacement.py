@@ -6,9 +6,9 @@ pkg/controllers/provisioning/scheduling/nodeclaimtemplate.go), and so does the r
 
 - labels: the template's, ``karpenter.sh/nodepool``, the node class label
   (``karpenter.k8s.aws/ec2nodeclass: <name>``), and a value for every custom requirement key
-  (:mod:`lifeboat.requirements`); never the well-known ones, which come from the instance;
+  (:mod:`lifeboat.karpenter.requirements`); never the well-known ones, which come from the instance;
 - annotations: the template's, and the NodePool hash with its version
-  (:mod:`lifeboat.nodepool_hash`), so the drift controller sees a current claim;
+  (:mod:`lifeboat.karpenter.nodepool_hash`), so the drift controller sees a current claim;
 - an ownerReference to the NodePool (its uid, ``blockOwnerDeletion``, no ``controller``);
 - spec: ``nodeClassRef``, taints and startup taints, ``expireAfter`` (as written),
   ``terminationGracePeriod`` (as Go prints a duration: ``48h0m0s``), and the requirements
@@ -36,12 +36,12 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Final
 
-from lifeboat.godurations import format_go_duration, parse_go_duration
+from lifeboat.karpenter.godurations import format_go_duration, parse_go_duration
+from lifeboat.karpenter.nodepool_hash import hash_annotations
+from lifeboat.karpenter.quantities import parse_quantity, parse_resources
+from lifeboat.karpenter.requirements import Unsatisfiable, custom_labels, entries, exclude, merge
 from lifeboat.kube import nodes
 from lifeboat.kube.objects import Obj
-from lifeboat.nodepool_hash import hash_annotations
-from lifeboat.quantities import parse_quantity, parse_resources
-from lifeboat.requirements import Unsatisfiable, custom_labels, entries, exclude, merge
 
 # A replacement should hold what the old node held: ask for most of its allocatable cpu and
 # memory (not all: Karpenter's estimate of an instance type's allocatable is conservative,
@@ -91,7 +91,7 @@ def replacement_blocker(
     """Why Karpenter would not launch a replacement claim in this pool (None: it would).
 
     ``usage``: the pool's usage as Karpenter's cluster state sums it
-    (:func:`lifeboat.pool_usage.pool_usage`), when the caller listed the pool; without it,
+    (:func:`lifeboat.karpenter.pool_usage.pool_usage`), when the caller listed the pool; without it,
     ``status.resources`` stands in (involuntary notices, which list nothing)."""
     name = nodes.name_of(nodepool)
     spec = nodepool.get("spec") or {}

@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from lifeboat.budget_spec import (
+from lifeboat.instants import require_utc
+from lifeboat.karpenter.budget_spec import (
     DEFAULT_BUDGETS,
     DISRUPTION_REASONS,
     LIFEBOAT_REASON,
@@ -44,15 +45,14 @@ from lifeboat.budget_spec import (
     is_active,
     parse_budgets,
 )
-from lifeboat.budget_windows import (
+from lifeboat.karpenter.budget_windows import (
     Opening,
     Segment,
     earliest_permitted,
     next_allowed_at,
     window_timeline,
 )
-from lifeboat.godurations import format_go_duration, parse_go_duration
-from lifeboat.instants import require_utc
+from lifeboat.karpenter.godurations import format_go_duration, parse_go_duration
 
 __all__ = [
     "DEFAULT_BUDGETS",
