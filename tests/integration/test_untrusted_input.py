@@ -173,7 +173,7 @@ def guarded(emu: Emulator, *infos: InstanceInfo) -> tuple[Pipeline, Any]:
     lifecycle = RecordedLifecycle()
     lifeboat = pipeline(emu, GUARDED)
     lifeboat.directory = StaticInstanceDirectory(infos)
-    lifeboat.aws.lifecycle = lifecycle
+    lifeboat.lifecycle = lifecycle
     return lifeboat, lifecycle
 
 
