@@ -379,7 +379,7 @@ def test_scheduler_permissions_are_confined_to_the_group_and_role() -> None:
     assert _as_list(deferred["Action"]) == ["scheduler:CreateSchedule"]
     used = {
         call
-        for path in LAYER.glob("*.py")
+        for path in LAYER.rglob("*.py")
         for call in re.findall(r"\.(\w+_schedule)\(", path.read_text())
     }
     assert used == {"create_schedule"}

@@ -189,7 +189,7 @@ def test_the_endpoints_cover_every_api_the_function_calls() -> None:
     called = _services_the_code_calls()
     assert {"ec2", "eks", "dynamodb", "scheduler", "autoscaling", "sqs", "events"} <= called
     assert called - {"sts"} | {"xray"} == set(ENDPOINT_SERVICES)
-    eks_auth = (LAYER / "eks_auth.py").read_text()
+    eks_auth = (LAYER / "kube" / "eks_auth.py").read_text()
     sts_uses = set(re.findall(r"(?:sts_client|self\._sts)\.([a-z_]+)", eks_auth))
     assert sts_uses <= {"generate_presigned_url", "meta"}, sts_uses
     # EKS Pod Identity's API (eks-auth) is not called: the function's role comes from Lambda.
