@@ -58,6 +58,7 @@ TARGETS: dict[str, Target] = {
         (
             "tests/integration/test_taint_effect.py",
             "tests/integration/test_drain_patience.py",
+            "tests/integration/test_act_answers.py",
             "tests/integration/test_claim_namesake.py",
             "tests/integration/test_one_replacement.py",
             "tests/integration/test_lb_exclusion.py",
