@@ -41,19 +41,24 @@ TARGETS: dict[str, Target] = {
         ("tests/unit/test_decide.py", "tests/unit/test_decide_wakeups.py"),
     ),
     "budgets": Target(
-        (f"{LAYER}/budgets.py", f"{LAYER}/budget_windows.py", f"{LAYER}/budget_spec.py"),
+        (
+            f"{LAYER}/karpenter/budgets.py",
+            f"{LAYER}/karpenter/budget_windows.py",
+            f"{LAYER}/karpenter/budget_spec.py",
+        ),
         (
             "tests/unit/test_budgets.py",
             "tests/unit/test_karpenter_rules.py",
             "tests/integration/test_budget_scenarios.py",
         ),
     ),
-    "cron": Target((f"{LAYER}/cron.py",), ("tests/unit/test_budgets.py",)),
+    "cron": Target((f"{LAYER}/karpenter/cron.py",), ("tests/unit/test_budgets.py",)),
     "act": Target(
         (f"{LAYER}/act.py",),
         (
             "tests/integration/test_taint_effect.py",
             "tests/integration/test_drain_patience.py",
+            "tests/integration/test_act_answers.py",
             "tests/integration/test_claim_namesake.py",
             "tests/integration/test_one_replacement.py",
             "tests/integration/test_lb_exclusion.py",
@@ -61,7 +66,7 @@ TARGETS: dict[str, Target] = {
         ),
     ),
     "node_patches": Target(
-        (f"{LAYER}/node_patches.py",),
+        (f"{LAYER}/kube/node_patches.py",),
         (
             "tests/unit/test_taint_operations.py",
             "tests/unit/test_lb_exclusion_patches.py",
@@ -69,7 +74,7 @@ TARGETS: dict[str, Target] = {
         ),
     ),
     "pool_lock": Target(
-        (f"{LAYER}/pool_lock.py",),
+        (f"{LAYER}/kube/pool_lock.py",),
         (
             "tests/integration/test_pool_lock_expiry.py",
             "tests/integration/test_lease_namespace.py",

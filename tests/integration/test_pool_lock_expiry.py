@@ -133,3 +133,21 @@ def test_the_duration_the_holder_wrote_is_the_one_that_counts(
     with lock(kube, time, wait_seconds=20).hold("general"):
         assert lease_spec(emulator)["holderIdentity"].startswith("lifeboat-next-")
     assert time.slept == []
+
+
+def test_a_waiter_polls_every_10_to_100_ms_and_takes_a_freed_lease_within_100_ms(
+    emulator: Emulator, kube: KubeApi
+) -> None:
+    """The section a Lease guards is a few requests long, and a Spot warning leaves two
+    minutes: a waiter that polled once a second would lose most of one for each holder
+    before it. The pauses are jittered (10 to 100 ms) so waiters do not poll in step."""
+    expires = NOW + timedelta(seconds=3)
+    crashed_holders_lease(emulator, renewed=expires - timedelta(seconds=LEASE_SECONDS))
+    time = InjectedTime(NOW)
+
+    with lock(kube, time, wait_seconds=20).hold("general"):
+        assert lease_spec(emulator)["holderIdentity"].startswith("lifeboat-next-")
+    assert expires <= time.now < expires + timedelta(seconds=0.1)
+    assert len(time.slept) >= 30
+    assert all(0.01 <= pause <= 0.1 for pause in time.slept)
+    assert len(set(time.slept)) > 1  # jittered, not a fixed period
