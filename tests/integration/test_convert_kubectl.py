@@ -11,24 +11,13 @@ import pytest
 import yaml
 
 from tests.conftest import CliRun
+from tests.integration.test_convert import ISSUE_SETTINGS
 from tests.integration.test_kubectl import KUBECTL, Served, cluster_objects, start
 
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
 
-SETTINGS = """\
-metadata: {name: m5.8xlarge-min-300-max-2500}
-data:
-  k8s_instance_type: m6i.8xlarge
-  k8s_root_volume_size: '100'
-  k8s_root_volume_iops: '3000'
-  k8s_root_volume_type: 'gp3'
-  k8s_root_volume_throughput: '125'
-  k8s_min_node_number: '300'
-  k8s_max_node_number: '2500'
-  multi_az_provisioned_workers: 'false'
-  asg_launch_type: 'launch_template'
-  gpu_enabled: 'false'
-"""
+# The node group of issue 28's example, as test_convert reads it.
+SETTINGS = ISSUE_SETTINGS
 
 
 @pytest.fixture

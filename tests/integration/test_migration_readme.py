@@ -4,13 +4,13 @@ prints today (issue 28). File names the walkthrough writes are made in a tempora
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import CliRun
+from tests.integration import test_rotation_readme as rotation_readme
 from tests.integration.rotation_rig import ROOT
 
 MARKER = "<!-- migration-walkthrough:"
@@ -18,15 +18,7 @@ WRITTEN = ("pools.yaml", "with-pools.yaml", "wave-1.yaml", "rollback.json", "rol
 
 
 def console_blocks() -> list[tuple[str, list[str]]]:
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index(MARKER) :]
-    section = section[: section.index("### Phasing across clusters")]
-    blocks = []
-    for block in re.findall(r"```console\n(.*?)\n *```", section, flags=re.S):
-        lines = [line.strip() for line in block.splitlines()]
-        assert lines[0].startswith("$ lifeboat ")
-        blocks.append((lines[0].removeprefix("$ lifeboat "), lines[1:]))
-    return blocks
+    return rotation_readme.console_blocks(MARKER, "### Phasing across clusters")
 
 
 def test_the_migration_walkthrough_shows_what_the_commands_print(

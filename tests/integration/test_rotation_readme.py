@@ -15,11 +15,14 @@ from tests.integration.rotation_rig import ROOT
 MARKER = "<!-- rotation-walkthrough:"
 
 
-def console_blocks() -> list[tuple[str, list[str]]]:
-    """(command, output lines) of each console block after the walkthrough's marker."""
+def console_blocks(
+    marker: str = MARKER, end: str = "3. **On the cluster.**"
+) -> list[tuple[str, list[str]]]:
+    """(command, output lines) of each console block between ``marker`` and ``end`` in the
+    README (the rotation walkthrough by default; the migration one uses it too)."""
     text = (ROOT / "README.md").read_text()
-    section = text[text.index(MARKER) :]
-    section = section[: section.index("3. **On the cluster.**")]
+    section = text[text.index(marker) :]
+    section = section[: section.index(end)]
     blocks = []
     for block in re.findall(r"```console\n(.*?)\n *```", section, flags=re.S):
         lines = [line.strip() for line in block.splitlines()]
