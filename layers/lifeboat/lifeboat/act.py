@@ -381,17 +381,10 @@ class Actor:
             self._kube.create_nodeclaim(body)
         except Conflict:
             # AlreadyExists: the replacement's name derives from the old claim, so another
-            # notice, delivery or invocation already made this one. Never a second one. But
-            # only if it is one: a claim of that name replacing another claim (or none) is
-            # not this one's replacement, and this one gets none from Lifeboat (Karpenter's
-            # provisioner makes capacity for the drained pods).
-            existing = self._kube.get_nodeclaim(name)
-            replaces = nodes.labels_of(existing or {}).get(nodes.REPLACES_LABEL)
-            if existing is not None and replaces != target.claim.name:
-                action["error"] = (
-                    f"409: NodeClaim {name} exists and is not the replacement of "
-                    f"{target.claim.name} ({nodes.REPLACES_LABEL}={replaces or '(none)'})"
-                )
+            # notice, delivery or invocation already made this one. Never a second one.
+            namesake = self._namesake(name, target.claim.name)
+            if namesake is not None:
+                action["error"] = namesake
                 outcome.actions.append(action)
                 return None
             action["existing"] = True
@@ -403,6 +396,20 @@ class Actor:
             return None
         outcome.actions.append(action)
         return name
+
+    def _namesake(self, name: str, old_claim: str) -> str | None:
+        """Why the claim named ``name`` that exists already is not ``old_claim``'s
+        replacement (None: it is, or it is gone). A claim of that name replacing another
+        claim (or none) is not this one's replacement, and this one gets none from Lifeboat
+        (Karpenter's provisioner makes capacity for the drained pods)."""
+        existing = self._kube.get_nodeclaim(name)
+        replaces = nodes.labels_of(existing or {}).get(nodes.REPLACES_LABEL)
+        if existing is None or replaces == old_claim:
+            return None
+        return (
+            f"409: NodeClaim {name} exists and is not the replacement of "
+            f"{old_claim} ({nodes.REPLACES_LABEL}={replaces or '(none)'})"
+        )
 
     def _delete_claim(self, target: Target, dry: bool, replaced_before: bool) -> list[Action]:
         """Delete the old claim, unless it is already being deleted: known from the target,

@@ -57,6 +57,35 @@ def handle_batch(
     notifier: Notifier | None = None,
     redelivery: Redelivery | None = None,
 ) -> dict[str, Any]:
+    records = _records(event)
+    results = pipeline.process([_body(record) for record in records], time_left=_time_left(context))
+    by_message = _by_message(records, results)
+    now = (clock or pipeline.clock)()
+
+    failures: list[dict[str, str]] = []
+    published: list[Report] = []
+    published_ids: list[str] = []
+    for message_id, (record, result) in by_message.items():
+        _observe(logger, message_id, result, now, metrics, tracer)
+        published += result.reports
+        published_ids += [message_id] * len(result.reports)
+        if result.error is not None:
+            failures.append({"itemIdentifier": message_id})
+            _failed(logger, record, result, now, redelivery)
+    _set_correlation_id(logger, None)
+
+    undelivered = _notify(logger, notifier, published, published_ids)
+    if metrics is not None:
+        _batch_metrics(logger, metrics, len(failures), undelivered)
+    if failures and len(failures) == len(by_message):
+        raise AllRecordsFailed(
+            f"All records failed processing. {len(failures)} individual errors logged separately"
+        )
+    return {"batchItemFailures": failures}
+
+
+def _records(event: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The batch's records, or ValueError when the event is no SQS batch."""
     records = event.get("Records") if isinstance(event, Mapping) else None
     if (
         not isinstance(records, list)
@@ -67,60 +96,66 @@ def handle_batch(
             "Invalid event format: expected an SQS batch event with a 'Records' list "
             "of one or more records (is the function's trigger the Lifeboat queue?)"
         )
-    results = pipeline.process([_body(record) for record in records], time_left=_time_left(context))
-    by_message: dict[str, MessageResult] = {}
+    return records
+
+
+def _by_message(
+    records: list[Mapping[str, Any]], results: list[MessageResult]
+) -> dict[str, tuple[Mapping[str, Any], MessageResult]]:
+    """Each message once, in the batch's order, with its first record and its result. The
+    same message twice in one batch: if either handling failed, so does the message."""
+    by_message: dict[str, tuple[Mapping[str, Any], MessageResult]] = {}
     for record, result in zip(records, results, strict=True):
-        # The same message twice in one batch: if either handling failed, so does the message.
-        if result.error is not None or record["messageId"] not in by_message:
-            by_message[record["messageId"]] = result
-    now = (clock or pipeline.clock)()
-
-    failures: list[dict[str, str]] = []
-    published: list[Report] = []
-    published_ids: list[str] = []
-    handled: set[str] = set()
-    for record in records:
         message_id: str = record["messageId"]
-        if message_id in handled:
-            continue
-        handled.add(message_id)
-        result = by_message[message_id]
-        _set_correlation_id(logger, message_id)
-        for report in result.reports:
-            level = logging.WARNING if report.outcome is Outcome.REJECTED else logging.INFO
-            logger.log(
-                level, "decision", extra={"decision": log_fields(report), "message_id": message_id}
-            )
-        if metrics is not None:
-            report_metrics(result.reports, metrics, now)
-        if tracer is not None:
-            _best_effort(logger, "trace", partial(tracer.annotate, message_id, result.reports))
-        published += result.reports
-        published_ids += [message_id] * len(result.reports)
-        if result.error is not None:
-            failures.append({"itemIdentifier": message_id})
-            _failed(logger, record, result, now, redelivery)
-    _set_correlation_id(logger, None)
+        if message_id not in by_message:
+            by_message[message_id] = (record, result)
+        elif result.error is not None:
+            by_message[message_id] = (by_message[message_id][0], result)
+    return by_message
 
-    undelivered = 0
-    if notifier is not None:
-        try:
-            undelivered = notifier.publish(published, message_ids=published_ids)
-        except Exception as error:  # never fails a record that was acted on
-            logger.warning("could not publish notifications", extra={"error": repr(error)[:300]})
-            undelivered = len(published)
-    if metrics is not None:
-        if failures:
-            metrics.emit("RecordFailures", len(failures), "Count", {})
-        if undelivered:
-            metrics.emit("NotificationFailures", undelivered, "Count", {})
-        if isinstance(metrics, BatchMetricSink):
-            _best_effort(logger, "metrics", metrics.flush)
-    if failures and len(failures) == len(handled):
-        raise AllRecordsFailed(
-            f"All records failed processing. {len(failures)} individual errors logged separately"
+
+def _observe(
+    logger: Any,
+    message_id: str,
+    result: MessageResult,
+    now: datetime,
+    metrics: MetricSink | None,
+    tracer: RecordTracer | None,
+) -> None:
+    """A message's decisions in the log (its id as correlation id), metrics and trace."""
+    _set_correlation_id(logger, message_id)
+    for report in result.reports:
+        level = logging.WARNING if report.outcome is Outcome.REJECTED else logging.INFO
+        logger.log(
+            level, "decision", extra={"decision": log_fields(report), "message_id": message_id}
         )
-    return {"batchItemFailures": failures}
+    if metrics is not None:
+        report_metrics(result.reports, metrics, now)
+    if tracer is not None:
+        _best_effort(logger, "trace", partial(tracer.annotate, message_id, result.reports))
+
+
+def _notify(
+    logger: Any, notifier: Notifier | None, published: list[Report], message_ids: list[str]
+) -> int:
+    """Publish the batch's notifications; how many were not delivered."""
+    if notifier is None:
+        return 0
+    try:
+        return notifier.publish(published, message_ids=message_ids)
+    except Exception as error:  # never fails a record that was acted on
+        logger.warning("could not publish notifications", extra={"error": repr(error)[:300]})
+        return len(published)
+
+
+def _batch_metrics(logger: Any, metrics: MetricSink, failures: int, undelivered: int) -> None:
+    """The batch's own metrics (failed records, undelivered notifications), then the flush."""
+    if failures:
+        metrics.emit("RecordFailures", failures, "Count", {})
+    if undelivered:
+        metrics.emit("NotificationFailures", undelivered, "Count", {})
+    if isinstance(metrics, BatchMetricSink):
+        _best_effort(logger, "metrics", metrics.flush)
 
 
 def _failed(

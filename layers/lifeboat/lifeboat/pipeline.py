@@ -452,21 +452,7 @@ class Pipeline:
         )
         if done is not None:
             result.actions[:0] = done.actions
-        if result.replacement_refused is not None:
-            decision = replacement_refused(notice, decision, result.replacement_refused, now)
-        if result.awaiting is not None:
-            decision = replace(
-                decision,
-                reason=f"{decision.reason}; NodeClaim {target.claim.name if target.claim else ''}"
-                f" is deleted once replacement {result.awaiting} is initialized (hand-over "
-                "when ready)",
-            )
-        if result.pods_terminating:
-            decision = replace(
-                decision,
-                reason=f"{decision.reason}; {result.pods_terminating} evicted pod(s) still "
-                "terminating: the lifecycle action is completed once they are gone",
-            )
+        decision = _as_carried_out(notice, target, decision, result, now)
         if not self.settings.dry_run:
             if self.wakeups is not None:
                 for later in follow_ups(
@@ -617,3 +603,26 @@ def _remainder_too_late(wakeup: Wakeup, now: datetime) -> str | None:
         start = deadline.isoformat()
         return f"lifeboat-wakeup.notice.deadline: a remainder past its start ({start})"
     return None
+
+
+def _as_carried_out(
+    notice: Notice, target: Target, decision: Decision, result: ActResult, now: datetime
+) -> Decision:
+    """The decision as act carried it out: waiting when its replacement was refused, its
+    reason saying what is still to come (a hand-over when ready, evicted pods terminating)."""
+    if result.replacement_refused is not None:
+        decision = replacement_refused(notice, decision, result.replacement_refused, now)
+    if result.awaiting is not None:
+        decision = replace(
+            decision,
+            reason=f"{decision.reason}; NodeClaim {target.claim.name if target.claim else ''}"
+            f" is deleted once replacement {result.awaiting} is initialized (hand-over "
+            "when ready)",
+        )
+    if result.pods_terminating:
+        decision = replace(
+            decision,
+            reason=f"{decision.reason}; {result.pods_terminating} evicted pod(s) still "
+            "terminating: the lifecycle action is completed once they are gone",
+        )
+    return decision

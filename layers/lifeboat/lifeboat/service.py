@@ -162,18 +162,39 @@ class Service:
             self.clusters.renew()
 
 
+@dataclass(frozen=True)
+class _StackResources:
+    """What the SAM template tells the function about the stack's own resources."""
+
+    idempotency_table: str
+    schedule_group: str
+    scheduler_role_arn: str
+    queue_arn: str
+    queue_url: str
+    dead_letter_arn: str
+    # Where notifications go; empty: none are published.
+    notification_bus: str
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> _StackResources:
+        return cls(
+            idempotency_table=_required(env, "LIFEBOAT_IDEMPOTENCY_TABLE"),
+            schedule_group=_required(env, "LIFEBOAT_SCHEDULE_GROUP"),
+            scheduler_role_arn=_required(env, "LIFEBOAT_SCHEDULER_ROLE_ARN"),
+            queue_arn=_required(env, "LIFEBOAT_QUEUE_ARN"),
+            queue_url=_required(env, "LIFEBOAT_QUEUE_URL"),
+            dead_letter_arn=_required(env, "LIFEBOAT_DEAD_LETTER_QUEUE_ARN"),
+            notification_bus=env.get("LIFEBOAT_NOTIFICATION_BUS", "").strip(),
+        )
+
+
 def build_service(
     env: Mapping[str, str] | None = None, *, clock: Callable[[], datetime] = utc_now
 ) -> Service:
     import boto3
 
-    from lifeboat.aws.idempotency import PowertoolsLedger
-    from lifeboat.aws.lifecycle import AutoScalingLifecycle
     from lifeboat.aws.notify import EventBridgeNotifier
     from lifeboat.aws.redelivery import SqsRedelivery
-    from lifeboat.aws.scheduler import SchedulerWakeups
-    from lifeboat.aws.sweep import Ec2InstanceStatuses
-    from lifeboat.instances import Ec2InstanceDirectory
     from lifeboat.kube.eks_auth import EksAuth
 
     env = os.environ if env is None else env
@@ -184,14 +205,7 @@ def build_service(
             "least one EKS cluster, or serve the clusters tagged <key>=true"
         )
     # Every setting is checked before any client is made: a broken stack fails fast.
-    table = _required(env, "LIFEBOAT_IDEMPOTENCY_TABLE")
-    group = _required(env, "LIFEBOAT_SCHEDULE_GROUP")
-    role_arn = _required(env, "LIFEBOAT_SCHEDULER_ROLE_ARN")
-    queue_arn = _required(env, "LIFEBOAT_QUEUE_ARN")
-    queue_url = _required(env, "LIFEBOAT_QUEUE_URL")
-    dead_letter_arn = _required(env, "LIFEBOAT_DEAD_LETTER_QUEUE_ARN")
-    # Where notifications go; empty: none are published.
-    bus = env.get("LIFEBOAT_NOTIFICATION_BUS", "").strip()
+    stack = _StackResources.from_env(env)
     session = boto3.Session()
     region = settings.region or session.region_name
     if not region:
@@ -203,16 +217,26 @@ def build_service(
         name: LazyClient(session, name, region)
         for name in ("scheduler", "autoscaling", "sqs", "events")
     }
-    wakeups = SchedulerWakeups(
-        lazy["scheduler"],
-        group=group,
-        role_arn=role_arn,
-        queue_arn=queue_arn,
-        dead_letter_arn=dead_letter_arn,
-        clock=clock,
-    )
     eks = LazyClient(session, "eks", region)
     auth = EksAuth(session=session, region=region, eks_client=eks)
+    clusters = _clusters(settings, auth, eks)
+    pipeline = _pipeline(env, settings, stack, session, region, lazy, clusters, clock)
+    bus = stack.notification_bus
+    notifier = (
+        EventBridgeNotifier(lazy["events"], bus=bus, dry_run=settings.dry_run) if bus else None
+    )
+    return Service(
+        pipeline,
+        settings,
+        notifier=notifier,
+        redelivery=SqsRedelivery(lazy["sqs"], stack.queue_url),
+        clusters=clusters,
+        lazy_clients=[lazy[name] for name in sorted(lazy) if name != "events" or bus] + [eks],
+    )
+
+
+def _clusters(settings: Settings, auth: EksAuth, eks: LazyClient) -> EksClusters:
+    """The clients of the clusters served: those named, and (a tag key set) those tagged."""
     clusters = EksClusters(settings, auth)
     if settings.cluster_tag_key is not None:
         from lifeboat.aws.discovery import ClusterCatalog
@@ -225,30 +249,48 @@ def build_service(
             on_described=auth.remember,
             on_dropped=clusters.forget,
         )
+    return clusters
+
+
+def _pipeline(
+    env: Mapping[str, str],
+    settings: Settings,
+    stack: _StackResources,
+    session: Any,
+    region: str,
+    lazy: Mapping[str, LazyClient],
+    clusters: EksClusters,
+    clock: Callable[[], datetime],
+) -> Pipeline:
+    """The pipeline over the stack's AWS services, its clients made but not used yet."""
+    from lifeboat.aws.idempotency import PowertoolsLedger
+    from lifeboat.aws.lifecycle import AutoScalingLifecycle
+    from lifeboat.aws.scheduler import SchedulerWakeups
+    from lifeboat.aws.sweep import Ec2InstanceStatuses
+    from lifeboat.instances import Ec2InstanceDirectory
+
+    wakeups = SchedulerWakeups(
+        lazy["scheduler"],
+        group=stack.schedule_group,
+        role_arn=stack.scheduler_role_arn,
+        queue_arn=stack.queue_arn,
+        dead_letter_arn=stack.dead_letter_arn,
+        clock=clock,
+    )
     ec2 = session.client("ec2", region_name=region)
-    pipeline = Pipeline(
+    dynamodb = session.client("dynamodb", region_name=region)
+    return Pipeline(
         clusters=clusters,
         directory=Ec2InstanceDirectory(ec2),
         settings=settings,
         clock=clock,
         lifecycle=AutoScalingLifecycle(lazy["autoscaling"]),
         wakeups=wakeups,
-        ledger=PowertoolsLedger(table, boto3_client=session.client("dynamodb", region_name=region)),
+        ledger=PowertoolsLedger(stack.idempotency_table, boto3_client=dynamodb),
         drain_patience=DRAIN_PATIENCE,
         holder=env.get("AWS_LAMBDA_FUNCTION_NAME", "lifeboat"),
         workers=BATCH_WORKERS,
         notices_per_message=NOTICES_PER_MESSAGE,
         statuses=Ec2InstanceStatuses(ec2),
         scope=clusters.catalog,
-    )
-    notifier = (
-        EventBridgeNotifier(lazy["events"], bus=bus, dry_run=settings.dry_run) if bus else None
-    )
-    return Service(
-        pipeline,
-        settings,
-        notifier=notifier,
-        redelivery=SqsRedelivery(lazy["sqs"], queue_url),
-        clusters=clusters,
-        lazy_clients=[lazy[name] for name in sorted(lazy) if name != "events" or bus] + [eks],
     )

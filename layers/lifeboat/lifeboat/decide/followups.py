@@ -56,21 +56,8 @@ def follow_ups(
     if decision.awaits_replacement and wakeup is not None:
         planned.append(wakeup.again(base + FOLLOW_UP_INTERVAL))
     elif decision.outcome is Outcome.DEFERRED:
-        recheck = (
-            _earliest(decision.recheck_at, base + RECHECK_INTERVAL)
-            if decision.recheck_at is not None
-            else None
-        )
-        candidates = [t for t in (decision.deferred_until, recheck) if t]
-        due = min(candidates) if candidates else base + FOLLOW_UP_INTERVAL
-        planned.append(Wakeup(Task.DECIDE, notice, due))
-    if (
-        release_cordon_after
-        and notice.kind is Kind.REBALANCE_RECOMMENDATION
-        and decision.outcome is Outcome.ACTED
-        and decision.steps == (Step.TAINT_AND_CORDON,)
-        and (wakeup is None or wakeup.task is Task.DECIDE)
-    ):
+        planned.append(Wakeup(Task.DECIDE, notice, _decide_again_at(decision, base)))
+    if release_cordon_after and _only_cordoned(notice, decision, wakeup):
         # Cordoned, not replaced: if no interruption follows, the node is not left out of
         # scheduling for ever (decide.wakeups.release_cordon).
         planned.append(
@@ -81,6 +68,29 @@ def follow_ups(
             Wakeup(Task.CONTINUE_DRAIN, notice, base + FOLLOW_UP_INTERVAL, cluster=cluster)
         )
     return planned
+
+
+def _decide_again_at(decision: Decision, base: datetime) -> datetime:
+    """When a deferred notice is decided again: at its deferral's end or its next look,
+    whichever comes first (a look no later than ``RECHECK_INTERVAL`` after ``base``)."""
+    recheck = (
+        _earliest(decision.recheck_at, base + RECHECK_INTERVAL)
+        if decision.recheck_at is not None
+        else None
+    )
+    candidates = [t for t in (decision.deferred_until, recheck) if t]
+    return min(candidates) if candidates else base + FOLLOW_UP_INTERVAL
+
+
+def _only_cordoned(notice: Notice, decision: Decision, wakeup: Wakeup | None) -> bool:
+    """A rebalance recommendation's node was just cordoned, not replaced (by the notice,
+    or by its decision looked at again)."""
+    return (
+        notice.kind is Kind.REBALANCE_RECOMMENDATION
+        and decision.outcome is Outcome.ACTED
+        and decision.steps == (Step.TAINT_AND_CORDON,)
+        and (wakeup is None or wakeup.task is Task.DECIDE)
+    )
 
 
 def _earliest(first: datetime | None, second: datetime) -> datetime:

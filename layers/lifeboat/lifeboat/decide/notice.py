@@ -26,11 +26,12 @@ from lifeboat.events.notice import Kind, Notice
 from lifeboat.instants import format_instant
 from lifeboat.karpenter.replacement import replacement_blocker
 from lifeboat.kube import nodes
+from lifeboat.kube.objects import Obj
 from lifeboat.kube.pdbs import pdb_blocker
 from lifeboat.outcome import Outcome
 from lifeboat.settings import Settings
 from lifeboat.staleness import Stale
-from lifeboat.target import Target
+from lifeboat.target import PoolCounts, Target
 
 # Karpenter-owned node: taint and cordon, create the replacement, delete the old claim.
 KARPENTER_REPLACE = (Step.TAINT_AND_CORDON, Step.CREATE_REPLACEMENT, Step.DELETE_NODECLAIM)
@@ -220,6 +221,9 @@ def _maintenance_over(notice: Notice, target: Target) -> Decision:
 
 
 def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime) -> Decision:
+    """Act when the NodePool's budgets and windows, do-not-disrupt and the PDBs allow it,
+    and a replacement can launch; wait otherwise, forced only at a scheduled change's latest
+    start, and let go after ``VOLUNTARY_PATIENCE`` when nothing ever allows it."""
     if target.node is None:
         raise BrokenInvariant("lifeboat.decide.notice._voluntary: target.node is None")
     what = _describe(notice)
@@ -233,13 +237,32 @@ def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime
     ):
         # Completed or cancelled while this notice waited (its wake-up came due later).
         return ignore(f"{what}: the maintenance ended (completed or cancelled); nothing to do")
-    karpenter_owned = target.claim is not None
     act = _voluntary_action(notice, action, target)
+    latest = _latest_start(notice, settings)
+    early = (
+        _underway(what, act, target, now)
+        or _out_of_time(what, notice, act, target, latest, settings, now)
+        or _held(what, act, target, latest, now)
+    )
+    if early is not None:
+        return early
+    nodepool, counts = target.nodepool, target.counts
+    if target.claim is None or nodepool is None or counts is None:
+        # No NodePool, no budget: a node group node is handled like the Node Termination
+        # Handler does (cordon on rebalance, cordon and drain on scheduled maintenance).
+        why = f"{what}: node has no NodePool budget to honour"
+        return replace(act, reason=why + _without_replacement(act, target))
+    return _by_budget(what, notice, act, target, latest, now, nodepool, counts)
 
+
+def _underway(what: str, act: Decision, target: Target, now: datetime) -> Decision | None:
+    """The node is already being replaced, by Lifeboat or by Karpenter (None: it is not)."""
+    if target.node is None:
+        raise BrokenInvariant("lifeboat.decide.notice._underway: target.node is None")
     if nodes.acted_on(target.node):
         # Already acted on (an earlier delivery or notice): carry on, it holds its budget slot.
         return replace(act, reason=f"{what}: node already being replaced; continuing")
-    if karpenter_owned and nodes.karpenter_disrupting(target.node):
+    if target.claim is not None and nodes.karpenter_disrupting(target.node):
         # Karpenter's own command (drift, consolidation) is replacing it: no second
         # replacement, no slot taken twice; look again in case its command is abandoned.
         return Decision(
@@ -248,8 +271,20 @@ def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime
             f"({nodes.KARPENTER_DISRUPTED_TAINT}); looking again later",
             recheck_at=now + RECHECK_INTERVAL,
         )
+    return None
 
-    latest = _latest_start(notice, settings)
+
+def _out_of_time(
+    what: str,
+    notice: Notice,
+    act: Decision,
+    target: Target,
+    latest: datetime | None,
+    settings: Settings,
+    now: datetime,
+) -> Decision | None:
+    """Waiting is over: let go a notice past its patience, force a scheduled change at its
+    latest start (None: there is time to wait)."""
     if latest is None and now >= notice.event_time + VOLUNTARY_PATIENCE:
         held_by = _holder(act, target, now)
         return give_up(
@@ -265,7 +300,16 @@ def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime
             "do-not-disrupt and PodDisruptionBudgets" + _without_replacement(act, target),
             forced=True,
         )
+    return None
 
+
+def _held(
+    what: str, act: Decision, target: Target, latest: datetime | None, now: datetime
+) -> Decision | None:
+    """What holds the node before any budget is asked: a do-not-disrupt pod or node, a PDB,
+    or no replacement able to launch (None: nothing holds it)."""
+    if target.node is None:
+        raise BrokenInvariant("lifeboat.decide.notice._held: target.node is None")
     blocker = nodes.do_not_disrupt_blocker(target.node, target.pods or (), now)
     if blocker is not None:
         who, until = blocker
@@ -282,14 +326,21 @@ def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime
     stranded = _stranded(act, target)
     if stranded is not None:
         return _keep_claim(what, stranded, target, latest, now)
+    return None
 
-    nodepool, counts = target.nodepool, target.counts
-    if not karpenter_owned or nodepool is None or counts is None:
-        # No NodePool, no budget: a node group node is handled like the Node Termination
-        # Handler does (cordon on rebalance, cordon and drain on scheduled maintenance).
-        why = f"{what}: node has no NodePool budget to honour"
-        return replace(act, reason=why + _without_replacement(act, target))
 
+def _by_budget(
+    what: str,
+    notice: Notice,
+    act: Decision,
+    target: Target,
+    latest: datetime | None,
+    now: datetime,
+    nodepool: Obj,
+    counts: PoolCounts,
+) -> Decision:
+    """Act if the NodePool's disruption budgets allow one more node now; otherwise wait for
+    the earliest permitted time, or give up when no window opens before the patience ends."""
     # Imported here: budgets (and the cron parser behind them) are for voluntary notices
     # only, and a Lambda whose batches are Spot warnings never loads them.
     from lifeboat.karpenter.budgets import allowed_disruptions, earliest_permitted

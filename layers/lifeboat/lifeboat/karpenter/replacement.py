@@ -183,11 +183,7 @@ def replacement_nodeclaim(
     template_meta = template.get("metadata") or {}
     template_spec = template.get("spec") or {}
 
-    labels = {str(k): str(v) for k, v in (template_meta.get("labels") or {}).items()}
-    labels[nodes.NODEPOOL_LABEL] = pool_name
-    class_label = node_class_label(nodepool)
-    if class_label is not None:
-        labels[class_label[0]] = class_label[1]
+    labels = _template_labels(nodepool, template_meta)
     notes: list[str] = []
     try:
         requirements = merge(template_spec.get("requirements") or [], labels)
@@ -210,14 +206,47 @@ def replacement_nodeclaim(
     labels.update(custom_labels(requirements, nodes.labels_of(node)))
     labels[nodes.REPLACES_LABEL] = old_claim
 
+    claim = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodeClaim",
+        "metadata": {
+            "name": replacement_name(pool_name, old_claim, old_uid),
+            "labels": labels,
+            "annotations": _annotations(nodepool, template_meta, notice_key),
+            "ownerReferences": [_owner_reference(nodepool)],
+        },
+        "spec": _claim_spec(template_spec, spec_requirements, node),
+    }
+    return Replacement(claim, "; ".join(notes))
+
+
+def _template_labels(nodepool: Obj, template_meta: Obj) -> dict[str, str]:
+    """The template's labels, the pool's own and its node class's, as Karpenter's
+    ``NodeClaimTemplate`` labels a claim."""
+    labels = {str(k): str(v) for k, v in (template_meta.get("labels") or {}).items()}
+    labels[nodes.NODEPOOL_LABEL] = nodes.name_of(nodepool)
+    class_label = node_class_label(nodepool)
+    if class_label is not None:
+        labels[class_label[0]] = class_label[1]
+    return labels
+
+
+def _annotations(nodepool: Obj, template_meta: Obj, notice_key: str) -> dict[str, str]:
+    """The template's annotations, the pool's hash (so Karpenter sees no drift), and the
+    notice the claim was made for."""
     annotations = {str(k): str(v) for k, v in (template_meta.get("annotations") or {}).items()}
     annotations.update(hash_annotations(nodepool))
     annotations[MIN_VALUES_RELAXED] = "false"
     annotations[nodes.NOTICE_ANNOTATION] = notice_key
+    return annotations
 
+
+def _claim_spec(template_spec: Obj, requirements: Any, node: Obj) -> dict[str, Any]:
+    """The claim's spec: the template's node class, taints, expiry and grace period, the
+    requirements, and a share of the old node's allocatable as requests."""
     spec: dict[str, Any] = {
         "nodeClassRef": copy.deepcopy(template_spec.get("nodeClassRef")),
-        "requirements": spec_requirements,
+        "requirements": requirements,
     }
     for field in ("taints", "startupTaints", "expireAfter"):
         if field in template_spec:
@@ -228,28 +257,22 @@ def replacement_nodeclaim(
     requests = _requests(node)
     if requests:
         spec["resources"] = {"requests": requests}
+    return spec
 
+
+def _owner_reference(nodepool: Obj) -> dict[str, Any]:
+    """The NodePool as the claim's owner, as Karpenter's ``NodeClaimTemplate.ToNodeClaim``
+    sets it (deleting the pool deletes its claims)."""
     owner: dict[str, Any] = {
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodePool",
-        "name": pool_name,
+        "name": nodes.name_of(nodepool),
         "blockOwnerDeletion": True,
     }
     uid = (nodepool.get("metadata") or {}).get("uid")
     if uid:
         owner["uid"] = uid
-    claim = {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodeClaim",
-        "metadata": {
-            "name": replacement_name(pool_name, old_claim, old_uid),
-            "labels": labels,
-            "annotations": annotations,
-            "ownerReferences": [owner],
-        },
-        "spec": spec,
-    }
-    return Replacement(claim, "; ".join(notes))
+    return owner
 
 
 def _exclude_reclaimed_spot_type(requirements: Any, node: Obj) -> str | None:

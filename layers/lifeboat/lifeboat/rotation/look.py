@@ -23,6 +23,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import partial
 
 from lifeboat.act import Actor
 from lifeboat.decide import Decision, Step
@@ -62,49 +63,8 @@ def look(ctx: Context, name: str, request_id: str) -> list[Report]:
 
     One read and at most one write of the state when no node is started; a second write
     records what the pipeline decided about the nodes this look started."""
-    now = ctx.now
     me = uuid.uuid4().hex[:12]  # this look: it hands over the nodes it started, not others'
-
-    def progress(current: store.Stored) -> tuple[Rotation | None, plan.Advance | None]:
-        rotation = current.rotation
-        if rotation.request_id != request_id:
-            return None, None
-        views = {n.name: observe.view(ctx.kube, n) for n in rotation.in_flight}
-        if rotation.spec.allowed_amis and ctx.describe is not None:
-            views = {
-                name: replace(
-                    v, host_amis=observe.host_amis(ctx.kube, rotation.node(name), ctx.describe)
-                )
-                if v.present and v.out_of_service and not v.pods_left
-                else v
-                for name, v in views.items()
-            }
-        step = plan.advance(rotation, views, now)
-        rotation, changes = step.rotation, list(step.changes)
-        for _ in rotation.nodes:  # bounded: each round starts or skips at least one node
-            names = plan.candidates(rotation)
-            if not names:
-                break
-            for node_name in names:
-                snap = observe.snapshot(ctx.kube, rotation.node(node_name))
-                started = plan.start(rotation, node_name, snap, now)
-                rotation = started.rotation
-                if rotation.node(node_name).phase is NodePhase.WAITING:
-                    rotation = rotation.with_nodes(
-                        [replace(rotation.node(node_name), note=STARTED + me)]
-                    )
-                changes += started.changes
-        paused = plan.checkpoint(rotation, now)  # the end of a wave: pause there
-        rotation, changes = paused.rotation, changes + list(paused.changes)
-        finished = plan.finish_if_done(rotation, now)
-        rotation = finished.rotation
-        if not _to_hand_over(rotation, me, now):  # nothing for the pipeline: schedule now
-            rotation = _schedule_next(ctx, rotation, current.rotation.next_tick, acted=False)
-        step = plan.Advance(rotation, (*changes, *finished.changes), step.release)
-        if rotation == current.rotation:
-            return None, step  # nothing changed: no write
-        return store.stamped(rotation, now), step
-
+    progress = partial(_progress, ctx, request_id, me)
     try:
         stored, first = store.update(ctx.kube, ctx.namespace, name, progress)
     except store.Gone:
@@ -116,18 +76,7 @@ def look(ctx: Context, name: str, request_id: str) -> list[Report]:
     release(ctx, stored.rotation, first.release, why=f"rotation {name} {stored.rotation.phase}")
     reports = _hand_over(ctx, stored.rotation, me)
     if reports:
-        acted = any(r.outcome is Outcome.ACTED for r in reports)
-
-        def settle(current: store.Stored) -> tuple[Rotation | None, list[plan.Change]]:
-            rotation, more = current.rotation, list[plan.Change]()
-            for report in reports:
-                node = _node_of(rotation, report.instance_id)
-                if node is not None and node.note.startswith(STARTED):
-                    step = plan.decided(rotation, node.name, report.outcome, report.reason, now)
-                    rotation, more = step.rotation, more + list(step.changes)
-            rotation = _schedule_next(ctx, rotation, current.rotation.next_tick, acted=acted)
-            return store.stamped(rotation, now), more
-
+        settle = partial(_settle, ctx, reports)
         stored, settled = store.update(ctx.kube, ctx.namespace, name, settle)
         changes += settled
     record_changes(ctx, stored.rotation, changes)
@@ -135,6 +84,80 @@ def look(ctx: Context, name: str, request_id: str) -> list[Report]:
     if not own and not reports:
         own = [_waiting_report(stored.rotation)]
     return own + reports
+
+
+def _progress(
+    ctx: Context, request_id: str, me: str, current: store.Stored
+) -> tuple[Rotation | None, plan.Advance | None]:
+    """Step 1 of a look, as one read-modify-write of the state: move the nodes in flight
+    on, start the next ones, pause at a wave's end, finish when done (None, None: the
+    rotation is another request's now; None and a step: nothing changed, no write)."""
+    now = ctx.now
+    rotation = current.rotation
+    if rotation.request_id != request_id:
+        return None, None
+    step = plan.advance(rotation, _views(ctx, rotation), now)
+    rotation, started = _start_nodes(ctx, step.rotation, me)
+    paused = plan.checkpoint(rotation, now)  # the end of a wave: pause there
+    finished = plan.finish_if_done(paused.rotation, now)
+    rotation = finished.rotation
+    if not _to_hand_over(rotation, me, now):  # nothing for the pipeline: schedule now
+        rotation = _schedule_next(ctx, rotation, current.rotation.next_tick, acted=False)
+    changes = (*step.changes, *started, *paused.changes, *finished.changes)
+    step = plan.Advance(rotation, changes, step.release)
+    if rotation == current.rotation:
+        return None, step  # nothing changed: no write
+    return store.stamped(rotation, now), step
+
+
+def _views(ctx: Context, rotation: Rotation) -> dict[str, plan.NodeView]:
+    """The nodes in flight as the cluster shows them; with their hosts' AMIs once drained,
+    when the health gate checks allowed AMIs."""
+    views = {n.name: observe.view(ctx.kube, n) for n in rotation.in_flight}
+    if not rotation.spec.allowed_amis or ctx.describe is None:
+        return views
+    describe = ctx.describe
+    return {
+        name: replace(v, host_amis=observe.host_amis(ctx.kube, rotation.node(name), describe))
+        if v.present and v.out_of_service and not v.pods_left
+        else v
+        for name, v in views.items()
+    }
+
+
+def _start_nodes(ctx: Context, rotation: Rotation, me: str) -> tuple[Rotation, list[plan.Change]]:
+    """Start the nodes whose turn it is, marking those left waiting as started by ``me``
+    (this look hands them to the pipeline)."""
+    changes: list[plan.Change] = []
+    for _ in rotation.nodes:  # bounded: each round starts or skips at least one node
+        names = plan.candidates(rotation)
+        if not names:
+            break
+        for node_name in names:
+            snap = observe.snapshot(ctx.kube, rotation.node(node_name))
+            started = plan.start(rotation, node_name, snap, ctx.now)
+            rotation = started.rotation
+            if rotation.node(node_name).phase is NodePhase.WAITING:
+                mine = replace(rotation.node(node_name), note=STARTED + me)
+                rotation = rotation.with_nodes([mine])
+            changes += started.changes
+    return rotation, changes
+
+
+def _settle(
+    ctx: Context, reports: Sequence[Report], current: store.Stored
+) -> tuple[Rotation | None, list[plan.Change]]:
+    """Step 4 of a look: write what the pipeline decided about the nodes this look started,
+    and schedule the next look (soon, when a node was acted on)."""
+    acted = any(r.outcome is Outcome.ACTED for r in reports)
+    rotation, more = current.rotation, list[plan.Change]()
+    for report in reports:
+        node = _node_of(rotation, report.instance_id)
+        if node is not None and node.note.startswith(STARTED):
+            step = plan.decided(rotation, node.name, report.outcome, report.reason, ctx.now)
+            rotation, more = step.rotation, more + list(step.changes)
+    rotation = _schedule_next(ctx, rotation, current.rotation.next_tick, acted=acted)
+    return store.stamped(rotation, ctx.now), more
 
 
 def _schedule_next(
