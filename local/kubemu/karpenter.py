@@ -193,11 +193,33 @@ def _nodeclaim(checker: _Checker, obj: Obj) -> None:
 
 def _nodepool(checker: _Checker, obj: Obj) -> None:
     spec = checker.mapping(obj.get("spec"), "spec", "pool.spec", ("template",))
+    _pool_template(checker, spec)
+    _pool_disruption(checker, spec)
+    checker.quantities(spec.get("limits"), "spec.limits")
+    _pool_weight_and_replicas(checker, spec)
+
+
+def _pool_template(checker: _Checker, spec: Obj) -> None:
+    """Check ``spec.template`` (its labels, then its spec), defaulting ``expireAfter``."""
     template = checker.mapping(spec["template"], "spec.template", "template", ("spec",))
     metadata = checker.mapping(
         template.get("metadata"), "spec.template.metadata", "template.metadata"
     )
-    labels = metadata.get("labels") or {}
+    _template_labels(checker, metadata.get("labels") or {})
+    tspec = checker.mapping(
+        template["spec"], "spec.template.spec", "template.spec", ("nodeClassRef", "requirements")
+    )
+    tspec.setdefault("expireAfter", "720h")
+    checker.node_class_ref(tspec["nodeClassRef"], "spec.template.spec.nodeClassRef")
+    checker.requirements(tspec["requirements"], "spec.template.spec.requirements", pool=True)
+    checker.taints(tspec.get("taints"), "spec.template.spec.taints")
+    checker.taints(tspec.get("startupTaints"), "spec.template.spec.startupTaints")
+    checker.durations(tspec, "spec.template.spec")
+
+
+def _template_labels(checker: _Checker, labels: Obj) -> None:
+    """Check ``spec.template.metadata.labels``: at most 100, valid values, and none of the
+    keys Karpenter keeps for itself."""
     if len(labels) > 100:  # template.metadata.labels: maxProperties 100
         raise checker.fail("spec.template.metadata.labels", "Too many: must have at most 100 items")
     for key, value in labels.items():
@@ -212,15 +234,11 @@ def _nodepool(checker: _Checker, obj: Obj) -> None:
                 "spec.template.metadata.labels",
                 f'Invalid value: "object": label "{key}" is restricted',
             )
-    tspec = checker.mapping(
-        template["spec"], "spec.template.spec", "template.spec", ("nodeClassRef", "requirements")
-    )
-    tspec.setdefault("expireAfter", "720h")
-    checker.node_class_ref(tspec["nodeClassRef"], "spec.template.spec.nodeClassRef")
-    checker.requirements(tspec["requirements"], "spec.template.spec.requirements", pool=True)
-    checker.taints(tspec.get("taints"), "spec.template.spec.taints")
-    checker.taints(tspec.get("startupTaints"), "spec.template.spec.startupTaints")
-    checker.durations(tspec, "spec.template.spec")
+
+
+def _pool_disruption(checker: _Checker, spec: Obj) -> None:
+    """Check ``spec.disruption``, filling in the CRD's defaults (consolidation after 0s when
+    empty or underutilized, one budget of 10% of nodes)."""
     disruption = checker.mapping(spec.setdefault("disruption", {}), "spec.disruption", "disruption")
     disruption.setdefault("consolidateAfter", "0s")
     disruption.setdefault("consolidationPolicy", "WhenEmptyOrUnderutilized")
@@ -232,25 +250,33 @@ def _nodepool(checker: _Checker, obj: Obj) -> None:
         disruption.setdefault("budgets", [{"nodes": "10%"}]), "spec.disruption.budgets", 50
     )
     for index, budget in enumerate(budgets):
-        where = f"spec.disruption.budgets[{index}]"
-        budget = checker.mapping(budget, where, "budget")
-        budget.setdefault("nodes", "10%")
-        checker.string(budget["nodes"], f"{where}.nodes", _BUDGET_NODES)
-        if "schedule" in budget:
-            checker.string(budget["schedule"], f"{where}.schedule", _BUDGET_SCHEDULE)
-        if "duration" in budget:
-            checker.string(budget["duration"], f"{where}.duration", _BUDGET_DURATION)
-        for reason_index, reason in enumerate(
-            checker.array(budget.get("reasons"), f"{where}.reasons", 50)
-        ):
-            checker.enum(reason, f"{where}.reasons[{reason_index}]", REASONS)
-        # budgets CEL: 'schedule' must be set with 'duration' (and the other way round).
-        if ("schedule" in budget) != ("duration" in budget):
-            raise checker.fail(
-                "spec.disruption.budgets",
-                "Invalid value: \"array\": 'schedule' must be set with 'duration'",
-            )
-    checker.quantities(spec.get("limits"), "spec.limits")
+        _budget(checker, budget, f"spec.disruption.budgets[{index}]")
+
+
+def _budget(checker: _Checker, value: Any, where: str) -> None:
+    """Check one disruption budget (``where`` is its path), defaulting ``nodes`` to 10%."""
+    budget = checker.mapping(value, where, "budget")
+    budget.setdefault("nodes", "10%")
+    checker.string(budget["nodes"], f"{where}.nodes", _BUDGET_NODES)
+    if "schedule" in budget:
+        checker.string(budget["schedule"], f"{where}.schedule", _BUDGET_SCHEDULE)
+    if "duration" in budget:
+        checker.string(budget["duration"], f"{where}.duration", _BUDGET_DURATION)
+    for reason_index, reason in enumerate(
+        checker.array(budget.get("reasons"), f"{where}.reasons", 50)
+    ):
+        checker.enum(reason, f"{where}.reasons[{reason_index}]", REASONS)
+    # budgets CEL: 'schedule' must be set with 'duration' (and the other way round).
+    if ("schedule" in budget) != ("duration" in budget):
+        raise checker.fail(
+            "spec.disruption.budgets",
+            "Invalid value: \"array\": 'schedule' must be set with 'duration'",
+        )
+
+
+def _pool_weight_and_replicas(checker: _Checker, spec: Obj) -> None:
+    """Check ``spec.weight`` and ``spec.replicas``, and that a static NodePool (one with
+    replicas) has no weight and limits only nodes."""
     if "weight" in spec:
         checker.integer(spec["weight"], "spec.weight", 1, 100)
     if "replicas" in spec:

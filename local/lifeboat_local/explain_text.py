@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from lifeboat.karpenter.budgets import LIFEBOAT_REASON
@@ -20,6 +21,18 @@ def render_text(entry: dict[str, Any], out: TextIO) -> None:
         )
         out.write("\n".join(lines) + "\n\n")
         return
+    _render_notice(entry, add)
+    add(f"  deadline:    {_deadline_text(entry['timing'])}")
+    if entry.get("lifecycle_hook"):
+        add(f"  lifecycle:   hook {entry['lifecycle_hook']}")
+    _render_node(entry, add)
+    _render_decision(decision, add)
+    add("  (judged on a copy of the cluster, after the notices before it: nothing was changed)")
+    out.write("\n".join(lines) + "\n\n")
+
+
+def _render_notice(entry: dict[str, Any], add: Callable[[str], None]) -> None:
+    """The event's heading, the message it came in, and what kind of notice it is."""
     add(
         f"Event {entry['event_id']} ({entry['kind']}), instance {entry['instance_id'] or '-'}, "
         f"judged at {entry['at']}"
@@ -31,39 +44,50 @@ def render_text(entry: dict[str, Any], out: TextIO) -> None:
     if entry.get("shifted_by"):
         sent += f" (its times moved {entry['shifted_by']}: handled as if sent when judged)"
     add(f"  notice:      {entry['kind']}{detail}, {voluntary}, sent {sent}")
-    timing = entry["timing"]
+
+
+def _deadline_text(timing: dict[str, Any]) -> str:
+    """The deadline line's text: the deadline and the time left (and the lead), or how long
+    a notice without one waits for its pool, or none."""
     if timing.get("deadline"):
         left = str(timing["time_left"])
         when = f"passed {left[1:]} ago" if left.startswith("-") else f"in {left}"
         text = f"{timing['deadline']} ({when})"
         if timing.get("lead"):
             text += f"; lead {timing['lead']}: acts regardless from {timing['act_regardless_from']}"
-        add(f"  deadline:    {text}")
-    elif timing.get("gives_up_at"):
-        add(
-            f"  deadline:    none; waits at most {timing['patience']} for its pool, "
+        return text
+    if timing.get("gives_up_at"):
+        return (
+            f"none; waits at most {timing['patience']} for its pool, "
             f"gives up at {timing['gives_up_at']}"
         )
-    else:
-        add("  deadline:    none")
-    if entry.get("lifecycle_hook"):
-        add(f"  lifecycle:   hook {entry['lifecycle_hook']}")
+    return "none"
+
+
+def _render_node(entry: dict[str, Any], add: Callable[[str], None]) -> None:
+    """The instance's node: its state, taints, NodeClaim, NodePool and pods (or that no
+    node was found, when the decision needed one)."""
     node = entry.get("node")
-    if node is not None:
-        state = ["Ready" if node["ready"] else "NOT Ready"]
-        state.append("cordoned" if node["unschedulable"] else "schedulable")
-        state.append("disrupting" if node["disrupting"] else "not disrupting")
-        add(f"  node:        {node['name']} ({', '.join(state)})")
-        if node["taints"]:
-            add(f"  taints:      {', '.join(node['taints'])}")
-        claim = entry.get("nodeclaim") or "none (not Karpenter-managed: drained by Lifeboat)"
-        add(f"  NodeClaim:   {claim}")
-        if entry.get("nodepool_missing"):
-            add(f"  NodePool:    {entry['nodepool_missing']} (NOT FOUND)")
-        _render_pool(entry.get("pool"), add)
-        _render_pods(entry, add)
-    elif entry["decision"]["by"] == "decide":
-        add("  node:        none found for this instance")
+    if node is None:
+        if entry["decision"]["by"] == "decide":
+            add("  node:        none found for this instance")
+        return
+    state = ["Ready" if node["ready"] else "NOT Ready"]
+    state.append("cordoned" if node["unschedulable"] else "schedulable")
+    state.append("disrupting" if node["disrupting"] else "not disrupting")
+    add(f"  node:        {node['name']} ({', '.join(state)})")
+    if node["taints"]:
+        add(f"  taints:      {', '.join(node['taints'])}")
+    claim = entry.get("nodeclaim") or "none (not Karpenter-managed: drained by Lifeboat)"
+    add(f"  NodeClaim:   {claim}")
+    if entry.get("nodepool_missing"):
+        add(f"  NodePool:    {entry['nodepool_missing']} (NOT FOUND)")
+    _render_pool(entry.get("pool"), add)
+    _render_pods(entry, add)
+
+
+def _render_decision(decision: dict[str, Any], add: Callable[[str], None]) -> None:
+    """The decision: its outcome and reason, steps, actions and when it is looked at again."""
     until = f" until {decision['deferred_until']}" if decision["deferred_until"] else ""
     forced = " (FORCED past budgets/do-not-disrupt)" if decision["forced"] else ""
     add(f"  decision:    {decision['outcome'].upper()}{until}{forced} -- {decision['reason']}")
@@ -73,8 +97,6 @@ def render_text(entry: dict[str, Any], out: TextIO) -> None:
         add(f"  would do:    {', '.join(action_text(a) for a in decision['actions'])}")
     if decision["recheck_at"]:
         add(f"  recheck at:  {decision['recheck_at']}")
-    add("  (judged on a copy of the cluster, after the notices before it: nothing was changed)")
-    out.write("\n".join(lines) + "\n\n")
 
 
 def _render_pool(pool: dict[str, Any] | None, add: Any) -> None:

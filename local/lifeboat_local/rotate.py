@@ -50,6 +50,15 @@ def add_parser(commands: Any) -> None:
                 --out events/rotation/legacy-to-karpenter.json
         """,
     )
+    _add_target(parser)
+    _add_node_selectors(parser)
+    _add_pacing(parser)
+    _add_control_verbs(parser)
+    _add_delivery(parser)
+
+
+def _add_target(parser: argparse.ArgumentParser) -> None:
+    """The rotation's name (ROTATION) and the cluster it runs in."""
     parser.add_argument(
         "name",
         metavar="ROTATION",
@@ -60,6 +69,10 @@ def add_parser(commands: Any) -> None:
         metavar="EKS_CLUSTER",
         help="the EKS cluster (required when the stack manages several)",
     )
+
+
+def _add_node_selectors(parser: argparse.ArgumentParser) -> None:
+    """The argument group choosing a new rotation's nodes (node group, labels, AMIs)."""
     nodes = parser.add_argument_group("which nodes (a new rotation; all given must match)")
     nodes.add_argument(
         "--node-group", metavar="GROUP", help=f"the nodes labelled {NODEGROUP_LABEL}=GROUP"
@@ -68,6 +81,11 @@ def add_parser(commands: Any) -> None:
         "--label", action="append", default=[], metavar="KEY=VALUE", help="a node label"
     )
     nodes.add_argument("--ami", action="append", default=[], metavar="AMI_ID", help="an AMI")
+
+
+def _add_pacing(parser: argparse.ArgumentParser) -> None:
+    """How fast the rotation goes and when it stops: nodes at once, the health gate's
+    timeout and AMIs, waves."""
     parser.add_argument(
         "--max-in-flight", type=int, default=1, metavar="N", help="nodes at once (default 1)"
     )
@@ -93,6 +111,10 @@ def add_parser(commands: Any) -> None:
         help="rotate in waves, pausing at a checkpoint after each until resumed (or rolled "
         "back): cumulative sizes, node counts or percentages, e.g. 1,10%%,100%%",
     )
+
+
+def _add_control_verbs(parser: argparse.ArgumentParser) -> None:
+    """--pause, --resume, --cancel, --rollback: mutually exclusive, each sets ``verb``."""
     control = parser.add_mutually_exclusive_group()
     for verb in (Verb.PAUSE, Verb.RESUME, Verb.CANCEL, Verb.ROLLBACK):
         control.add_argument(
@@ -102,6 +124,10 @@ def add_parser(commands: Any) -> None:
             const=verb,
             help=f"{verb} the rotation ROTATION instead of starting one",
         )
+
+
+def _add_delivery(parser: argparse.ArgumentParser) -> None:
+    """Where the event goes: the command bus and its region, or a file (--out)."""
     parser.add_argument(
         "--event-bus",
         default=DEFAULT_EVENT_BUS,

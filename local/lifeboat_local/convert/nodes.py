@@ -55,18 +55,13 @@ def _alias(nodes: list[dict[str, Any]]) -> str:
     return "al2023@latest"
 
 
-def group(name: str, nodes: list[dict[str, Any]], where: str, ctx: SettingsContext) -> NodeGroup:
-    labels = [dict((n.get("metadata") or {}).get("labels") or {}) for n in nodes]
-    types = sorted(
-        {
-            lab["node.kubernetes.io/instance-type"]
-            for lab in labels
-            if lab.get("node.kubernetes.io/instance-type")
-        }
-    )
-    if not types:
-        raise ConversionError(f"{where}: no node carries node.kubernetes.io/instance-type")
-    capacity = {lab.get("eks.amazonaws.com/capacityType", "ON_DEMAND") for lab in labels}
+def _label_values(labels: list[dict[str, str]], key: str) -> list[str]:
+    """The distinct non-empty values of label ``key`` across the nodes, sorted."""
+    return sorted({lab[key] for lab in labels if lab.get(key)})
+
+
+def _shared_taints(nodes: list[dict[str, Any]]) -> set[tuple[str, str, str | None]]:
+    """The taints (key, effect, value) every node carries."""
     taint_sets = [
         {
             (t.get("key", ""), t.get("effect", ""), t.get("value"))
@@ -74,11 +69,14 @@ def group(name: str, nodes: list[dict[str, Any]], where: str, ctx: SettingsConte
         }
         for n in nodes
     ]
-    shared_taints = set.intersection(*taint_sets) if taint_sets else set()
-    cluster = ctx.cluster_name or "CLUSTER_NAME"
-    discovery = SelectorTerm(tags=((DISCOVERY_TAG, cluster),))
+    return set.intersection(*taint_sets) if taint_sets else set()
+
+
+def _group_notes(where: str, count: int, ctx: SettingsContext) -> list[str]:
+    """What nodes cannot tell and the pool guesses: its maximum, its root volume, and (without
+    --cluster-name) the discovery tag."""
     notes = [
-        f"{where}: maximum taken as the current node count ({len(nodes)}): raise the pool's "
+        f"{where}: maximum taken as the current node count ({count}): raise the pool's "
         "limits if the group may grow",
         f"{where}: the root volume is not visible on nodes: Karpenter's default applies unless "
         "blockDeviceMappings are added",
@@ -88,19 +86,25 @@ def group(name: str, nodes: list[dict[str, Any]], where: str, ctx: SettingsConte
             f"{where}: no --cluster-name: subnets and security groups are selected by "
             f"tag {DISCOVERY_TAG}=CLUSTER_NAME, a placeholder to replace"
         )
+    return notes
+
+
+def group(name: str, nodes: list[dict[str, Any]], where: str, ctx: SettingsContext) -> NodeGroup:
+    labels = [dict((n.get("metadata") or {}).get("labels") or {}) for n in nodes]
+    types = _label_values(labels, "node.kubernetes.io/instance-type")
+    if not types:
+        raise ConversionError(f"{where}: no node carries node.kubernetes.io/instance-type")
+    capacity = {lab.get("eks.amazonaws.com/capacityType", "ON_DEMAND") for lab in labels}
+    shared_taints = _shared_taints(nodes)
+    cluster = ctx.cluster_name or "CLUSTER_NAME"
+    discovery = SelectorTerm(tags=((DISCOVERY_TAG, cluster),))
     return NodeGroup(
         name=name,
         source=where,
         instance_types=types,
         max_size=len(nodes),
         capacity_type="spot" if capacity == {"SPOT"} else "on-demand",
-        zones=sorted(
-            {
-                lab["topology.kubernetes.io/zone"]
-                for lab in labels
-                if lab.get("topology.kubernetes.io/zone")
-            }
-        ),
+        zones=_label_values(labels, "topology.kubernetes.io/zone"),
         subnets=[discovery],
         security_groups=[discovery],
         labels={
@@ -115,7 +119,7 @@ def group(name: str, nodes: list[dict[str, Any]], where: str, ctx: SettingsConte
         or any(t[0] == "nvidia.com/gpu" for t in shared_taints),
         ami_alias=_alias(nodes),
         role=ctx.role or f"KarpenterNodeRole-{cluster}",
-        notes=notes,
+        notes=_group_notes(where, len(nodes), ctx),
     )
 
 

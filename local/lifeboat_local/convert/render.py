@@ -17,7 +17,7 @@ from typing import Any
 from kubemu import validation
 from kubemu.errors import ApiError
 from kubemu.resources import EC2NODECLASSES, NODEPOOLS
-from lifeboat_local.convert.capacity import Capacities
+from lifeboat_local.convert.capacity import Capacities, Capacity
 from lifeboat_local.convert.labels import check_key, check_value
 from lifeboat_local.convert.model import ConversionError, NodeGroup
 
@@ -48,9 +48,9 @@ def _quantity_mib(mib: int) -> str:
     return f"{mib // 1024}Gi" if mib % 1024 == 0 else f"{mib}Mi"
 
 
-def node_pool(group: NodeGroup, capacities: Capacities) -> dict[str, Any]:
-    name = _name(group)
-    found = [capacities.of(t, group.source) for t in group.instance_types]
+def _requirements(group: NodeGroup, found: list[Capacity]) -> list[dict[str, Any]]:
+    """The pool's node requirements: the group's instance types, capacity type and their
+    architectures, and its zones when it has any."""
     arches = sorted({c.arch for c in found})
     requirements: list[dict[str, Any]] = [
         {
@@ -65,26 +65,33 @@ def node_pool(group: NodeGroup, capacities: Capacities) -> dict[str, Any]:
         requirements.append(
             {"key": "topology.kubernetes.io/zone", "operator": "In", "values": sorted(group.zones)}
         )
-    taints = [
-        {"key": t.key, "effect": t.effect, **({"value": t.value} if t.value else {})}
-        for t in group.taints
-    ]
-    limits = {
-        "cpu": str(group.max_size * max(c.vcpu for c in found)),
-        "memory": _quantity_mib(group.max_size * max(c.memory_mib for c in found)),
-    }
-    if group.gpu:
-        if not any(c.gpus for c in found):
-            raise ConversionError(
-                f"{group.source}: gpu_enabled but {', '.join(group.instance_types)} has no GPU:"
-                " set gpu_enabled to 'false' or name a GPU instance type"
-            )
-        requirements.append(
-            {"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "Gt", "values": ["0"]}
+    return requirements
+
+
+def _add_gpu(
+    group: NodeGroup,
+    found: list[Capacity],
+    requirements: list[dict[str, Any]],
+    taints: list[dict[str, Any]],
+    limits: dict[str, str],
+) -> None:
+    """Add what a GPU group's pool needs (in place): a GPU-count requirement, the GPU taint
+    unless the group has one, and a GPU limit; an error when no instance type has a GPU."""
+    if not any(c.gpus for c in found):
+        raise ConversionError(
+            f"{group.source}: gpu_enabled but {', '.join(group.instance_types)} has no GPU:"
+            " set gpu_enabled to 'false' or name a GPU instance type"
         )
-        if not any(t["key"] == GPU_TAINT["key"] for t in taints):
-            taints.append(dict(GPU_TAINT))
-        limits["nvidia.com/gpu"] = str(group.max_size * max(c.gpus for c in found))
+    requirements.append(
+        {"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "Gt", "values": ["0"]}
+    )
+    if not any(t["key"] == GPU_TAINT["key"] for t in taints):
+        taints.append(dict(GPU_TAINT))
+    limits["nvidia.com/gpu"] = str(group.max_size * max(c.gpus for c in found))
+
+
+def _check_labels_and_taints(group: NodeGroup) -> None:
+    """Reject a label or taint key or value the API server would refuse."""
     for key, value in group.labels.items():
         check_key(key, f"{group.source}: labels")
         check_value(key, value, f"{group.source}: labels")
@@ -92,6 +99,12 @@ def node_pool(group: NodeGroup, capacities: Capacities) -> dict[str, Any]:
         check_key(taint.key, f"{group.source}: taints")
         if taint.value is not None:
             check_value(taint.key, taint.value, f"{group.source}: taints")
+
+
+def _template(
+    group: NodeGroup, name: str, requirements: list[dict[str, Any]], taints: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The pool's ``spec.template``: its EC2NodeClass, requirements, taints and labels."""
     template_spec: dict[str, Any] = {
         "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": name},
         "requirements": requirements,
@@ -101,6 +114,24 @@ def node_pool(group: NodeGroup, capacities: Capacities) -> dict[str, Any]:
     template: dict[str, Any] = {"spec": template_spec}
     if group.labels:
         template["metadata"] = {"labels": dict(group.labels)}
+    return template
+
+
+def node_pool(group: NodeGroup, capacities: Capacities) -> dict[str, Any]:
+    name = _name(group)
+    found = [capacities.of(t, group.source) for t in group.instance_types]
+    requirements = _requirements(group, found)
+    taints = [
+        {"key": t.key, "effect": t.effect, **({"value": t.value} if t.value else {})}
+        for t in group.taints
+    ]
+    limits = {
+        "cpu": str(group.max_size * max(c.vcpu for c in found)),
+        "memory": _quantity_mib(group.max_size * max(c.memory_mib for c in found)),
+    }
+    if group.gpu:
+        _add_gpu(group, found, requirements, taints, limits)
+    _check_labels_and_taints(group)
     return {
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodePool",
@@ -111,7 +142,11 @@ def node_pool(group: NodeGroup, capacities: Capacities) -> dict[str, Any]:
                 "lifeboat.dev/conversion": CHOICE,
             },
         },
-        "spec": {"template": template, "limits": limits, "disruption": copy.deepcopy(DISRUPTION)},
+        "spec": {
+            "template": _template(group, name, requirements, taints),
+            "limits": limits,
+            "disruption": copy.deepcopy(DISRUPTION),
+        },
     }
 
 

@@ -90,34 +90,41 @@ def _bool(data: dict[str, Any], key: str, where: str) -> bool:
     return value == "true"
 
 
-def node_group(where: str, config_map: dict[str, Any], context: SettingsContext) -> NodeGroup:
-    data = config_map["data"]
-    name = str((config_map.get("metadata") or {}).get("name") or "")
-    where = f"{where} ({name})" if name else where
-    if not name:
-        raise ConversionError(f"{where}: metadata.name is missing (it names the NodePool)")
-    for key in REQUIRED:
-        if key not in data:
-            raise ConversionError(f"{where}: data.{key} is missing")
-    unknown = sorted(set(data) - set(KEYS))
+def _sizes(data: dict[str, Any], where: str) -> tuple[int, int]:
+    """The group's (min, max) node counts (max at least 1, min not above it)."""
     max_size = _int(data, "k8s_max_node_number", where, 1) or 1
     min_size = _int(data, "k8s_min_node_number", where) or 0
     if min_size > max_size:
         raise ConversionError(
             f"{where}: data.k8s_min_node_number {min_size} is above k8s_max_node_number {max_size}"
         )
+    return min_size, max_size
+
+
+def _check_launch_type(data: dict[str, Any], where: str) -> None:
+    """Reject an ``asg_launch_type`` the settings do not know (it is not converted)."""
     launch = str(data.get("asg_launch_type", "launch_template"))
     if launch not in LAUNCH_TYPES:
         raise ConversionError(
             f"{where}: data.asg_launch_type: {launch!r} is not one of {', '.join(LAUNCH_TYPES)}"
         )
+
+
+def _volume_type(data: dict[str, Any], where: str) -> str:
+    """The root volume's EBS type (default gp3)."""
     volume_type = str(data.get("k8s_root_volume_type", "gp3"))
     if volume_type not in VOLUME_TYPES:
         raise ConversionError(
             f"{where}: data.k8s_root_volume_type: {volume_type!r} is not an EBS volume type "
             f"({', '.join(VOLUME_TYPES)})"
         )
-    size = _int(data, "k8s_root_volume_size", where, 1)
+    return volume_type
+
+
+def _settings_notes(data: dict[str, Any], where: str, min_size: int) -> list[str]:
+    """What the NodePool leaves out of the settings: unknown keys, and a minimum size
+    (Karpenter has none)."""
+    unknown = sorted(set(data) - set(KEYS))
     notes: list[str] = []
     if unknown:
         notes.append(f"{where}: not converted (unknown keys): {', '.join(unknown)}")
@@ -127,14 +134,52 @@ def node_group(where: str, config_map: dict[str, Any], context: SettingsContext)
             "provisions for pending pods; keep the group at its minimum until the pool has "
             "taken the load"
         )
-    zones: list[str] = []
-    if not _bool(data, "multi_az_provisioned_workers", where):
-        if context.zone is None:
-            raise ConversionError(
-                f"{where}: multi_az_provisioned_workers is 'false' (a single-zone group) but "
-                "the settings name no zone: pass --zone ZONE so the pool stays in it"
-            )
-        zones = [context.zone]
+    return notes
+
+
+def _zones(data: dict[str, Any], where: str, context: SettingsContext) -> list[str]:
+    """The zones the pool is kept in: none (any zone) for a multi-AZ group, else the
+    one named by ``--zone`` (the settings do not say which)."""
+    if _bool(data, "multi_az_provisioned_workers", where):
+        return []
+    if context.zone is None:
+        raise ConversionError(
+            f"{where}: multi_az_provisioned_workers is 'false' (a single-zone group) but "
+            "the settings name no zone: pass --zone ZONE so the pool stays in it"
+        )
+    return [context.zone]
+
+
+def _root_volume(
+    data: dict[str, Any], where: str, size: int | None, volume_type: str
+) -> RootVolume | None:
+    """The root volume when the settings give its size, else None (Karpenter's default)."""
+    if size is None:
+        return None
+    return RootVolume(
+        size_gib=size,
+        volume_type=volume_type,
+        iops=_int(data, "k8s_root_volume_iops", where, 1),
+        throughput=_int(data, "k8s_root_volume_throughput", where, 1),
+    )
+
+
+def node_group(where: str, config_map: dict[str, Any], context: SettingsContext) -> NodeGroup:
+    data = config_map["data"]
+    name = str((config_map.get("metadata") or {}).get("name") or "")
+    where = f"{where} ({name})" if name else where
+    if not name:
+        raise ConversionError(f"{where}: metadata.name is missing (it names the NodePool)")
+    for key in REQUIRED:
+        if key not in data:
+            raise ConversionError(f"{where}: data.{key} is missing")
+    # Checked in this order so that, of several mistakes, the same one is reported first.
+    min_size, max_size = _sizes(data, where)
+    _check_launch_type(data, where)
+    volume_type = _volume_type(data, where)
+    size = _int(data, "k8s_root_volume_size", where, 1)
+    notes = _settings_notes(data, where, min_size)
+    zones = _zones(data, where, context)
     cluster = context.cluster_name or "CLUSTER_NAME"
     if context.cluster_name is None:
         notes.append(
@@ -152,14 +197,7 @@ def node_group(where: str, config_map: dict[str, Any], context: SettingsContext)
         subnets=[discovery],
         security_groups=[discovery],
         gpu=_bool(data, "gpu_enabled", where),
-        root_volume=None
-        if size is None
-        else RootVolume(
-            size_gib=size,
-            volume_type=volume_type,
-            iops=_int(data, "k8s_root_volume_iops", where, 1),
-            throughput=_int(data, "k8s_root_volume_throughput", where, 1),
-        ),
+        root_volume=_root_volume(data, where, size, volume_type),
         ami_alias=context.ami_alias,
         role=context.role or f"KarpenterNodeRole-{cluster}",
         notes=notes,

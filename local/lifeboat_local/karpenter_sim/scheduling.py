@@ -264,19 +264,39 @@ def provision(state: SimState) -> None:
     all_nodes = by_name(state.view("Node"))
     pods = state.view("Pod")
     used = _used(pods)
-    deleting = {
+    deleting = _deleting_nodes(state, claims)
+    waiting = _waiting(state, pods, deleting)
+    rooms = _existing_rooms(state, claims, all_nodes, used, deleting)
+    homeless = _nominate(state, rooms, waiting)
+    pools = by_name(state.view("NodePool"))
+    _launch_for_homeless(state, pools, claims, all_nodes, homeless)
+    _keep_static_counts(state, pools, claims)
+
+
+def _deleting_nodes(state: SimState, claims: list[Obj]) -> set[str | None]:
+    """The nodes of claims being deleted or marked for deletion (``state.marked``)."""
+    return {
         (c.get("status") or {}).get("nodeName")
         for c in claims
         if nodes.is_deleting(c) or nodes.name_of(c) in state.marked
     }
-    waiting = _pending(pods) + [
+
+
+def _waiting(state: SimState, pods: list[Obj], deleting: set[str | None]) -> list[Obj]:
+    """The pods to place: the pending ones, and those on deleting nodes that need a place
+    elsewhere (reschedulable, not held by do-not-disrupt)."""
+    return _pending(pods) + [
         p
         for p in pods
         if p.get("spec", {}).get("nodeName") in deleting
         and nodes.is_reschedulable(p)
         and nodes.do_not_disrupt_until(p, state.now) is None
     ]
-    rooms = _existing_rooms(state, claims, all_nodes, used, deleting)
+
+
+def _nominate(state: SimState, rooms: list[_Room], waiting: list[Obj]) -> dict[str, list[Obj]]:
+    """Place each waiting pod in the first room that holds it, nominating that node (or
+    claim) for a while; return the pods that fit nowhere by the pool they came from."""
     homeless: dict[str, list[Obj]] = {}
     for pod in sorted(waiting, key=pod_key):
         room = next((r for r in rooms if r.holds(pod)), None)
@@ -293,7 +313,18 @@ def provision(state: SimState) -> None:
         state.nominated[room.name] = state.now + NOMINATION
         if room.claim is not None and room.node is not None:
             state.nominated[nodes.name_of(room.claim)] = state.now + NOMINATION
-    pools = by_name(state.view("NodePool"))
+    return homeless
+
+
+def _launch_for_homeless(
+    state: SimState,
+    pools: dict[str, Obj],
+    claims: list[Obj],
+    all_nodes: dict[str, Obj],
+    homeless: dict[str, list[Obj]],
+) -> None:
+    """Launch a claim in each dynamic pool with pods that fit nowhere but would fit a fresh
+    node of it, unless the pool already has a launch in flight."""
     for pool_name in sorted(homeless):
         wanted = pools.get(pool_name)
         if wanted is None or wanted.get("spec", {}).get("replicas") is not None:
@@ -315,6 +346,11 @@ def provision(state: SimState) -> None:
         ]
         if placeable and not in_flight:
             launch_for(state, wanted, f"{len(placeable)} pod(s) fit nowhere")
+
+
+def _keep_static_counts(state: SimState, pools: dict[str, Obj], claims: list[Obj]) -> None:
+    """Launch claims for each static pool (spec.replicas) short of its count; ``claims``
+    are those from before this pass's launches."""
     for pool in pools.values():
         replicas = pool.get("spec", {}).get("replicas")
         if replicas is None:
