@@ -19,6 +19,7 @@ from contextlib import contextmanager, suppress
 from datetime import datetime, timedelta
 from typing import Any
 
+from lifeboat.deadline import RETRY_PATIENCE
 from lifeboat.errors import RetryLater
 from lifeboat.instants import format_micro, parse_timestamp
 from lifeboat.kube.client import Conflict, KubeApi, NotFound
@@ -46,7 +47,9 @@ class PoolLock:
         holder: str,
         *,
         clock: Callable[[], datetime],
-        wait_seconds: float = 20.0,
+        # Waiting for a busy lease is retrying in-process: no longer than any other retry
+        # of one message (a third of the function's timeout).
+        wait_seconds: float = RETRY_PATIENCE.total_seconds(),
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
     ) -> None:
