@@ -38,7 +38,11 @@ class Target:
 TARGETS: dict[str, Target] = {
     "decide": Target(
         (f"{LAYER}/decide",),
-        ("tests/unit/test_decide.py", "tests/unit/test_decide_wakeups.py"),
+        (
+            "tests/unit/test_decide.py",
+            "tests/unit/test_decide_wakeups.py",
+            "tests/unit/test_hand_over_decisions.py",
+        ),
     ),
     "budgets": Target(
         (
@@ -63,6 +67,9 @@ TARGETS: dict[str, Target] = {
             "tests/integration/test_one_replacement.py",
             "tests/integration/test_lb_exclusion.py",
             "tests/integration/test_end_to_end.py",
+            "tests/integration/test_lifecycle_completion.py",
+            "tests/integration/test_hand_over_when_ready.py",
+            "tests/integration/test_instance_status_vanish.py",
         ),
     ),
     "node_patches": Target(
@@ -70,6 +77,8 @@ TARGETS: dict[str, Target] = {
         (
             "tests/unit/test_taint_operations.py",
             "tests/unit/test_lb_exclusion_patches.py",
+            "tests/unit/test_restore_operations.py",
+            "tests/unit/test_ec2_maintenance_label.py",
             "tests/integration/test_taint_effect.py",
         ),
     ),

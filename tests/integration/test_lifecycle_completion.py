@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
+import pytest
 from botocore.stub import Stubber
 
 from kubemu import Emulator, load_cluster_file
@@ -105,6 +106,56 @@ def test_continue_only_once_the_evicted_pods_have_terminated() -> None:
         left = [p for p in emu.objects("Pod") if p["spec"].get("nodeName") == NODE]
         assert [p["metadata"]["name"] for p in left] == ["aws-node-m2v8t"]  # DaemonSet stays
         assert wakeups.next_due() is None
+
+
+class NodeDeletedUnderThePatch(KubeApi):
+    """The node is deleted just before the ``nth`` node patch (its instance went first):
+    that patch is answered 404, what act reads as the node gone."""
+
+    def __init__(self, emu: Emulator, nth: int, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._emu = emu
+        self._left = nth
+
+    def patch_node(self, name: str, operations: list[dict[str, Any]]) -> dict[str, Any]:
+        self._left -= 1
+        if self._left == 0:
+            self._emu.delete_object("Node", name)
+        return super().patch_node(name, operations)
+
+
+@pytest.mark.parametrize("nth", [1, 3], ids=["under-the-taint-at-once", "under-acts-taint"])
+def test_a_node_deleted_under_a_taint_still_gets_its_lifecycle_action_completed(nth: int) -> None:
+    """act.Actor.carry_out: once the node is gone nothing is left to taint, drain or delete,
+    but the Auto Scaling group still waits for the answer only Lifeboat gives: CONTINUE at
+    once, and no eviction sent for pods of a node that no longer exists. The node goes
+    under the pipeline's taint at once (1) or under act's own taint and cordon (2)."""
+    objects = load_cluster_file(EVENTS / "cluster.yaml")
+    autoscaling = boto3.client(
+        "autoscaling", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    with Emulator(copy.deepcopy(objects)) as emu, Stubber(autoscaling) as asg:
+        emu.clock.set(NOW, frozen=True)
+        kube = NodeDeletedUnderThePatch(emu, nth, emu.api_client(), RetryPolicy(attempts=2))
+        pipeline = Pipeline(
+            clusters=OneCluster(kube),
+            directory=directory_from_objects(objects),
+            settings=Settings(),
+            clock=lambda: NOW,
+            lifecycle=AutoScalingLifecycle(autoscaling),
+            wakeups=MemoryWakeups(),
+            ledger=MemoryLedger(),
+        )
+        asg.add_response(
+            "complete_lifecycle_action", {}, {**HOOK, "LifecycleActionResult": "CONTINUE"}
+        )
+        event = json.loads((EVENTS / "asg-termination.json").read_text())
+        [report] = pipeline.process([json.dumps(event)])[0].reports
+        # Act's own taint, when the node went under it, is reported as not done.
+        types = [a["type"] for a in report.actions if a["type"] != "taint"]
+        assert types == ["complete-lifecycle-action"]
+        asg.assert_no_pending_responses()
+        assert not [e for e in emu.request_log if "eviction" in e[2]]
 
 
 def test_waiting_is_bounded_by_the_hooks_global_timeout() -> None:

@@ -8,8 +8,10 @@ HTTP to the emulator; ``sleep`` moves that clock, so nothing waits in real time.
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -151,3 +153,64 @@ def test_a_waiter_polls_every_10_to_100_ms_and_takes_a_freed_lease_within_100_ms
     assert len(time.slept) >= 30
     assert all(0.01 <= pause <= 0.1 for pause in time.slept)
     assert len(set(time.slept)) > 1  # jittered, not a fixed period
+
+
+@pytest.mark.parametrize(
+    ("ours", "theirs"),
+    [("lifeboat-a", "lifeboat-b-0badc0de"), ("lifeboat-b", "lifeboat-a-0badc0de")],
+    ids=["theirs-sorts-after", "theirs-sorts-before"],
+)
+def test_a_live_lease_is_anothers_whichever_way_the_names_sort(
+    emulator: Emulator, kube: KubeApi, ours: str, theirs: str
+) -> None:
+    """``_held_by_other``: a holder identity is compared for equality (ours is unique per
+    hold), never for order."""
+    crashed_holders_lease(emulator, renewed=NOW)
+    lease = emulator.get_object("Lease", LEASE, NAMESPACE)
+    assert lease is not None
+    lease["spec"]["holderIdentity"] = theirs
+    emulator.put_object(lease)
+    time = InjectedTime(NOW)
+    waiter = PoolLock(kube, NAMESPACE, ours, clock=time.clock, wait_seconds=1, sleep=time.sleep)
+    with pytest.raises(LockTimeout), waiter.hold("general"):
+        pytest.fail("a live holder's lease was taken")
+    assert lease_spec(emulator)["holderIdentity"] == theirs
+
+
+def test_a_clock_that_stands_still_cannot_keep_a_waiter_past_its_wait(
+    emulator: Emulator, kube: KubeApi
+) -> None:
+    """Replay's ``--at`` freezes the clock: the seconds slept bound the wait as well, so the
+    waiter gives up once it has slept ``wait_seconds`` (within one pause of 10-100 ms), no
+    sooner and no later."""
+    crashed_holders_lease(emulator, renewed=NOW)
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        if sum(slept) > 10:  # fail rather than wait for ever
+            raise AssertionError("the waiter kept waiting past its wait")
+
+    waiter = PoolLock(
+        kube,
+        NAMESPACE,
+        "lifeboat-next",
+        clock=lambda: NOW,
+        wait_seconds=2,
+        sleep=sleep,
+        rng=random.Random(7),
+    )
+    with pytest.raises(LockTimeout), waiter.hold("general"):
+        pytest.fail("the lease was taken from a live holder")
+    assert 2 <= sum(slept) < 2 + 0.1
+
+
+def test_the_lease_lasts_as_long_as_the_readme_says(emulator: Emulator, kube: KubeApi) -> None:
+    """The duration written is the one the README promises an operator ("The lease expires
+    after N s"): a crashed holder's lease is free after exactly that long."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    stated = re.search(r"The lease expires after (\d+) s", readme)
+    assert stated is not None
+    time = InjectedTime(NOW)
+    with lock(kube, time, wait_seconds=1).hold("general"):
+        assert lease_spec(emulator)["leaseDurationSeconds"] == int(stated.group(1))

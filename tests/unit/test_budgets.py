@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections.abc import Mapping
 from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lifeboat.karpenter.budget_windows import MAX_EDGES
+from lifeboat.karpenter.budget_windows import MAX_EDGES, BudgetActivity
 from lifeboat.karpenter.budgets import (
     Budget,
     BudgetError,
@@ -364,6 +366,8 @@ def test_naive_datetime_rejected() -> None:
         ("0 0 * 13 *", r"end of range \(13\) above maximum \(12\)"),
         ("0 0 * 0 *", r"beginning of range \(0\) below minimum \(1\)"),
         ("*/0 * * * *", "step of range should be a positive number"),
+        # mustParseInt: Atoi accepts the sign, then a negative number is refused.
+        ("*/-1 * * * *", r"negative number \(-1\) not allowed: -1"),
         ("1-2-3 * * * *", "too many hyphens"),
         ("*/2/3 * * * *", "too many slashes"),
         ("-5 * * * *", "failed to parse int from"),
@@ -965,3 +969,93 @@ def test_a_search_through_endless_windows_stops_at_its_bound(
     assert not opening.complete
     assert now < opening.searched_until <= now + timedelta(minutes=MAX_EDGES + 1)
     assert counter.calls <= 20 * MAX_EDGES
+
+
+# -- robfig's day rule and the last hit, at the edges the property test rarely draws ----------
+
+
+def test_six_weekdays_or_a_day_of_month_still_skip_the_seventh_day() -> None:
+    """robfig ``dayMatches``: neither day field is ``*``, so a day matches either field
+    (OR). ``0 0 1 * 1-6`` fires on the 1st and on Monday to Saturday, never on another
+    Sunday: Sunday 2026-12-06 is skipped (six weekdays are not every day)."""
+    schedule = parse_cron("0 0 1 * 1-6")
+    saturday = datetime(2026, 12, 5, 0, 0, 30, tzinfo=UTC)
+    assert schedule.next_after(saturday) == datetime(2026, 12, 7, tzinfo=UTC)
+    sunday_noon = datetime(2026, 12, 6, 12, 0, tzinfo=UTC)
+    assert schedule.last_at_or_before(sunday_noon) == datetime(2026, 12, 5, tzinfo=UTC)
+
+
+def test_an_empty_weekday_list_leaves_the_day_of_month_to_match() -> None:
+    """robfig ``getField`` splits with ``strings.FieldsFunc``, which drops empty parts: a
+    weekday field ``,`` sets no bit and no star, so (OR) the day of month alone decides;
+    with an impossible day of month nothing ever fires."""
+    first = parse_cron("0 0 1 * ,")
+    assert not first.never_fires
+    assert first.next_after(datetime(2026, 12, 5, tzinfo=UTC)) == datetime(2027, 1, 1, tzinfo=UTC)
+    assert parse_cron("0 0 30 2 ,").never_fires
+
+
+@pytest.mark.parametrize(
+    ("moment", "last"),
+    [
+        (datetime(2026, 12, 1, 10, 1, 30, tzinfo=UTC), datetime(2026, 12, 1, 10, 0, tzinfo=UTC)),
+        (datetime(2026, 12, 1, 10, 1, 59, tzinfo=UTC), datetime(2026, 12, 1, 10, 0, tzinfo=UTC)),
+        (datetime(2026, 12, 1, 10, 2, 0, tzinfo=UTC), datetime(2026, 12, 1, 10, 2, tzinfo=UTC)),
+    ],
+)
+def test_the_last_hit_is_never_the_one_in_the_next_minute(moment: datetime, last: datetime) -> None:
+    """``last_at_or_before``: a hit at the minute after ``moment`` is not before it (a
+    window read as open a minute early would let a disruption through a closed budget)."""
+    assert parse_cron("*/2 * * * *").last_at_or_before(moment) == last
+
+
+# -- the window search's bound and its memo (lifeboat.karpenter.budget_windows) --------------
+
+
+def test_the_search_stops_at_the_bound_the_readme_states() -> None:
+    """Two freezes taking turns every minute: the search hops window edge to window edge and
+    stops after exactly ``MAX_EDGES`` of them, the number the README gives the operator
+    ("at most N window edges")."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    stated = re.search(r"at most (\d+) window edges \(`budget_windows.MAX_EDGES`\)", readme)
+    assert stated is not None and int(stated.group(1)) == MAX_EDGES
+    alternating = pool(
+        {"nodes": "0", "schedule": "0-58/2 * * * *", "duration": "1m"},
+        {"nodes": "0", "schedule": "1-59/2 * * * *", "duration": "1m"},
+    )
+    now = at(MONDAY, 10)
+    opening = earliest_permitted(alternating, 10, 0, now, datetime(2400, 1, 1, tzinfo=UTC))
+    assert (opening.at, opening.complete) == (None, False)
+    assert opening.searched_until == now + timedelta(minutes=MAX_EDGES)
+
+
+def test_a_freeze_every_minute_is_known_to_never_open_without_a_search() -> None:
+    """``* * * * *`` for a minute or more is active at every instant (robfig's Next from
+    ``now - duration`` always finds the current minute): a 0-node budget of that kind never
+    permits anything, and the search says so completely (give up), rather than stopping at
+    its bound after hours of minutes (defer and look again, for ever)."""
+    for duration in ("1m", "90m"):
+        always = pool({"nodes": "0", "schedule": "* * * * *", "duration": duration})
+        now = at(MONDAY, 10)
+        opening = earliest_permitted(always, 10, 0, now, datetime(2400, 1, 1, tzinfo=UTC))
+        assert (opening.at, opening.complete) == (None, True)
+
+
+def test_a_budgets_state_is_worked_out_once_per_window_edge(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """BudgetActivity's memo: between two edges the state holds, so asking again inside
+    that span costs no cron lookup (a search over 50 budgets hops many times per edge)."""
+    activity = BudgetActivity(one(nodes="0", schedule="0 9 * * *", duration="1h"))
+    counter = _CountingCron(monkeypatch, limit=1_000)
+    early = at(MONDAY, 3)
+    assert activity.active_at(early) is False
+    first = counter.calls
+    for minutes in (1, 60, 299):
+        assert activity.active_at(early + timedelta(minutes=minutes)) is False
+    assert counter.calls == first
+    assert activity.next_change(early) == at(MONDAY, 9)
+    after_change = counter.calls
+    for minutes in (1, 120, 359):
+        assert activity.next_change(early + timedelta(minutes=minutes)) == at(MONDAY, 9)
+    assert counter.calls == after_change

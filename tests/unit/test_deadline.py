@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from cfnlint.decode import decode_str  # type: ignore[import-untyped]  # cfn-lint is untyped
 
 from lifeboat.deadline import (
     HANDLING_MARGIN,
@@ -16,6 +17,7 @@ from lifeboat.deadline import (
     redelivery_delay,
     retry_window,
 )
+from tests.support.paths import TEMPLATE
 
 NOW = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
 
@@ -93,3 +95,13 @@ def test_a_two_minute_warning_gets_about_seven_deliveries() -> None:
         now += seconds(delay)
         deliveries += 1
     assert 6 <= deliveries <= 8
+
+
+def test_the_in_process_patience_is_a_third_of_the_functions_timeout() -> None:
+    """RETRY_PATIENCE: a batch that waits its retries out still returns, and reports its
+    failures, within the function's timeout (template.yaml, InterruptionFunction)."""
+    template, errors = decode_str(TEMPLATE.read_text())
+    assert not errors and template is not None
+    timeout = template["Resources"]["InterruptionFunction"]["Properties"]["Timeout"]
+    window = retry_window(NOW + QUEUE_VISIBILITY_TIMEOUT - seconds(1), NOW)
+    assert window == seconds(timeout / 3)

@@ -13,6 +13,7 @@ from lifeboat.decide import RECHECK_INTERVAL, Step, decide
 from lifeboat.events.notice import Kind, Notice
 from lifeboat.report import Outcome
 from lifeboat.settings import Settings
+from lifeboat.staleness import Stale
 from lifeboat.target import ClaimRef, PoolCounts, Target
 from tests.support import kube
 from tests.support.events import notice
@@ -834,3 +835,52 @@ def test_a_scheduled_change_on_a_pool_not_ready_waits_then_acts_at_the_lead() ->
     forced = decide(change, target(pool=pool), Settings(), lead)
     assert forced.outcome is Outcome.ACTED and forced.forced
     assert forced.steps == (Step.TAINT_AND_CORDON, Step.DELETE_NODECLAIM)
+
+
+# -- a node no NodeClaim owns, in a NodePool's name ------------------------------------------
+
+
+def _unclaimed_in_a_frozen_pool() -> Target:
+    """A node no NodeClaim owns although a NodePool is named for it (its label, or EC2's
+    tag) and that pool's budget is shut now: Karpenter does not own it, so its budget is
+    not what holds the node (lifeboat.resolve: the NodePool is read from the owning claim)."""
+    return Target(
+        INSTANCE,
+        node=node(claim=None),
+        claim=None,
+        nodepool_name="general",
+        nodepool=nodepool([FREEZE]),
+        counts=PoolCounts(5, 0),
+        pods=(),
+    )
+
+
+def test_a_node_without_a_claim_is_drained_as_a_node_groups_whatever_a_named_pool_allows() -> None:
+    """_voluntary: no claim, no budget to honour (as the Node Termination Handler drains
+    on scheduled maintenance), even when a NodePool is named and its window is shut."""
+    maintenance = notice(
+        Kind.SCHEDULED_CHANGE,
+        at=TUESDAY_AFTERNOON - timedelta(minutes=5),
+        deadline=TUESDAY_AFTERNOON + timedelta(days=3),
+    )
+    decision = decide(maintenance, _unclaimed_in_a_frozen_pool(), Settings(), TUESDAY_AFTERNOON)
+    assert decision.outcome is Outcome.ACTED
+    assert decision.steps == (Step.TAINT_AND_CORDON, Step.EVICT)
+    assert "node has no NodePool budget to honour" in decision.reason
+
+
+def test_a_stale_notice_for_a_node_without_a_claim_is_judged_without_a_pools_budget() -> None:
+    """_stale: a maintenance past its start, on a node no claim owns: judged now as a node
+    group's (no budget), not let go by the shut window of the NodePool it names."""
+    maintenance = notice(
+        Kind.SCHEDULED_CHANGE,
+        at=TUESDAY_AFTERNOON - timedelta(hours=2),
+        deadline=TUESDAY_AFTERNOON - timedelta(hours=1),
+    )
+    stale = Stale("the maintenance's start was 1h ago")
+    decision = decide(
+        maintenance, _unclaimed_in_a_frozen_pool(), Settings(), TUESDAY_AFTERNOON, stale=stale
+    )
+    assert decision.outcome is Outcome.ACTED
+    assert decision.steps == (Step.TAINT_AND_CORDON, Step.EVICT)
+    assert "no NodePool budget to honour; judged now" in decision.reason

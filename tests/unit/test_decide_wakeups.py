@@ -9,7 +9,7 @@ import pytest
 
 from lifeboat.aws.scheduler import schedule_name
 from lifeboat.decide import FOLLOW_UP_INTERVAL, Decision, Step, follow_ups
-from lifeboat.decide.wakeups import continue_drain, finish_replacement
+from lifeboat.decide.wakeups import check_old_claim, continue_drain, finish_replacement
 from lifeboat.events.notice import Kind, Notice
 from lifeboat.instances import InstanceInfo
 from lifeboat.report import Outcome
@@ -176,3 +176,91 @@ def test_a_follow_up_delivered_twice_schedules_the_same_next_one(task: Task) -> 
     first, second = plans
     assert [w.key for w in first] == [w.key for w in second] and len(first) == 1
     assert schedule_name(first[0]) == schedule_name(second[0])
+
+
+# -- a rebalance's cordon released later (decide.followups._only_cordoned) ---------------------
+
+RELEASE_AFTER = timedelta(hours=6)
+CORDONED = Decision(Outcome.ACTED, "cordon", (Step.TAINT_AND_CORDON,))
+
+
+def _released(notice: Notice, decision: Decision, wakeup: Wakeup | None = None) -> list[Wakeup]:
+    planned = follow_ups(
+        notice,
+        Target(INSTANCE),
+        decision,
+        pods_remaining=0,
+        now=NOW,
+        wakeup=wakeup,
+        release_cordon_after=RELEASE_AFTER,
+    )
+    return [w for w in planned if w.task is Task.RELEASE_CORDON]
+
+
+def test_a_rebalance_only_cordoned_is_looked_at_again_to_release_the_cordon() -> None:
+    """A cordon-only rebalance (the Node Termination Handler's cordon) is not left out of
+    scheduling for ever: a release is scheduled ``LIFEBOAT_REBALANCE_CORDON_RELEASE_SECONDS``
+    later; none when the setting is off."""
+    [release] = _released(NOTICE, CORDONED)
+    assert release.due == NOW + RELEASE_AFTER
+    off = follow_ups(NOTICE, Target(INSTANCE), CORDONED, pods_remaining=0, now=NOW)
+    assert off == []
+
+
+def test_only_a_cordon_only_rebalance_is_released() -> None:
+    """No release for another kind cordoned, a rebalance whose node is replaced or drained,
+    or one that was not acted on."""
+    spot = Notice(Kind.SPOT_INTERRUPTION, "ev-2", NOW, INSTANCE)
+    assert _released(spot, CORDONED) == []
+    replaced = Decision(
+        Outcome.ACTED,
+        "replace",
+        (Step.TAINT_AND_CORDON, Step.CREATE_REPLACEMENT, Step.DELETE_NODECLAIM),
+    )
+    assert _released(NOTICE, replaced) == []
+    drained = Decision(Outcome.ACTED, "drain", (Step.TAINT_AND_CORDON, Step.EVICT))
+    assert _released(NOTICE, drained) == []
+    not_acted = Decision(Outcome.IGNORED, "let go", (Step.TAINT_AND_CORDON,))
+    assert _released(NOTICE, not_acted) == []
+
+
+@pytest.mark.parametrize("task", [Task.RELEASE_CORDON, Task.CONTINUE_DRAIN])
+def test_a_release_is_scheduled_by_the_notice_or_its_decision_not_by_other_follow_ups(
+    task: Task,
+) -> None:
+    """A decision looked at again (``Task.DECIDE``) that cordons schedules the release; the
+    release itself, or a drain's continuation, does not schedule another."""
+    decide_again = Wakeup(Task.DECIDE, NOTICE, NOW)
+    assert len(_released(NOTICE, CORDONED, decide_again)) == 1
+    assert _released(NOTICE, CORDONED, Wakeup(task, NOTICE, NOW)) == []
+
+
+# -- the claim a hand-over would delete (decide.wakeups.check_old_claim) ----------------------
+
+
+def _old_claim(provider: str | None) -> dict[str, object]:
+    status: dict[str, object] = {"providerID": provider} if provider else {}
+    return {"metadata": {"name": "general-old", "uid": "uid-old"}, "status": status}
+
+
+def test_the_old_claim_on_the_wake_ups_instance_is_the_one_to_delete() -> None:
+    assert check_old_claim(finishing(NOW), _old_claim(f"aws:///us-east-1a/{INSTANCE}")) is None
+
+
+@pytest.mark.parametrize(
+    "other", ["i-0000000000000000a", "i-ffffffffffffffff0"], ids=["sorts-before", "sorts-after"]
+)
+def test_an_old_claim_on_another_instance_is_rejected_whichever_way_its_id_sorts(
+    other: str,
+) -> None:
+    """The claim of that name and uid runs elsewhere: the follow-up does not match the
+    cluster and deletes nothing (an instance id compared for equality, not order)."""
+    decision = check_old_claim(finishing(NOW), _old_claim(f"aws:///us-east-1a/{other}"))
+    assert decision is not None and decision.outcome is Outcome.REJECTED
+    assert f"runs on aws:///us-east-1a/{other}, not on instance {INSTANCE}" in decision.reason
+
+
+def test_an_old_claim_not_launched_is_said_to_run_on_no_instance() -> None:
+    decision = check_old_claim(finishing(NOW), _old_claim(None))
+    assert decision is not None and decision.outcome is Outcome.REJECTED
+    assert f"runs on no instance, not on instance {INSTANCE}" in decision.reason
