@@ -52,7 +52,8 @@ def node(
         metadata["annotations"] = annotations
     # As read from the API server: decoded JSON, no string shared with Lifeboat's constants
     # (a key compared by identity, not equality, would then never match).
-    return json.loads(json.dumps({"metadata": metadata, "spec": spec}))
+    decoded: dict[str, Any] = json.loads(json.dumps({"metadata": metadata, "spec": spec}))
+    return decoded
 
 
 def excluded_by_us(*taints: dict[str, Any], **extra: Any) -> dict[str, Any]:
