@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+import threading
 from collections.abc import Mapping
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -34,7 +35,7 @@ from lifeboat.karpenter.budgets import (
     parse_go_duration,
     window_timeline,
 )
-from lifeboat.karpenter.cron import CronError, CronSchedule, parse_cron
+from lifeboat.karpenter.cron import CronError, CronSchedule, parse_cron, robfig_horizon_opens
 from tests.support import kube
 
 # 2024-01-07 is a Sunday; 2024-01-08 a Monday.
@@ -366,6 +367,8 @@ def test_naive_datetime_rejected() -> None:
         ("0 0 * 13 *", r"end of range \(13\) above maximum \(12\)"),
         ("0 0 * 0 *", r"beginning of range \(0\) below minimum \(1\)"),
         ("*/0 * * * *", "step of range should be a positive number"),
+        # Atoi's range is int64: one past its maximum does not parse (the maximum does).
+        ("*/9223372036854775808 * * * *", "value out of range"),
         # mustParseInt: Atoi accepts the sign, then a negative number is refused.
         ("*/-1 * * * *", r"negative number \(-1\) not allowed: -1"),
         ("1-2-3 * * * *", "too many hyphens"),
@@ -819,7 +822,8 @@ def test_nodes_beyond_64_bits_block_the_pool_while_active() -> None:
         budget_limit(one(nodes=huge), 10)
     other_reason = pool({"nodes": "5"}, {"nodes": huge, "reasons": ["Underutilized"]})
     allowance = allowed_disruptions(other_reason, 10, 0, MONDAY)
-    assert (allowance.allowed, allowance.blocked_by_error) == (0, True)
+    # MustGetAllowedDisruptions: 0 for every reason, the limit `lifeboat windows` shows too.
+    assert (allowance.allowed, allowance.limit, allowance.blocked_by_error) == (0, 0, True)
     assert "budget[1]" in allowance.reason
     # Outside its window the budget is not evaluated (IsActive comes first): no error.
     windowed = pool({"nodes": "5"}, {"nodes": huge, "schedule": "0 9 * * *", "duration": "1h"})
@@ -1059,3 +1063,80 @@ def test_a_budgets_state_is_worked_out_once_per_window_edge(
     for minutes in (1, 120, 359):
         assert activity.next_change(early + timedelta(minutes=minutes)) == at(MONDAY, 9)
     assert counter.calls == after_change
+
+
+def test_a_timeline_costs_work_per_segment_and_stops_at_its_end(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``_iter_segments`` steps from change to change and stops at ``end``: five segments
+    over four days of a weekday freeze take a handful of limit evaluations, not one per
+    step up to ``_MAX_SEGMENTS`` (a loop that went on at ``end`` would add only empty
+    segments, merged away, at the cost of thousands of steps per chart)."""
+    from lifeboat.karpenter import budget_windows
+
+    calls = 0
+    original = budget_windows._limit
+
+    def counted(budget: Budget, node_count: int) -> int | None:
+        nonlocal calls
+        calls += 1
+        return original(budget, node_count)
+
+    monkeypatch.setattr(budget_windows, "_limit", counted)
+    friday = datetime(2024, 1, 5, tzinfo=UTC)
+    end = friday + timedelta(days=4)
+    timeline = window_timeline(pool({"nodes": "10%"}, FREEZE), 20, friday, end)
+    assert len(timeline) == 5 and timeline[-1].end == end
+    assert calls <= 2 * len(timeline) * 2
+
+
+def test_an_empty_pool_is_counted_not_refused() -> None:
+    """A NodePool with no nodes yet (or all gone) is a count of 0, not an error: a budget of
+    "1" still allows one (``GetAllowedDisruptions``: the limit minus what is disrupting), a
+    percentage of nothing allows none."""
+    assert allowed_disruptions(pool({"nodes": "1"}), 0, 0, MONDAY).allowed == 1
+    assert allowed_disruptions(pool({"nodes": "10%"}), 0, 0, MONDAY).allowed == 0
+    with pytest.raises(ValueError, match="must not be negative"):
+        allowed_disruptions(pool({"nodes": "1"}), -1, 0, MONDAY)
+
+
+def test_a_step_of_int64s_maximum_parses_and_fires_once_an_hour() -> None:
+    """robfig ``getRange``: ``*/9223372036854775807`` is a valid step (Atoi's maximum), so
+    only the range's start, minute 0, is selected."""
+    schedule = parse_cron("*/9223372036854775807 * * * *")
+    moment = datetime(2026, 12, 1, 10, 1, tzinfo=UTC)
+    assert schedule.next_after(moment) == datetime(2026, 12, 1, 11, 0, tzinfo=UTC)
+
+
+def test_robfigs_horizon_opens_at_the_last_second_of_the_year_five_before_the_hit() -> None:
+    """``Schedule.Next`` gives up after the year ``start.year + 5`` (``start``: the whole
+    second after ``moment``): the next 29 February after 2097 is in 2104 (2100 is no leap
+    year), seen from the last second of 2098 on, not a second earlier."""
+    leap_day = parse_cron("0 0 29 2 *")
+    hit = datetime(2104, 2, 29, tzinfo=UTC)
+    opens = robfig_horizon_opens(hit)
+    assert opens == datetime(2098, 12, 31, 23, 59, 59, tzinfo=UTC)
+    assert leap_day.next_after(opens) == hit
+    assert leap_day.next_after(opens - timedelta(seconds=1)) is None
+
+
+def test_a_threads_croniters_are_built_once_per_expression(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Building a croniter costs about a millisecond and a decision at 50 budgets asks for
+    about a hundred cursors: each thread keeps one per expression (until 512 of them)."""
+    from lifeboat.karpenter import cron
+
+    built: list[str] = []
+    original = cron.croniter
+
+    def counting(expression: str, *args: Any, **kwargs: Any) -> Any:
+        built.append(expression)
+        return original(expression, *args, **kwargs)
+
+    monkeypatch.setattr(cron, "croniter", counting)
+    monkeypatch.setattr(cron, "_THREAD_CRONITERS", threading.local())
+    moment = datetime(2026, 12, 1, 10, 1, tzinfo=UTC)
+    for spec in ("0 9 * * *", "30 17 * * 1-5", "0 9 * * *", "30 17 * * 1-5"):
+        parse_cron(spec).cursor().next_after(moment)
+    assert len(built) == 2

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from lifeboat.decide import RECHECK_INTERVAL, Step, decide
+from lifeboat.decide import FOLLOW_UP_INTERVAL, RECHECK_INTERVAL, Decision, Step, decide
+from lifeboat.decide.notice import replacement_refused
 from lifeboat.events.notice import Kind, Notice
 from lifeboat.report import Outcome
 from lifeboat.settings import Settings
@@ -884,3 +885,80 @@ def test_a_stale_notice_for_a_node_without_a_claim_is_judged_without_a_pools_bud
     assert decision.outcome is Outcome.ACTED
     assert decision.steps == (Step.TAINT_AND_CORDON, Step.EVICT)
     assert "no NodePool budget to honour; judged now" in decision.reason
+
+
+# -- when a deferred notice is looked at again ------------------------------------------------
+
+
+def _pool_not_ready() -> dict[str, Any]:
+    """Karpenter's readiness controller: the node class is not Ready, so the pool is not."""
+    pool = nodepool([{"nodes": "20%"}])
+    pool["status"] = {
+        "conditions": [
+            {"type": "Ready", "status": "False", "reason": "NodeClassNotReady"},
+            {"type": "NodeClassReady", "status": "False", "reason": "NotFound"},
+        ]
+    }
+    return pool
+
+
+def test_a_claim_kept_for_want_of_a_replacement_is_looked_at_again_in_five_minutes() -> None:
+    """_keep_claim: a pool not Ready may recover, so the notice is decided again
+    ``RECHECK_INTERVAL`` from now (never in the past); a scheduled change no later than its
+    latest start."""
+    rebalance = weekend_rebalance()
+    decision = decide(rebalance, target(pool=_pool_not_ready()), Settings(), SATURDAY)
+    assert decision.outcome is Outcome.DEFERRED
+    assert "no replacement can launch" in decision.reason
+    assert decision.recheck_at == SATURDAY + RECHECK_INTERVAL
+    maintenance = notice(
+        Kind.SCHEDULED_CHANGE,
+        at=SATURDAY - timedelta(minutes=1),
+        deadline=SATURDAY + Settings().scheduled_change_lead + timedelta(minutes=2),
+    )
+    soon = decide(maintenance, target(pool=_pool_not_ready()), Settings(), SATURDAY)
+    assert soon.outcome is Outcome.DEFERRED
+    assert soon.recheck_at == SATURDAY + timedelta(minutes=2)
+    assert soon.deferred_until == SATURDAY + timedelta(minutes=2)
+
+
+def test_a_launch_hook_waits_for_its_node_and_looks_again_in_30_seconds() -> None:
+    """_launch: not Ready yet, so CONTINUE waits; looked at again ``FOLLOW_UP_INTERVAL``
+    later, or at the hook's timeout if that comes first."""
+    launch = notice(Kind.ASG_LAUNCH, at=SATURDAY, deadline=SATURDAY + timedelta(hours=1))
+    settings = Settings(complete_launch_hooks=True)
+    decision = decide(launch, target(node(ready=False)), settings, SATURDAY)
+    assert decision.outcome is Outcome.DEFERRED
+    assert decision.recheck_at == SATURDAY + FOLLOW_UP_INTERVAL
+    closing = SATURDAY + timedelta(hours=1) - timedelta(seconds=10)
+    last = decide(launch, target(node(ready=False)), settings, closing)
+    assert last.recheck_at == SATURDAY + timedelta(hours=1)
+
+
+def test_an_impaired_instance_is_described_by_how_long_it_has_been_so() -> None:
+    """_describe: an impaired instance's reason says since when (its deadline is only when
+    EC2 reported it); an involuntary notice with a real deadline says when the instance
+    goes, and nothing about impairment."""
+    since = SATURDAY - timedelta(minutes=3)
+    impaired = notice(Kind.INSTANCE_IMPAIRED, at=since, deadline=since)
+    reason = decide(impaired, target(), Settings(), SATURDAY).reason
+    assert "impaired since 2026-12-05T09:57:00Z" in reason
+    spot = notice(Kind.SPOT_INTERRUPTION, at=since, deadline=SATURDAY + timedelta(minutes=2))
+    spot_reason = decide(spot, target(with_budget_state=False), Settings(), SATURDAY).reason
+    assert "instance goes at 2026-12-05T10:02:00Z" in spot_reason
+    assert "impaired" not in spot_reason
+
+
+def test_a_refused_replacement_keeps_the_claim_and_tries_again_in_five_minutes() -> None:
+    """replacement_refused: the API server refused the claim (act kept the old one), so a
+    voluntary decision waits and is decided again ``RECHECK_INTERVAL`` from now; an
+    involuntary or forced one is unchanged (the instance goes anyway)."""
+    acted = Decision(Outcome.ACTED, "allowed", VOLUNTARY_KARPENTER_STEPS)
+    waiting = replacement_refused(weekend_rebalance(), acted, "403: forbidden", SATURDAY)
+    assert waiting.outcome is Outcome.DEFERRED
+    assert waiting.recheck_at == SATURDAY + RECHECK_INTERVAL
+    assert "replacement not created (403: forbidden)" in waiting.reason
+    spot = notice(Kind.SPOT_INTERRUPTION, at=SATURDAY)
+    assert replacement_refused(spot, acted, "403", SATURDAY) is acted
+    forced = replace(acted, forced=True)
+    assert replacement_refused(weekend_rebalance(), forced, "403", SATURDAY) is forced
