@@ -1128,7 +1128,7 @@ def test_a_threads_croniters_are_built_once_per_expression(
     from lifeboat.karpenter import cron
 
     built: list[str] = []
-    original = cron.croniter
+    from croniter import croniter as original
 
     def counting(expression: str, *args: Any, **kwargs: Any) -> Any:
         built.append(expression)
