@@ -70,6 +70,7 @@ TARGETS: dict[str, Target] = {
             "tests/integration/test_lifecycle_completion.py",
             "tests/integration/test_hand_over_when_ready.py",
             "tests/integration/test_instance_status_vanish.py",
+            "tests/integration/test_never_strand.py",
         ),
     ),
     "node_patches": Target(

@@ -214,3 +214,26 @@ def test_the_lease_lasts_as_long_as_the_readme_says(emulator: Emulator, kube: Ku
     time = InjectedTime(NOW)
     with lock(kube, time, wait_seconds=1).hold("general"):
         assert lease_spec(emulator)["leaseDurationSeconds"] == int(stated.group(1))
+
+
+def test_a_slow_api_server_ends_the_wait_on_the_clock_not_after_its_pauses(
+    emulator: Emulator, kube: KubeApi
+) -> None:
+    """Each look at the lease takes seconds (a struggling API server): the waiter gives up
+    once ``wait_seconds`` have passed on the clock, after a few looks, not after sleeping
+    ``wait_seconds`` in 10-100 ms pauses (a hundred looks, minutes of real time)."""
+    crashed_holders_lease(emulator, renewed=NOW)
+    readings = iter(NOW + timedelta(seconds=3 * n) for n in range(1_000))
+    slept: list[float] = []
+    waiter = PoolLock(
+        kube,
+        NAMESPACE,
+        "lifeboat-next",
+        clock=lambda: next(readings),
+        wait_seconds=5,
+        sleep=slept.append,
+        rng=random.Random(7),
+    )
+    with pytest.raises(LockTimeout), waiter.hold("general"):
+        pytest.fail("the lease was taken from a live holder")
+    assert len(slept) <= 3

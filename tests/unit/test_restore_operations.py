@@ -178,3 +178,15 @@ def test_only_the_scheduled_change_taint_gets_the_sweeps_label() -> None:
     marked = node(BEFORE, lifeboat_taint(MAINTENANCE, "PreferNoSchedule"))
     after = apply_json_patch(marked, ec2_maintenance_operations(marked, "20261208T090000Z"))
     assert after["metadata"]["labels"][nodes.EC2_MAINTENANCE_LABEL] == "20261208T090000Z"
+
+
+def test_a_waiting_mark_of_another_notice_does_not_keep_the_node_out_of_service() -> None:
+    """``_out_of_service``: a PreferNoSchedule mark (a voluntary notice still waiting) only
+    steers new pods away; it is no reason to stay cordoned or out of load balancers once
+    the maintenance's taint is undone. The mark itself stays."""
+    mark = lifeboat_taint(REBALANCE, "PreferNoSchedule")
+    before = excluded_by_us(lifeboat_taint(MAINTENANCE), mark)
+    after = apply_json_patch(before, restore_operations(before, MAINTENANCE))
+    assert after["spec"]["taints"] == [mark]
+    assert "unschedulable" not in after["spec"]
+    assert LABEL not in after["metadata"]["labels"]
