@@ -794,6 +794,7 @@ def test_timeline_matches_allowed_disruptions(
         ("2147483647", 2147483647),
         ("2147483648", -2147483648),  # 2**31 wraps to the most negative int32
         ("4294967295", -1),
+        ("9223372036854775807", -1),  # Atoi's int64 maximum parses; its low 32 bits are -1
         ("000007", 7),
     ],
 )

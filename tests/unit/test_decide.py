@@ -12,6 +12,7 @@ import pytest
 from lifeboat.decide import FOLLOW_UP_INTERVAL, RECHECK_INTERVAL, Decision, Step, decide
 from lifeboat.decide.notice import replacement_refused
 from lifeboat.events.notice import Kind, Notice
+from lifeboat.kube import nodes
 from lifeboat.report import Outcome
 from lifeboat.settings import Settings
 from lifeboat.staleness import Stale
@@ -962,3 +963,18 @@ def test_a_refused_replacement_keeps_the_claim_and_tries_again_in_five_minutes()
     assert replacement_refused(spot, acted, "403", SATURDAY) is acted
     forced = replace(acted, forced=True)
     assert replacement_refused(weekend_rebalance(), forced, "403", SATURDAY) is forced
+
+
+def test_a_maintenance_that_ended_while_its_notice_waited_is_let_go() -> None:
+    """_voluntary: the maintenance was completed or cancelled (``lifeboat.dev/maintenance-
+    ended`` names its start) before the deferred notice came due: nothing to do. Another
+    maintenance's end on the same node does not count."""
+    start = SATURDAY + timedelta(days=2)
+    maintenance = notice(Kind.SCHEDULED_CHANGE, at=SATURDAY - timedelta(hours=1), deadline=start)
+    ended = {nodes.MAINTENANCE_ENDED_ANNOTATION: nodes.maintenance_stamp(start)}
+    decision = decide(maintenance, target(node(annotations=ended)), Settings(), SATURDAY)
+    assert decision.outcome is Outcome.IGNORED
+    assert "the maintenance ended" in decision.reason
+    other = {nodes.MAINTENANCE_ENDED_ANNOTATION: nodes.maintenance_stamp(start - timedelta(days=9))}
+    still = decide(maintenance, target(node(annotations=other)), Settings(), SATURDAY)
+    assert still.outcome is Outcome.ACTED
