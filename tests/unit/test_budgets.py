@@ -371,6 +371,11 @@ def test_naive_datetime_rejected() -> None:
         ("*/9223372036854775808 * * * *", "value out of range"),
         # mustParseInt: Atoi accepts the sign, then a negative number is refused.
         ("*/-1 * * * *", r"negative number \(-1\) not allowed: -1"),
+        # int64's minimum is still in Atoi's range: refused as negative, not out of range.
+        (
+            "*/-9223372036854775808 * * * *",
+            r"negative number \(-9223372036854775808\) not allowed",
+        ),
         ("1-2-3 * * * *", "too many hyphens"),
         ("*/2/3 * * * *", "too many slashes"),
         ("-5 * * * *", "failed to parse int from"),
