@@ -237,3 +237,37 @@ def test_a_slow_api_server_ends_the_wait_on_the_clock_not_after_its_pauses(
     with pytest.raises(LockTimeout), waiter.hold("general"):
         pytest.fail("the lease was taken from a live holder")
     assert len(slept) <= 3
+
+
+def test_a_lease_with_a_holder_but_no_renew_time_is_not_taken(
+    emulator: Emulator, kube: KubeApi
+) -> None:
+    """A holder named without a ``renewTime`` (written by another tool): no expiry can be
+    judged from the Lease, so it is treated as held and the waiter gives up (the message is
+    retried). client-go's elector dates every lease from its own first observation instead;
+    a waiter here lives 20 s, too short to observe a lease's 60 s out."""
+    crashed_holders_lease(emulator, renewed=NOW)
+    lease = emulator.get_object("Lease", LEASE, NAMESPACE)
+    assert lease is not None
+    del lease["spec"]["renewTime"]
+    emulator.put_object(lease)
+    time = InjectedTime(NOW)
+    with pytest.raises(LockTimeout), lock(kube, time, wait_seconds=1).hold("general"):
+        pytest.fail("a lease with a holder and no renew time was taken")
+    assert lease_spec(emulator)["holderIdentity"] == "lifeboat-crashed-0badc0de"
+
+
+def test_taking_an_expired_lease_writes_only_the_fields_lifeboat_owns(
+    emulator: Emulator, kube: KubeApi
+) -> None:
+    """The takeover replaces holder, duration, acquire and renew times, and keeps what else
+    the Lease's spec holds (its ``leaseTransitions``)."""
+    crashed_holders_lease(emulator, renewed=NOW - timedelta(seconds=LEASE_SECONDS + 1))
+    lease = emulator.get_object("Lease", LEASE, NAMESPACE)
+    assert lease is not None
+    lease["spec"]["leaseTransitions"] = 3
+    emulator.put_object(lease)
+    with lock(kube, InjectedTime(NOW), wait_seconds=1).hold("general"):
+        spec = lease_spec(emulator)
+        assert spec["holderIdentity"].startswith("lifeboat-next-")
+        assert spec["leaseTransitions"] == 3
