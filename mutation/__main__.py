@@ -214,13 +214,22 @@ def skip_equivalent(session: Path, tree: Path) -> None:
         db.set_multiple_results(inside, equivalent)
 
 
+def mutation_key(item: Any) -> tuple[str, tuple[int, int], str, int]:
+    """What a work item changes, as a sort key that does not depend on its random job id."""
+    [mutation] = item.mutations
+    start = (int(mutation.start_pos[0]), int(mutation.start_pos[1]))
+    return (str(mutation.module_path), start, mutation.operator_name, int(mutation.occurrence))
+
+
 def sample(session: Path, keep: int, rng: random.Random) -> None:
-    """Mark all but ``keep`` randomly chosen mutants skipped."""
+    """Mark all but ``keep`` randomly chosen mutants skipped. The mutants are ordered by
+    what they change (module, position, operator, occurrence), not by cosmic-ray's job ids,
+    which are random: the same seed over the same code draws the same sample."""
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import WorkerOutcome, WorkResult
 
     with use_db(str(session), WorkDB.Mode.open) as db:
-        pending = sorted(item.job_id for item in db.pending_work_items)
+        pending = [item.job_id for item in sorted(db.pending_work_items, key=mutation_key)]
         if len(pending) <= keep:
             return
         dropped = set(pending) - set(rng.sample(pending, keep))
