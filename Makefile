@@ -35,10 +35,11 @@ follow: $(VENV)/.installed
 	$(BIN)/lifeboat replay $(sort $(wildcard events/*.json)) --cluster events/cluster.yaml --at $(DEMO_AT) --same-instant --follow
 
 ## test: lint, type-check, the whole test suite, and the SAM template validated and built
-## offline (what .ci/run runs)
+## offline (what .ci/run runs). worksteal: a worker that runs out of tests takes some from
+## the other's queue, so a few long tests at the end do not leave a core idle.
 test: $(VENV)/.installed-dev lint typecheck
 	$(MAKE) --no-print-directory sam-validate sam-build layer-size
-	$(BIN)/python -m pytest -q -n auto
+	$(BIN)/python -m pytest -q -n auto --dist worksteal
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .

@@ -30,6 +30,11 @@ def tiny_options() -> Options:
     options.marginal_warnings = 5
     options.moto_storms = False  # in make bench-check (quick_summary)
     options.fleet = False  # in make bench-check (quick_summary)
+    # Each has a smoke test of its own (test_organisation_bench, test_bench_sweep,
+    # test_hand_over_bench) and runs in the runner's quick configuration (make bench-check).
+    options.organisation = False
+    options.sweep = False
+    options.hand_over = False
     return options
 
 
@@ -99,6 +104,13 @@ def test_storms_taint_every_node(summary: Summary) -> None:
     storms = summary["storms"]
     assert {(s["directory"], s["ledger"]) for s in storms} == {("static", "memory")}
     _check_storms(storms, tiny_options().events)
+
+
+@pytest.mark.bench
+def test_the_quick_run_has_every_section(quick_summary: Summary) -> None:
+    """What the tiny configuration leaves out, the runner still wires in."""
+    for section in ("organisation", "sweep", "hand_over", "fleet", "replay", "storms"):
+        assert quick_summary.get(section), section
 
 
 @pytest.mark.bench
