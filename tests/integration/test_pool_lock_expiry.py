@@ -257,11 +257,12 @@ def test_a_lease_with_a_holder_but_no_renew_time_is_not_taken(
     assert lease_spec(emulator)["holderIdentity"] == "lifeboat-crashed-0badc0de"
 
 
-def test_taking_an_expired_lease_writes_only_the_fields_lifeboat_owns(
+def test_taking_an_expired_lease_rewrites_the_holders_fields_and_counts_a_transition(
     emulator: Emulator, kube: KubeApi
 ) -> None:
-    """The takeover replaces holder, duration, acquire and renew times, and keeps what else
-    the Lease's spec holds (its ``leaseTransitions``)."""
+    """The takeover writes holder, duration, acquire and renew times, and counts one more
+    change of holder in ``leaseTransitions`` (client-go's ``tryAcquireOrRenew`` adds one
+    whenever it takes a lease it did not hold); the rest of the spec is kept."""
     crashed_holders_lease(emulator, renewed=NOW - timedelta(seconds=LEASE_SECONDS + 1))
     lease = emulator.get_object("Lease", LEASE, NAMESPACE)
     assert lease is not None
@@ -270,4 +271,6 @@ def test_taking_an_expired_lease_writes_only_the_fields_lifeboat_owns(
     with lock(kube, InjectedTime(NOW), wait_seconds=1).hold("general"):
         spec = lease_spec(emulator)
         assert spec["holderIdentity"].startswith("lifeboat-next-")
-        assert spec["leaseTransitions"] == 3
+        assert spec["leaseDurationSeconds"] == LEASE_SECONDS
+        assert spec["acquireTime"] == spec["renewTime"] == format_micro(NOW)
+        assert spec["leaseTransitions"] == 4

@@ -124,7 +124,13 @@ class PoolLock:
                     ) from None
             if _held_by_other(lease, holder, now):
                 return None
-            lease["spec"] = {**(lease.get("spec") or {}), **spec}
+            previous = lease.get("spec") or {}
+            # coordination.k8s.io/v1: leaseTransitions counts changes of holder; client-go's
+            # LeaderElector adds one whenever it takes a lease it did not hold.
+            transitions = int(previous.get("leaseTransitions") or 0)
+            if previous.get("holderIdentity") != holder:
+                transitions += 1
+            lease["spec"] = {**previous, **spec, "leaseTransitions": transitions}
             return self._kube.update_lease(self._namespace, lease)
         except Conflict:
             return None  # someone else created or took it between our read and write
