@@ -1098,8 +1098,8 @@ def test_a_timeline_costs_work_per_segment_and_stops_at_its_end(
 
 def test_an_empty_pool_is_counted_not_refused() -> None:
     """A NodePool with no nodes yet (or all gone) is a count of 0, not an error: a budget of
-    "1" still allows one (``GetAllowedDisruptions``: the limit minus what is disrupting), a
-    percentage of nothing allows none."""
+    "1" still allows one (``BuildDisruptionBudgetMapping``: the limit minus what is
+    disrupting), a percentage of nothing allows none."""
     assert allowed_disruptions(pool({"nodes": "1"}), 0, 0, MONDAY).allowed == 1
     assert allowed_disruptions(pool({"nodes": "10%"}), 0, 0, MONDAY).allowed == 0
     with pytest.raises(ValueError, match="must not be negative"):
@@ -1114,7 +1114,7 @@ def test_a_step_of_int64s_maximum_parses_and_fires_once_an_hour() -> None:
     assert schedule.next_after(moment) == datetime(2026, 12, 1, 11, 0, tzinfo=UTC)
 
 
-def test_robfigs_horizon_opens_at_the_last_second_of_the_year_five_before_the_hit() -> None:
+def test_robfigs_horizon_opens_one_second_before_the_fifth_year_before_the_hit() -> None:
     """``Schedule.Next`` gives up after the year ``start.year + 5`` (``start``: the whole
     second after ``moment``): the next 29 February after 2097 is in 2104 (2100 is no leap
     year), seen from the last second of 2098 on, not a second earlier."""

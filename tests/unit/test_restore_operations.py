@@ -113,8 +113,8 @@ def test_a_restore_on_a_node_uncordoned_since_leaves_it_schedulable() -> None:
 
 
 def test_a_restore_built_from_a_stale_read_fails_rather_than_undo_a_newer_cordon() -> None:
-    """The patch tests what it read: taints changed, or the node uncordoned and cordoned
-    by someone else in between, fail it (422, read again)."""
+    """The patch tests what it read: taints changed, or the node uncordoned by someone else
+    in between (``unschedulable: false``), fail it (422, read again)."""
     read = node(lifeboat_taint(MAINTENANCE))
     ops = restore_operations(read, MAINTENANCE)
     retainted = node(lifeboat_taint(MAINTENANCE), AFTER)

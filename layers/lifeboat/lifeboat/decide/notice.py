@@ -239,11 +239,11 @@ def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime
         return ignore(f"{what}: the maintenance ended (completed or cancelled); nothing to do")
     act = _voluntary_action(notice, action, target)
     latest = _latest_start(notice, settings)
-    early = (
-        _underway(what, act, target, now)
-        or _out_of_time(what, notice, act, target, latest, settings, now)
-        or _held(what, act, target, latest, now)
-    )
+    early = _underway(what, act, target, now)
+    if early is None:
+        early = _out_of_time(what, notice, act, target, latest, settings, now)
+    if early is None:
+        early = _held(what, act, target, latest, now)
     if early is not None:
         return early
     nodepool, counts = target.nodepool, target.counts
