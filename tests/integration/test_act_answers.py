@@ -13,7 +13,7 @@ real kubernetes client over HTTP to the emulator (the survivors of ``make mutant
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -27,6 +27,7 @@ from lifeboat.pipeline import OneCluster, Pipeline
 from lifeboat.service import DRAIN_PATIENCE
 from lifeboat.settings import Settings
 from lifeboat_local.directory import directory_from_objects
+from tests.support.clock import InjectedTime
 from tests.support.events import aws_event, sqs_batch
 from tests.support.fakes import LambdaContext
 from tests.support.paths import EVENTS
@@ -63,19 +64,6 @@ class ScriptedKube(KubeApi):
         return answer
 
 
-class Sleeps:
-    def __init__(self) -> None:
-        self.now = NOW
-        self.slept: list[float] = []
-
-    def clock(self) -> datetime:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += timedelta(seconds=seconds)
-
-
 @pytest.fixture
 def cluster() -> Iterator[tuple[Emulator, list[dict[str, Any]]]]:
     objects = load_cluster_file(EVENTS / "cluster.yaml")
@@ -88,10 +76,10 @@ def run(
     cluster: tuple[Emulator, list[dict[str, Any]]],
     kube: ScriptedKube,
     event: dict[str, Any],
-    time: Sleeps | None = None,
+    time: InjectedTime | None = None,
 ) -> dict[str, Any]:
     _, objects = cluster
-    time = time or Sleeps()
+    time = time or InjectedTime(NOW)
     pipeline = Pipeline(
         clusters=OneCluster(kube),
         directory=directory_from_objects(objects, cluster="prod"),
@@ -121,7 +109,7 @@ def test_an_eviction_answered_404_is_a_pod_gone_not_one_a_budget_holds(
             assert emulator.delete_object("Pod", name, namespace)
 
     kube.before_evict = coredns_goes_first
-    time = Sleeps()
+    time = InjectedTime(NOW)
     event = aws_event("asg-termination", instance="i-0a1b2c3d4e5f60006")
 
     response = run(cluster, kube, event, time)

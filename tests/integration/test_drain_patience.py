@@ -16,7 +16,7 @@ the tests close (``maxUnavailable: 0``) and open again.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -31,6 +31,7 @@ from lifeboat.report import Report
 from lifeboat.service import DRAIN_PATIENCE
 from lifeboat.settings import Settings
 from lifeboat_local.directory import directory_from_objects
+from tests.support.clock import InjectedTime
 from tests.support.events import aws_event
 from tests.support.paths import EVENTS
 
@@ -39,24 +40,6 @@ NOW = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
 INSTANCE_GOES = datetime(2026, 12, 1, 15, 4, tzinfo=UTC)
 NODE = "ip-10-0-3-16.ec2.internal"
 COREDNS = "coredns-5d78c9869d-4xkq2"
-
-
-@dataclass
-class InjectedTime:
-    """A clock and a sleep that moves it; ``on_sleep`` runs after each sleep (the world
-    changing while Lifeboat waits)."""
-
-    now: datetime
-    slept: list[float] = field(default_factory=list)
-    on_sleep: Callable[[int], None] = lambda _: None
-
-    def clock(self) -> datetime:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += timedelta(seconds=seconds)
-        self.on_sleep(len(self.slept))
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import random
 import re
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -20,23 +19,11 @@ from kubemu import Emulator
 from lifeboat.instants import format_micro
 from lifeboat.kube.client import KubeApi
 from lifeboat.kube.pool_lock import LEASE_SECONDS, LockTimeout, PoolLock
+from tests.support.clock import InjectedTime
 
 NOW = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
 NAMESPACE = "lifeboat"
 LEASE = "lifeboat-nodepool-general"
-
-
-@dataclass
-class InjectedTime:
-    now: datetime
-    slept: list[float] = field(default_factory=list)
-
-    def clock(self) -> datetime:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += timedelta(seconds=seconds)
 
 
 @pytest.fixture
