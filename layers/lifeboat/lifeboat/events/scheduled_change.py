@@ -77,30 +77,22 @@ class ScheduledChangeParser:
             for value in detail.affected_entities
             if value is not None and INSTANCE_ID_RE.match(value)
         )
-        if head.status_code == "closed" and not instances:
-            reason = "health event is closed: the scheduled change is over or cancelled"
-            return [event.notice(Kind.SCHEDULED_CHANGE, detail=code, ignore_reason=reason)]
-        if head.status_code == "closed":
-            # Over or cancelled: what Lifeboat did to a node it kept is undone (decide).
-            return [
-                event.notice(
-                    Kind.SCHEDULED_CHANGE,
-                    instance_id=instance_id,
-                    deadline=detail.start_time,
-                    detail=code,
-                    ends_maintenance=True,
-                )
-                for instance_id in instances
-            ]
+        closed = head.status_code == "closed"
         if not instances:
-            reason = "no affected entity of the health event is an EC2 instance"
+            reason = (
+                "health event is closed: the scheduled change is over or cancelled"
+                if closed
+                else "no affected entity of the health event is an EC2 instance"
+            )
             return [event.notice(Kind.SCHEDULED_CHANGE, detail=code, ignore_reason=reason)]
+        # Closed: over or cancelled, so what Lifeboat did to a node it kept is undone (decide).
         return [
             event.notice(
                 Kind.SCHEDULED_CHANGE,
                 instance_id=instance_id,
                 deadline=detail.start_time,
                 detail=code,
+                ends_maintenance=closed,
             )
             for instance_id in instances
         ]
