@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 
 from bench.window_search import NOW, _case
 from lifeboat.decide import decide
-from lifeboat.settings import Settings
+from lifeboat.model.settings import Settings
 
 TARGET_SECONDS = 0.050
 FREEZES = [{"nodes": "1"}] + [

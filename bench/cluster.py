@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from lifeboat.instances import InstanceInfo, StaticInstanceDirectory
+from lifeboat.model.instances import InstanceInfo, StaticInstanceDirectory
 
 CLUSTER = "bench"
 REGION = "us-east-1"

@@ -4,7 +4,7 @@ of 10, 10 concurrent invocations, 10 ms of latency per Kubernetes request.
 Laid out as production is. Each of the 10 concurrent invocations is its own process (a
 Lambda execution environment is one: its own interpreter, its own lock on it), taking batch
 after batch from the queue as an environment does, with its own pipeline and its
-own ``lifeboat.service.EksClusters``, whose per-cluster client is made on first use behind a
+own ``lifeboat.runtime.service.EksClusters``, whose per-cluster client is made on first use behind a
 simulated ``eks:DescribeCluster`` of 50 ms, so first contact with many clusters is part of
 what is measured. The clusters' API servers (one emulator each) run in other processes, 50
 clusters a process: an API server's work is not the function's. All share this machine's
@@ -38,18 +38,18 @@ from bench.cluster import Cluster, Machine, build_cluster
 from bench.events import sqs_batches
 from bench.harness import LambdaContext
 from bench.scenarios import DecisionLog, NullMetrics
-from lifeboat import snapstart
 from lifeboat.aws.discovery import ClusterCatalog
 from lifeboat.events.notice import Kind
-from lifeboat.handler import handle_batch
-from lifeboat.instances import InstanceInfo, StaticInstanceDirectory
+from lifeboat.flow.pipeline import Pipeline
 from lifeboat.kube.eks_auth import ClusterInfo
 from lifeboat.kube.nodes import taint_key
 from lifeboat.kube.rest import RestClient
-from lifeboat.ledger import MemoryLedger
-from lifeboat.pipeline import Pipeline
-from lifeboat.service import BATCH_WORKERS, EksClusters, Service, utc_now
-from lifeboat.settings import Settings
+from lifeboat.model.instances import InstanceInfo, StaticInstanceDirectory
+from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.settings import Settings
+from lifeboat.runtime import snapstart
+from lifeboat.runtime.handler import handle_batch
+from lifeboat.runtime.service import BATCH_WORKERS, EksClusters, Service, utc_now
 
 DESCRIBE_CLUSTER_SECONDS = 0.05
 CLUSTERS_PER_SERVER_PROCESS = 50

@@ -33,15 +33,15 @@ from pathlib import Path
 from typing import Any
 
 from kubemu import Emulator, load_cluster_file
+from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.karpenter.handover import AT_ONCE, WHEN_READY
 from lifeboat.karpenter.nodepool_hash import HASH_ANNOTATION, nodepool_hash
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
-from lifeboat.ledger import MemoryLedger
-from lifeboat.pipeline import OneCluster, Pipeline
-from lifeboat.report import Outcome, Report
-from lifeboat.settings import Settings
-from lifeboat.wakeup import MemoryWakeups, encode
+from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.report import Outcome, Report
+from lifeboat.model.settings import Settings
+from lifeboat.wakeup.codec import MemoryWakeups, encode
 from lifeboat_local.directory import directory_from_objects
 from lifeboat_local.karpenter_sim import KarpenterSimulation, SimStep
 

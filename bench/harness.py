@@ -1,4 +1,4 @@
-"""The pipeline under test, assembled as ``lifeboat.service.build_service`` assembles it, on
+"""The pipeline under test, assembled as ``lifeboat.runtime.service.build_service`` assembles it, on
 local endpoints: the Kubernetes API emulator, moto's EC2 and DynamoDB (in-process
 ``mock_aws``), wake-ups in memory. AWS calls are counted with botocore ``before-call`` hooks.
 """
@@ -16,13 +16,13 @@ from typing import Any
 from bench.cluster import CLUSTER, REGION, Cluster
 from kubemu import Emulator
 from lifeboat.events.notice import LifecycleHook
-from lifeboat.instances import Ec2InstanceDirectory, InstanceDirectory, InstanceInfo
+from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube.client import KubeApi
-from lifeboat.ledger import Ledger, MemoryLedger
-from lifeboat.pipeline import OneCluster, Pipeline
-from lifeboat.service import BATCH_WORKERS, utc_now
-from lifeboat.settings import Settings
-from lifeboat.wakeup import MemoryWakeups
+from lifeboat.model.instances import Ec2InstanceDirectory, InstanceDirectory, InstanceInfo
+from lifeboat.model.ledger import Ledger, MemoryLedger
+from lifeboat.model.settings import Settings
+from lifeboat.runtime.service import BATCH_WORKERS, utc_now
+from lifeboat.wakeup.codec import MemoryWakeups
 
 IDEMPOTENCY_TABLE = "lifeboat-bench-idempotency"
 # Production waits up to DRAIN_PATIENCE for PDB-blocked evictions; the bench has no PDB that

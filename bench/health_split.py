@@ -7,7 +7,7 @@ API emulator with ``--latency-ms`` per request (10 ms, as ``python -m bench``):
 
 1. ``unsplit``: the whole event in one message (``notices_per_message=None``, what the
    function did before the split): the time of that one invocation;
-2. ``split``: as deployed (``lifeboat.split.NOTICES_PER_MESSAGE``): the event's message,
+2. ``split``: as deployed (``lifeboat.flow.split.NOTICES_PER_MESSAGE``): the event's message,
    then its remainders (taken from the wake-up sink, as Scheduler would deliver them) in
    SQS batches of 10 handled side by side by ``BATCH_WORKERS`` threads, as one invocation
    receives them. Reported: the longest invocation, and that time as a ratio of the 60 s
@@ -34,10 +34,10 @@ from bench.events import scheduled_change, sqs_record
 from bench.harness import Bench, Endpoints, LambdaContext
 from bench.scenarios import NullMetrics
 from kubemu import Emulator
-from lifeboat.handler import handle_batch
-from lifeboat.pipeline import Pipeline
-from lifeboat.split import NOTICES_PER_MESSAGE
-from lifeboat.wakeup import encode
+from lifeboat.flow.pipeline import Pipeline
+from lifeboat.flow.split import NOTICES_PER_MESSAGE
+from lifeboat.runtime.handler import handle_batch
+from lifeboat.wakeup.codec import encode
 
 FUNCTION_TIMEOUT_S = 60.0  # template.yaml, InterruptionFunction.Timeout
 SQS_BATCH = 10  # template.yaml, BatchSize default

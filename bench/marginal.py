@@ -23,13 +23,13 @@ from bench.harness import LambdaContext
 from bench.scenarios import DecisionLog, NullMetrics
 from kubemu import Emulator
 from kubemu.gcpause import heap_frozen
-from lifeboat.handler import handle_batch
-from lifeboat.instances import StaticInstanceDirectory
+from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube.client import KubeApi
-from lifeboat.ledger import MemoryLedger
-from lifeboat.pipeline import OneCluster, Pipeline
-from lifeboat.service import utc_now
-from lifeboat.settings import Settings
+from lifeboat.model.instances import StaticInstanceDirectory
+from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.settings import Settings
+from lifeboat.runtime.handler import handle_batch
+from lifeboat.runtime.service import utc_now
 
 
 def cost_per_warning(cluster: Cluster, warnings: int = 300, latency: float = 0.0) -> dict[str, Any]:

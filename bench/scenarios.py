@@ -16,10 +16,10 @@ from bench.cluster import Machine
 from bench.events import KINDS, sqs_batches
 from bench.harness import Bench, LambdaContext
 from lifeboat.events.notice import Kind
-from lifeboat.handler import handle_batch
+from lifeboat.flow.pipeline import Pipeline
 from lifeboat.kube.nodes import taint_key
-from lifeboat.observability import PowertoolsBatchMetrics
-from lifeboat.pipeline import Pipeline
+from lifeboat.runtime.handler import handle_batch
+from lifeboat.telemetry.observability import PowertoolsBatchMetrics
 
 
 class DecisionLog:

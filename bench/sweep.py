@@ -28,11 +28,11 @@ from typing import Any, cast
 
 from lifeboat.aws.sweep import Ec2InstanceStatuses
 from lifeboat.events.notice import Kind
-from lifeboat.instances import Ec2InstanceDirectory
+from lifeboat.flow.pipeline import ClusterClients, Pipeline
+from lifeboat.flow.routing import triage
 from lifeboat.kube import nodes
-from lifeboat.pipeline import ClusterClients, Pipeline
-from lifeboat.routing import triage
-from lifeboat.settings import Settings
+from lifeboat.model.instances import Ec2InstanceDirectory
+from lifeboat.model.settings import Settings
 
 NOW = datetime(2026, 12, 1, 18, 0, tzinfo=UTC)
 SCHEDULED_TAINT = nodes.taint_key(Kind.SCHEDULED_CHANGE)

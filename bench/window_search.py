@@ -27,8 +27,8 @@ from typing import Any
 
 from lifeboat.decide import decide
 from lifeboat.events.notice import Kind, Notice
-from lifeboat.settings import Settings
-from lifeboat.target import ClaimRef, PoolCounts, Target
+from lifeboat.model.settings import Settings
+from lifeboat.model.target import ClaimRef, PoolCounts, Target
 
 NOW = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
 

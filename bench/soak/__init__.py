@@ -1,6 +1,6 @@
 """The soak: thousands of mixed AWS warnings, with duplicates, pairs of different notices for
 one instance, duplicated wake-ups and faults, through the real handler
-(``lifeboat.handler.handle_batch``) fed by a simulated SQS queue; then an audit that every
+(``lifeboat.runtime.handler.handle_batch``) fed by a simulated SQS queue; then an audit that every
 message is accounted for and that no action was done twice, judged by what the API server
 accepted: one old NodeClaim, at most one replacement.
 

@@ -3,7 +3,7 @@
 Mixed events from the samples, 5 % duplicates, pairs of different notices for one instance,
 wake-ups delivered twice, 5 % Kubernetes faults (429, 500, 503, a few timeouts), 5 % AWS
 faults (DescribeInstances and the idempotency ledger throttled), through
-``lifeboat.handler.handle_batch`` and a simulated SQS queue with a dead-letter queue; prints
+``lifeboat.runtime.handler.handle_batch`` and a simulated SQS queue with a dead-letter queue; prints
 the accounting (lost, repeated actions, replacements per old NodeClaim, outcomes, runtime)
 as JSON and exits 1 if any invariant failed. ``--ledger dynamodb`` uses the real
 PowertoolsLedger on moto (slow: ~16 ms per entry).

@@ -16,7 +16,7 @@ from typing import Any
 
 from kubemu import Emulator
 from lifeboat.kube import nodes
-from lifeboat.report import Outcome
+from lifeboat.model.report import Outcome
 
 from .messages import Sent
 

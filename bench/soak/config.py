@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from lifeboat.service import BATCH_WORKERS
+from lifeboat.runtime.service import BATCH_WORKERS
 
 # A Tuesday, 14:05 UTC: the "general" pool's business-hours freeze is on, so voluntary
 # notices there are deferred while other pools act within their budgets.

@@ -25,9 +25,9 @@ from botocore.exceptions import ClientError
 
 from bench.cluster import REGION
 from bench.harness import LambdaContext
-from lifeboat.instances import InstanceDirectory, InstanceInfo
-from lifeboat.ledger import Ledger, MemoryLedger
-from lifeboat.report import Report
+from lifeboat.model.instances import InstanceDirectory, InstanceInfo
+from lifeboat.model.ledger import Ledger, MemoryLedger
+from lifeboat.model.report import Report
 
 from .config import SoakConfig
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from bench.cluster import REGION
 from bench.events import ACCOUNT
-from lifeboat.report import Report
+from lifeboat.model.report import Report
 
 from .config import START, SoakConfig
 from .world import World

@@ -22,9 +22,9 @@ from datetime import datetime
 from typing import Any
 
 from bench.events import sqs_record
-from lifeboat.handler import handle_batch
-from lifeboat.pipeline import Pipeline
-from lifeboat.report import Outcome, Report
+from lifeboat.flow.pipeline import Pipeline
+from lifeboat.model.report import Outcome, Report
+from lifeboat.runtime.handler import handle_batch
 
 from .messages import Sent
 

@@ -1,5 +1,5 @@
 """One soak: build the world, queue the messages, let the simulated SQS queue feed the real
-handler (``lifeboat.handler.handle_batch`` over a real ``Pipeline`` on the emulator), follow
+handler (``lifeboat.runtime.handler.handle_batch`` over a real ``Pipeline`` on the emulator), follow
 the wake-ups it schedules on a simulated clock, then audit."""
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from typing import Any
 from bench.cluster import CLUSTER, REGION
 from bench.events import ACCOUNT
 from kubemu import Emulator
+from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, RetryPolicy
-from lifeboat.pipeline import OneCluster, Pipeline
-from lifeboat.settings import Settings
-from lifeboat.wakeup import MemoryWakeups, encode
+from lifeboat.model.settings import Settings
+from lifeboat.wakeup.codec import MemoryWakeups, encode
 from lifeboat_local.replay import RecordedLifecycle, SimulatedClock
 
 from .audit import (

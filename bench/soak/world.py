@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.cluster import POD_NAMESPACE, Cluster, Machine, Pool, build_cluster
-from lifeboat.instances import InstanceInfo, StaticInstanceDirectory
 from lifeboat.kube import nodes
+from lifeboat.model.instances import InstanceInfo, StaticInstanceDirectory
 
 from .config import SoakConfig
 

@@ -1,17 +1,17 @@
-"""Lambda entry point: wiring only, around ``lifeboat.handler.handle_batch``.
+"""Lambda entry point: wiring only, around ``lifeboat.runtime.handler.handle_batch``.
 
 Nothing here decides anything. The service (clients, EKS endpoint and token caches) is built
 at import, during the init phase, so that with SnapStart it is part of the snapshot; a
 setting that cannot apply does not fail the init (where it is hard to see) but every
 invocation, with the variable named. What a batch does not always use is not paid for here:
-the X-Ray SDK loads on the first sampled invocation (``lifeboat.tracing``), the clients of
+the X-Ray SDK loads on the first sampled invocation (``lifeboat.telemetry.tracing``), the clients of
 Scheduler, Auto Scaling, SQS and EventBridge on first use, and the ``kubernetes`` package
-without its kubeconfig and watch machinery (``lifeboat.coldstart``).
+without its kubeconfig and watch machinery (``lifeboat.runtime.coldstart``).
 """
 
 from __future__ import annotations
 
-from lifeboat.coldstart import import_kubernetes_client_only
+from lifeboat.runtime.coldstart import import_kubernetes_client_only
 
 import_kubernetes_client_only()  # before anything imports kubernetes.client
 
@@ -20,11 +20,11 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
-from lifeboat import snapstart
-from lifeboat.handler import handle_batch
-from lifeboat.observability import PowertoolsBatchMetrics, quiet_third_party_loggers
-from lifeboat.service import Service, build_service
-from lifeboat.tracing import LazyTracer
+from lifeboat.runtime import snapstart
+from lifeboat.runtime.handler import handle_batch
+from lifeboat.runtime.service import Service, build_service
+from lifeboat.telemetry.observability import PowertoolsBatchMetrics, quiet_third_party_loggers
+from lifeboat.telemetry.tracing import LazyTracer
 
 quiet_third_party_loggers()  # botocore's DEBUG lines carry the role's session token
 logger = Logger(service="lifeboat")

@@ -20,7 +20,7 @@ from typing import Any
 
 from lifeboat.events.notice import Kind
 from lifeboat.karpenter.budgets import format_go_duration
-from lifeboat.settings import Settings, SettingsError, load_settings
+from lifeboat.model.settings import Settings, SettingsError, load_settings
 from lifeboat_local.stackconfig import PREFIX, StackConfigError, stack_environment
 
 EXIT_OK, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2

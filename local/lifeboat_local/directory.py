@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from lifeboat.instances import (
+from lifeboat.kube import nodes
+from lifeboat.model.instances import (
     InstanceInfo,
     StaticInstanceDirectory,
     instance_id_from_provider_id,
     zone_from_provider_id,
 )
-from lifeboat.kube import nodes
 
 # EKS labels every node of a managed node group with the AMI it runs.
 NODEGROUP_IMAGE_LABEL = "eks.amazonaws.com/nodegroup-image"

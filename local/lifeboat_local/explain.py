@@ -28,13 +28,13 @@ from zoneinfo import ZoneInfo
 from lifeboat.decide import Decision
 from lifeboat.events import parse_message
 from lifeboat.events.notice import MalformedMessage, Notice
-from lifeboat.instances import InstanceDirectory
+from lifeboat.flow.pipeline import MessageResult
+from lifeboat.flow.resolve import Resolver
 from lifeboat.kube.client import KubeApi
-from lifeboat.pipeline import MessageResult
-from lifeboat.report import Outcome, Report
-from lifeboat.resolve import Resolver
-from lifeboat.target import Target
-from lifeboat.wakeup import MemoryWakeups
+from lifeboat.model.instances import InstanceDirectory
+from lifeboat.model.report import Outcome, Report
+from lifeboat.model.target import Target
+from lifeboat.wakeup.codec import MemoryWakeups
 from lifeboat_local.arrival import arriving_at, shift_text
 from lifeboat_local.common import (
     EXIT_OK,

@@ -10,7 +10,6 @@ from typing import Any
 
 from lifeboat.decide import VOLUNTARY_PATIENCE
 from lifeboat.events.notice import Notice
-from lifeboat.instants import format_instant
 from lifeboat.karpenter.budgets import (
     LIFEBOAT_REASON,
     BudgetError,
@@ -26,8 +25,9 @@ from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
 from lifeboat.kube.objects import Obj
 from lifeboat.kube.selectors import selector_matches
-from lifeboat.settings import Settings
-from lifeboat.target import Target
+from lifeboat.model.instants import format_instant
+from lifeboat.model.settings import Settings
+from lifeboat.model.target import Target
 
 # How far ahead a budget's window end or next opening is looked for.
 HORIZON = timedelta(days=31)

@@ -3,7 +3,7 @@
 Run in the monitoring account (deploy/fleet-bus.yaml), where CloudWatch cross-account
 observability links every Lifeboat stack's metrics (template.yaml, FleetMonitoringSinkArn).
 It reads Lifeboat's ``Outcomes`` metric (one per warning, with the dimensions cluster,
-nodepool, kind and outcome: lifeboat/observability.py) of every linked account, and each
+nodepool, kind and outcome: lifeboat/telemetry/observability.py) of every linked account, and each
 account's dead-letter queue depth, and prints, per account and cluster, how many warnings
 were acted on, deferred, ignored and rejected. Run in one account (no links), it shows that
 account alone.

@@ -12,13 +12,13 @@ from datetime import datetime
 
 from lifeboat.decide import Decision
 from lifeboat.events.notice import LifecycleHook, Notice
-from lifeboat.instances import InstanceDirectory
+from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube.client import KubeApi
-from lifeboat.ledger import MemoryLedger
-from lifeboat.pipeline import OneCluster, Pipeline
-from lifeboat.settings import Settings
-from lifeboat.target import Target
-from lifeboat.wakeup import MemoryWakeups
+from lifeboat.model.instances import InstanceDirectory
+from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.settings import Settings
+from lifeboat.model.target import Target
+from lifeboat.wakeup.codec import MemoryWakeups
 
 
 @dataclass

@@ -17,7 +17,7 @@ from lifeboat.karpenter.budgets import Budget
 from lifeboat_local.common import UsageError
 
 YEAR = timedelta(days=366)
-# An instant as the tools print it (lifeboat.instants.format_instant).
+# An instant as the tools print it (lifeboat.model.instants.format_instant).
 INSTANT = re.compile(r"\b(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z)")
 
 

@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from kubemu import Emulator, dump_cluster_file
-from lifeboat.instances import InstanceDirectory
-from lifeboat.instants import format_instant
+from lifeboat.flow.pipeline import MessageResult, Pipeline
 from lifeboat.karpenter.budgets import format_go_duration
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
-from lifeboat.pipeline import MessageResult, Pipeline
-from lifeboat.report import Outcome
-from lifeboat.wakeup import MemoryWakeups, encode
+from lifeboat.model.instances import InstanceDirectory
+from lifeboat.model.instants import format_instant
+from lifeboat.model.report import Outcome
+from lifeboat.wakeup.codec import MemoryWakeups, encode
 from lifeboat_local.arrival import arriving_at
 from lifeboat_local.common import (
     EXIT_INCOMPLETE,

@@ -1,7 +1,7 @@
 """The ``LIFEBOAT_*`` variables a deployed stack gives its function, worked out locally.
 
 The Lambda reads its settings from ``LIFEBOAT_*`` environment variables
-(``lifeboat.settings.load_settings``). ``template.yaml`` sets them from its parameters
+(``lifeboat.model.settings.load_settings``). ``template.yaml`` sets them from its parameters
 (``LIFEBOAT_KIND_ACTIONS: !Ref KindActions``), and ``sam deploy --config-env NAME`` takes the
 parameter values from ``samconfig.toml`` (``parameter_overrides``), the template's defaults
 filling the rest. This module follows the same chain, so ``lifeboat replay --config-env

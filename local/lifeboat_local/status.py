@@ -12,11 +12,11 @@ import json
 import sys
 from typing import Any, TextIO
 
-from lifeboat.instants import format_instant
 from lifeboat.kube.client import KubeError
+from lifeboat.model.instants import format_instant
+from lifeboat.model.settings import Settings
 from lifeboat.rotation import store
 from lifeboat.rotation.model import NodePhase, Rotation, StateError, to_json
-from lifeboat.settings import Settings
 from lifeboat_local.common import EXIT_OK, EXIT_USAGE, UsageError, add_cluster_flags, add_command
 from lifeboat_local.source import open_cluster
 

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
-from lifeboat.instants import format_instant
 from lifeboat.karpenter.budgets import Segment
 from lifeboat.kube import nodes
+from lifeboat.model.instants import format_instant
 from lifeboat_local.common import UsageError
 from lifeboat_local.window_model import (
     DAY,

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from lifeboat.instants import format_instant
-from lifeboat.report import Outcome, Report
+from lifeboat.model.instants import format_instant
+from lifeboat.model.report import Outcome, Report
 from lifeboat_local.karpenter_sim import SimStep
 
 WIDTH = 160

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from lifeboat.karpenter.budgets import LIFEBOAT_REASON, Allowance, Budget, Segment
-from lifeboat.settings import Settings
+from lifeboat.model.settings import Settings
 
 HOUR = timedelta(hours=1)
 DAY = timedelta(days=1)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 from zoneinfo import ZoneInfo
 
-from lifeboat.instants import format_instant
+from lifeboat.flow.resolve import Resolver
 from lifeboat.karpenter.budgets import (
     Budget,
     BudgetError,
@@ -31,8 +31,8 @@ from lifeboat.karpenter.budgets import (
 )
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
-from lifeboat.resolve import Resolver
-from lifeboat.settings import Settings
+from lifeboat.model.instants import format_instant
+from lifeboat.model.settings import Settings
 from lifeboat_local.common import (
     EXIT_OK,
     EXIT_USAGE,

@@ -15,15 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from kubemu import Emulator, load_cluster_file
+from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, RetryPolicy
-from lifeboat.ledger import Ledger, MemoryLedger
-from lifeboat.pipeline import OneCluster, Pipeline
-from lifeboat.report import Report
+from lifeboat.model.ledger import Ledger, MemoryLedger
+from lifeboat.model.report import Report
+from lifeboat.model.settings import Settings
 from lifeboat.rotation import store
 from lifeboat.rotation.model import Rotation
-from lifeboat.settings import Settings
-from lifeboat.wakeup import MemoryWakeups, encode
+from lifeboat.wakeup.codec import MemoryWakeups, encode
 from lifeboat_local.directory import directory_from_objects
 from lifeboat_local.karpenter_sim import KarpenterSimulation
 

@@ -1,4 +1,4 @@
-"""How ``lifeboat.act`` reads three answers of the API server, through the pipeline on the
+"""How ``lifeboat.flow.act`` reads three answers of the API server, through the pipeline on the
 real kubernetes client over HTTP to the emulator (the survivors of ``make mutants`` on
 ``act.py``):
 
@@ -19,13 +19,13 @@ from typing import Any
 import pytest
 
 from kubemu import Emulator, load_cluster_file
-from lifeboat.handler import AllRecordsFailed, handle_batch
+from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube.client import Eviction, KubeApi, KubeError, RetryPolicy
 from lifeboat.kube.objects import MutableObj
-from lifeboat.ledger import MemoryLedger
-from lifeboat.pipeline import OneCluster, Pipeline
-from lifeboat.service import DRAIN_PATIENCE
-from lifeboat.settings import Settings
+from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.settings import Settings
+from lifeboat.runtime.handler import AllRecordsFailed, handle_batch
+from lifeboat.runtime.service import DRAIN_PATIENCE
 from lifeboat_local.directory import directory_from_objects
 from tests.support.clock import InjectedTime
 from tests.support.events import aws_event, sqs_batch

@@ -32,14 +32,14 @@ from typing import Any
 import pytest
 
 from kubemu import Emulator, load_cluster_file
+from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, RetryPolicy
-from lifeboat.ledger import MemoryLedger
-from lifeboat.pipeline import OneCluster, Pipeline
-from lifeboat.report import Outcome, Report
-from lifeboat.settings import Settings
-from lifeboat.target import Target
-from lifeboat.wakeup import MemoryWakeups
+from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.report import Outcome, Report
+from lifeboat.model.settings import Settings
+from lifeboat.model.target import Target
+from lifeboat.wakeup.codec import MemoryWakeups
 from lifeboat_local.directory import directory_from_objects
 from tests.support import kube
 from tests.support.events import aws_event

@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from kubemu import Emulator, load_cluster_file
+from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube.client import KubeApi, RetryPolicy
-from lifeboat.pipeline import OneCluster, Pipeline
-from lifeboat.report import Report
-from lifeboat.settings import Settings
+from lifeboat.model.report import Report
+from lifeboat.model.settings import Settings
 from lifeboat_local.directory import directory_from_objects
 from tests.support.events import aws_event
 from tests.support.paths import EVENTS

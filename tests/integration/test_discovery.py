@@ -19,13 +19,13 @@ from botocore.exceptions import ClientError
 
 from kubemu import Emulator
 from lifeboat.aws.discovery import ClusterCatalog
-from lifeboat.instances import Ec2InstanceDirectory
+from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube.client import KubeApi, RetryPolicy
 from lifeboat.kube.eks_auth import ClusterInfo, EksAuth
-from lifeboat.pipeline import OneCluster, Pipeline
-from lifeboat.report import Outcome
-from lifeboat.service import build_service
-from lifeboat.settings import Settings, SettingsError
+from lifeboat.model.instances import Ec2InstanceDirectory
+from lifeboat.model.report import Outcome
+from lifeboat.model.settings import Settings, SettingsError
+from lifeboat.runtime.service import build_service
 from tests.support.events import aws_event
 from tests.support.kube.core import node
 
@@ -333,7 +333,7 @@ def _tainted(emulator: Emulator, name: str) -> bool:
 def test_a_cluster_created_between_two_warnings_is_served_on_its_first_warning(
     fleet: Fleet, emulated: tuple[Emulator, dict[str, Instance]]
 ) -> None:
-    """The instance's EC2 tags name its cluster (lifeboat.instances.cluster_from_tags); the
+    """The instance's EC2 tags name its cluster (lifeboat.model.instances.cluster_from_tags); the
     cluster's own tag decides whether it is served, asked on the warning itself."""
     emulator, instances = emulated
     clock = Clock()

@@ -3,7 +3,8 @@ API server refuses with 429 (``pkg/registry/core/pod/storage/eviction.go``: "Can
 pod as it would violate the pod's disruption budget") is retried for ``drain_patience``
 seconds, never past the notice's deadline, then handed to a later wake-up.
 
-Production waits 20 s (``lifeboat.service.DRAIN_PATIENCE``); these tests use that patience on
+Production waits 20 s (``lifeboat.runtime.service.DRAIN_PATIENCE``); these tests use that
+patience on
 an injected clock whose ``sleep`` moves it, so nothing waits in real time, and the one clock
 the loop reads is the injected one.
 
@@ -25,11 +26,11 @@ import pytest
 
 from kubemu import Emulator, load_cluster_file
 from lifeboat.events.notice import LifecycleHook
+from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube.client import KubeApi, RetryPolicy
-from lifeboat.pipeline import OneCluster, Pipeline
-from lifeboat.report import Report
-from lifeboat.service import DRAIN_PATIENCE
-from lifeboat.settings import Settings
+from lifeboat.model.report import Report
+from lifeboat.model.settings import Settings
+from lifeboat.runtime.service import DRAIN_PATIENCE
 from lifeboat_local.directory import directory_from_objects
 from tests.support.clock import InjectedTime
 from tests.support.events import aws_event

@@ -1,7 +1,7 @@
 """The deployment's path end to end, with only the endpoints emulated.
 
 template.yaml's EventBridge rules (created in moto as written) -> an SQS queue (moto) -> the
-Lambda's SQS batch event -> ``lifeboat.handler.handle_batch`` -> a pipeline on the real
+Lambda's SQS batch event -> ``lifeboat.runtime.handler.handle_batch`` -> a pipeline on the real
 kubernetes client talking to the Kubernetes emulator, with the real Powertools idempotency
 ledger on a moto DynamoDB table, the real EventBridge Scheduler seam on moto, and the real
 Auto Scaling seam on a botocore Stubber (moto does not implement lifecycle actions).
@@ -29,12 +29,12 @@ from lifeboat.aws.idempotency import PowertoolsLedger
 from lifeboat.aws.lifecycle import AutoScalingLifecycle
 from lifeboat.aws.scheduler import SchedulerWakeups
 from lifeboat.events.notice import Kind
-from lifeboat.handler import handle_batch
+from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, RetryPolicy
-from lifeboat.pipeline import OneCluster, Pipeline
-from lifeboat.settings import Settings
-from lifeboat.wakeup import Task, Wakeup, decode
+from lifeboat.model.settings import Settings
+from lifeboat.runtime.handler import handle_batch
+from lifeboat.wakeup.codec import Task, Wakeup, decode
 from lifeboat_local.directory import directory_from_objects
 from tests.support.aws import create_idempotency_table
 from tests.support.fakes import LambdaContext as FakeContext

@@ -27,14 +27,14 @@ from moto import mock_aws
 
 from kubemu import Emulator
 from kubemu.dispatch import Drop, Response
-from lifeboat.deadline import HANDLING_MARGIN
-from lifeboat.handler import AllRecordsFailed, handle_batch
-from lifeboat.instances import Ec2InstanceDirectory, InstanceInfo, StaticInstanceDirectory
+from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, KubeError, RetryPolicy
-from lifeboat.ledger import MemoryLedger
-from lifeboat.pipeline import OneCluster, Pipeline
-from lifeboat.settings import Settings
+from lifeboat.model.deadline import HANDLING_MARGIN
+from lifeboat.model.instances import Ec2InstanceDirectory, InstanceInfo, StaticInstanceDirectory
+from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.settings import Settings
+from lifeboat.runtime.handler import AllRecordsFailed, handle_batch
 from tests.support import kube
 from tests.support.aws import create_idempotency_table
 from tests.support.events import sample
@@ -297,7 +297,7 @@ def test_an_event_that_cannot_be_recorded_does_not_fail_the_acted_record(
     # for it would redo the decision and schedule its follow-ups twice.
     # (The Lambda's Powertools logger, if another test loaded it, stops propagation.)
     monkeypatch.setattr(logging.getLogger("lifeboat"), "propagate", True)
-    caplog.set_level(logging.WARNING, logger="lifeboat.recorder")
+    caplog.set_level(logging.WARNING, logger="lifeboat.telemetry.recorder")
     emu.fail_next(500, times=1000, verb="create", resource="events")
     assert _failed(_batch(SPOT), _pipeline(_kube(emu))) == set()
     assert len(_replacements(emu)) == 1

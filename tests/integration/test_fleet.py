@@ -20,14 +20,14 @@ from botocore.stub import Stubber
 from kubemu import Emulator, load_cluster_file
 from lifeboat.aws.lifecycle import AutoScalingLifecycle
 from lifeboat.events.notice import Kind
-from lifeboat.handler import handle_batch
-from lifeboat.instances import Ec2InstanceDirectory
+from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, RetryPolicy
-from lifeboat.ledger import MemoryLedger
-from lifeboat.pipeline import OneCluster, Pipeline
-from lifeboat.settings import Settings
-from lifeboat.wakeup import MemoryWakeups, encode
+from lifeboat.model.instances import Ec2InstanceDirectory
+from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.settings import Settings
+from lifeboat.runtime.handler import handle_batch
+from lifeboat.wakeup.codec import MemoryWakeups, encode
 from lifeboat_local.directory import directory_from_objects
 from tests.support.events import aws_event, sqs_batch
 from tests.support.fakes import RecordingMetrics
@@ -352,8 +352,8 @@ def test_a_deferred_rebalance_let_go_removes_its_pending_mark() -> None:
 
 def test_a_follow_up_finds_its_cluster_when_ec2_no_longer_knows_the_instance() -> None:
     from lifeboat.events import parse_message
-    from lifeboat.instances import StaticInstanceDirectory
-    from lifeboat.wakeup import Task, Wakeup
+    from lifeboat.model.instances import StaticInstanceDirectory
+    from lifeboat.wakeup.codec import Task, Wakeup
 
     objects = load_cluster_file(EVENTS / "cluster.yaml")
     spot = (EVENTS / "spot-interruption.json").read_text()

@@ -1,5 +1,6 @@
 """``lifeboat fleet`` through boto3 to moto: Lifeboat's Outcomes metrics (as
-lifeboat/observability.py publishes them) and the dead-letter queues' depth, per account and
+lifeboat/telemetry/observability.py publishes them) and the dead-letter queues' depth, per
+account and
 cluster, over the last hours.
 
 moto keeps one account's metrics and does not model CloudWatch cross-account observability:

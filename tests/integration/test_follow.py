@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from lifeboat.report import Outcome, Report
+from lifeboat.model.report import Outcome, Report
 from lifeboat_local.cli import main
 from lifeboat_local.karpenter_sim import SimStep
 from lifeboat_local.karpenter_sim.state import TERMINATE_TIME

@@ -23,15 +23,15 @@ import pytest
 
 from kubemu import Emulator, dump_cluster_file, load_cluster_file
 from lifeboat.events.notice import MalformedMessage
+from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.karpenter import handover
 from lifeboat.karpenter.nodepool_hash import HASH_ANNOTATION, nodepool_hash
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
-from lifeboat.ledger import MemoryLedger
-from lifeboat.pipeline import OneCluster, Pipeline
-from lifeboat.report import Outcome, Report
-from lifeboat.settings import Settings, SettingsError, load_settings
-from lifeboat.wakeup import MemoryWakeups, Task, decode, encode
+from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.report import Outcome, Report
+from lifeboat.model.settings import Settings, SettingsError, load_settings
+from lifeboat.wakeup.codec import MemoryWakeups, Task, decode, encode
 from lifeboat_local.cli import main
 from lifeboat_local.common import parse_instant
 from lifeboat_local.directory import directory_from_objects

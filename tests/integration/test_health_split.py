@@ -1,5 +1,5 @@
 """An AWS Health event naming 500 instances, split so each message finishes well inside the
-function's timeout (issue 10.9, ``lifeboat.split``).
+function's timeout (issue 10.9, ``lifeboat.flow.split``).
 
 Through ``handle_batch`` as the Lambda runs it: the official client over HTTP to the
 emulator, wake-ups through boto3 to moto's EventBridge Scheduler, carried to the function
@@ -26,14 +26,14 @@ from kubemu import Emulator
 from lifeboat.aws.idempotency import PowertoolsLedger
 from lifeboat.aws.scheduler import SchedulerWakeups
 from lifeboat.events.notice import Kind
-from lifeboat.handler import handle_batch
+from lifeboat.flow.pipeline import OneCluster, Pipeline
+from lifeboat.flow.split import NOTICES_PER_MESSAGE
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, RetryPolicy
-from lifeboat.pipeline import OneCluster, Pipeline
-from lifeboat.service import BATCH_WORKERS, utc_now
-from lifeboat.settings import Settings
-from lifeboat.split import NOTICES_PER_MESSAGE
-from lifeboat.wakeup import Task, Wakeup, decode, encode
+from lifeboat.model.settings import Settings
+from lifeboat.runtime.handler import handle_batch
+from lifeboat.runtime.service import BATCH_WORKERS, utc_now
+from lifeboat.wakeup.codec import Task, Wakeup, decode, encode
 from tests.support.aws import create_idempotency_table
 from tests.support.events import ACCOUNT, sqs_batch
 from tests.support.fakes import LambdaContext
@@ -127,7 +127,7 @@ def _world(aws: boto3.Session, instances: int) -> Iterator[World]:
             ),
             ledger=PowertoolsLedger("idempotency", boto3_client=dynamodb),
             workers=BATCH_WORKERS,
-            notices_per_message=NOTICES_PER_MESSAGE,  # as lifeboat.service builds it
+            notices_per_message=NOTICES_PER_MESSAGE,  # as lifeboat.runtime.service builds it
         )
         # As functions/interruption/app.py does: in-progress records expire with the invocation.
         assert isinstance(pipeline.ledger, PowertoolsLedger)
@@ -218,7 +218,7 @@ class RunningOut(LambdaContext):
 def test_a_message_running_out_of_invocation_time_hands_on_what_it_has_not_started(
     small_world: World,
 ) -> None:
-    """``lifeboat.deadline.INVOCATION_RESERVE``: with less left than that, the message
+    """``lifeboat.model.deadline.INVOCATION_RESERVE``: with less left than that, the message
     starts no further instance, schedules the rest and is deleted; nothing is lost."""
     world = small_world
     event = _event(world, 30)
@@ -269,7 +269,7 @@ def test_a_forged_remainder_is_checked_like_the_aws_event_it_claims_to_be(
 
 def _parsed_template(event: dict[str, Any]) -> list[Any]:
     from lifeboat.events import parse_message
-    from lifeboat.split import remainders
+    from lifeboat.flow.split import remainders
 
     notices = parse_message(event, received_at=utc_now())
     return [remainders(notices)[0].notice]

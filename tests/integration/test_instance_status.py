@@ -30,15 +30,15 @@ from kubemu import Emulator, load_cluster_file
 from lifeboat.aws.sweep import PAGE_SIZE, Ec2InstanceStatuses, sweep_request
 from lifeboat.events.instance_status import EVENT_CODES, FILTER_SETS
 from lifeboat.events.notice import Kind
-from lifeboat.handler import handle_batch
-from lifeboat.instances import Ec2InstanceDirectory
+from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, RetryPolicy
-from lifeboat.ledger import MemoryLedger
-from lifeboat.pipeline import OneCluster, Pipeline
-from lifeboat.report import Report
-from lifeboat.settings import Settings
-from lifeboat.wakeup import MemoryWakeups
+from lifeboat.model.instances import Ec2InstanceDirectory
+from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.report import Report
+from lifeboat.model.settings import Settings
+from lifeboat.runtime.handler import handle_batch
+from lifeboat.wakeup.codec import MemoryWakeups
 from lifeboat_local.directory import directory_from_objects
 from tests.integration.test_fleet import PerCluster, cluster_objects, launch
 from tests.support.events import aws_event, health_time, sqs_batch
@@ -634,11 +634,11 @@ def test_the_sample_response_replays_one_impaired_and_one_scheduled_event_notice
 
 def test_the_end_of_a_maintenance_survives_being_handed_on_as_a_remainder() -> None:
     """A sweep finding more instances than one message acts on hands the rest on as
-    remainder wake-ups (lifeboat.split); an ended maintenance must stay ended through the
+    remainder wake-ups (lifeboat.flow.split); an ended maintenance must stay ended through the
     wake-up's wire format, or its remainder would act on the node instead of restoring it."""
     from lifeboat.events.notice import Notice
-    from lifeboat.split import expand, remainders
-    from lifeboat.wakeup import decode, encode
+    from lifeboat.flow.split import expand, remainders
+    from lifeboat.wakeup.codec import decode, encode
 
     ended = Notice(
         kind=Kind.SCHEDULED_CHANGE,
@@ -669,7 +669,7 @@ def test_a_node_only_cordoned_for_a_rebalance_is_uncordoned_six_hours_later() ->
     """``rebalance-recommendation=cordon``: the node is cordoned; no interruption followed
     and it still runs and is Ready ``rebalance_cordon_release`` (6 h) later, so the
     ``release-cordon`` follow-up uncordons it, with an Event on the node and a report."""
-    from lifeboat.wakeup import Task, encode
+    from lifeboat.wakeup.codec import Task, encode
 
     for rig in rebalance_rig(timedelta(hours=6)):
         event = aws_event("rebalance-recommendation", instance=KARPENTER_INSTANCE, time=NOW)
@@ -700,7 +700,7 @@ def test_a_node_only_cordoned_for_a_rebalance_is_uncordoned_six_hours_later() ->
 
 
 def test_a_node_replaced_since_is_not_released() -> None:
-    from lifeboat.wakeup import encode
+    from lifeboat.wakeup.codec import encode
 
     for rig in rebalance_rig(timedelta(hours=6)):
         rig.send(aws_event("rebalance-recommendation", instance=KARPENTER_INSTANCE, time=NOW))
@@ -726,7 +726,7 @@ def test_zero_keeps_the_cordon() -> None:
 def test_a_maintenance_cancelled_while_deferred_is_not_acted_on_when_its_wake_up_comes() -> None:
     """Deferred by general's weekday freeze, with a wake-up at NotBefore - lead; cancelled
     meanwhile: its pending mark comes off, and the wake-up, when it comes due, lets it go."""
-    from lifeboat.wakeup import Task, encode
+    from lifeboat.wakeup.codec import Task, encode
 
     for rig in make_rig():
         rig.now = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)

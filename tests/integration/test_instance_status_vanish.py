@@ -32,13 +32,13 @@ from botocore.stub import Stubber
 from kubemu import Emulator
 from lifeboat.aws.sweep import Ec2InstanceStatuses, complete, sweep_request
 from lifeboat.events.notice import Kind
-from lifeboat.instances import Ec2InstanceDirectory, InstanceInfo
+from lifeboat.flow.pipeline import Pipeline
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
-from lifeboat.ledger import MemoryLedger
-from lifeboat.pipeline import Pipeline
-from lifeboat.settings import Settings
-from lifeboat.wakeup import MemoryWakeups, Task, encode
+from lifeboat.model.instances import Ec2InstanceDirectory, InstanceInfo
+from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.settings import Settings
+from lifeboat.wakeup.codec import MemoryWakeups, Task, encode
 from tests.integration.test_fleet import PerCluster, cluster_objects, launch
 from tests.integration.test_instance_status import (
     KARPENTER_CLAIM,

@@ -26,13 +26,13 @@ import pytest
 
 from kubemu import Emulator, load_cluster_file
 from lifeboat.events.notice import Kind
+from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, RetryPolicy
-from lifeboat.ledger import MemoryLedger
-from lifeboat.pipeline import OneCluster, Pipeline
-from lifeboat.report import Report
-from lifeboat.settings import Settings
-from lifeboat.wakeup import MemoryWakeups
+from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.report import Report
+from lifeboat.model.settings import Settings
+from lifeboat.wakeup.codec import MemoryWakeups
 from lifeboat_local.directory import directory_from_objects
 from tests.integration.kubeconfigs import write_kubeconfig
 from tests.support.events import SAMPLE_TIME, aws_event

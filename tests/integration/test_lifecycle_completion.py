@@ -23,11 +23,11 @@ from lifeboat.aws.lifecycle import AutoScalingLifecycle
 from lifeboat.events import parse_message
 from lifeboat.events.asg_lifecycle import GLOBAL_TIMEOUT, lifecycle_expired
 from lifeboat.events.notice import Kind
+from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube.client import KubeApi, RetryPolicy
-from lifeboat.ledger import MemoryLedger
-from lifeboat.pipeline import OneCluster, Pipeline
-from lifeboat.settings import Settings
-from lifeboat.wakeup import MemoryWakeups, encode
+from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.settings import Settings
+from lifeboat.wakeup.codec import MemoryWakeups, encode
 from lifeboat_local.directory import directory_from_objects
 from tests.support.paths import EVENTS
 

@@ -22,13 +22,13 @@ from typing import Any
 import pytest
 
 from kubemu import Emulator, load_cluster_file
-from lifeboat.handler import handle_batch
-from lifeboat.instances import InstanceInfo, StaticInstanceDirectory
+from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, RetryPolicy
-from lifeboat.ledger import MemoryLedger
-from lifeboat.pipeline import OneCluster, Pipeline
-from lifeboat.settings import Settings
+from lifeboat.model.instances import InstanceInfo, StaticInstanceDirectory
+from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.settings import Settings
+from lifeboat.runtime.handler import handle_batch
 from tests.integration.nodeclaim_crd import crd_problems
 from tests.integration.replaying import (
     EVENING,

@@ -20,12 +20,12 @@ from typing import Any
 import pytest
 
 from kubemu import Emulator, load_cluster_file
+from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, RetryPolicy
-from lifeboat.ledger import MemoryLedger
-from lifeboat.pipeline import OneCluster, Pipeline
-from lifeboat.settings import Settings
-from lifeboat.wakeup import MemoryWakeups, Task, encode
+from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.settings import Settings
+from lifeboat.wakeup.codec import MemoryWakeups, Task, encode
 from lifeboat_local.directory import directory_from_objects
 
 ROOT = Path(__file__).resolve().parents[2]

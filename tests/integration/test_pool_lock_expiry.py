@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from kubemu import Emulator
-from lifeboat.instants import format_micro
 from lifeboat.kube.client import KubeApi
 from lifeboat.kube.pool_lock import LEASE_SECONDS, LockTimeout, PoolLock
+from lifeboat.model.instants import format_micro
 from tests.support.clock import InjectedTime
 
 NOW = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)

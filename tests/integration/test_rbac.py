@@ -29,12 +29,12 @@ import yaml
 from kubemu import Emulator, load_cluster_file
 from kubemu.rbac import Request, rule_allows
 from lifeboat.events import parse_message
+from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube.client import KubeApi, RetryPolicy
-from lifeboat.ledger import MemoryLedger
-from lifeboat.pipeline import OneCluster, Pipeline
-from lifeboat.report import Outcome
-from lifeboat.settings import Settings
-from lifeboat.wakeup import MemoryWakeups, Task, Wakeup, encode
+from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.report import Outcome
+from lifeboat.model.settings import Settings
+from lifeboat.wakeup.codec import MemoryWakeups, Task, Wakeup, encode
 from lifeboat_local.directory import directory_from_objects
 from lifeboat_local.karpenter_sim import KarpenterSimulation
 from lifeboat_local.replay import RecordedLifecycle, SimulatedClock

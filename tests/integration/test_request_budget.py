@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 
 from kubemu import Emulator, load_cluster_file
+from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube.client import KubeApi, RetryPolicy
-from lifeboat.ledger import MemoryLedger
-from lifeboat.pipeline import OneCluster, Pipeline
-from lifeboat.report import Outcome
-from lifeboat.settings import Settings
-from lifeboat.wakeup import MemoryWakeups
+from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.report import Outcome
+from lifeboat.model.settings import Settings
+from lifeboat.wakeup.codec import MemoryWakeups
 from lifeboat_local.directory import directory_from_objects
 from lifeboat_local.replay import RecordedLifecycle
 from tests.support.paths import EVENTS

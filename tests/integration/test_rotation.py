@@ -21,11 +21,11 @@ import pytest
 
 from kubemu import Emulator
 from lifeboat.kube import nodes
-from lifeboat.report import Outcome
+from lifeboat.model.report import Outcome
+from lifeboat.model.settings import Settings
 from lifeboat.rotation import store
 from lifeboat.rotation.model import NodePhase, Phase
-from lifeboat.settings import Settings
-from lifeboat.wakeup import Task, encode
+from lifeboat.wakeup.codec import Task, encode
 from tests.integration.rotation_rig import (
     LEGACY,
     START,

@@ -20,13 +20,13 @@ from moto import mock_aws
 from kubemu import Emulator, load_cluster_file
 from lifeboat.aws.idempotency import PowertoolsLedger
 from lifeboat.aws.scheduler import SchedulerWakeups
-from lifeboat.handler import handle_batch
+from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube.client import KubeApi, RetryPolicy
-from lifeboat.pipeline import OneCluster, Pipeline
+from lifeboat.model.settings import Settings
 from lifeboat.rotation import store
 from lifeboat.rotation.model import NodePhase, Phase
-from lifeboat.settings import Settings
-from lifeboat.wakeup import Task, decode
+from lifeboat.runtime.handler import handle_batch
+from lifeboat.wakeup.codec import Task, decode
 from lifeboat_local.cli import main
 from lifeboat_local.directory import directory_from_objects
 from lifeboat_local.rotate import DEFAULT_EVENT_BUS

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from lifeboat.kube import nodes
-from lifeboat.report import Outcome
+from lifeboat.model.report import Outcome
 from lifeboat.rotation.model import NodePhase, Phase
 from lifeboat.rotation.request import Verb, parse_command
 from tests.conftest import CliRun

@@ -22,14 +22,14 @@ import pytest
 
 from kubemu import Emulator
 from lifeboat.events.notice import Kind
+from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.karpenter.nodepool_hash import HASH_ANNOTATION, nodepool_hash
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
-from lifeboat.ledger import MemoryLedger
-from lifeboat.pipeline import OneCluster, Pipeline
-from lifeboat.report import Outcome
-from lifeboat.settings import Settings
-from lifeboat.wakeup import MemoryWakeups, encode
+from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.report import Outcome
+from lifeboat.model.settings import Settings
+from lifeboat.wakeup.codec import MemoryWakeups, encode
 from lifeboat_local.directory import directory_from_objects
 from lifeboat_local.karpenter_sim import KarpenterSimulation, SimStep
 from tests.integration.replaying import find, of_kind, sample, sample_cluster

@@ -16,9 +16,9 @@ from bench.soak.audit import audit_replacements, read_server, replacements_by_ol
 from bench.soak.messages import Sent
 from bench.soak.queue import OutcomeMetrics, SimulatedQueue
 from kubemu import Emulator
+from lifeboat.flow.pipeline import MessageResult
 from lifeboat.kube.client import KubeApi, KubeError, RetryPolicy
-from lifeboat.pipeline import MessageResult
-from lifeboat.report import Outcome, Report
+from lifeboat.model.report import Outcome, Report
 from tests.support import kube
 
 NOW = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)

@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from kubemu import Emulator, load_cluster_file
-from lifeboat.instances import StaticInstanceDirectory
+from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube.client import KubeApi, RetryPolicy
-from lifeboat.ledger import MemoryLedger
-from lifeboat.pipeline import OneCluster, Pipeline
-from lifeboat.report import Outcome, Report
-from lifeboat.settings import Settings
-from lifeboat.wakeup import MemoryWakeups
+from lifeboat.model.instances import StaticInstanceDirectory
+from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.report import Outcome, Report
+from lifeboat.model.settings import Settings
+from lifeboat.wakeup.codec import MemoryWakeups
 from lifeboat_local.directory import directory_from_objects
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,10 +12,10 @@ import pytest
 from kubernetes import client as k8s
 
 from kubemu import Emulator, load_cluster_file
+from lifeboat.flow.resolve import Resolver
 from lifeboat.karpenter.nodepool_hash import nodepool_hash
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
-from lifeboat.resolve import Resolver
 from lifeboat_local.directory import directory_from_objects
 from tests.support import kube
 from tests.support.paths import SAMPLE_CLUSTER

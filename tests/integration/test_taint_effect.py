@@ -1,5 +1,5 @@
 """The ``TaintEffect`` setting (``LIFEBOAT_TAINT_EFFECT``) end to end: an SQS batch through
-``lifeboat.handler.handle_batch`` and the pipeline, on the real kubernetes client over HTTP
+``lifeboat.runtime.handler.handle_batch`` and the pipeline, on the real kubernetes client over HTTP
 to the emulator, on both of Lifeboat's taint paths.
 
 - The fast path of an involuntary notice: the node is patched before it is read
@@ -21,12 +21,12 @@ from typing import Any
 import pytest
 
 from kubemu import Emulator, load_cluster_file
-from lifeboat.handler import handle_batch
+from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube.client import KubeApi, RetryPolicy
 from lifeboat.kube.objects import MutableObj
-from lifeboat.ledger import MemoryLedger
-from lifeboat.pipeline import OneCluster, Pipeline
-from lifeboat.settings import Settings
+from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.settings import Settings
+from lifeboat.runtime.handler import handle_batch
 from lifeboat_local.directory import directory_from_objects
 from tests.support.events import aws_event, sqs_batch
 from tests.support.fakes import LambdaContext

@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from kubemu import Emulator, load_cluster_file
+from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube.client import KubeApi, RetryPolicy
-from lifeboat.ledger import MemoryLedger
-from lifeboat.pipeline import OneCluster, Pipeline
-from lifeboat.settings import Settings
-from lifeboat.wakeup import MemoryWakeups
+from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.settings import Settings
+from lifeboat.wakeup.codec import MemoryWakeups
 from lifeboat_local.directory import directory_from_objects
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -192,7 +192,7 @@ def test_a_decide_wake_up_delivered_twice_schedules_one_next_wake_up() -> None:
 
     from lifeboat.aws.scheduler import schedule_name
     from lifeboat.events import parse_message
-    from lifeboat.wakeup import Task, Wakeup, encode
+    from lifeboat.wakeup.codec import Task, Wakeup, encode
 
     # A budget of 1 that another node of the pool holds: "waiting for disrupting nodes to
     # finish", looked at again after RECHECK_INTERVAL.

@@ -19,13 +19,13 @@ import pytest
 
 from kubemu import Emulator, load_cluster_file
 from lifeboat.events import parse_message
-from lifeboat.handler import handle_batch
-from lifeboat.instances import InstanceInfo, StaticInstanceDirectory
+from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube.client import KubeApi, RetryPolicy
-from lifeboat.ledger import MemoryLedger
-from lifeboat.pipeline import OneCluster, Pipeline
-from lifeboat.settings import Settings
-from lifeboat.wakeup import MemoryWakeups, Task, Wakeup, encode
+from lifeboat.model.instances import InstanceInfo, StaticInstanceDirectory
+from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.settings import Settings
+from lifeboat.runtime.handler import handle_batch
+from lifeboat.wakeup.codec import MemoryWakeups, Task, Wakeup, encode
 from lifeboat_local.directory import directory_from_objects
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -96,7 +96,7 @@ def test_a_body_that_breaks_parsing_unexpectedly_fails_alone(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A bug in a parser (not bad input) fails only its own message."""
-    import lifeboat.pipeline as module
+    import lifeboat.flow.pipeline as module
 
     real = parse_message  # the function pipeline imported, which this test replaces there
 

@@ -32,12 +32,12 @@ from lifeboat.aws.redelivery import SqsRedelivery
 from lifeboat.aws.scheduler import SchedulerWakeups, schedule_name
 from lifeboat.events import parse_message
 from lifeboat.events.notice import LifecycleHook, Notice
-from lifeboat.instances import Ec2InstanceDirectory
-from lifeboat.report import Outcome, Report
-from lifeboat.service import BATCH_WORKERS, build_service
-from lifeboat.settings import SettingsError
-from lifeboat.split import NOTICES_PER_MESSAGE
-from lifeboat.wakeup import Task, Wakeup, decode
+from lifeboat.flow.split import NOTICES_PER_MESSAGE
+from lifeboat.model.instances import Ec2InstanceDirectory
+from lifeboat.model.report import Outcome, Report
+from lifeboat.model.settings import SettingsError
+from lifeboat.runtime.service import BATCH_WORKERS, build_service
+from lifeboat.wakeup.codec import Task, Wakeup, decode
 from tests.support.aws import create_idempotency_table
 from tests.support.paths import EVENTS, TEMPLATE
 
@@ -465,7 +465,7 @@ def test_build_service_assembles_the_aws_pipeline(aws: None) -> None:
     assert isinstance(pipeline.directory, Ec2InstanceDirectory)
     assert isinstance(pipeline.lifecycle, AutoScalingLifecycle)
     assert pipeline.workers == BATCH_WORKERS and pipeline.holder == "lifeboat-fn"
-    # A Health event naming hundreds of instances is split (lifeboat.split).
+    # A Health event naming hundreds of instances is split (lifeboat.flow.split).
     assert pipeline.notices_per_message == NOTICES_PER_MESSAGE
     assert pipeline.clock().tzinfo is not None
     # Clients go to the stack's region (LIFEBOAT_REGION), not merely the session's.

@@ -9,8 +9,8 @@ import pytest
 from bench.budget_scan import CASES
 from bench.window_search import NOW, _case
 from lifeboat.decide import decide
-from lifeboat.report import Outcome
-from lifeboat.settings import Settings
+from lifeboat.model.report import Outcome
+from lifeboat.model.settings import Settings
 
 
 @pytest.mark.parametrize(

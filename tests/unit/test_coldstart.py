@@ -42,10 +42,10 @@ INVOKE_SAMPLED = f"""
 import json, os, sys
 from datetime import UTC, datetime
 sys.path.insert(0, {str(FUNCTION_DIR)!r})
-import lifeboat.service
-from lifeboat.pipeline import MessageResult
-from lifeboat.report import Outcome, Report
-from lifeboat.settings import Settings
+import lifeboat.runtime.service as service
+from lifeboat.flow.pipeline import MessageResult
+from lifeboat.model.report import Outcome, Report
+from lifeboat.model.settings import Settings
 
 class Pipeline:
     ledger = None
@@ -57,7 +57,7 @@ class Pipeline:
                 MessageResult([Report("e-2", "rebalance-recommendation", Outcome.DEFERRED,
                                       "waiting", cluster="prod", nodepool="batch")])]
 
-lifeboat.service.build_service = lambda env=None: lifeboat.service.Service(Pipeline(), Settings())
+service.build_service = lambda env=None: service.Service(Pipeline(), Settings())
 import app
 loaded_at_import = "aws_xray_sdk" in sys.modules
 event = {{"Records": [{{"messageId": m, "body": "{{}}"}} for m in ("m-1", "m-2")]}}
@@ -103,7 +103,7 @@ def test_the_entry_point_loads_nothing_a_spot_batch_does_not_use() -> None:
         # AWS's events are read without pydantic; wake-ups and rotation commands load it.
         "pydantic",
         "lifeboat.events.models",
-        "lifeboat.wakeup_format",
+        "lifeboat.wakeup.format",
         "aws_xray_sdk",
         "kubernetes.config",
         "kubernetes.watch",
@@ -138,7 +138,7 @@ for path in [*sorted(events.glob("*.json")), *sorted(events.glob("raw/*.json"))]
     for notice in parse_message(path.read_text(), received_at=now):
         kinds.append(str(notice.kind))
 before = "pydantic" in sys.modules
-from lifeboat.wakeup import Task, Wakeup, decode, encode
+from lifeboat.wakeup.codec import Task, Wakeup, decode, encode
 health = (events / "scheduled-change.json").read_text()
 wakeup = Wakeup(Task.DECIDE, parse_message(health, received_at=now)[0], now)
 assert decode(json.loads(encode(wakeup))) == wakeup

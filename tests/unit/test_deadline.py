@@ -1,4 +1,4 @@
-"""``lifeboat.deadline``: how hard to try before a notice's deadline, on an injected clock
+"""``lifeboat.model.deadline``: how hard to try before a notice's deadline, on an injected clock
 (every function takes ``now``), at the edges of each rule: the queue's visibility timeout
 (380 s), the handling margin (5 s), the in-process patience (20 s), the doubling backoff."""
 
@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from cfnlint.decode import decode_str  # type: ignore[import-untyped]  # cfn-lint is untyped
 
-from lifeboat.deadline import (
+from lifeboat.model.deadline import (
     HANDLING_MARGIN,
     QUEUE_VISIBILITY_TIMEOUT,
     RETRY_PATIENCE,

@@ -11,12 +11,12 @@ import pytest
 
 from lifeboat.decide import FOLLOW_UP_INTERVAL, RECHECK_INTERVAL, Decision, Step, decide
 from lifeboat.decide.notice import replacement_refused
+from lifeboat.decide.staleness import Stale
 from lifeboat.events.notice import Kind, Notice
 from lifeboat.kube import nodes
-from lifeboat.report import Outcome
-from lifeboat.settings import Settings
-from lifeboat.staleness import Stale
-from lifeboat.target import ClaimRef, PoolCounts, Target
+from lifeboat.model.report import Outcome
+from lifeboat.model.settings import Settings
+from lifeboat.model.target import ClaimRef, PoolCounts, Target
 from tests.support import kube
 from tests.support.events import notice
 
@@ -845,7 +845,7 @@ def test_a_scheduled_change_on_a_pool_not_ready_waits_then_acts_at_the_lead() ->
 def _unclaimed_in_a_frozen_pool() -> Target:
     """A node no NodeClaim owns although a NodePool is named for it (its label, or EC2's
     tag) and that pool's budget is shut now: Karpenter does not own it, so its budget is
-    not what holds the node (lifeboat.resolve: the NodePool is read from the owning claim)."""
+    not what holds the node (lifeboat.flow.resolve: the NodePool is read from the owning claim)."""
     return Target(
         INSTANCE,
         node=node(claim=None),

@@ -11,10 +11,10 @@ from lifeboat.aws.scheduler import schedule_name
 from lifeboat.decide import FOLLOW_UP_INTERVAL, Decision, Step, follow_ups
 from lifeboat.decide.wakeups import check_old_claim, continue_drain, finish_replacement
 from lifeboat.events.notice import Kind, Notice
-from lifeboat.instances import InstanceInfo
-from lifeboat.report import Outcome
-from lifeboat.target import ClaimRef, Target
-from lifeboat.wakeup import Task, Wakeup
+from lifeboat.model.instances import InstanceInfo
+from lifeboat.model.report import Outcome
+from lifeboat.model.target import ClaimRef, Target
+from lifeboat.wakeup.codec import Task, Wakeup
 
 NOW = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
 INSTANCE = "i-0a1b2c3d4e5f60002"

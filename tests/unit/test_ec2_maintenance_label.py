@@ -17,14 +17,14 @@ from kubemu.patch import apply_json_patch
 from lifeboat.aws.sweep import VANISHED, vanished
 from lifeboat.events.instance_status import Check, InstanceStatus, ScheduledEvent
 from lifeboat.events.notice import Kind, Notice
-from lifeboat.instances import info_from_ec2
 from lifeboat.kube import nodes
 from lifeboat.kube.node_patches import (
     ec2_maintenance_operations,
     restore_operations,
     taint_operations,
 )
-from lifeboat.wakeup import Task, Wakeup, decode, encode
+from lifeboat.model.instances import info_from_ec2
+from lifeboat.wakeup.codec import Task, Wakeup, decode, encode
 
 START = datetime(2026, 12, 8, 9, 0, tzinfo=UTC)
 SCHEDULED = nodes.taint_key(Kind.SCHEDULED_CHANGE)

@@ -68,7 +68,7 @@ def test_every_exception_lifeboat_defines_is_a_lifeboat_error_of_one_kind() -> N
 @pytest.mark.parametrize(
     ("name", "builtin"),
     [
-        ("lifeboat.settings.SettingsError", ValueError),
+        ("lifeboat.model.settings.SettingsError", ValueError),
         ("lifeboat.events.notice.MalformedMessage", ValueError),
         ("lifeboat.karpenter.budget_spec.BudgetError", ValueError),
         ("lifeboat.karpenter.cron.CronError", ValueError),
@@ -76,9 +76,9 @@ def test_every_exception_lifeboat_defines_is_a_lifeboat_error_of_one_kind() -> N
         ("lifeboat.rotation.model.StateError", ValueError),
         ("lifeboat.kube.pool_lock.LockTimeout", RuntimeError),
         ("lifeboat.kube.pool_lock.LeaseNamespaceMissing", RuntimeError),
-        ("lifeboat.routing.NotYetKnown", RuntimeError),
-        ("lifeboat.ledger.HandlingInProgress", RuntimeError),
-        ("lifeboat.handler.AllRecordsFailed", RuntimeError),
+        ("lifeboat.flow.routing.NotYetKnown", RuntimeError),
+        ("lifeboat.model.ledger.HandlingInProgress", RuntimeError),
+        ("lifeboat.runtime.handler.AllRecordsFailed", RuntimeError),
         ("lifeboat.kube.eks_auth.EksAuthError", RuntimeError),
         ("lifeboat.rotation.store.Gone", LookupError),
         ("lifeboat.kube.client.Conflict", Exception),

@@ -16,10 +16,10 @@ import pytest
 
 from lifeboat.events import Kind, MalformedMessage, parse_message
 from lifeboat.events.registry import PARSERS
-from lifeboat.instances import StaticInstanceDirectory
-from lifeboat.pipeline import OneCluster, Pipeline
-from lifeboat.report import Outcome
-from lifeboat.settings import Settings
+from lifeboat.flow.pipeline import OneCluster, Pipeline
+from lifeboat.model.instances import StaticInstanceDirectory
+from lifeboat.model.report import Outcome
+from lifeboat.model.settings import Settings
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 RECEIVED = datetime(2026, 12, 1, 15, 0, tzinfo=UTC)

@@ -14,9 +14,9 @@ from lifeboat.decide.wakeups import hand_over_when_ready
 from lifeboat.events.notice import Kind, Notice
 from lifeboat.karpenter import handover
 from lifeboat.kube import nodes
-from lifeboat.report import Outcome
-from lifeboat.target import ClaimRef, Target
-from lifeboat.wakeup import Task, Wakeup
+from lifeboat.model.report import Outcome
+from lifeboat.model.target import ClaimRef, Target
+from lifeboat.wakeup.codec import Task, Wakeup
 
 STARTED = datetime(2026, 12, 1, 18, 0, tzinfo=UTC)
 INSTANCE = "i-0a1b2c3d4e5f60002"

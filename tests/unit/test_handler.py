@@ -1,4 +1,4 @@
-"""``lifeboat.handler.handle_batch`` on a fake pipeline, and the Lambda entry point
+"""``lifeboat.runtime.handler.handle_batch`` on a fake pipeline, and the Lambda entry point
 ``functions/interruption/app.py`` with its Powertools wiring, on the Kubernetes emulator."""
 
 from __future__ import annotations
@@ -16,15 +16,15 @@ from typing import Any
 import pytest
 from cfnlint.decode import decode_str  # type: ignore[import-untyped]
 
-import lifeboat.service
+import lifeboat.runtime.service
 from kubemu import Emulator, load_cluster_file
-from lifeboat.handler import AllRecordsFailed, handle_batch
+from lifeboat.flow.pipeline import MessageResult, OneCluster, Pipeline
 from lifeboat.kube.client import KubeApi, RetryPolicy
-from lifeboat.ledger import MemoryLedger
-from lifeboat.pipeline import MessageResult, OneCluster, Pipeline
-from lifeboat.report import Outcome, Report
-from lifeboat.service import Service
-from lifeboat.settings import Settings, load_settings
+from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.report import Outcome, Report
+from lifeboat.model.settings import Settings, load_settings
+from lifeboat.runtime.handler import AllRecordsFailed, handle_batch
+from lifeboat.runtime.service import Service
 from lifeboat_local.directory import directory_from_objects
 from tests.support.events import sqs_record
 from tests.support.fakes import LambdaContext as FakeLambdaContext
@@ -209,7 +209,7 @@ class TimedPipeline(FakePipeline):
 
 def test_the_pipeline_is_told_how_much_of_the_invocation_is_left() -> None:
     """From the Lambda context, so a message naming many instances hands on what it
-    cannot finish (lifeboat.split); without a context, nothing is assumed."""
+    cannot finish (lifeboat.flow.split); without a context, nothing is assumed."""
     pipeline = TimedPipeline({"a": MessageResult([ACTED])})
     _, event = pipeline_for(a=MessageResult([ACTED]))
     handle_batch(event, FakeLambdaContext(remaining_ms=42_500), pipeline)  # type: ignore[arg-type]
@@ -286,7 +286,7 @@ def load_app(monkeypatch: pytest.MonkeyPatch, service: Service) -> ModuleType:
         built.append(service)
         return service
 
-    monkeypatch.setattr(lifeboat.service, "build_service", build_service)
+    monkeypatch.setattr(lifeboat.runtime.service, "build_service", build_service)
     spec = importlib.util.spec_from_file_location(
         "lifeboat_interruption_app_under_test", ROOT / "functions" / "interruption" / "app.py"
     )
@@ -420,8 +420,8 @@ def test_lambda_handler_returns_the_failed_record(
 
 
 def test_wakeups_are_counted_apart_from_notices_and_add_no_reaction_latency() -> None:
-    from lifeboat.observability import report_metrics
-    from lifeboat.report import Outcome, Report
+    from lifeboat.model.report import Outcome, Report
+    from lifeboat.telemetry.observability import report_metrics
 
     sent = datetime(2026, 12, 1, 14, 0, tzinfo=UTC)
     notice = Report("e1", "rebalance-recommendation", Outcome.ACTED, "acted", event_time=sent)
@@ -536,7 +536,7 @@ def test_a_traced_batch_annotates_each_records_reports_and_tracing_never_fails_i
 
 
 def _documents(reports: list[Report], *, cold: bool = False) -> list[dict[str, Any]]:
-    from lifeboat.observability import PowertoolsBatchMetrics, report_metrics
+    from lifeboat.telemetry.observability import PowertoolsBatchMetrics, report_metrics
 
     out: list[str] = []
     sink = PowertoolsBatchMetrics("Lifeboat", out=out.append)
@@ -597,7 +597,7 @@ def test_more_latencies_than_emf_allows_are_split_over_documents() -> None:
 
 
 def test_the_cold_start_is_counted_once_per_environment_and_again_after_a_restore() -> None:
-    from lifeboat.observability import PowertoolsBatchMetrics
+    from lifeboat.telemetry.observability import PowertoolsBatchMetrics
 
     out: list[str] = []
     sink = PowertoolsBatchMetrics("Lifeboat", out=out.append)

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from lifeboat.handler import handle_batch
-from lifeboat.pipeline import MessageResult
-from lifeboat.report import Outcome, Report
+from lifeboat.flow.pipeline import MessageResult
+from lifeboat.model.report import Outcome, Report
+from lifeboat.runtime.handler import handle_batch
 from tests.support.events import sqs_record
 
 NOW = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)

@@ -21,12 +21,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lifeboat.handler import handle_batch
-from lifeboat.instances import StaticInstanceDirectory
-from lifeboat.ledger import MemoryLedger
-from lifeboat.pipeline import MessageResult, OneCluster, Pipeline
-from lifeboat.report import Outcome
-from lifeboat.settings import Settings
+from lifeboat.flow.pipeline import MessageResult, OneCluster, Pipeline
+from lifeboat.model.instances import StaticInstanceDirectory
+from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.report import Outcome
+from lifeboat.model.settings import Settings
+from lifeboat.runtime.handler import handle_batch
 from tests.support.paths import EVENTS
 
 ACCOUNT = "123456789012"

@@ -14,7 +14,7 @@ from mutation.__main__ import sample
 
 MUTATIONS = [
     (module, (line, 4), operator, occurrence)
-    for module in ("lifeboat/act.py", "lifeboat/cron.py")
+    for module in ("lifeboat/flow/act.py", "lifeboat/cron.py")
     for line in range(1, 26)
     for operator, occurrence in (("core/NumberReplacer", 0), ("core/AddNot", 1))
 ]

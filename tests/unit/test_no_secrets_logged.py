@@ -35,15 +35,15 @@ import pytest
 from kubernetes import client as k8s
 from moto import mock_aws
 
-import lifeboat.service
+import lifeboat.runtime.service
 from kubemu import Emulator, builders
 from lifeboat.aws.idempotency import PowertoolsLedger
-from lifeboat.instances import Ec2InstanceDirectory
+from lifeboat.flow.pipeline import Pipeline
 from lifeboat.kube.client import KubeApi, RetryPolicy
 from lifeboat.kube.eks_auth import EksAuth
-from lifeboat.pipeline import Pipeline
-from lifeboat.service import Service
-from lifeboat.settings import Settings
+from lifeboat.model.instances import Ec2InstanceDirectory
+from lifeboat.model.settings import Settings
+from lifeboat.runtime.service import Service
 
 ROOT = Path(__file__).resolve().parents[2]
 REGION = "us-east-1"
@@ -170,7 +170,7 @@ def test_no_token_or_role_credential_in_logs_output_or_tmp(
         built: dict[str, Any] = {}
 
         def build_service(env: Any = None) -> Service:
-            """What lifeboat.service builds, with the clusters' API servers emulated."""
+            """What lifeboat.runtime.service builds, with the clusters' API servers emulated."""
             auth = EksAuth(session=aws, region=REGION)
             eks_config = auth.configuration("prod")
             eks_config.host = emulator.url  # the cluster's API server is the emulator here
@@ -195,7 +195,7 @@ def test_no_token_or_role_credential_in_logs_output_or_tmp(
             built.update(auth=auth, eks_config=eks_config)
             return Service(pipeline, pipeline.settings)
 
-        monkeypatch.setattr(lifeboat.service, "build_service", build_service)
+        monkeypatch.setattr(lifeboat.runtime.service, "build_service", build_service)
         app = _load_app()
         auth, eks_config = built["auth"], built["eks_config"]
         eks_token = auth.token("prod")
@@ -255,7 +255,7 @@ def test_no_token_or_role_credential_in_logs_output_or_tmp(
 
 
 def test_third_party_loggers_stay_out_of_debug_whatever_the_root_level() -> None:
-    from lifeboat.observability import THIRD_PARTY_LOGGERS, quiet_third_party_loggers
+    from lifeboat.telemetry.observability import THIRD_PARTY_LOGGERS, quiet_third_party_loggers
 
     root = logging.getLogger()
     saved = root.level, {n: logging.getLogger(n).level for n in THIRD_PARTY_LOGGERS}

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lifeboat.report import Outcome
+from lifeboat.model.report import Outcome
 from lifeboat.rotation import plan
 from lifeboat.rotation.model import (
     NodePhase,

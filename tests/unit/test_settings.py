@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from lifeboat.events.notice import Kind
-from lifeboat.settings import Settings, SettingsError, load_settings
+from lifeboat.model.settings import Settings, SettingsError, load_settings
 
 
 def test_defaults_from_an_empty_environment() -> None:

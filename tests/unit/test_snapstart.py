@@ -24,14 +24,14 @@ from moto import mock_aws
 
 import lifeboat.kube.eks_auth
 from kubemu import Emulator, builders
-from lifeboat import snapstart
 from lifeboat.kube.client import KubeApi
 from lifeboat.kube.eks_auth import EksAuth
 from lifeboat.kube.rest import RestClient
-from lifeboat.observability import PowertoolsBatchMetrics
-from lifeboat.service import EksClusters, LazyClient, Service
-from lifeboat.settings import Settings
-from lifeboat.tracing import LazyTracer
+from lifeboat.model.settings import Settings
+from lifeboat.runtime import snapstart
+from lifeboat.runtime.service import EksClusters, LazyClient, Service
+from lifeboat.telemetry.observability import PowertoolsBatchMetrics
+from lifeboat.telemetry.tracing import LazyTracer
 from tests.support.present import present
 
 REGION = "us-east-1"
@@ -242,13 +242,13 @@ def test_before_the_snapshot_the_wake_ups_models_are_loaded(
     aws: boto3.Session, registry: tuple[list[Any], list[Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A plain cold start loads the wake-ups' pydantic models with the first wake-up
-    (lifeboat.wakeup.decode); a snapshot holds them, so a restored environment does not."""
+    (lifeboat.wakeup.codec.decode); a snapshot holds them, so a restored environment does not."""
     monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "1")
-    monkeypatch.delitem(sys.modules, "lifeboat.wakeup_format", raising=False)
+    monkeypatch.delitem(sys.modules, "lifeboat.wakeup.format", raising=False)
     service, *_ = _service(aws)
     snapstart.install(service, PowertoolsBatchMetrics("Lifeboat"), LazyTracer())
     run_hooks(registry[0], reverse=True)
-    wakeup_format = sys.modules["lifeboat.wakeup_format"]
+    wakeup_format = sys.modules["lifeboat.wakeup.format"]
     assert wakeup_format.MODELS
     for model in wakeup_format.MODELS:  # defer_build: only built on first use otherwise
         assert model.__pydantic_complete__, model.__name__

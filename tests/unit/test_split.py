@@ -1,4 +1,4 @@
-"""``lifeboat.split``: a notice naming many instances becomes one message's worth and
+"""``lifeboat.flow.split``: a notice naming many instances becomes one message's worth and
 remainders, and a remainder on the wire is validated as strictly as an AWS event."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 
 from lifeboat.aws.scheduler import schedule_name
 from lifeboat.events.notice import Kind, MalformedMessage
-from lifeboat.split import NOTICES_PER_MESSAGE, expand, remainders, split
-from lifeboat.wakeup import MAX_REMAINDER, Task, Wakeup, decode, encode
+from lifeboat.flow.split import NOTICES_PER_MESSAGE, expand, remainders, split
+from lifeboat.wakeup.codec import MAX_REMAINDER, Task, Wakeup, decode, encode
 from tests.support.events import LIFECYCLE_HOOK, SAMPLE_TIME, notice
 
 DEADLINE = SAMPLE_TIME + timedelta(days=7)

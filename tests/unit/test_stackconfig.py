@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from lifeboat.events.notice import Kind
-from lifeboat.settings import load_settings
+from lifeboat.model.settings import load_settings
 from lifeboat_local.stackconfig import StackConfigError, parameter_overrides, stack_environment
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,7 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 from lifeboat.aws.sweep import is_sweep_request
-from lifeboat.settings import load_settings
+from lifeboat.model.settings import load_settings
 from tests.unit.test_template import _resources, _statements, _template
 
 

@@ -262,8 +262,8 @@ def test_visibility_timeout_covers_six_function_timeouts_plus_batching_window() 
     window = _template()["Parameters"]["MaximumBatchingWindowInSeconds"]["MaxValue"]
     visibility = _resources()["Queue"]["Properties"]["VisibilityTimeout"]
     assert visibility >= 6 * function["Timeout"] + window
-    # lifeboat.deadline decides what is "near" a deadline by the same timeout.
-    from lifeboat.deadline import QUEUE_VISIBILITY_TIMEOUT
+    # lifeboat.model.deadline decides what is "near" a deadline by the same timeout.
+    from lifeboat.model.deadline import QUEUE_VISIBILITY_TIMEOUT
 
     assert visibility == QUEUE_VISIBILITY_TIMEOUT.total_seconds()
 
@@ -599,7 +599,7 @@ def test_rbac_grants_exactly_what_lifeboat_uses() -> None:
         # to write Events in every namespace; Node events only ever go to "default".
         "default": [{"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}],
     }
-    from lifeboat.recorder import EVENT_NAMESPACE
+    from lifeboat.telemetry.recorder import EVENT_NAMESPACE
 
     assert EVENT_NAMESPACE == "default"
     bindings = by_kind["ClusterRoleBinding"] + by_kind["RoleBinding"]
@@ -837,7 +837,7 @@ def test_a_new_version_is_rolled_out_as_a_canary_that_rolls_back_on_the_alarms()
 
 
 def test_the_rejected_messages_alarm_watches_lifeboats_own_metric() -> None:
-    from lifeboat.observability import DIMENSION_SETS
+    from lifeboat.telemetry.observability import DIMENSION_SETS
 
     alarm = _resources()["RejectedMessagesAlarm"]["Properties"]
     assert (alarm["Namespace"], alarm["MetricName"]) == ("Lifeboat", "Outcomes")
@@ -849,7 +849,7 @@ def test_the_rejected_messages_alarm_watches_lifeboats_own_metric() -> None:
 
 
 def test_the_dashboard_reads_the_metrics_the_function_writes() -> None:
-    from lifeboat.observability import ACTION_METRICS, DIMENSION_SETS
+    from lifeboat.telemetry.observability import ACTION_METRICS, DIMENSION_SETS
 
     body = _resources()["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
     written = {"Outcomes", "ReactionLatency", "ForcedActions", "GiveUps", "RecordFailures"}

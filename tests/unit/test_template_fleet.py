@@ -237,7 +237,7 @@ def test_a_stack_without_names_or_a_tag_key_is_refused_by_a_rule() -> None:
 def test_the_tag_key_parameter_takes_what_eks_and_the_function_take(key: str, valid: bool) -> None:
     import re
 
-    from lifeboat.settings import SettingsError, load_settings
+    from lifeboat.model.settings import SettingsError, load_settings
 
     pattern = _template()["Parameters"]["ClusterTagKey"]["AllowedPattern"]
     assert bool(re.fullmatch(pattern, key)) is valid

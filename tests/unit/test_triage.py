@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from lifeboat.events.notice import Kind, Notice
-from lifeboat.instances import InstanceInfo
-from lifeboat.report import Outcome
-from lifeboat.routing import NotYetKnown, triage
-from lifeboat.settings import Settings
+from lifeboat.flow.routing import NotYetKnown, triage
+from lifeboat.model.instances import InstanceInfo
+from lifeboat.model.report import Outcome
+from lifeboat.model.settings import Settings
 
 NOW = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
 INSTANCE = "i-0a1b2c3d4e5f60001"

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TextIO
 
-from lifeboat.instants import format_instant
+from lifeboat.model.instants import format_instant
 from lifeboat_local.audit.findings import Finding, Severity
 
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from lifeboat.instants import parse_timestamp
 from lifeboat.karpenter.budgets import allowed_disruptions, earliest_permitted, parse_go_duration
 from lifeboat.karpenter.counting import View, count_pool
 from lifeboat.karpenter.nodepool_hash import HASH_ANNOTATION, HASH_VERSION_ANNOTATION
@@ -33,7 +32,8 @@ from lifeboat.karpenter.requirements import Requirement
 from lifeboat.kube import nodes
 from lifeboat.kube.objects import MutableObj as Obj
 from lifeboat.kube.pdbs import pdb_blocker
-from lifeboat.target import PoolCounts
+from lifeboat.model.instants import parse_timestamp
+from lifeboat.model.target import PoolCounts
 
 from .scheduling import launch_for, synced
 from .state import (

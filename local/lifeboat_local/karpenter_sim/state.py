@@ -10,10 +10,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from kubemu import Emulator
-from lifeboat.instants import format_instant
 from lifeboat.karpenter.quantities import parse_quantity
 from lifeboat.kube import nodes
 from lifeboat.kube.objects import MutableObj as Obj
+from lifeboat.model.instants import format_instant
 
 # Karpenter's timings (and the kubelet's), as far as the replay needs them.
 LAUNCH_TIME = timedelta(seconds=5)  # CreateFleet answers: the claim gets its providerID

@@ -21,8 +21,8 @@ from aws_lambda_powertools.utilities.idempotency import (
 )
 
 from lifeboat.errors import InvalidInput
-from lifeboat.ledger import remembered
-from lifeboat.report import Report
+from lifeboat.model.ledger import remembered
+from lifeboat.model.report import Report
 
 # Long enough to outlive SQS retention and any redelivery of the same event.
 RECORD_TTL = timedelta(days=15)
@@ -73,7 +73,7 @@ def _handle_once(
 
 
 class _NotRemembered(InvalidInput):
-    """A report the ledger does not remember as done (a rejection: lifeboat.ledger)."""
+    """A report the ledger does not remember as done (a rejection: lifeboat.model.ledger)."""
 
     def __init__(self, report: Report) -> None:
         super().__init__(report.reason)

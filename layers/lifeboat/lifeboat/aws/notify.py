@@ -18,7 +18,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
-from lifeboat.report import Outcome, Report
+from lifeboat.model.report import Outcome, Report
 
 SOURCE = "lifeboat"
 ACTION = "Lifeboat Node Action"

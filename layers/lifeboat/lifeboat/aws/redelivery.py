@@ -2,7 +2,7 @@
 
 A record the handler reports as failed becomes visible again when its visibility timeout
 runs out (380 s on Lifeboat's queue). For a message whose deadline is nearer than that,
-the handler asks for an earlier redelivery (``lifeboat.deadline.redelivery_delay``). Best
+the handler asks for an earlier redelivery (``lifeboat.model.deadline.redelivery_delay``). Best
 effort: if the call fails, the message still comes back, only later.
 """
 

@@ -19,7 +19,7 @@ from contextlib import suppress
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from lifeboat.wakeup import Wakeup, encode
+from lifeboat.wakeup.codec import Wakeup, encode
 
 # Scheduler rejects an ``at()`` in the past; a wake-up due now fires a minute later.
 MIN_DELAY = timedelta(minutes=1)

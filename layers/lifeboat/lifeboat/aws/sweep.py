@@ -25,10 +25,10 @@ from typing import Any, Protocol
 from lifeboat.events.base import MAX_REASON, clip
 from lifeboat.events.instance_status import FILTER_SETS, InstanceStatus
 from lifeboat.events.notice import Kind, Notice
-from lifeboat.instances import instance_id_from_provider_id
 from lifeboat.kube import nodes
 from lifeboat.kube.objects import Obj
-from lifeboat.settings import Settings
+from lifeboat.model.instances import instance_id_from_provider_id
+from lifeboat.model.settings import Settings
 
 SOURCE = "lifeboat.aws.sweep"
 DETAIL_TYPE = "Instance Status Sweep"

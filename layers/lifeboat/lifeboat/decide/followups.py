@@ -1,7 +1,7 @@
 """What must happen later, once a decision was carried out: the wake-ups to schedule. Pure.
 
 The Lambda never sleeps for a window, a replacement or a PodDisruptionBudget: each becomes a
-:class:`~lifeboat.wakeup.Wakeup` that comes back through the queue when it is due.
+:class:`~lifeboat.wakeup.codec.Wakeup` that comes back through the queue when it is due.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from datetime import datetime, timedelta
 
 from lifeboat.decide.model import FOLLOW_UP_INTERVAL, RECHECK_INTERVAL, Decision, Step
 from lifeboat.events.notice import Kind, Notice
-from lifeboat.outcome import Outcome
-from lifeboat.target import Target
-from lifeboat.wakeup import Task, Wakeup
+from lifeboat.model.outcome import Outcome
+from lifeboat.model.target import Target
+from lifeboat.wakeup.codec import Task, Wakeup
 
 
 def follow_ups(

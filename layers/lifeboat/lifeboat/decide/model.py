@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from lifeboat.outcome import Outcome
+from lifeboat.model.outcome import Outcome
 
 # How long a deferral with no known end (waiting for capacity to free) sleeps between looks.
 RECHECK_INTERVAL = timedelta(minutes=5)

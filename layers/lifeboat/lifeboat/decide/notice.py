@@ -21,17 +21,17 @@ from lifeboat.decide.model import (
     give_up,
     ignore,
 )
+from lifeboat.decide.staleness import Stale
 from lifeboat.errors import BrokenInvariant
 from lifeboat.events.notice import Kind, Notice
-from lifeboat.instants import format_instant
 from lifeboat.karpenter.replacement import replacement_blocker
 from lifeboat.kube import nodes
 from lifeboat.kube.objects import Obj
 from lifeboat.kube.pdbs import pdb_blocker
-from lifeboat.outcome import Outcome
-from lifeboat.settings import Settings
-from lifeboat.staleness import Stale
-from lifeboat.target import PoolCounts, Target
+from lifeboat.model.instants import format_instant
+from lifeboat.model.outcome import Outcome
+from lifeboat.model.settings import Settings
+from lifeboat.model.target import PoolCounts, Target
 
 # Karpenter-owned node: taint and cordon, create the replacement, delete the old claim.
 KARPENTER_REPLACE = (Step.TAINT_AND_CORDON, Step.CREATE_REPLACEMENT, Step.DELETE_NODECLAIM)
@@ -46,7 +46,7 @@ def decide(
     stale: Stale | None = None,
 ) -> Decision:
     """Decide what to do now about ``notice`` for ``target``; ``stale``: the notice is past
-    its age limit (lifeboat.staleness) and is judged from the present state, never forced."""
+    its age limit (lifeboat.decide.staleness) and is judged from the present state, never forced."""
     decision = _decide(notice, target, settings, now, stale)
     # A notice let go (given up, opted out, configured to ignore) takes its waiting mark
     # with it, or the node would stay marked PreferNoSchedule for the rest of its life.

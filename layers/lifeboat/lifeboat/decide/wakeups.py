@@ -22,12 +22,12 @@ from typing import Any
 
 from lifeboat.decide.model import Decision, Step
 from lifeboat.events.notice import Kind
-from lifeboat.instances import instance_id_from_provider_id
 from lifeboat.karpenter import handover
 from lifeboat.kube import nodes
-from lifeboat.outcome import Outcome
-from lifeboat.target import Target
-from lifeboat.wakeup import Wakeup
+from lifeboat.model.instances import instance_id_from_provider_id
+from lifeboat.model.outcome import Outcome
+from lifeboat.model.target import Target
+from lifeboat.wakeup.codec import Wakeup
 
 
 def finish_replacement(wakeup: Wakeup, replacement: Mapping[str, Any] | None) -> Decision:

@@ -31,7 +31,7 @@ from lifeboat.events.envelope import EventBridgeEvent, Form, load_body, unwrap
 from lifeboat.events.instance_status import is_status_response, read_response
 from lifeboat.events.notice import Kind, LifecycleHook, MalformedMessage, Notice
 from lifeboat.events.registry import Parser
-from lifeboat.instants import as_utc
+from lifeboat.model.instants import as_utc
 
 __all__ = [
     "MAX_REASON",

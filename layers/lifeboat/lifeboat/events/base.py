@@ -24,7 +24,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any, NoReturn, TypeVar
 
 from lifeboat.events.notice import MalformedMessage
-from lifeboat.instants import as_utc
+from lifeboat.model.instants import as_utc
 
 MAX_REASON = 300
 """Longest reason a :class:`MalformedMessage` carries (a 10 MB body must not reach a log line)."""

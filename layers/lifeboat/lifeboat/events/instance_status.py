@@ -23,7 +23,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 from lifeboat.events.base import Fields, in_range, malformed, quote
-from lifeboat.instants import as_utc
+from lifeboat.model.instants import as_utc
 
 # The scheduled event codes EC2 announces, each acted on by Karpenter's poller
 # (instancestatus.go: ec2types.EventCode{InstanceReboot, SystemReboot, SystemMaintenance,

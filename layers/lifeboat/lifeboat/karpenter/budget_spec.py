@@ -12,9 +12,9 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from lifeboat.errors import InvalidInput
-from lifeboat.instants import require_utc
 from lifeboat.karpenter.cron import CronError, CronSchedule, parse_cron
 from lifeboat.karpenter.godurations import format_go_duration, parse_go_duration
+from lifeboat.model.instants import require_utc
 
 #: Karpenter's ``DisruptionReason`` enum.
 DISRUPTION_REASONS: Final = ("Underutilized", "Empty", "Drifted")

@@ -21,7 +21,6 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from lifeboat.errors import BrokenInvariant
-from lifeboat.instants import require_utc
 from lifeboat.karpenter.budget_spec import (
     LIFEBOAT_REASON,
     Budget,
@@ -33,6 +32,7 @@ from lifeboat.karpenter.budget_spec import (
     parse_budgets,
 )
 from lifeboat.karpenter.cron import CronCursor, robfig_horizon_opens
+from lifeboat.model.instants import require_utc
 
 __all__ = [
     "MAX_EDGES",

@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from lifeboat.instants import require_utc
 from lifeboat.karpenter.budget_spec import (
     DEFAULT_BUDGETS,
     DISRUPTION_REASONS,
@@ -53,6 +52,7 @@ from lifeboat.karpenter.budget_windows import (
     window_timeline,
 )
 from lifeboat.karpenter.godurations import format_go_duration, parse_go_duration
+from lifeboat.model.instants import require_utc
 
 __all__ = [
     "DEFAULT_BUDGETS",

@@ -29,7 +29,7 @@ from enum import Enum
 
 from lifeboat.kube import nodes
 from lifeboat.kube.objects import Obj
-from lifeboat.target import PoolCounts
+from lifeboat.model.target import PoolCounts
 
 INSTANCE_TERMINATING = "InstanceTerminating"
 DISRUPTION_REASON = "DisruptionReason"

@@ -31,7 +31,7 @@ from typing import Final
 from croniter import CroniterBadDateError, croniter
 
 from lifeboat.errors import InvalidInput
-from lifeboat.instants import require_utc
+from lifeboat.model.instants import require_utc
 
 __all__ = [
     "CronCursor",

@@ -106,7 +106,7 @@ def retrying_for(
     (from now on ``clock``, the one the client's ``sleep`` moves: real time in production)
     instead of ``RetryPolicy.attempts`` times; None keeps the attempts.
 
-    ``lifeboat.deadline.retry_window`` gives the window of a message with a near deadline.
+    ``lifeboat.model.deadline.retry_window`` gives the window of a message with a near deadline.
     """
     until = None if window is None else (clock() + window.total_seconds(), clock)
     token = _retry_until.set(until)

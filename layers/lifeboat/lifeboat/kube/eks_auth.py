@@ -22,7 +22,7 @@ What is cached per container (one :class:`EksAuth` per process is the intent):
 Each cluster has its own lock: the first contact with one cluster (a ``DescribeCluster`` call)
 never holds up requests to the others, which matters to a stack serving dozens of clusters.
 Under Lambda SnapStart, :meth:`EksAuth.forget_tokens` and :meth:`EksAuth.close_connections`
-run after every restore (``lifeboat.snapstart``): a token minted before the snapshot would
+run after every restore (``lifeboat.runtime.snapstart``): a token minted before the snapshot would
 be shared by every environment restored from it, and its sockets are dead.
 
 The token is a credential: it is never logged, never written to disk, and never part of an

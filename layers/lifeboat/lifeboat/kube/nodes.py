@@ -11,9 +11,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from lifeboat.events.notice import Kind
-from lifeboat.instants import parse_timestamp
 from lifeboat.karpenter.godurations import parse_go_duration
 from lifeboat.kube.objects import Obj
+from lifeboat.model.instants import parse_timestamp
 
 DOMAIN = "lifeboat.dev"
 KARPENTER_DISRUPTED_TAINT = "karpenter.sh/disrupted"

@@ -19,10 +19,10 @@ from contextlib import contextmanager, suppress
 from datetime import datetime, timedelta
 from typing import Any
 
-from lifeboat.deadline import RETRY_PATIENCE
 from lifeboat.errors import RetryLater
-from lifeboat.instants import format_micro, parse_timestamp
 from lifeboat.kube.client import Conflict, KubeApi, NotFound
+from lifeboat.model.deadline import RETRY_PATIENCE
+from lifeboat.model.instants import format_micro, parse_timestamp
 
 # Longer than the worst case of the section it guards (a few requests, each retried with
 # backoff under a 10 s timeout), so a slow API server cannot let a second worker in; a

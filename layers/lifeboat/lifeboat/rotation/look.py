@@ -25,17 +25,17 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import partial
 
-from lifeboat.act import Actor
 from lifeboat.decide import Decision, Step
 from lifeboat.events.notice import Kind, Notice
+from lifeboat.flow.act import Actor
 from lifeboat.kube.client import KubeApi
-from lifeboat.recorder import EVENT_NAMESPACE, object_event, record_event
-from lifeboat.report import Outcome, Report
+from lifeboat.model.report import Outcome, Report
+from lifeboat.model.settings import Settings
+from lifeboat.model.target import Target
 from lifeboat.rotation import observe, plan, store
 from lifeboat.rotation.model import NodePhase, Phase, Rotation, RotationNode
-from lifeboat.settings import Settings
-from lifeboat.target import Target
-from lifeboat.wakeup import Task, Wakeup, WakeupSink
+from lifeboat.telemetry.recorder import EVENT_NAMESPACE, object_event, record_event
+from lifeboat.wakeup.codec import Task, Wakeup, WakeupSink
 
 # The note of a node started whose notice was not decided yet: "started by <look>".
 STARTED = "started by "

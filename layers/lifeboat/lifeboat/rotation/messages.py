@@ -11,7 +11,7 @@ from enum import StrEnum
 from typing import Any
 
 from lifeboat.events.notice import Kind
-from lifeboat.wakeup import Task, Wakeup
+from lifeboat.wakeup.codec import Task, Wakeup
 
 SOURCE = "lifeboat"
 

@@ -20,11 +20,11 @@ from dataclasses import replace
 from typing import Any
 
 from lifeboat.events.notice import Kind
-from lifeboat.instances import InstanceInfo, instance_id_from_provider_id
-from lifeboat.instants import parse_timestamp
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
 from lifeboat.kube.objects import Obj
+from lifeboat.model.instances import InstanceInfo, instance_id_from_provider_id
+from lifeboat.model.instants import parse_timestamp
 from lifeboat.rotation.model import RotationNode, Workload
 from lifeboat.rotation.plan import NodeView, Snapshot
 from lifeboat.rotation.request import RotationSpec

@@ -26,8 +26,8 @@ from datetime import datetime, timedelta
 
 from lifeboat.decide.model import RECHECK_INTERVAL
 from lifeboat.errors import BrokenInvariant
-from lifeboat.instants import format_instant
-from lifeboat.report import Outcome
+from lifeboat.model.instants import format_instant
+from lifeboat.model.report import Outcome
 from lifeboat.rotation.model import NodePhase, Phase, Rotation, RotationNode, Workload
 from lifeboat.rotation.request import Verb
 

@@ -32,8 +32,8 @@ from pydantic import ConfigDict, Field, StringConstraints, field_validator, mode
 from lifeboat.events.envelope import EventBridgeEvent
 from lifeboat.events.models import Model
 from lifeboat.events.notice import Kind, MalformedMessage, Notice
-from lifeboat.instants import format_instant
 from lifeboat.kube.labels import label_key_problems, label_value_problems
+from lifeboat.model.instants import format_instant
 
 # The events' vocabulary lives beside the cheap check the pipeline makes on every message;
 # re-exported here, where the events are read and written.
@@ -41,7 +41,7 @@ from lifeboat.rotation.messages import DETAIL_TYPE_OF as DETAIL_TYPE_OF
 from lifeboat.rotation.messages import DETAIL_TYPES as DETAIL_TYPES
 from lifeboat.rotation.messages import SOURCE as SOURCE
 from lifeboat.rotation.messages import Verb as Verb
-from lifeboat.wakeup_format import ClusterName
+from lifeboat.wakeup.format import ClusterName
 
 DEFAULT_HEALTH_TIMEOUT = timedelta(minutes=10)
 # A rotation's name is part of its ConfigMap's name (``lifeboat-rotation-<name>``) and the

@@ -25,9 +25,11 @@ from typing import Protocol
 
 from lifeboat.errors import BrokenInvariant
 from lifeboat.events.notice import Kind, Notice
+from lifeboat.flow.routing import foreign_origin
 from lifeboat.kube.client import KubeApi
-from lifeboat.ledger import Ledger
-from lifeboat.report import Outcome, Report
+from lifeboat.model.ledger import Ledger
+from lifeboat.model.report import Outcome, Report
+from lifeboat.model.settings import Settings
 from lifeboat.rotation import observe, plan, rollback, store
 from lifeboat.rotation.look import (
     Context,
@@ -40,9 +42,7 @@ from lifeboat.rotation.look import (
 )
 from lifeboat.rotation.model import NodePhase, Phase, Rotation, StateError
 from lifeboat.rotation.request import RotationCommand, Verb
-from lifeboat.routing import foreign_origin
-from lifeboat.settings import Settings
-from lifeboat.wakeup import Task, Wakeup, WakeupSink
+from lifeboat.wakeup.codec import Task, Wakeup, WakeupSink
 
 
 class NodeHandling(Protocol):

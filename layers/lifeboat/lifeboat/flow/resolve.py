@@ -16,14 +16,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from lifeboat.errors import BrokenInvariant
-from lifeboat.instances import InstanceInfo, instance_id_from_provider_id
 from lifeboat.karpenter.counting import count_pool
 from lifeboat.karpenter.pool_usage import pool_usage
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
 from lifeboat.kube.objects import Obj
 from lifeboat.kube.pdbs import pdb_namespaces
-from lifeboat.target import ClaimRef, PoolCounts, Target
+from lifeboat.model.instances import InstanceInfo, instance_id_from_provider_id
+from lifeboat.model.target import ClaimRef, PoolCounts, Target
 
 
 class Resolver:
@@ -74,7 +74,7 @@ class Resolver:
         is used under the same rule.
         """
         if found.node is None:
-            raise BrokenInvariant("lifeboat.resolve._claim_of: found.node is None")
+            raise BrokenInvariant("lifeboat.flow.resolve._claim_of: found.node is None")
         owner = nodes.nodeclaim_owner(found.node)
         if owner is not None:
             name, uid = owner

@@ -15,10 +15,10 @@ from datetime import datetime
 
 from lifeboat.errors import RetryLater
 from lifeboat.events.notice import Notice
-from lifeboat.instances import InstanceInfo
-from lifeboat.report import Outcome
-from lifeboat.settings import Settings
-from lifeboat.wakeup import Task, Wakeup
+from lifeboat.model.instances import InstanceInfo
+from lifeboat.model.report import Outcome
+from lifeboat.model.settings import Settings
+from lifeboat.wakeup.codec import Task, Wakeup
 
 
 class NotYetKnown(RetryLater):

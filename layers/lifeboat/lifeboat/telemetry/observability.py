@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
-from lifeboat.report import Outcome, Report
+from lifeboat.model.report import Outcome, Report
 
 # The split every per-report metric carries ("none" where a report has no value).
 DIMENSIONS = ("cluster", "nodepool", "kind", "outcome")
@@ -126,7 +126,7 @@ class PowertoolsBatchMetrics:
             self._pending.append((name, value, unit, dict(dimensions)))
 
     def before_snapshot(self) -> None:
-        """Nothing to prepare (``lifeboat.snapstart``)."""
+        """Nothing to prepare (``lifeboat.runtime.snapstart``)."""
 
     def after_restore(self) -> None:
         """The next batch is the first of a restored environment: a cold start too."""

@@ -10,9 +10,9 @@ from typing import Any
 
 from lifeboat.decide import Decision, Step
 from lifeboat.events.notice import Notice
-from lifeboat.instants import format_instant
 from lifeboat.kube.client import Conflict, KubeApi, KubeError
-from lifeboat.report import Outcome
+from lifeboat.model.instants import format_instant
+from lifeboat.model.report import Outcome
 
 _log = logging.getLogger(__name__)
 

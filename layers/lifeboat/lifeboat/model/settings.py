@@ -46,7 +46,7 @@ class Settings:
     managed_tag: str | None = None
     # Seconds to keep an unknown instance's message in the queue before giving up on it.
     unknown_instance_grace: timedelta = timedelta(0)
-    # How late a notice may be (past its deadline or start, lifeboat.staleness) and still be
+    # How late a notice may be (past its deadline or start, lifeboat.decide.staleness) and still be
     # obeyed as sent; later, it is re-judged as a voluntary notice, never forced.
     stale_notice_after: timedelta = timedelta(minutes=10)
     # Where the stack runs; events from elsewhere are rejected. None: not checked.

@@ -30,7 +30,7 @@ HANDLING_MARGIN = timedelta(seconds=5)
 # The first redelivery after a failure, doubled with each further delivery.
 FIRST_REDELIVERY = timedelta(seconds=1)
 # A message naming several instances starts no further one when less than this is left of
-# the invocation, and hands the rest on as their own messages (lifeboat.split): enough for
+# the invocation, and hands the rest on as their own messages (lifeboat.flow.split): enough for
 # the instance under way to finish (bounded retries) and the rest to be scheduled.
 INVOCATION_RESERVE = timedelta(seconds=15)
 

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from typing import Protocol
 
 from lifeboat.errors import RetryLater
-from lifeboat.outcome import Outcome
-from lifeboat.report import Report
+from lifeboat.model.outcome import Outcome
+from lifeboat.model.report import Report
 
 
 class Ledger(Protocol):

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from lifeboat.events.notice import Kind, Notice
-from lifeboat.instances import InstanceInfo
-from lifeboat.instants import format_instant
-from lifeboat.settings import Settings
+from lifeboat.model.instances import InstanceInfo
+from lifeboat.model.instants import format_instant
+from lifeboat.model.settings import Settings
 
 # EC2 instance states in which nothing is going away.
 _RUNNING = ("pending", "running")

@@ -1,4 +1,4 @@
-"""The wire format of a wake-up (``lifeboat.wakeup``), validated with pydantic.
+"""The wire format of a wake-up (``lifeboat.wakeup.codec``), validated with pydantic.
 
 Loaded with the first wake-up a batch holds, never by a batch of AWS's warnings alone:
 pydantic's import is tens of milliseconds of cold start (``lifeboat.events.base``).
@@ -14,12 +14,12 @@ from pydantic import Field, StringConstraints
 from lifeboat.events.base import MAX_REASON
 from lifeboat.events.models import Id, InstanceId, Iso8601, Model, Name, OptionalIso8601, validate
 from lifeboat.events.notice import Kind, LifecycleHook, Notice
-from lifeboat.wakeup_model import MARKER, MAX_REMAINDER, Task, Wakeup
+from lifeboat.wakeup.model import MARKER, MAX_REMAINDER, Task, Wakeup
 
 
 def read(message: Mapping[str, Any]) -> Wakeup:
     """The wake-up ``message`` holds, each field typed and bounded (its consistency is
-    ``lifeboat.wakeup.decode``'s to check). Raises :class:`MalformedMessage`."""
+    ``lifeboat.wakeup.codec.decode``'s to check). Raises :class:`MalformedMessage`."""
     body = validate(_WakeupBody, message, path=MARKER, event_id=None)
     notice = body.notice
     hook = notice.lifecycle
@@ -94,7 +94,7 @@ class _WakeupBody(Model):
     started: OptionalIso8601 = None
     attempt: Annotated[int, Field(ge=0, le=100_000)] = 0
     cluster: ClusterName | None = None
-    # A remainder (lifeboat.split) names no more instances than one message acts on.
+    # A remainder (lifeboat.flow.split) names no more instances than one message acts on.
     instances: Annotated[list[InstanceId], Field(max_length=MAX_REMAINDER)] = []
 
 

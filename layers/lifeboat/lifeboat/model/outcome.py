@@ -1,4 +1,4 @@
-"""What became of a notice: the outcome every report carries (``lifeboat.report``) and every
+"""What became of a notice: the outcome every report carries (``lifeboat.model.report``) and every
 decision names (``lifeboat.decide``). A module of its own so that decide and report each
 depend on it, not on one another."""
 

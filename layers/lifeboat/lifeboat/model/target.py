@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
-from lifeboat.instances import InstanceInfo
 from lifeboat.kube.objects import Obj
+from lifeboat.model.instances import InstanceInfo
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from lifeboat.events.notice import Kind, Notice
-from lifeboat.instants import format_instant
-from lifeboat.outcome import Outcome as Outcome  # importable from here, as it always was
+from lifeboat.model.instants import format_instant
+from lifeboat.model.outcome import Outcome as Outcome  # importable from here, as it always was
 
-if TYPE_CHECKING:  # the report only reads a Decision (decide builds on lifeboat.outcome)
+if TYPE_CHECKING:  # the report only reads a Decision (decide builds on lifeboat.model.outcome)
     from lifeboat.decide import Decision
-    from lifeboat.target import Target
+    from lifeboat.model.target import Target
 
 
 @dataclass(frozen=True)

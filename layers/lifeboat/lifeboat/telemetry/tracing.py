@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
-from lifeboat.report import Report
+from lifeboat.model.report import Report
 
 TRACE_HEADER = "_X_AMZN_TRACE_ID"
 UNKNOWN = "none"
@@ -70,7 +70,8 @@ class LazyTracer:
         self._lock = threading.Lock()
 
     def before_snapshot(self) -> None:
-        """Make the tracer now, so restored environments have it (``lifeboat.snapstart``)."""
+        """Make the tracer now, so restored environments have it
+        (``lifeboat.runtime.snapstart``)."""
         if not disabled():
             self._get()
 

@@ -3,7 +3,7 @@
 A plain function over a built pipeline, so tests call it directly; ``functions/interruption
 /app.py`` only wires Powertools around it. A record whose handling raised is reported as a
 batch item failure (``ReportBatchItemFailures``): SQS delivers it again, sooner than the
-queue's visibility timeout when its deadline is near (``lifeboat.deadline``), and after
+queue's visibility timeout when its deadline is near (``lifeboat.model.deadline``), and after
 ``maxReceiveCount`` tries moves it to the dead-letter queue. Every other record is deleted,
 because it was acted on, deferred, ignored with a reason, or rejected with a reason (logged;
 a malformed message will never parse, so retrying it would only delay the dead-letter
@@ -31,12 +31,12 @@ from typing import Any
 
 from lifeboat.aws.notify import Notifier
 from lifeboat.aws.redelivery import Redelivery
-from lifeboat.deadline import redelivery_delay
 from lifeboat.errors import RetryLater
-from lifeboat.observability import BatchMetricSink, MetricSink, log_fields, report_metrics
-from lifeboat.pipeline import MessageResult, Pipeline
-from lifeboat.report import Outcome, Report
-from lifeboat.tracing import RecordTracer
+from lifeboat.flow.pipeline import MessageResult, Pipeline
+from lifeboat.model.deadline import redelivery_delay
+from lifeboat.model.report import Outcome, Report
+from lifeboat.telemetry.observability import BatchMetricSink, MetricSink, log_fields, report_metrics
+from lifeboat.telemetry.tracing import RecordTracer
 
 _log = logging.getLogger("lifeboat")
 

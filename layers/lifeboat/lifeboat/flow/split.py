@@ -22,7 +22,7 @@ Nothing is done twice:
   from the event's time, never from the clock: a redelivered original schedules the same
   remainders under the same names (Scheduler answers ConflictException while they wait).
 
-A remainder is untrusted input like any message: ``lifeboat.wakeup.decode`` validates it
+A remainder is untrusted input like any message: ``lifeboat.wakeup.codec.decode`` validates it
 (at most :data:`NOTICES_PER_MESSAGE` well-formed, distinct instance ids, no lifecycle hook)
 and each of its notices is triaged as the AWS event it came from (account, region, managed
 tag, cluster), then judged in order like any other (budgets are weighed per instance, under
@@ -36,7 +36,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from lifeboat.events.notice import Notice
-from lifeboat.wakeup import Task, Wakeup
+from lifeboat.wakeup.codec import Task, Wakeup
 
 # Instances one message acts on. bench.health_split (10 ms per API request, 20 NodePools with
 # 20 % budgets) measured 500 instances in one message at 90 s, 1.5 times the 60 s timeout

@@ -1,7 +1,7 @@
-"""A wake-up: work that must happen later (``lifeboat.wakeup`` says how it travels).
+"""A wake-up: work that must happen later (``lifeboat.wakeup.codec`` says how it travels).
 
-The data alone, which both the queue's codec (``lifeboat.wakeup``) and the wire format's
-pydantic models (``lifeboat.wakeup_format``, loaded with the first wake-up) build on.
+The data alone, which both the queue's codec (``lifeboat.wakeup.codec``) and the wire format's
+pydantic models (``lifeboat.wakeup.format``, loaded with the first wake-up) build on.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from datetime import datetime
 from enum import StrEnum
 
 from lifeboat.events.notice import Notice
-from lifeboat.target import ClaimRef
+from lifeboat.model.target import ClaimRef
 
 MARKER = "lifeboat-wakeup"
 VERSION = 1
-# The most instances a remainder may name: lifeboat.split.NOTICES_PER_MESSAGE (a test keeps
+# The most instances a remainder may name: lifeboat.flow.split.NOTICES_PER_MESSAGE (a test keeps
 # the two equal; this module cannot import that one, which imports it).
 MAX_REMAINDER = 50
 
@@ -29,7 +29,7 @@ class Task(StrEnum):
     HAND_OVER = "hand-over"
     CONTINUE_DRAIN = "continue-drain"  # evictions a PDB held back
     ROTATE = "rotate"  # look at a rotation again (lifeboat.rotation); about no one instance
-    # The instances of a large notice one message did not take on (lifeboat.split).
+    # The instances of a large notice one message did not take on (lifeboat.flow.split).
     REMAINDER = "remainder"
     # A node only cordoned for a rebalance recommendation, still running long after: uncordon.
     RELEASE_CORDON = "release-cordon"

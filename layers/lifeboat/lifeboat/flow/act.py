@@ -37,8 +37,8 @@ from lifeboat.kube.node_patches import (
     untaint_operations,
 )
 from lifeboat.kube.objects import Obj
-from lifeboat.settings import Settings
-from lifeboat.target import Target
+from lifeboat.model.settings import Settings
+from lifeboat.model.target import Target
 
 Action = dict[str, Any]
 # What a node about to go gets besides the taint and cordon (``exclude_from_load_balancers``).
@@ -165,7 +165,7 @@ class Actor:
         """Taint and cordon (``mode`` "cordon", a node about to go: also excluded from load
         balancers) or only mark (``mode`` "prefer", a deferred notice), in one patch."""
         if target.node is None:
-            raise BrokenInvariant("lifeboat.act._taint: target.node is None")
+            raise BrokenInvariant("lifeboat.flow.act._taint: target.node is None")
         key = nodes.taint_key(notice.kind)
         effect = self._settings.taint_effect if mode == "cordon" else "PreferNoSchedule"
         cordon = mode == "cordon"
@@ -229,7 +229,7 @@ class Actor:
         """Remove the waiting mark of a notice let go, and the load balancer exclusion if
         Lifeboat added it and no other of its taints keeps the node out of service."""
         if target.node is None:
-            raise BrokenInvariant("lifeboat.act._clear_pending: target.node is None")
+            raise BrokenInvariant("lifeboat.flow.act._clear_pending: target.node is None")
         key = nodes.taint_key(notice.kind)
         node = self._patch_node(target.node, lambda n: untaint_operations(n, key), dry)
         if node is None:
@@ -243,7 +243,7 @@ class Actor:
         """Undo Lifeboat's taint, cordon and load balancer exclusion on a node that stays
         (``node_patches.restore_operations``); the actions as the node was before."""
         if target.node is None:
-            raise BrokenInvariant("lifeboat.act._restore: target.node is None")
+            raise BrokenInvariant("lifeboat.flow.act._restore: target.node is None")
         key = nodes.taint_key(notice.kind)
         ended = None
         if notice.ends_maintenance and notice.deadline is not None:
@@ -350,7 +350,7 @@ class Actor:
         instance goes anyway; Karpenter's provisioner makes capacity for the drained pods),
         a voluntary one keeps it."""
         if target.node is None:
-            raise BrokenInvariant("lifeboat.act._replace: target.node is None")
+            raise BrokenInvariant("lifeboat.flow.act._replace: target.node is None")
         if target.claim is None or target.nodepool is None:
             return None
         built = replacement_nodeclaim(
@@ -440,7 +440,7 @@ class Actor:
 
     def _drain(self, notice: Notice, target: Target, outcome: ActResult, dry: bool) -> None:
         if target.node is None:
-            raise BrokenInvariant("lifeboat.act._drain: target.node is None")
+            raise BrokenInvariant("lifeboat.flow.act._drain: target.node is None")
         node_name = nodes.name_of(target.node)
         outcome.pods_remaining = self._evict_pods(notice, node_name, outcome, dry)
         if notice.lifecycle is not None and not dry:

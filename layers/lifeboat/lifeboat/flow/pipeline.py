@@ -19,7 +19,6 @@ from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
-from lifeboat.act import Actor, ActResult, LifecycleActions
 from lifeboat.aws.sweep import (
     InstanceStatuses,
     complete,
@@ -28,9 +27,9 @@ from lifeboat.aws.sweep import (
     unlisted,
     vanished,
 )
-from lifeboat.deadline import INVOCATION_RESERVE, retry_window
 from lifeboat.decide import Decision, Step, decide, follow_ups
 from lifeboat.decide.notice import replacement_refused
+from lifeboat.decide.staleness import Stale, staleness
 from lifeboat.decide.wakeups import (
     check_old_claim,
     continue_drain,
@@ -43,23 +42,24 @@ from lifeboat.events import parse_message
 from lifeboat.events.envelope import load_body
 from lifeboat.events.instance_status import InstanceStatus, read_response
 from lifeboat.events.notice import Kind, MalformedMessage, Notice
-from lifeboat.instances import InstanceDirectory, InstanceInfo
+from lifeboat.flow.act import Actor, ActResult, LifecycleActions
+from lifeboat.flow.lanes import lanes as message_lanes
+from lifeboat.flow.resolve import Resolver
+from lifeboat.flow.routing import triage, triage_follow_up
+from lifeboat.flow.split import expand, remainders, split
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, retrying_for
 from lifeboat.kube.pool_lock import PoolLock
-from lifeboat.lanes import lanes as message_lanes
-from lifeboat.ledger import Ledger
-from lifeboat.recorder import record
-from lifeboat.report import Outcome, Report, decision_report
-from lifeboat.resolve import Resolver
+from lifeboat.model.deadline import INVOCATION_RESERVE, retry_window
+from lifeboat.model.instances import InstanceDirectory, InstanceInfo
+from lifeboat.model.ledger import Ledger
+from lifeboat.model.report import Outcome, Report, decision_report
+from lifeboat.model.settings import Settings
+from lifeboat.model.target import Target
 from lifeboat.rotation.messages import concerns as rotation_concerns
 from lifeboat.rotation.messages import is_rotation_event
-from lifeboat.routing import triage, triage_follow_up
-from lifeboat.settings import Settings
-from lifeboat.split import expand, remainders, split
-from lifeboat.staleness import Stale, staleness
-from lifeboat.target import Target
-from lifeboat.wakeup import Task, Wakeup, WakeupSink, decode, is_wakeup
+from lifeboat.telemetry.recorder import record
+from lifeboat.wakeup.codec import Task, Wakeup, WakeupSink, decode, is_wakeup
 
 if TYPE_CHECKING:  # the rotation loads with its first message (lifeboat.rotation.messages)
     from lifeboat.rotation.request import RotationCommand
@@ -151,7 +151,7 @@ class Pipeline:
     # Told of each decision about a notice, with the target it judged, before it is carried
     # out: ``lifeboat explain`` reads the cluster at that moment. Must not write.
     on_decision: Callable[[Notice, Target, Decision], None] | None = None
-    # Instances one message acts on; the rest are handed on as remainders (lifeboat.split).
+    # Instances one message acts on; the rest are handed on as remainders (lifeboat.flow.split).
     # None: every one (replay, where no function timeout applies).
     notices_per_message: int | None = None
     # Where a sweep request (lifeboat.aws.sweep) reads DescribeInstanceStatus; None: ignored.
@@ -165,7 +165,7 @@ class Pipeline:
         """Handle one batch. One directory lookup serves all its instances.
 
         ``time_left``: seconds left of the invocation; a message naming several instances
-        hands on those it has not started when too little is left (lifeboat.split)."""
+        hands on those it has not started when too little is left (lifeboat.flow.split)."""
         parsed = [self._parse(body) for body in bodies]
         later: list[list[Wakeup]] = [[] for _ in parsed]
         limit = self.notices_per_message
@@ -317,7 +317,7 @@ class Pipeline:
         return Report.for_notice(notice, Outcome.IGNORED, why)
 
     def _out_of_time(self, batch: _Batch) -> bool:
-        """Whether a message should hand on what it has not started (lifeboat.split)."""
+        """Whether a message should hand on what it has not started (lifeboat.flow.split)."""
         if batch.time_left is None or self.wakeups is None:
             return False
         return batch.time_left() < INVOCATION_RESERVE.total_seconds()
@@ -348,7 +348,7 @@ class Pipeline:
             )
         resolver = batch.resolver(checked.cluster)
         # A notice past its age limit is judged from the present state, as a voluntary one
-        # (lifeboat.staleness): never tainted at once, never forced.
+        # (lifeboat.decide.staleness): never tainted at once, never forced.
         stale = staleness(notice, info, self.settings, self.clock())
         if notice.involuntary and stale is None:
             node = self._taint_at_once(resolver, notice, info)

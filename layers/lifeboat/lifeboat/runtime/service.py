@@ -8,7 +8,7 @@ network round trip. Under SnapStart, :meth:`Service.before_snapshot` then does t
 once-per-environment work (describing each cluster, loading the service models of the
 clients made on first use) so that it is part of the snapshot, and
 :meth:`Service.after_restore` renews what must not be shared between the environments
-restored from one snapshot (see ``lifeboat.snapstart``).
+restored from one snapshot (see ``lifeboat.runtime.snapstart``).
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, Any
 
 from lifeboat.aws.notify import Notifier
 from lifeboat.aws.redelivery import Redelivery
+from lifeboat.flow.pipeline import Pipeline
+from lifeboat.flow.split import NOTICES_PER_MESSAGE
 from lifeboat.kube.client import KubeApi
-from lifeboat.pipeline import Pipeline
-from lifeboat.settings import Settings, SettingsError, load_settings
-from lifeboat.split import NOTICES_PER_MESSAGE
+from lifeboat.model.settings import Settings, SettingsError, load_settings
 
 if TYPE_CHECKING:  # eks_auth imports boto3: only build_service pays for it, at start-up
     from lifeboat.aws.discovery import ClusterCatalog
@@ -148,8 +148,8 @@ class Service:
     def before_snapshot(self) -> None:
         """Work worth keeping in a SnapStart snapshot: cluster endpoints, service models, and
         the wake-ups' pydantic models, loaded and built, which a plain cold start leaves to
-        the first wake-up (``lifeboat.wakeup.decode``) but a snapshot holds for free."""
-        from lifeboat.wakeup_format import build_models
+        the first wake-up (``lifeboat.wakeup.codec.decode``) but a snapshot holds for free."""
+        from lifeboat.wakeup.format import build_models
 
         build_models()
         for client in self.lazy_clients:
@@ -267,7 +267,7 @@ def _pipeline(
     from lifeboat.aws.lifecycle import AutoScalingLifecycle
     from lifeboat.aws.scheduler import SchedulerWakeups
     from lifeboat.aws.sweep import Ec2InstanceStatuses
-    from lifeboat.instances import Ec2InstanceDirectory
+    from lifeboat.model.instances import Ec2InstanceDirectory
 
     wakeups = SchedulerWakeups(
         lazy["scheduler"],

@@ -16,13 +16,13 @@ from typing import Any, Protocol
 from lifeboat.events.base import malformed
 from lifeboat.events.notice import Kind
 
-# The wake-up itself lives in lifeboat.wakeup_model, which the wire format
-# (lifeboat.wakeup_format) builds too; its names are importable from here as they always were.
-from lifeboat.wakeup_model import MARKER as MARKER
-from lifeboat.wakeup_model import MAX_REMAINDER as MAX_REMAINDER
-from lifeboat.wakeup_model import VERSION as VERSION
-from lifeboat.wakeup_model import Task as Task
-from lifeboat.wakeup_model import Wakeup as Wakeup
+# The wake-up itself lives in lifeboat.wakeup.model, which the wire format
+# (lifeboat.wakeup.format) builds too; its names are importable from here as they always were.
+from lifeboat.wakeup.model import MARKER as MARKER
+from lifeboat.wakeup.model import MAX_REMAINDER as MAX_REMAINDER
+from lifeboat.wakeup.model import VERSION as VERSION
+from lifeboat.wakeup.model import Task as Task
+from lifeboat.wakeup.model import Wakeup as Wakeup
 
 
 class WakeupSink(Protocol):
@@ -50,9 +50,9 @@ def decode(message: Mapping[str, Any]) -> Wakeup:
     queue can write one): every field typed and bounded, the reason of a failure naming the
     field, like the parsers'. Raises :class:`MalformedMessage`.
 
-    The pydantic models of the wire format (``lifeboat.wakeup_format``) load with the first
+    The pydantic models of the wire format (``lifeboat.wakeup.format``) load with the first
     wake-up: a batch of AWS's warnings never pays for them."""
-    from lifeboat.wakeup_format import read
+    from lifeboat.wakeup.format import read
 
     wakeup = read(message)
     problem = _inconsistency(wakeup)
