@@ -36,7 +36,6 @@ FLAGS = (
     "--hide-scrollbars",
     "--host-resolver-rules=MAP * ~NOTFOUND",
     "--virtual-time-budget=5000",
-    "--window-size=1280,1600",
 )
 # A diagram's source as Mermaid reads it: its first word.
 _DIAGRAM_SOURCE = re.compile(r"\b(flowchart|sequenceDiagram|stateDiagram-v2|graph)\b")
@@ -47,14 +46,15 @@ _RAW_DIAGRAM = re.compile(r'<pre class="mermaid"><code>(.*?)</code></pre>', re.S
 class Page:
     path: str  # under the site
     image: str | None = None  # an image the page must load (its src ends so)
+    height: int = 1600  # of the window, so the screenshot reaches the page's pictures
 
 
 PAGES = (
     Page("index.html"),
     Page("concepts/index.html"),
-    Page("concepts/hand-over.html"),
-    Page("commands/rotate.html"),
-    Page("commands/windows.html", image="generated/windows.svg"),
+    Page("concepts/hand-over.html", height=1800),
+    Page("commands/rotate.html", height=4000),
+    Page("commands/windows.html", image="generated/windows.svg", height=2600),
 )
 
 
@@ -111,7 +111,12 @@ def look(page: Page, site: Path, out: Path) -> list[str]:
         return [f"{page.path}: not built"]
     shot = out / (page.path.removesuffix(".html").replace("/", "-") + ".png")
     shot.unlink(missing_ok=True)
-    dom = run_chromium(f"--screenshot={shot}", "--dump-dom", file.resolve().as_uri())
+    dom = run_chromium(
+        f"--window-size=1280,{page.height}",
+        f"--screenshot={shot}",
+        "--dump-dom",
+        file.resolve().as_uri(),
+    )
     found = problems(page, file.read_text(encoding="utf-8"), dom)
     if not shot.is_file():
         found.append("no screenshot")
@@ -121,7 +126,7 @@ def look(page: Page, site: Path, out: Path) -> list[str]:
 def check(site: Path, out: Path) -> list[str]:
     """Every page looked at, a few Chromiums at a time (each mostly waits on its own start)."""
     out.mkdir(parents=True, exist_ok=True)
-    with ThreadPoolExecutor(max_workers=3) as pool:
+    with ThreadPoolExecutor(max_workers=len(PAGES)) as pool:
         found = pool.map(lambda page: look(page, site, out), PAGES)
     return [problem for problems_of_page in found for problem in problems_of_page]
 

@@ -127,6 +127,35 @@ EXAMPLE_LIST = (
 )
 
 
+def limits() -> str:
+    """The bounds an operator meets, as a Markdown table read from the code (the pages link to
+    it rather than restate a number that could drift from the constant)."""
+    from lifeboat.karpenter import budget_windows
+    from lifeboat.kube import pool_lock
+    from lifeboat.model import deadline
+
+    rows = (
+        (
+            "A NodePool's Lease (one writer per pool) expires after a holder died",
+            f"{pool_lock.LEASE_SECONDS} s",
+            "`kube/pool_lock.LEASE_SECONDS`",
+        ),
+        (
+            "A busy Lease is waited for (then the message is retried)",
+            f"{int(deadline.RETRY_PATIENCE.total_seconds())} s",
+            "`model/deadline.RETRY_PATIENCE`",
+        ),
+        (
+            "Window edges the search for the next permitted instant steps through",
+            str(budget_windows.MAX_EDGES),
+            "`karpenter/budget_windows.MAX_EDGES`",
+        ),
+    )
+    lines = ["| limit | value | constant |", "| --- | ---: | --- |"]
+    lines += [f"| {what} | {value} | {where} |" for what, value, where in rows]
+    return "\n".join(lines) + "\n"
+
+
 class ExampleFailed(Exception):
     """A run ended with another exit status than the one listed."""
 
@@ -188,7 +217,7 @@ def _in_process(words: list[str], work: Path) -> tuple[int, str, str]:
 
 def generate() -> dict[str, str]:
     """Every example run again: file name -> what it holds."""
-    written = {}
+    written = {"limits.md": limits()}
     with scratch() as work:
         for example in EXAMPLE_LIST:
             text = run(example, work)
@@ -206,7 +235,8 @@ def differences(written: dict[str, str], folder: Path = EXAMPLES) -> list[str]:
             found.append(f"{name}: missing")
         elif path.read_text(encoding="utf-8") != text:
             found.append(f"{name}: differs from a rerun")
-    found += [f"{p.name}: no example writes it" for p in folder.glob("*.txt") if p.name not in written]
+    kept = [*folder.glob("*.txt"), *folder.glob("*.md")]
+    found += [f"{p.name}: no example writes it" for p in kept if p.name not in written]
     return found
 
 
@@ -225,7 +255,7 @@ def main(args: list[str] | None = None) -> int:
             print(f"docsite.examples: {line}", file=sys.stderr)
         return 1 if found else 0
     EXAMPLES.mkdir(parents=True, exist_ok=True)
-    for stale in EXAMPLES.glob("*.txt"):
+    for stale in [*EXAMPLES.glob("*.txt"), *EXAMPLES.glob("*.md")]:
         if stale.name not in written:
             stale.unlink()
     for name, text in written.items():
