@@ -64,9 +64,13 @@ EXAMPLE_LIST = (
         "instance-status", "lifeboat replay events/status/describe-instance-status.json " + SAMPLE
     ),
     # Waking up later.
-    Example("follow-scheduled-change", f"lifeboat replay events/scheduled-change.json {SAMPLE} --follow"),
     Example(
-        "follow-rebalance", f"lifeboat replay events/rebalance-recommendation.json {SAMPLE} --follow"
+        "follow-scheduled-change",
+        f"lifeboat replay events/scheduled-change.json {SAMPLE} --follow",
+    ),
+    Example(
+        "follow-rebalance",
+        f"lifeboat replay events/rebalance-recommendation.json {SAMPLE} --follow",
     ),
     # Commands.
     Example("windows", f"lifeboat windows {SAMPLE} --days 2"),

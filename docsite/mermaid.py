@@ -25,11 +25,15 @@ from pathlib import Path
 VERSION = "11.9.0"
 # `npm view mermaid@11.9.0 dist.integrity`
 INTEGRITY = (
-    "sha512-YdPXn9slEwO0omQfQIsW6vS84weVQftIyyTGAZCwM//MGhPzL1+l6vO6bkf0wnP4tHigH1alZ5Ooy3HXI2gOag=="
+    "sha512-"
+    "YdPXn9slEwO0omQfQIsW6vS84weVQftIyyTGAZCwM//MGhPzL1+l6vO6bkf0wnP4tHigH1alZ5Ooy3HXI2gOag=="
 )
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = ROOT / "docs/assets/javascripts/mermaid.min.js"
-MEMBERS = {"package/dist/mermaid.min.js": TARGET, "package/LICENSE": TARGET.with_name("mermaid.LICENSE")}
+MEMBERS = {
+    "package/dist/mermaid.min.js": TARGET,
+    "package/LICENSE": TARGET.with_name("mermaid.LICENSE"),
+}
 STAMP = TARGET.with_name("mermaid.version")
 
 
@@ -56,7 +60,7 @@ def pack(folder: Path) -> Path:
     if run.returncode != 0:
         raise FetchError(f"npm pack mermaid@{VERSION} failed: {run.stderr.strip()}")
     [packed] = json.loads(run.stdout)
-    return folder / packed["filename"]
+    return folder / str(packed["filename"])
 
 
 def extract(tarball: Path) -> None:

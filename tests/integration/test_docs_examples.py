@@ -14,6 +14,7 @@ import pytest
 
 from docsite import examples
 from tests.support import docs
+from tests.support.paths import ROOT
 
 # Console blocks written by hand, each for a reason: `--serve` prints the port it was given by
 # the system; `lifeboat fleet` reads a fleet's metrics from AWS.
@@ -62,7 +63,7 @@ def _includes() -> list[tuple[Path, str, int | None, int | None]]:
 
 def test_every_include_names_an_example_and_lines_it_has() -> None:
     for page, file, start, end in _includes():
-        path = docs.ROOT / file
+        path = ROOT / file
         assert path.is_file(), (page, file)
         if start is not None and end is not None:
             count = len(path.read_text(encoding="utf-8").splitlines())
@@ -94,3 +95,23 @@ def test_an_example_that_ends_otherwise_fails() -> None:
     wrong = examples.Example("x", "lifeboat audit --cluster tests/fixtures/audit/problems.yaml")
     with examples.scratch() as work, pytest.raises(examples.ExampleFailed, match="exit 3, not 0"):
         examples.run(wrong, work)
+
+
+def test_the_migration_walkthroughs_show_their_runs_in_order() -> None:
+    """docs/migrating.md walks through a rotation, then a whole migration: its blocks are
+    those runs' files, in the order the runs depend on one another."""
+    shown = [Path(file).stem for page, file, _, _ in _includes() if page.name == "migrating.md"]
+    assert shown == [
+        "audit-sample",
+        "audit-sample",
+        "rotate-out",
+        "rotation-follow",
+        "rotation-status",
+        "convert-settings",
+        "audit-with-pools",
+        "waves-follow",
+        "waves-status",
+        "rollback-out",
+        "rollback-replay",
+        "rollback-status",
+    ]

@@ -32,8 +32,10 @@ EXPECTED_EXIT = {
 
 def _expected_exit(command: str) -> int:
     listed = [e.exit for e in examples.EXAMPLE_LIST if e.command == command]
-    return listed[0] if listed else next(
-        (code for key, code in EXPECTED_EXIT.items() if key in command), 0
+    return (
+        listed[0]
+        if listed
+        else next((code for key, code in EXPECTED_EXIT.items() if key in command), 0)
     )
 
 
