@@ -121,3 +121,13 @@ def test_every_relative_link_leads_to_a_page_and_heading_that_exist() -> None:
                     if line.startswith("#")
                 ]
                 assert anchor in headings, (path, target)
+
+
+def test_the_readme_is_short_and_its_demo_row_is_real() -> None:
+    """At most 300 lines; the row it annotates is one `make demo` prints (the demo's example
+    file, which test_docs_examples.py runs again)."""
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 300
+    [row] = re.findall(r"```\n(deferred  .*)\n```", readme)
+    demo = (ROOT / "docs/examples/demo.txt").read_text().splitlines()
+    assert row in demo
