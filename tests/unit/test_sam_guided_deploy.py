@@ -234,6 +234,7 @@ def test_lifeboat_init_writes_an_environment_sam_deploys_without_a_question(
     assert lifeboat_main(argv) == 0
     written = config.read_text()
     assert tomllib.loads(written)["default"] == tomllib.loads(SAMCONFIG.read_text())["default"]
+    (tmp_path / "sam").mkdir()
     run = _sam_deploy(
         tmp_path / "sam", with_samconfig=True, guided=False, samconfig=written,
         args=("--config-env", "prod-a"),
