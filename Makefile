@@ -9,7 +9,7 @@ DEMO_AT ?= 2026-12-01T14:05:00Z
 # instance, one with an EC2 scheduled event. Not an SQS message, so not in events/*.json.
 STATUS_SAMPLE := events/status/describe-instance-status.json
 
-.PHONY: lock demo test lint typecheck docs docs-examples docs-check chromium follow bench bench-health-split bench-hand-over soak bench-check mutants clean stackset-template
+.PHONY: lock demo test lint typecheck docs docs-examples docs-check npm chromium follow bench bench-health-split bench-hand-over soak bench-check mutants clean stackset-template
 
 include sam.mk
 
@@ -65,7 +65,7 @@ test: $(VENV)/.installed-dev lint typecheck
 ## anchor fails), then every internal link of the built site checked. Mermaid comes from the
 ## npm registry (pinned, integrity-checked), the windows chart is drawn from the sample cluster.
 DOCS_PLOT := docs/assets/generated/windows.svg
-docs: $(VENV)/.installed-dev
+docs: $(VENV)/.installed-dev npm
 	$(BIN)/python -m docsite.mermaid
 	@mkdir -p $(dir $(DOCS_PLOT))
 	$(BIN)/lifeboat windows --cluster events/cluster.yaml --at $(DEMO_AT) --days 2 --plot $(DOCS_PLOT) > /dev/null
@@ -82,8 +82,12 @@ docs-examples: $(VENV)/.installed-dev
 docs-check: docs chromium
 	$(BIN)/python -m docsite.browser
 
-# Debian's Chromium for the browser check, installed when missing (CI is a fresh machine
-# running as root).
+# Node.js's npm fetches Mermaid (npm pack), and Debian's Chromium runs the browser check: each
+# installed with apt-get when missing (CI is a fresh machine running as root).
+npm:
+	@command -v npm >/dev/null 2>&1 || { \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm; }
+
 chromium:
 	@command -v chromium >/dev/null 2>&1 || { \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }

@@ -11,6 +11,7 @@ build/screenshots/ to be looked at.
 from __future__ import annotations
 
 import argparse
+import html
 import re
 import shutil
 import subprocess
@@ -67,13 +68,16 @@ def chromium() -> str:
 
 def run_chromium(*args: str) -> str:
     with tempfile.TemporaryDirectory() as profile:
-        done = subprocess.run(
-            [chromium(), *FLAGS, f"--user-data-dir={profile}", *args],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        try:
+            done = subprocess.run(
+                [chromium(), *FLAGS, f"--user-data-dir={profile}", *args],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise SystemExit(f"docsite.browser: chromium did not finish in 120 s: {args}") from None
     if done.returncode != 0:
         raise SystemExit(f"docsite.browser: chromium failed: {done.stderr[-2000:]}")
     return done.stdout
@@ -100,7 +104,7 @@ def problems(page: Page, built: str, dom: str) -> list[str]:
 
 def _is_diagram(text: str) -> bool:
     """Mermaid source left in a block (a diagram that failed to draw loses its class)."""
-    plain = re.sub(r"<[^>]+>", "", text).lstrip()
+    plain = html.unescape(re.sub(r"<[^>]+>", "", text)).lstrip()
     return bool(_DIAGRAM_SOURCE.match(plain)) and ("-->" in plain or "->>" in plain)
 
 

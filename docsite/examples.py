@@ -196,6 +196,8 @@ def run(example: Example, work: Path) -> str:
         code, err, out = _in_process(argv(example.command, work), work)
     if code != example.exit:
         raise ExampleFailed(f"{example.name}: exit {code}, not {example.exit}: {err[-2000:]}")
+    if str(work) in err + out:  # a path that changes every run: no rerun would match
+        raise ExampleFailed(f"{example.name}: prints its scratch folder {work}")
     return f"$ {example.command}\n{err}{out}"
 
 

@@ -1,8 +1,10 @@
-"""Every internal link of the built site leads somewhere: each ``href`` and ``src`` of every
+"""Every internal link of the built site leads somewhere, and nothing is loaded from
+elsewhere: each ``href`` and ``src`` of every
 page that is not another site's resolves to a file of the site, and its ``#fragment`` to an
 ``id`` on that page. MkDocs' own validation (mkdocs.yml ``validation``, fatal with --strict)
 checks the Markdown's links; this checks what was built from them, the navigation, the theme's
-assets and the included images too.
+assets and the included images too. A script, style sheet, image or frame with another
+site's address (a CDN) is an error: the site must render offline.
 
     python -m docsite.links [build/site]
 """
@@ -25,6 +27,7 @@ class _Page(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.targets: list[str] = []
         self.ids: set[str] = set()
+        self.outside: list[str] = []  # scripts, styles and images loaded from another site
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         for name, value in attrs:
@@ -32,8 +35,16 @@ class _Page(HTMLParser):
                 continue
             if name in ("id", "name"):
                 self.ids.add(value)
-            elif name in ("href", "src") and not (tag == "link" and "://" in value):
-                self.targets.append(value)
+            elif name in ("href", "src"):
+                loads = (
+                    (tag in ("script", "img", "link", "iframe")
+                    and name == "src")
+                    or (tag == "link" and name == "href")
+                )
+                if loads and urlsplit(value).netloc:
+                    self.outside.append(value)
+                elif not (tag == "link" and urlsplit(value).netloc):
+                    self.targets.append(value)
 
 
 @cache
@@ -45,7 +56,10 @@ def parse(path: Path) -> _Page:
 
 def broken(site: Path, page: Path) -> list[str]:
     """The links of one page that lead nowhere."""
-    found = []
+    found = [
+        f"{page.relative_to(site)}: {url}: loaded from another site (the site must render offline)"
+        for url in parse(page).outside
+    ]
     for target in parse(page).targets:
         parts = urlsplit(target)
         if parts.scheme or parts.netloc or target.startswith(("mailto:", "javascript:")):
