@@ -36,10 +36,8 @@ class _Page(HTMLParser):
             if name in ("id", "name"):
                 self.ids.add(value)
             elif name in ("href", "src"):
-                loads = (
-                    (tag in ("script", "img", "link", "iframe")
-                    and name == "src")
-                    or (tag == "link" and name == "href")
+                loads = (tag in ("script", "img", "link", "iframe") and name == "src") or (
+                    tag == "link" and name == "href"
                 )
                 if loads and urlsplit(value).netloc:
                     self.outside.append(value)
