@@ -59,6 +59,13 @@ EXAMPLE_LIST = (
         "--at 2026-12-01T18:05:00Z --config-env production",
     ),
     Example("rejected-batch", "lifeboat replay events/examples/batch.json " + SAMPLE, exit=2),
+    # The JSON contract: one object per (event, instance).
+    Example(
+        "replay-json",
+        "lifeboat replay events/spot-interruption.json events/rebalance-recommendation.json "
+        + SAMPLE
+        + " --same-instant --json",
+    ),
     # Running with Karpenter: what the instance status sweep reads.
     Example(
         "instance-status", "lifeboat replay events/status/describe-instance-status.json " + SAMPLE
