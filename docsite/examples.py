@@ -89,6 +89,11 @@ EXAMPLE_LIST = (
         f"lifeboat audit --cluster tests/fixtures/audit/problems.yaml {AT}",
         exit=3,
     ),
+    Example(
+        "audit-json",
+        f"lifeboat audit --cluster tests/fixtures/audit/problems.yaml {AT} --json",
+        exit=3,
+    ),
     # Migrating a node group: the rotation walkthrough.
     Example("audit-sample", f"lifeboat audit {SAMPLE}"),
     Example(
