@@ -172,16 +172,17 @@ def _involuntary(notice: Notice, target: Target) -> Decision:
         # As Karpenter's interruption controller: delete the claim at once, whatever the
         # budgets say; the replacement is created first, unless Karpenter would not want one.
         no_replacement = _no_replacement(target)
+        drains = _karpenter_drain(notice)
         if no_replacement is None:
             return Decision(
                 Outcome.ACTED,
                 f"{what}: replacing NodeClaim {target.claim.name} and deleting it so Karpenter "
-                "drains the node",
+                f"{drains}",
                 KARPENTER_REPLACE,
             )
         return Decision(
             Outcome.ACTED,
-            f"{what}: deleting NodeClaim {target.claim.name} so Karpenter drains the node; no "
+            f"{what}: deleting NodeClaim {target.claim.name} so Karpenter {drains}; no "
             f"replacement: {no_replacement}",
             (Step.TAINT_AND_CORDON, Step.DELETE_NODECLAIM),
         )
@@ -193,6 +194,19 @@ def _involuntary(notice: Notice, target: Target) -> Decision:
         f"{what}: node has no NodeClaim; draining it through the Eviction API",
         tuple(steps),
     )
+
+
+def _karpenter_drain(notice: Notice) -> str:
+    """What Karpenter does once the claim is deleted. An impaired instance's claim is first
+    given ``karpenter.sh/nodeclaim-termination-timestamp`` = now (act, as Karpenter >= 1.13's
+    ``annotateTerminationTimestamp``): its termination controller then deletes the pods
+    instead of evicting them and does not wait for volumes to detach."""
+    if notice.kind is Kind.INSTANCE_IMPAIRED:
+        return (
+            "terminates the node forcefully (its termination timestamp set to now: pods "
+            "deleted whatever PDBs and do-not-disrupt say, no wait for volume detachment)"
+        )
+    return "drains the node"
 
 
 def _maintenance_over(notice: Notice, target: Target) -> Decision:

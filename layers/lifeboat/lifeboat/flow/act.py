@@ -18,6 +18,12 @@ from lifeboat.decide import Decision, Step
 from lifeboat.errors import BrokenInvariant
 from lifeboat.events.asg_lifecycle import lifecycle_expired
 from lifeboat.events.notice import Kind, LifecycleHook, Notice
+from lifeboat.karpenter.forceful import (
+    TERMINATION_TIMESTAMP,
+    annotate_operations,
+    forced_at,
+    termination_timestamp,
+)
 from lifeboat.karpenter.handover import (
     WHEN_READY,
     give_back_operations,
@@ -38,7 +44,7 @@ from lifeboat.kube.node_patches import (
 )
 from lifeboat.kube.objects import Obj
 from lifeboat.model.settings import Settings
-from lifeboat.model.target import Target
+from lifeboat.model.target import ClaimRef, Target
 
 Action = dict[str, Any]
 # What a node about to go gets besides the taint and cordon (``exclude_from_load_balancers``).
@@ -141,7 +147,11 @@ class Actor:
                     outcome.awaiting = planned  # deleted once it is initialized
                     outcome.actions += self._hold(target, dry)
                     continue
-                outcome.actions += self._delete_claim(target, dry, outcome.replaced_before)
+                # An impaired instance is forced out, as Karpenter >= 1.13 does.
+                forceful = notice.kind is Kind.INSTANCE_IMPAIRED
+                outcome.actions += self._delete_claim(
+                    target, dry, outcome.replaced_before, forceful=forceful
+                )
             elif step is Step.RELEASE_REPLACEMENT:
                 outcome.actions += self._release(target, replacement, dry)
             elif step is Step.GIVE_BACK:
@@ -411,13 +421,51 @@ class Actor:
             f"{old_claim} ({nodes.REPLACES_LABEL}={replaces or '(none)'})"
         )
 
-    def _delete_claim(self, target: Target, dry: bool, replaced_before: bool) -> list[Action]:
+    def _delete_claim(
+        self, target: Target, dry: bool, replaced_before: bool, *, forceful: bool = False
+    ) -> list[Action]:
         """Delete the old claim, unless it is already being deleted: known from the target,
         or, when an earlier notice already made its replacement, read back (one GET, only
-        then: a first notice costs nothing more). No second delete for one claim."""
+        then: a first notice costs nothing more). No second delete for one claim.
+        ``forceful``: the claim is first given Karpenter's termination timestamp
+        (:mod:`lifeboat.karpenter.forceful`), as Karpenter annotates before it deletes."""
         claim = target.claim
         if claim is None:
             return []
+        forced = self._force_termination(claim, dry) if forceful else []
+        return forced + self._delete_unless_deleting(claim, dry, replaced_before)
+
+    def _force_termination(self, claim: ClaimRef, dry: bool) -> list[Action]:
+        """``annotateTerminationTimestamp``: the claim's termination timestamp set to now,
+        unless it has one (reported as ``existing``). Re-read and retried when the claim
+        changed under the patch; nothing for a claim gone or replaced by a namesake."""
+        current = self._kube.get_nodeclaim(claim.name)
+        for attempt in range(PATCH_ATTEMPTS):
+            if current is None or claim.uid not in (None, current["metadata"].get("uid")):
+                return []
+            action: Action = {"type": "annotate-nodeclaim", "name": claim.name}
+            action["key"] = TERMINATION_TIMESTAMP
+            stamp = forced_at(current)
+            if stamp is not None:
+                return [{**action, "value": stamp, "existing": True}]
+            action["value"] = termination_timestamp(self._clock())
+            operations = annotate_operations(current, action["value"])
+            if dry:
+                return [action]
+            try:
+                self._kube.patch_nodeclaim(claim.name, operations)
+                return [action]
+            except KubeError as error:
+                if error.status == 404:
+                    return []
+                if error.status not in (409, 422) or attempt == PATCH_ATTEMPTS - 1:
+                    raise
+            current = self._kube.get_nodeclaim(claim.name)
+        return []
+
+    def _delete_unless_deleting(
+        self, claim: ClaimRef, dry: bool, replaced_before: bool
+    ) -> list[Action]:
         deleting = claim.deleting
         if replaced_before and not deleting and not dry:
             current = self._kube.get_nodeclaim(claim.name)
