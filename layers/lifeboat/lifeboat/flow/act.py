@@ -82,6 +82,9 @@ class ActResult:
     # Evicted pods still terminating (within their grace period) on a node whose lifecycle
     # action waits for them: CONTINUE only once they are gone.
     pods_terminating: int = 0
+    # Evicted pods stuck terminating on a node no kubelet answers for (NotReady, impaired):
+    # not waited for (Karpenter's IsStuckTerminating).
+    pods_stuck: int = 0
     # The node was deleted between its read and the patch (404): nothing to drain.
     node_gone: bool = False
     # The replacement a when-ready hand-over waits for before the old claim is deleted.
@@ -494,9 +497,15 @@ class Actor:
         if notice.lifecycle is not None and not dry:
             # NTH issue #355: completing the action while the evicted pods still run their
             # preStop hooks and grace periods lets the instance go under them.
-            outcome.pods_terminating = len(
-                nodes.terminating_pods(self._kube.list_pods_on_node(node_name))
-            )
+            terminating = nodes.terminating_pods(self._kube.list_pods_on_node(node_name))
+            if nodes.unresponsive(target.node):
+                # No kubelet will ever confirm them: a pod a minute past its deletionTimestamp
+                # holds nothing up, as Karpenter's drain stops waiting (IsStuckTerminating).
+                now = self._clock()
+                stuck = [p for p in terminating if nodes.stuck_terminating(p, now)]
+                outcome.pods_stuck = len(stuck)
+                terminating = [p for p in terminating if not nodes.stuck_terminating(p, now)]
+            outcome.pods_terminating = len(terminating)
         waiting = outcome.pods_remaining or outcome.pods_terminating
         if waiting and not dry and notice.lifecycle and self._lifecycle:
             # Keep the instance alive while PodDisruptionBudgets hold the drain back, or
