@@ -373,6 +373,7 @@ class Actor:
             notice.dedup_key,
             target.claim.uid,
             reservation_reclaimed=notice.kind is Kind.CAPACITY_RESERVATION_INTERRUPTION,
+            usage=target.usage,
         )
         if built.claim is None:
             outcome.actions.append({"type": "create-nodeclaim", "name": None, "error": built.note})
