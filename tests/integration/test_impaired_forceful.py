@@ -27,6 +27,7 @@ from lifeboat.karpenter.forceful import TERMINATION_TIMESTAMP
 from tests.integration.test_instance_status import (
     KARPENTER_CLAIM,
     KARPENTER_INSTANCE,
+    KARPENTER_NODE,
     NOW,
     Rig,
     instance_status,
@@ -144,3 +145,28 @@ def test_a_spot_interruption_is_drained_gently_without_the_annotation(rig: Rig) 
     assert "forcefully" not in report.reason
     for claim in rig.emulator.objects("NodeClaim"):
         assert TERMINATION_TIMESTAMP not in claim["metadata"].get("annotations", {})
+
+
+def test_a_claim_karpenter_deletes_gently_is_forced_without_a_second_delete(rig: Rig) -> None:
+    """Karpenter already deletes the claim (its queue's CordonAndDrain, a drift) without a
+    termination timestamp, and the instance is then found impaired: Karpenter >= 1.13 still
+    annotates it (``annotateTerminationTimestamp`` runs before ``deleteNodeClaim`` returns
+    for a claim being deleted), so its drain stuck on a PDB is forced. Lifeboat does the
+    same: the annotation only; no replacement (Karpenter makes capacity for the drained
+    pods), no second delete. A claim already annotated gets nothing (test_instance_status)."""
+    for obj in (rig.claim(KARPENTER_CLAIM), rig.node(KARPENTER_NODE)):
+        obj["metadata"]["deletionTimestamp"] = "2026-12-01T17:59:00Z"
+        obj["metadata"]["finalizers"] = ["karpenter.sh/termination"]
+        rig.emulator.put_object(obj)
+    before = rig.claims()
+    rig.emulator.reset_counts()
+    [report] = rig.sweep(
+        instance_status(KARPENTER_INSTANCE, impaired_since=NOW - timedelta(minutes=3))
+    )
+    assert report.outcome == "acted"
+    assert "already being deleted" in report.reason and "forcing it" in report.reason
+    assert types(report) == ["annotate-nodeclaim", "delete-nodeclaim"]
+    assert report.actions[1].get("existing") is True
+    assert rig.claim(KARPENTER_CLAIM)["metadata"]["annotations"][TERMINATION_TIMESTAMP] == STAMP
+    assert rig.claims() == before
+    assert _claim_writes(rig) == [("patch", KARPENTER_CLAIM)]

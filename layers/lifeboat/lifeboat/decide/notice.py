@@ -90,7 +90,7 @@ def _decide(
     # still needs its answer, which only Lifeboat gives.
     handled = _already_terminating(target)
     if handled is not None and notice.lifecycle is None:
-        return ignore(f"{_describe(notice)}: {handled}; nothing to add")
+        return _force_deleting(notice, target, handled)
     if notice.ends_maintenance:
         return _maintenance_over(notice, target)
     if stale is not None:
@@ -193,6 +193,23 @@ def _involuntary(notice: Notice, target: Target) -> Decision:
         Outcome.ACTED,
         f"{what}: node has no NodeClaim; draining it through the Eviction API",
         tuple(steps),
+    )
+
+
+def _force_deleting(notice: Notice, target: Target, handled: str) -> Decision:
+    """A claim Karpenter already deletes gets nothing more, unless its instance is impaired
+    and the claim carries no termination timestamp: Karpenter >= 1.13 annotates it then
+    (``annotateTerminationTimestamp`` runs before ``deleteNodeClaim``'s early return for a
+    claim being deleted), so a gentle drain stuck on a PDB is forced; no second delete."""
+    what = _describe(notice)
+    claim = target.claim
+    if notice.kind is not Kind.INSTANCE_IMPAIRED or claim is None or claim.terminates_by:
+        return ignore(f"{what}: {handled}; nothing to add")
+    return Decision(
+        Outcome.ACTED,
+        f"{what}: {handled}; forcing it as Karpenter >= 1.13 forces an impaired instance "
+        f"(NodeClaim {claim.name} gets karpenter.sh/nodeclaim-termination-timestamp)",
+        (Step.DELETE_NODECLAIM,),
     )
 
 

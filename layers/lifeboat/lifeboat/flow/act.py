@@ -436,36 +436,44 @@ class Actor:
         claim = target.claim
         if claim is None:
             return []
-        forced = self._force_termination(claim, dry) if forceful else []
+        if not forceful:
+            return self._delete_unless_deleting(claim, dry, replaced_before)
+        forced, current = self._force_termination(claim, dry)
+        if current is None or nodes.is_deleting(current):
+            # Gone, a namesake, or being deleted (Karpenter's, or an earlier delivery's):
+            # annotated only; never a second delete.
+            existing = {"type": "delete-nodeclaim", "name": claim.name, "existing": True}
+            return [*forced, existing] if current is not None else forced
         return forced + self._delete_unless_deleting(claim, dry, replaced_before)
 
-    def _force_termination(self, claim: ClaimRef, dry: bool) -> list[Action]:
+    def _force_termination(self, claim: ClaimRef, dry: bool) -> tuple[list[Action], Obj | None]:
         """``annotateTerminationTimestamp``: the claim's termination timestamp set to now,
-        unless it has one (reported as ``existing``). Re-read and retried when the claim
-        changed under the patch; nothing for a claim gone or replaced by a namesake."""
+        unless it has one (reported as ``existing``); with the claim as last read (None when
+        gone or replaced by a namesake). Re-read and retried when the claim changed under
+        the patch."""
         current = self._kube.get_nodeclaim(claim.name)
         for attempt in range(PATCH_ATTEMPTS):
             if current is None or claim.uid not in (None, current["metadata"].get("uid")):
-                return []
+                return [], None
             action: Action = {"type": "annotate-nodeclaim", "name": claim.name}
             action["key"] = TERMINATION_TIMESTAMP
             stamp = forced_at(current)
             if stamp is not None:
-                return [{**action, "value": stamp, "existing": True}]
+                return [{**action, "value": stamp, "existing": True}], current
             action["value"] = termination_timestamp(self._clock())
             operations = annotate_operations(current, action["value"])
             if dry:
-                return [action]
+                return [action], current
             try:
                 self._kube.patch_nodeclaim(claim.name, operations)
-                return [action]
+                return [action], current
             except KubeError as error:
                 if error.status == 404:
-                    return []
+                    return [], None
                 if error.status not in (409, 422) or attempt == PATCH_ATTEMPTS - 1:
                     raise
             current = self._kube.get_nodeclaim(claim.name)
-        return []
+        return [], None
 
     def _delete_unless_deleting(
         self, claim: ClaimRef, dry: bool, replaced_before: bool

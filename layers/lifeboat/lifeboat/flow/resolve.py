@@ -18,6 +18,7 @@ from typing import Any
 
 from lifeboat.errors import BrokenInvariant
 from lifeboat.karpenter.counting import count_pool
+from lifeboat.karpenter.forceful import forced_at
 from lifeboat.karpenter.pool_usage import pool_usage, uncounted
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
@@ -91,7 +92,10 @@ class Resolver:
                 # to read the pool from.
                 return ClaimRef(name, uid), None
             if _runs_on(claim, instance_id):
-                return ClaimRef(name, uid or claim["metadata"].get("uid")), _pool_of(claim)
+                ref = ClaimRef(
+                    name, uid or claim["metadata"].get("uid"), terminates_by=forced_at(claim)
+                )
+                return ref, _pool_of(claim)
             # The ownerReference names a claim of another instance: not this node's.
         if not info.nodeclaim:
             return None, None
@@ -102,7 +106,10 @@ class Resolver:
         )
         if claim is None or not _runs_on(claim, instance_id):
             return None, None
-        return ClaimRef(nodes.name_of(claim), claim["metadata"].get("uid")), _pool_of(claim)
+        ref = ClaimRef(
+            nodes.name_of(claim), claim["metadata"].get("uid"), terminates_by=forced_at(claim)
+        )
+        return ref, _pool_of(claim)
 
     def with_budget_state(self, target: Target) -> Target:
         """Add what a voluntary decision weighs: the node's pods, the PodDisruptionBudgets of
