@@ -53,8 +53,10 @@ class Page:
 PAGES = (
     Page("index.html"),
     Page("concepts/index.html"),
-    Page("concepts/hand-over.html", height=1800),
+    # A command page with two diagrams (the rotation's states), and the hand-over's sequence.
     Page("commands/rotate.html", height=4000),
+    Page("concepts/hand-over.html", height=1800),
+    # The command page with the windows chart drawn at build time (lifeboat windows --plot).
     Page("commands/windows.html", image="generated/windows.svg", height=2600),
 )
 
