@@ -8,6 +8,8 @@ docs-examples` writes them again, and the diff shows what a reader will now see.
 from __future__ import annotations
 
 import re
+import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -115,3 +117,17 @@ def test_the_migration_walkthroughs_show_their_runs_in_order() -> None:
         "rollback-replay",
         "rollback-status",
     ]
+
+
+def test_the_demo_example_is_what_make_demo_runs() -> None:
+    """The getting-started page and the README show `make demo`'s output: the demo example runs
+    the very command the Makefile does (its events and status sample, instant, cluster)."""
+    dry = subprocess.run(
+        ["make", "-n", "--no-print-directory", "demo"],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    [line] = [line for line in dry.stdout.splitlines() if "lifeboat replay" in line]
+    made = shlex.split(line)
+    [demo] = [e for e in examples.EXAMPLE_LIST if e.name == "demo"]
+    assert Path(made[0]).name == "lifeboat"
+    assert made[1:] == examples.argv(demo.command, ROOT)
