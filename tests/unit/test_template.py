@@ -222,8 +222,8 @@ def test_queue_policy_trusts_only_the_rules_and_denies_plain_http(policy: str, q
     assert len(transport) == 1
     assert transport[0]["Principal"] == "*"
     assert transport[0]["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
-    # The main queue also refuses every other sender (tests/unit/test_template_queue_policy.py).
-    assert len(denies) == (2 if queue == "Queue" else 1)
+    # Both queues also refuse every other sender (tests/unit/test_template_queue_policy.py).
+    assert len(denies) == 2
 
     # The only conditional grant: the optional notification rule may park undeliverable
     # notifications in the DLQ, and only it.
