@@ -115,9 +115,12 @@ class Actor:
         decision: Decision,
         *,
         replacement: str | None = None,
+        into: ActResult | None = None,
     ) -> ActResult:
-        """``replacement``: the claim a hand-over follow-up is about (``RELEASE_REPLACEMENT``)."""
-        outcome = ActResult()
+        """``replacement``: the claim a hand-over follow-up is about (``RELEASE_REPLACEMENT``).
+        ``into``: where the actions are gathered as they are taken, so that a step that
+        raises leaves the caller what the steps before it did (issue 33.4)."""
+        outcome = into if into is not None else ActResult()
         dry = self._settings.dry_run
         waits = self._waits_for_replacement(notice, target, decision)
         for step in decision.steps:

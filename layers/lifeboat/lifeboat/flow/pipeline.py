@@ -13,7 +13,8 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
@@ -160,12 +161,20 @@ class Pipeline:
     scope: ClusterScope | None = None
 
     def process(
-        self, bodies: Sequence[Body], *, time_left: Callable[[], float] | None = None
+        self,
+        bodies: Sequence[Body],
+        *,
+        time_left: Callable[[], float] | None = None,
+        receives: Sequence[int] | None = None,
     ) -> list[MessageResult]:
         """Handle one batch. One directory lookup serves all its instances.
 
         ``time_left``: seconds left of the invocation; a message naming several instances
-        hands on those it has not started when too little is left (lifeboat.flow.split)."""
+        hands on those it has not started when too little is left (lifeboat.flow.split).
+        ``receives``: how many times SQS has delivered each message (its
+        ``ApproximateReceiveCount``; None: once each): a message received again after a
+        failure continues where it stopped, and says so, instead of calling what its
+        earlier receipt did a duplicate."""
         parsed = [self._parse(body) for body in bodies]
         later: list[list[Wakeup]] = [[] for _ in parsed]
         limit = self.notices_per_message
@@ -185,7 +194,8 @@ class Pipeline:
 
         def run(lane: list[int]) -> None:
             for index in lane:
-                results[index] = self._one(batch, parsed[index], later[index])
+                again = receives is not None and receives[index] > 1
+                results[index] = self._one(batch, parsed[index], later[index], again=again)
 
         lanes = message_lanes(
             [[n.instance_id for n in _notices_of(item) if n.instance_id] for item in parsed]
@@ -258,27 +268,48 @@ class Pipeline:
         with ThreadPoolExecutor(max_workers=min(SWEEP_LISTS_AT_ONCE, len(clusters))) as pool:
             return [n for found in pool.map(one, clusters) for n in found]
 
-    def _one(self, batch: _Batch, item: Parsed, later: Sequence[Wakeup] = ()) -> MessageResult:
+    def _one(
+        self, batch: _Batch, item: Parsed, later: Sequence[Wakeup] = (), *, again: bool = False
+    ) -> MessageResult:
+        """One message's reports; when it fails, its error and the reports of what it did
+        before (issue 33.4): the notices it finished, and the actions of the one a failure
+        interrupted (``_carry_out``), reported like any others, so a retry that finds them
+        done says it continues instead of leaving them unreported."""
         if isinstance(item, MessageResult):
             return item
         deadline = min((n.deadline for n in _notices_of(item) if n.deadline), default=None)
+        done: list[Report] = []
+        token = _DONE.set(done)
         try:
             with retrying_for(retry_window(deadline, self.clock()), clock=self.monotonic):
                 if isinstance(item, list):
                     self._hand_on(later)  # before acting: the message holds them until then
-                    return MessageResult(self._notices(batch, item), deadline=deadline)
+                    return MessageResult(self._notices(batch, item, done, again), deadline=deadline)
                 if isinstance(item, Wakeup) and not rotation_concerns(item):
                     report = replace(self._wake(batch, item), wakeup=str(item.task))
                     return MessageResult([report], deadline=deadline)
                 # A rotation's command, or a wake-up of one of its looks or nodes.
                 return MessageResult(self._rotations(batch).handle(item))
         except Exception as error:  # the caller returns the message to the queue
-            return MessageResult(error=error, deadline=deadline)
+            if isinstance(item, Wakeup) and not rotation_concerns(item):
+                done[:] = [replace(r, wakeup=str(item.task)) for r in done]
+            return MessageResult(list(done), error=error, deadline=deadline)
+        finally:
+            _DONE.reset(token)
 
     # -- notices ---------------------------------------------------------------------------
 
-    def _notices(self, batch: _Batch, notices: list[Notice]) -> list[Report]:
-        reports = []
+    def _notices(
+        self,
+        batch: _Batch,
+        notices: list[Notice],
+        reports: list[Report] | None = None,
+        again: bool = False,
+    ) -> list[Report]:
+        """Each notice handled once (the ledger); ``reports`` gathers them as they are done,
+        so they outlast a failure of a later one. ``again``: the message was received before
+        (and failed): what the ledger finds done was done by that receipt."""
+        reports = [] if reports is None else reports
         for index, notice in enumerate(notices):
             if index and self._out_of_time(batch):
                 self._hand_on(remainders(notices[index:], len(notices)))
@@ -299,9 +330,7 @@ class Pipeline:
                 seen = partial(self._mark_ec2_maintenance, batch, notice)
                 self.ledger.once(f"ec2-seen#{notice.ledger_key}", seen)
             if report is None:
-                report = Report.for_notice(
-                    notice, Outcome.IGNORED, "duplicate delivery: already handled"
-                )
+                report = Report.for_notice(notice, Outcome.IGNORED, _handled_before(again))
             reports.append(report)
         return reports
 
@@ -447,11 +476,18 @@ class Pipeline:
             # Deleted under the first step: only a lifecycle action is left to answer.
             kept = tuple(step for step in rest.steps if step is Step.COMPLETE_LIFECYCLE)
             rest = replace(rest, steps=kept)
-        result = self._actor(kube).carry_out(
-            notice, target, rest, replacement=wakeup.replacement if wakeup else None
-        )
-        if done is not None:
-            result.actions[:0] = done.actions
+        result = ActResult(actions=list(done.actions) if done is not None else [])
+        try:
+            self._actor(kube).carry_out(
+                notice,
+                target,
+                rest,
+                replacement=wakeup.replacement if wakeup else None,
+                into=result,
+            )
+        except Exception as error:
+            self._interrupted(kube, notice, target, decision, result, error, cluster)
+            raise
         decision = _as_carried_out(notice, target, decision, result, now)
         if not self.settings.dry_run:
             if self.wakeups is not None:
@@ -477,6 +513,37 @@ class Pipeline:
             dry_run=self.settings.dry_run,
             cluster=cluster,
         )
+
+    def _interrupted(
+        self,
+        kube: KubeApi,
+        notice: Notice,
+        target: Target,
+        decision: Decision,
+        result: ActResult,
+        error: Exception,
+        cluster: str | None,
+    ) -> None:
+        """A step failed after others were taken: what they did is reported now (log,
+        metrics, Event, notification, through the message's reports), though the message
+        fails and is retried (issue 33.4). Nothing taken: nothing to report but the error."""
+        if not result.actions:
+            return
+        why = f"{type(error).__name__}: {error}"[:300]
+        reason = (
+            f"{decision.reason}; interrupted ({why}) after {len(result.actions)} action(s): "
+            "the message is retried and continues from there"
+        )
+        partial = replace(decision, reason=reason)
+        if target.node is not None and not self.settings.dry_run:
+            with suppress(Exception):  # the audit trail must not hide the failure itself
+                record(kube, target.node, notice, partial, self.clock(), part="interrupted")
+        report = decision_report(
+            notice, target, partial, result.actions, dry_run=self.settings.dry_run, cluster=cluster
+        )
+        gathered = _DONE.get()
+        if gathered is not None:  # None: handled outside a message (a test's direct call)
+            gathered.append(report)
 
     def _actor(self, kube: KubeApi) -> Actor:
         return Actor(
@@ -584,6 +651,22 @@ class _RotationNodes:
         if wanted:  # one DescribeInstances for the nodes a look starts
             infos.update(self.directory.describe(wanted))
         return [self.handle(notice) for notice in notices]
+
+
+# The reports of the message being handled, gathered as its work is done (``Pipeline._one``):
+# one list per message, in the thread that handles it.
+_DONE: ContextVar[list[Report] | None] = ContextVar("lifeboat_message_reports", default=None)
+
+
+def _handled_before(again: bool) -> str:
+    """What a notice the ledger finds handled is: the work of this message's earlier
+    receipt, which failed after it (``again``), or of another delivery of the event."""
+    if again:
+        return (
+            "continuing: already handled by an earlier receipt of this message (reported "
+            "then); the rest of the message goes on"
+        )
+    return "duplicate delivery: already handled"
 
 
 def _notices_of(item: Parsed) -> list[Notice]:
