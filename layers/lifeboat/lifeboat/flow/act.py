@@ -19,7 +19,10 @@ from lifeboat.errors import BrokenInvariant
 from lifeboat.events.asg_lifecycle import lifecycle_expired
 from lifeboat.events.notice import Kind, LifecycleHook, Notice
 from lifeboat.karpenter.handover import (
+    PATIENCE,
+    SWEEP_GRACE,
     WHEN_READY,
+    Record,
     give_back_operations,
     hold_operations,
     protect,
@@ -39,6 +42,7 @@ from lifeboat.kube.node_patches import (
 from lifeboat.kube.objects import Obj
 from lifeboat.model.settings import Settings
 from lifeboat.model.target import Target
+from lifeboat.wakeup.codec import Task, Wakeup, encode
 
 Action = dict[str, Any]
 # What a node about to go gets besides the taint and cordon (``exclude_from_load_balancers``).
@@ -142,7 +146,7 @@ class Actor:
                 planned = outcome.replacement or (_planned(outcome) if dry else None)
                 if waits and planned is not None:
                     outcome.awaiting = planned  # deleted once it is initialized
-                    outcome.actions += self._hold(target, dry)
+                    outcome.actions += self._hold(notice, target, planned, dry)
                     continue
                 outcome.actions += self._delete_claim(target, dry, outcome.replaced_before)
             elif step is Step.RELEASE_REPLACEMENT:
@@ -305,13 +309,33 @@ class Actor:
             and target.claim.uid is not None
         )
 
-    def _hold(self, target: Target, dry: bool) -> list[Action]:
+    def _hold(self, notice: Notice, target: Target, replacement: str, dry: bool) -> list[Action]:
         """Keep the old node out of Karpenter's drift and consolidation while its hand-over
-        waits (``handover.hold_operations``)."""
+        waits, and mark it with the hand-over (``handover.hold_operations``)."""
         if target.node is None:
             return []
-        node = self._patch_node(target.node, hold_operations, dry)
+        record = self._hand_over(notice, target, replacement)
+        node = self._patch_node(target.node, lambda n: hold_operations(n, record), dry)
         return [] if node is None else [{"type": "hold-node", "key": nodes.DO_NOT_DISRUPT}]
+
+    def _hand_over(self, notice: Notice, target: Target, replacement: str) -> Record:
+        """The hand-over about to wait for ``replacement``, as its objects carry it (issue
+        33.3): the wake-up the sweep does the work of if its own chain breaks, due when the
+        sweep takes over."""
+        started = self._clock()
+        until = started + PATIENCE + SWEEP_GRACE
+        claim = target.claim
+        wakeup = Wakeup(
+            Task.HAND_OVER,
+            notice,
+            until,
+            replacement=replacement,
+            old_nodeclaim=claim.name if claim else None,
+            old_nodeclaim_uid=claim.uid if claim else None,
+            started=started,
+            cluster=target.info.cluster if target.info else None,
+        )
+        return Record(until, encode(wakeup))
 
     def _release(self, target: Target, name: str | None, dry: bool) -> list[Action]:
         """Remove the protection Lifeboat put on the old node and on replacement ``name``,
@@ -373,7 +397,7 @@ class Actor:
         body = dict(built.claim)
         if protected:
             # Kept out of consolidation until the hand-over (lifeboat.karpenter.handover).
-            body = protect(built.claim)
+            body = protect(built.claim, self._hand_over(notice, target, name))
             action["protection"] = f"{nodes.DO_NOT_DISRUPT} until initialized"
         if built.note:
             action["note"] = built.note

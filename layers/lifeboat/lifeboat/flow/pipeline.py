@@ -44,6 +44,7 @@ from lifeboat.events.envelope import load_body
 from lifeboat.events.instance_status import InstanceStatus, read_response
 from lifeboat.events.notice import Kind, MalformedMessage, Notice
 from lifeboat.flow.act import Actor, ActResult, LifecycleActions
+from lifeboat.flow.handover_sweep import Swept, orphaned
 from lifeboat.flow.lanes import lanes as message_lanes
 from lifeboat.flow.resolve import Resolver
 from lifeboat.flow.routing import triage, triage_follow_up
@@ -101,7 +102,7 @@ class MessageResult:
     deadline: datetime | None = None
 
 
-Parsed: TypeAlias = "MessageResult | Wakeup | list[Notice] | RotationCommand"
+Parsed: TypeAlias = "MessageResult | Wakeup | list[Notice] | Swept | RotationCommand"
 
 
 # Clusters whose labelled nodes a sweep lists at once (lifeboat.aws.sweep.vanished).
@@ -181,6 +182,8 @@ class Pipeline:
         for index, item in enumerate(parsed):
             if limit and self.wakeups is not None and isinstance(item, list) and len(item) > limit:
                 parsed[index], later[index] = split(item, limit)
+            elif limit and self.wakeups is not None and isinstance(item, Swept):
+                item.notices, later[index] = split(item.notices, limit)
         wanted = sorted(
             {
                 notice.instance_id
@@ -228,7 +231,7 @@ class Pipeline:
 
                 return parse_command(message)
             if is_sweep_request(message):
-                return self._sweep()
+                return self._with_hand_overs(self._sweep())
             return parse_message(message, received_at=self.clock())
         except MalformedMessage as error:
             return MessageResult([Report.rejected(error.reason, error.event_id, error.kind)])
@@ -250,6 +253,23 @@ class Pipeline:
         # Ends first, so a maintenance EC2 moved to a new start is undone before the new
         # one is acted on.
         return self._vanished(read_response({"Pages": pages}, received_at=now), now) + notices
+
+    def _with_hand_overs(self, found: Parsed) -> Parsed:
+        """A sweep's notices, and the hand-overs whose own wake-ups no longer run, which
+        each sweep takes over (lifeboat.flow.handover_sweep, issue 33.3)."""
+        if not isinstance(found, list):
+            return found
+        swept = Swept(found)
+        now = self.clock()
+        for cluster in self.settings.clusters or (None,):
+            try:
+                wakeups, problems = orphaned(self.clusters.kube(cluster), cluster, now)
+            except Exception as error:  # that cluster's hand-overs wait for the next sweep
+                where = f"cluster {cluster}" if cluster else "the cluster"
+                problems, wakeups = [f"could not list the hand-overs of {where}: {error}"], []
+            swept.hand_overs += wakeups
+            swept.problems += problems
+        return swept
 
     def _vanished(self, statuses: list[InstanceStatus], now: datetime) -> list[Notice]:
         """The EC2 events Lifeboat acted on that a complete sweep no longer reports: one
@@ -285,6 +305,10 @@ class Pipeline:
                 if isinstance(item, list):
                     self._hand_on(later)  # before acting: the message holds them until then
                     return MessageResult(self._notices(batch, item, done, again), deadline=deadline)
+                if isinstance(item, Swept):
+                    self._hand_on(later)
+                    self._notices(batch, item.notices, done, again)
+                    return MessageResult(self._take_over(batch, item, done), deadline=deadline)
                 if isinstance(item, Wakeup) and not rotation_concerns(item):
                     report = replace(self._wake(batch, item), wakeup=str(item.task))
                     return MessageResult([report], deadline=deadline)
@@ -332,6 +356,27 @@ class Pipeline:
             if report is None:
                 report = Report.for_notice(notice, Outcome.IGNORED, _handled_before(again))
             reports.append(report)
+        return reports
+
+    def _take_over(self, batch: _Batch, swept: Swept, reports: list[Report]) -> list[Report]:
+        """Do the work of each hand-over whose wake-ups no longer run, as its wake-up would
+        (lifeboat.flow.handover_sweep); one that fails is reported, and the next sweep finds
+        it again (its marks stay until the work is done)."""
+        for problem in swept.problems:
+            reports.append(Report(None, str(Kind.UNSUPPORTED), Outcome.IGNORED, problem))
+        for wakeup in swept.hand_overs:
+            try:
+                report = self._wake(batch, wakeup)
+            except Exception as error:
+                why = f"{type(error).__name__}: {error}"[:300]
+                report = Report.for_notice(
+                    wakeup.notice,
+                    Outcome.IGNORED,
+                    f"could not finish or give up the hand-over ({why}); the next sweep tries "
+                    "again",
+                )
+            taken = f"hand-over taken over by the instance status sweep: {report.reason}"
+            reports.append(replace(report, reason=taken, wakeup=str(wakeup.task)))
         return reports
 
     def _mark_ec2_maintenance(self, batch: _Batch, notice: Notice) -> Report:
@@ -477,7 +522,14 @@ class Pipeline:
             kept = tuple(step for step in rest.steps if step is Step.COMPLETE_LIFECYCLE)
             rest = replace(rest, steps=kept)
         result = ActResult(actions=list(done.actions) if done is not None else [])
+        # A give-up's wake-ups come first: the one that takes a maintenance's node out
+        # (decide.followups._after_give_up) must exist before the node is put back in
+        # service; if it cannot be scheduled, the node stays held and the message (or the
+        # sweep, lifeboat.flow.handover_sweep) tries again.
+        first = decision.gave_up
         try:
+            if first:
+                self._follow_up(notice, target, decision, result, now, wakeup)
             self._actor(kube).carry_out(
                 notice,
                 target,
@@ -485,25 +537,14 @@ class Pipeline:
                 replacement=wakeup.replacement if wakeup else None,
                 into=result,
             )
-        except Exception as error:
+            decision = _as_carried_out(notice, target, decision, result, now)
+            if not first:
+                self._follow_up(notice, target, decision, result, now, wakeup)
+        except Exception as error:  # what was done is reported all the same (issue 33.4)
             self._interrupted(kube, notice, target, decision, result, error, cluster)
             raise
-        decision = _as_carried_out(notice, target, decision, result, now)
-        if not self.settings.dry_run:
-            if self.wakeups is not None:
-                for later in follow_ups(
-                    notice,
-                    target,
-                    decision,
-                    pods_remaining=result.pods_remaining + result.pods_terminating,
-                    now=now,
-                    wakeup=wakeup,
-                    release_cordon_after=self.settings.rebalance_cordon_release,
-                    awaiting=result.awaiting,
-                ):
-                    self.wakeups.schedule(later)
-            if target.node is not None:
-                record(kube, target.node, notice, decision, now)
+        if not self.settings.dry_run and target.node is not None:
+            record(kube, target.node, notice, decision, now)
         return decision_report(
             notice,
             target,
@@ -513,6 +554,31 @@ class Pipeline:
             dry_run=self.settings.dry_run,
             cluster=cluster,
         )
+
+    def _follow_up(
+        self,
+        notice: Notice,
+        target: Target,
+        decision: Decision,
+        result: ActResult,
+        now: datetime,
+        wakeup: Wakeup | None,
+    ) -> None:
+        """Schedule the wake-ups ``decision``, carried out as ``result`` says, calls for."""
+        if self.settings.dry_run or self.wakeups is None:
+            return
+        for later in follow_ups(
+            notice,
+            target,
+            decision,
+            pods_remaining=result.pods_remaining + result.pods_terminating,
+            now=now,
+            wakeup=wakeup,
+            release_cordon_after=self.settings.rebalance_cordon_release,
+            awaiting=result.awaiting,
+            maintenance_lead=self.settings.scheduled_change_lead,
+        ):
+            self.wakeups.schedule(later)
 
     def _interrupted(
         self,
@@ -672,6 +738,8 @@ def _handled_before(again: bool) -> str:
 def _notices_of(item: Parsed) -> list[Notice]:
     if isinstance(item, list):
         return item
+    if isinstance(item, Swept):
+        return item.notices + [w.notice for w in item.hand_overs]
     if isinstance(item, Wakeup):
         return [item.notice]
     return []
