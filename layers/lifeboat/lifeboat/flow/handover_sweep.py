@@ -25,10 +25,16 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from lifeboat.events.notice import MalformedMessage, Notice
-from lifeboat.karpenter.handover import HAND_OVER_ANNOTATION, HAND_OVER_LABEL, taken_over_at
+from lifeboat.karpenter.handover import (
+    HAND_OVER_ANNOTATION,
+    HAND_OVER_LABEL,
+    taken_over_at,
+    unprotect_operations,
+)
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
 from lifeboat.kube.objects import Obj
+from lifeboat.model.instances import instance_id_from_provider_id
 from lifeboat.wakeup.codec import Task, Wakeup, decode
 
 
@@ -44,9 +50,20 @@ class Swept:
 
 def orphaned(kube: KubeApi, cluster: str | None, now: datetime) -> tuple[list[Wakeup], list[str]]:
     """The hand-overs of ``cluster`` past their take-over instant (each once, though the old
-    node, the replacement and its node may all carry it), and the problems found."""
-    marked = [*kube.list_nodes(HAND_OVER_LABEL), *kube.list_nodeclaims(HAND_OVER_LABEL)]
-    return due(marked, cluster, now)
+    node, the replacement and its node may all carry it), and what was found besides."""
+    claims = kube.list_nodeclaims(HAND_OVER_LABEL)
+    marked = [*kube.list_nodes(HAND_OVER_LABEL), *claims]
+    wakeups, problems = due(marked, cluster, now)
+    for node in left_on_replacements(marked, now):
+        # Copied onto the replacement's Node by its registration (Registration.syncNode
+        # patches the Node before the claim's status names it) after the hand-over released
+        # the claim: nothing waits on it any more, so only the copy is removed.
+        kube.patch_node(nodes.name_of(node), unprotect_operations(node))
+        problems.append(
+            f"Node {nodes.name_of(node)}: removed the hand-over protection its registration "
+            "copied from its NodeClaim after the hand-over ended"
+        )
+    return wakeups, problems
 
 
 def due(
@@ -57,8 +74,10 @@ def due(
     problems: list[str] = []
     for obj in marked:
         until = taken_over_at(obj)
-        if until is None or now < until:
+        if until is None or not _past(obj, now):
             continue  # its own wake-ups still have time (or the label is not Lifeboat's)
+        if _on_replacement_node(obj):
+            continue  # the claim's copy: the claim (or left_on_replacements) speaks for it
         wakeup, problem = _read(obj, cluster)
         if wakeup is not None:
             # The node's and the claim's records of one hand-over may differ by when each
@@ -68,6 +87,43 @@ def due(
         elif problem is not None:
             problems.append(problem)
     return list(found.values()), problems
+
+
+def left_on_replacements(marked: Iterable[Obj], now: datetime) -> list[Obj]:
+    """Replacement Nodes past the take-over instant that carry a hand-over their NodeClaim
+    no longer carries (released while registration copied it). Pure."""
+    listed = list(marked)
+    claimed = {
+        nodes.annotations_of(o).get(HAND_OVER_ANNOTATION)
+        for o in listed
+        if o.get("kind") == "NodeClaim"
+    }
+    return [
+        o
+        for o in listed
+        if _on_replacement_node(o)
+        and _past(o, now)
+        and nodes.annotations_of(o).get(HAND_OVER_ANNOTATION) not in claimed
+    ]
+
+
+def _past(obj: Obj, now: datetime) -> bool:
+    until = taken_over_at(obj)
+    return until is not None and now >= until
+
+
+def _on_replacement_node(obj: Obj) -> bool:
+    """A Node carrying a hand-over about another instance: the replacement's, which its
+    registration copied the claim's labels and annotations onto (not the old node)."""
+    if obj.get("kind") != "Node":
+        return False
+    try:
+        record = json.loads(str(nodes.annotations_of(obj).get(HAND_OVER_ANNOTATION)))
+        about = record["notice"]["instance_id"]
+    except (ValueError, TypeError, KeyError):
+        return False
+    provider = str((obj.get("spec") or {}).get("providerID", ""))
+    return isinstance(about, str) and instance_id_from_provider_id(provider) != about
 
 
 def _read(obj: Obj, cluster: str | None) -> tuple[Wakeup | None, str | None]:
