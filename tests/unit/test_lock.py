@@ -26,7 +26,10 @@ _spec.loader.exec_module(layer)
 
 
 def _lock(name: str) -> dict[str, Any]:
-    return layer.read_lock((ROOT / "requirements" / name).read_text(encoding="utf-8"))
+    entries: dict[str, Any] = layer.read_lock(
+        (ROOT / "requirements" / name).read_text(encoding="utf-8")
+    )
+    return entries
 
 
 def test_the_layers_requirements_are_what_the_lock_gives() -> None:
@@ -64,7 +67,13 @@ def test_every_entry_of_the_dev_lock_has_hashes() -> None:
 def test_the_layer_ships_neither_boto3_nor_the_asyncio_stack() -> None:
     shipped = {e.name for e in layer.layer_closure(_lock("runtime.lock"))}
     assert not shipped & layer.LEFT_OUT
-    assert {"aws-lambda-powertools", "pydantic", "pydantic-core", "kubernetes", "croniter"} <= shipped
+    assert {
+        "aws-lambda-powertools",
+        "pydantic",
+        "pydantic-core",
+        "kubernetes",
+        "croniter",
+    } <= shipped
 
 
 def test_the_venv_running_these_tests_is_the_lock() -> None:
