@@ -4,7 +4,6 @@ chunked streams for watches."""
 from __future__ import annotations
 
 import json
-import select
 import socket
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -62,7 +61,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._handle()
 
     def _handle(self) -> None:
-        stranger = _foreign_request(self.headers.get("Host"), self.headers.get("Origin"))
+        stranger = _foreign_request(
+            self.headers.get("Host"), self.headers.get("Origin"), self.server.server_port
+        )
         if stranger is not None:
             self._refuse(403, ApiError(403, stranger).status())
             return
@@ -106,11 +107,14 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _client_gone(self) -> bool:
         """Whether the client closed its end (a watch's client sends nothing after its
-        request, so a readable socket means end-of-file, or a reset)."""
+        request, so anything to read means end-of-file, or a reset). A peek that does not
+        wait, not ``select()``: that fails on descriptors past 1024 (FD_SETSIZE), which a
+        server holding many connections reaches."""
         try:
-            readable, _, _ = select.select([self.connection], [], [], 0)
-            return bool(readable) and not self.connection.recv(1, socket.MSG_PEEK)
-        except OSError:
+            return not self.connection.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            return False  # nothing to read: the client is still there
+        except (OSError, ValueError):  # reset, closed under us: gone
             return True
 
     def _refuse(self, code: int, body: dict[str, Any]) -> None:
@@ -139,8 +143,14 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                 self.wfile.flush()
             self.wfile.write(b"0\r\n\r\n")
-        except (BrokenPipeError, ConnectionResetError):
+        except (OSError, ValueError):
+            # The client went (a broken pipe, a reset, a timeout, the socket closed): the
+            # watch ends here, its thread with it.
             pass
+        finally:
+            close = getattr(result.stream, "close", None)
+            if close is not None:
+                close()  # the generator's own clean-up, now rather than at collection
         self.close_connection = True
 
 
@@ -148,16 +158,29 @@ class _Handler(BaseHTTPRequestHandler):
 _LOCAL_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
 
-def _foreign_request(host: str | None, origin: str | None) -> str | None:
+def _foreign_request(host: str | None, origin: str | None, port: int) -> str | None:
     """Why a request is not a local client's (None: it is). A web page the operator has open
     may send requests to 127.0.0.1 (a cross-site POST needs no permission) or, through DNS
     rebinding, under its own host name: its ``Host`` names another server, or its ``Origin``
-    (browsers add it; kubectl and the Kubernetes clients never send one) another site."""
+    (browsers add it; kubectl and the Kubernetes clients never send one) another site. A
+    page on another local port (a dev server on localhost:8080) is another site too: only
+    this server's own address is its origin."""
     if host is None or _host_name(host) not in _LOCAL_HOSTS:
         return f"Host {host!r} is not this server: it answers 127.0.0.1 and localhost only"
-    if origin is not None and _host_name(urlsplit(origin).netloc) not in _LOCAL_HOSTS:
+    if origin is not None and not _own_origin(origin, port):
         return f"Origin {origin!r}: requests from web pages are refused"
     return None
+
+
+def _own_origin(origin: str, port: int) -> bool:
+    """Whether ``origin`` is this server's own address (http, a local name, its port)."""
+    try:
+        parts = urlsplit(origin)
+        origin_port = parts.port
+    except ValueError:  # a port that is not a number
+        return False
+    local = _host_name(parts.netloc) in _LOCAL_HOSTS
+    return parts.scheme == "http" and local and origin_port == port
 
 
 def _host_name(host: str) -> str:
