@@ -21,15 +21,28 @@ from typing import Any
 from lifeboat.events.notice import Kind
 from lifeboat.karpenter.budgets import format_go_duration
 from lifeboat.model.settings import Settings, SettingsError, load_settings
-from lifeboat_local.stackconfig import PREFIX, StackConfigError, stack_environment
+from lifeboat_local import exits
 
-EXIT_OK, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2
-# lifeboat replay: a limit of the local simulation cut the replay short (its output is
-# incomplete; a warning on stderr names the loop).
-EXIT_INCOMPLETE = 4
-# lifeboat audit: errors found (or warnings, with --strict). Not 2: that is replay's "a record
-# was rejected", and a CI gate should tell "the cluster has problems" from both.
-EXIT_FINDINGS = 3
+# The exit statuses, one table for every command (lifeboat_local.exits), re-exported here.
+from lifeboat_local.exits import (
+    EXIT_FINDINGS as EXIT_FINDINGS,
+)
+from lifeboat_local.exits import (
+    EXIT_INCOMPLETE as EXIT_INCOMPLETE,
+)
+from lifeboat_local.exits import (
+    EXIT_NOT_DONE as EXIT_NOT_DONE,
+)
+from lifeboat_local.exits import (
+    EXIT_OK as EXIT_OK,
+)
+from lifeboat_local.exits import (
+    EXIT_REJECTED as EXIT_REJECTED,
+)
+from lifeboat_local.exits import (
+    EXIT_USAGE as EXIT_USAGE,
+)
+from lifeboat_local.stackconfig import PREFIX, StackConfigError, stack_environment
 
 
 class UsageError(Exception):
@@ -76,12 +89,14 @@ def strict_status(args: argparse.Namespace, status: int, said_before: int) -> in
 def add_command(
     commands: Any, name: str, *, summary: str, description: str, examples: str
 ) -> argparse.ArgumentParser:
-    """A subcommand's parser, its help ending with examples."""
+    """A subcommand's parser, its help ending with examples and the exit statuses it can
+    return (from the one table, lifeboat_local.exits)."""
+    example_text = textwrap.indent(textwrap.dedent(examples).strip("\n"), "  ")
     parser: argparse.ArgumentParser = commands.add_parser(
         name,
         help=summary,
         description=description,
-        epilog="examples:\n" + textwrap.indent(textwrap.dedent(examples).strip("\n"), "  "),
+        epilog=f"examples:\n{example_text}\n\n{exits.epilog(name)}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     return parser

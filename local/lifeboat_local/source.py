@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from lifeboat.model.instances import StaticInstanceDirectory
 from lifeboat_local.common import UsageError, note, read_text, warn
 from lifeboat_local.directory import directory_from_objects
 from lifeboat_local.load_checks import hash_mismatches
+from lifeboat_local.partial import MissingKind, missing_kinds, missing_text
 from lifeboat_local.typos import field_typos, kind_typo
 
 # The emulator answers at once; a short retry keeps a tool snappy if it ever does not.
@@ -58,6 +60,13 @@ class ClusterFile:
     path: Path
     objects: list[MutableObj]
     skipped: Counter[tuple[str, str]] = field(default_factory=Counter)  # (apiVersion, kind)
+    # Kinds a typed empty list (``kind: PodDisruptionBudgetList``, no items) says are none.
+    declared: frozenset[str] = frozenset()
+
+    @cached_property
+    def missing(self) -> tuple[MissingKind, ...]:
+        """The kinds the tools' answers depend on that the file does not hold."""
+        return missing_kinds(self.objects, self.declared)
 
     def skipped_text(self) -> str | None:
         if not self.skipped:
@@ -85,6 +94,7 @@ def read_cluster_file(path: Path) -> ClusterFile:
         raise UsageError(f"{where}: the file holds no Kubernetes objects; {DUMP_HINT}")
     skipped: Counter[tuple[str, str]] = Counter()
     kept: list[Any] = []
+    declared: set[str] = set()
     for index, document in enumerate(documents):
         if _is_kubeconfig(document):
             raise UsageError(
@@ -95,6 +105,8 @@ def read_cluster_file(path: Path) -> ClusterFile:
         if is_list_kind and not isinstance(document.get("items") or [], list):
             raise UsageError(f"{where}: document {index}: List items must be a sequence")
         if _is_list(document):
+            if document["kind"] != "List" and not document["items"]:
+                declared.add(str(document["kind"]).removesuffix("List"))
             items = [item for item in document["items"] if _served(item, index, where, skipped)]
             kept.append({**document, "items": items})
         elif _served(document, index, where, skipped):
@@ -106,7 +118,7 @@ def read_cluster_file(path: Path) -> ClusterFile:
         raise UsageError(f"--cluster {error}") from None
     for typo in field_typos(objects):
         warn(f"{where}: {typo}")
-    return ClusterFile(path, objects, skipped)
+    return ClusterFile(path, objects, skipped, frozenset(declared))
 
 
 def _yaml_position(error: yaml.YAMLError) -> str:
@@ -172,19 +184,29 @@ class ClusterSource:
     emulator: Emulator | None = None
     objects: tuple[Mapping[str, Any], ...] | None = None  # the cluster file's objects
     description: str = ""
+    # The kinds answers depend on that the cluster file lacks (partial.missing_kinds).
+    missing: tuple[MissingKind, ...] = ()
 
 
 def load_objects(path: Path) -> list[MutableObj]:
-    """The objects of a cluster file; says on stderr what was skipped."""
+    """The objects of a cluster file; says on stderr what was skipped and what is missing."""
+    return load_file(path).objects
+
+
+def load_file(path: Path) -> ClusterFile:
+    """A cluster file read as every tool reads it; says on stderr what was skipped and, as
+    warnings (``--strict`` fails), the kinds it lacks that answers depend on."""
     cluster = read_cluster_file(path)
     _say_skipped(cluster)
-    return cluster.objects
+    return cluster
 
 
 def _say_skipped(cluster: ClusterFile) -> None:
     skipped = cluster.skipped_text()
     if skipped:
         note(skipped)
+    for line in missing_text(f"--cluster {cluster.path}", cluster.missing, EXPORT_COMMAND):
+        warn(line)
 
 
 def load_cluster(path: Path) -> ClusterFile:
@@ -237,9 +259,10 @@ def open_cluster(
         raise UsageError("one of --cluster or --kubeconfig is required")
     if context is not None:
         raise UsageError("--context goes with --kubeconfig, not with --cluster")
-    objects = load_objects(cluster)
-    with serve(objects) as (emulator, kube), heap_frozen():
-        yield ClusterSource(kube, emulator, tuple(objects), description=f"cluster file {cluster}")
+    read = load_file(cluster)
+    missing = read.missing  # before serving: the emulator takes the objects over
+    with serve(read.objects) as (emulator, kube), heap_frozen():
+        yield ClusterSource(kube, emulator, tuple(read.objects), f"cluster file {cluster}", missing)
 
 
 @contextmanager

@@ -17,7 +17,14 @@ from lifeboat.model.instants import format_instant
 from lifeboat.model.settings import Settings
 from lifeboat.rotation import store
 from lifeboat.rotation.model import NodePhase, Rotation, StateError, to_json
-from lifeboat_local.common import EXIT_OK, EXIT_USAGE, UsageError, add_cluster_flags, add_command
+from lifeboat_local.common import (
+    EXIT_NOT_DONE,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    add_cluster_flags,
+    add_command,
+)
 from lifeboat_local.source import open_cluster
 
 # Active rotations first, then the finished ones, newest first within each.
@@ -29,9 +36,8 @@ _ORDER = {
     "completed-with-skips": 4,
     "completed": 5,
 }
-# A rotation shown has a node not done (in flight, failed, skipped, released): what a script
-# waits for before scaling a node group down. 0 only when every node shown is done.
-EXIT_NOT_DONE = 4
+# EXIT_NOT_DONE: a rotation shown has a node not done (in flight, failed, skipped, released):
+# what a script waits for before scaling a node group down. 0 only when every node shown is done.
 
 
 def add_parser(commands: Any) -> None:

@@ -57,8 +57,8 @@ def test_the_readme_has_replay_examples() -> None:
 EXPECTED_EXIT = {
     "events/examples/batch.json": 2,
     "tests/fixtures/audit/problems.yaml": 3,
-    "status --cluster wave-1.yaml": 4,
-    "status --cluster rolled-back.yaml": 4,
+    "status --cluster wave-1.yaml": 5,
+    "status --cluster rolled-back.yaml": 5,
 }
 
 
