@@ -4,6 +4,7 @@ chunked streams for watches."""
 from __future__ import annotations
 
 import json
+import select
 import socket
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -96,9 +97,10 @@ class _Handler(BaseHTTPRequestHandler):
         if result.stream is not None:
             self._stream(result)
             return
-        payload = json.dumps(result.body).encode()
+        payload = result.raw if result.raw is not None else json.dumps(result.body).encode()
         self.send_response(result.code)
-        self.send_header("Content-Type", "application/json")
+        if "Content-Type" not in result.headers:
+            self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
         for name, value in result.headers.items():
             self.send_header(name, value)
@@ -107,13 +109,19 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _client_gone(self) -> bool:
         """Whether the client closed its end (a watch's client sends nothing after its
-        request, so anything to read means end-of-file, or a reset). A peek that does not
-        wait, not ``select()``: that fails on descriptors past 1024 (FD_SETSIZE), which a
-        server holding many connections reaches."""
+        request, so anything to read means end-of-file, or a reset). ``poll()``, not
+        ``select()``: that fails on descriptors past 1024 (FD_SETSIZE), which a server
+        holding many connections reaches. (Not a non-blocking peek either: on a socket with a
+        timeout, Python waits out the timeout for it.)"""
         try:
-            return not self.connection.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
-        except (BlockingIOError, InterruptedError):
-            return False  # nothing to read: the client is still there
+            poller = select.poll()
+            poller.register(self.connection, select.POLLIN | select.POLLPRI)
+            events = poller.poll(0)
+            if not events:
+                return False  # nothing to read: the client is still there
+            if events[0][1] & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
+                return True
+            return not self.connection.recv(1, socket.MSG_PEEK)
         except (OSError, ValueError):  # reset, closed under us: gone
             return True
 

@@ -175,3 +175,21 @@ def test_a_watch_ends_when_its_client_goes_while_other_objects_change(emulator: 
             ended = True
             break
     assert ended, "the watch outlived its client while the store was busy"
+
+
+def test_a_watch_whose_client_stays_gets_changes_after_idle_periods(emulator: Emulator) -> None:
+    """The client check must not end (or stall) a watch whose client is still there: a
+    change made after several idle wake-ups still arrives at once."""
+    connection = _open_watch(emulator, "configmaps")
+    try:
+        time.sleep(2)  # four idle wake-ups, each looking at the client
+        emulator.put_object(
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "late"}, "data": {}}
+        )
+        connection.settimeout(2)
+        received = b""
+        while b'"late"' not in received:
+            received += connection.recv(65536)
+        assert b'"ADDED"' in received
+    finally:
+        connection.close()
