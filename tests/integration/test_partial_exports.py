@@ -64,7 +64,9 @@ def _records(run: CliRun) -> dict[str, dict[str, object]]:
     return first
 
 
-def test_a_full_export_lacks_nothing(cli: Callable[..., CliRun], export: Callable[..., Path]):
+def test_a_full_export_lacks_nothing(
+    cli: Callable[..., CliRun], export: Callable[..., Path]
+) -> None:
     run = cli("replay", REBALANCE, "--cluster", export(FULL), "--at", AT, "--strict", "--json")
     assert run.code == 0, run.err
     assert "holds no" not in run.err
@@ -94,7 +96,9 @@ def test_nodes_and_pods_only(cli: Callable[..., CliRun], export: Callable[..., P
     assert strict.code == 3
 
 
-def test_kubectl_get_all_has_no_nodes(cli: Callable[..., CliRun], export: Callable[..., Path]):
+def test_kubectl_get_all_has_no_nodes(
+    cli: Callable[..., CliRun], export: Callable[..., Path]
+) -> None:
     """``kubectl get all -A``: no Nodes, so every event was "ignored ... unknown instance"."""
     cluster = export("all")
     run = cli("replay", SPOT, "--cluster", cluster, "--at", AT, "--json", "--strict")
@@ -129,7 +133,9 @@ def test_one_kind_left_out(
     assert record["missing_kinds"] == [kind]
 
 
-def test_explain_says_pdbs_not_in_the_file(cli: Callable[..., CliRun], export: Callable[..., Path]):
+def test_explain_says_pdbs_not_in_the_file(
+    cli: Callable[..., CliRun], export: Callable[..., Path]
+) -> None:
     """The issue: explain printed "PDBs: none select this node's pods" where PDB
     shop/checkout covers the pod, when the PDBs were left out."""
     with_pdbs = cli("explain", REBALANCE, "--cluster", export(FULL), "--at", AT)
@@ -146,7 +152,9 @@ def test_explain_says_pdbs_not_in_the_file(cli: Callable[..., CliRun], export: C
     assert as_json.records[0]["missing_kinds"][:2] == ["PodDisruptionBudget", "NodePool"]
 
 
-def test_windows_and_audit_say_it_too(cli: Callable[..., CliRun], export: Callable[..., Path]):
+def test_windows_and_audit_say_it_too(
+    cli: Callable[..., CliRun], export: Callable[..., Path]
+) -> None:
     cluster = export("nodes,pods")
     for command in ("windows", "audit"):
         run = cli(command, "--cluster", cluster, "--at", AT)
