@@ -227,21 +227,43 @@ def live_client(kubeconfig: Path, context: str | None) -> KubeApi:
     if not kubeconfig.is_file():
         why = "is a folder" if kubeconfig.is_dir() else "no such file"
         raise UsageError(f"{where}: {why}")
+    document = _first_document(kubeconfig)
+    if _is_kubeconfig(document):
+        _check_context(where, document, context)
     try:
         api_client = api_client_from_kubeconfig(str(kubeconfig), context)
     except Exception as error:  # the kubernetes client raises several unrelated types
         hint = ""
-        if _looks_like_cluster_file(kubeconfig):
+        if not _is_kubeconfig(document) and _looks_like_cluster_file(document):
             hint = f" (this looks like a cluster file: pass it as --cluster {kubeconfig})"
         raise UsageError(f"{where}: {error}{hint}") from None
     return KubeApi(api_client)
 
 
-def _looks_like_cluster_file(path: Path) -> bool:
+def _check_context(where: str, kubeconfig: Mapping[str, Any], context: str | None) -> None:
+    """A usage error naming the context asked for (or the current one) when the kubeconfig
+    does not hold it, with the contexts it does hold."""
+    entries = kubeconfig.get("contexts") or []
+    names = [str(c.get("name")) for c in entries if isinstance(c, Mapping)]
+    wanted = context or kubeconfig.get("current-context")
+    if wanted is None or not names:
+        return  # no current context, or none at all: the client's own words say it
+    if str(wanted) not in names:
+        flag = f"--context {wanted}" if context else f"its current-context {wanted}"
+        raise UsageError(
+            f"{where}: {flag} is not among its contexts: {', '.join(names)} "
+            "(kubectl config get-contexts lists them)"
+        )
+
+
+def _first_document(path: Path) -> Any:
     try:
-        document = next(yaml.load_all(path.read_text(encoding="utf-8"), Loader=_Loader), None)
+        return next(yaml.load_all(path.read_text(encoding="utf-8"), Loader=_Loader), None)
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return False
+        return None
+
+
+def _looks_like_cluster_file(document: Any) -> bool:
     return _is_list(document) or (isinstance(document, dict) and "apiVersion" in document)
 
 
