@@ -11,7 +11,7 @@ kinds it serves, so a kind it learns to serve is read from then on.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -193,29 +193,31 @@ def load_objects(path: Path) -> list[MutableObj]:
     return load_file(path).objects
 
 
-def load_file(path: Path) -> ClusterFile:
+def load_file(path: Path, depends_on: Collection[str] | None = None) -> ClusterFile:
     """A cluster file read as every tool reads it; says on stderr what was skipped and, as
-    warnings (``--strict`` fails), the kinds it lacks that answers depend on."""
+    warnings (``--strict`` fails), the kinds it lacks that the tool's answers depend on
+    (``depends_on``: those kinds only; None: every kind partial.missing_kinds knows)."""
     cluster = read_cluster_file(path)
-    _say_skipped(cluster)
+    _say_skipped(cluster, depends_on)
     return cluster
 
 
-def _say_skipped(cluster: ClusterFile) -> None:
+def _say_skipped(cluster: ClusterFile, depends_on: Collection[str] | None = None) -> None:
     skipped = cluster.skipped_text()
     if skipped:
         note(skipped)
-    for line in missing_text(f"--cluster {cluster.path}", cluster.missing, EXPORT_COMMAND):
+    missing = [m for m in cluster.missing if depends_on is None or m.kind in depends_on]
+    for line in missing_text(f"--cluster {cluster.path}", missing, EXPORT_COMMAND):
         warn(line)
 
 
-def load_cluster(path: Path) -> ClusterFile:
+def load_cluster(path: Path, depends_on: Collection[str] | None = None) -> ClusterFile:
     """A cluster file read as every tool reads it, for a tool that reads the objects without
     serving them (``audit``): says on stderr all that ``open_cluster`` says at load (the kinds
     skipped, a NodePool's stale hash, each PDB whose pods' controllers are missing and what is
     assumed), checked on a copy of the objects, which are left as the file gave them."""
     cluster = read_cluster_file(path)
-    _say_skipped(cluster)
+    _say_skipped(cluster, depends_on)
     warnings = hash_mismatches(cluster.objects)
     _say_load_findings(warnings, Emulator(cluster.objects))  # a copy, never started
     return cluster
@@ -269,9 +271,14 @@ def _looks_like_cluster_file(document: Any) -> bool:
 
 @contextmanager
 def open_cluster(
-    cluster: Path | None, kubeconfig: Path | None, context: str | None = None
+    cluster: Path | None,
+    kubeconfig: Path | None,
+    context: str | None = None,
+    *,
+    depends_on: Collection[str] | None = None,
 ) -> Iterator[ClusterSource]:
-    """Serve ``cluster`` on the emulator for the block, or connect with ``kubeconfig``."""
+    """Serve ``cluster`` on the emulator for the block, or connect with ``kubeconfig``.
+    ``depends_on``: the kinds the tool's answers depend on (None: all), for the warnings."""
     if kubeconfig is not None:
         yield ClusterSource(
             live_client(kubeconfig, context), description=f"kubeconfig {kubeconfig}"
@@ -281,8 +288,9 @@ def open_cluster(
         raise UsageError("one of --cluster or --kubeconfig is required")
     if context is not None:
         raise UsageError("--context goes with --kubeconfig, not with --cluster")
-    read = load_file(cluster)
-    missing = read.missing  # before serving: the emulator takes the objects over
+    read = load_file(cluster, depends_on)
+    # Before serving (the emulator takes the objects over); only those the tool depends on.
+    missing = tuple(m for m in read.missing if depends_on is None or m.kind in depends_on)
     with serve(read.objects) as (emulator, kube), heap_frozen():
         yield ClusterSource(kube, emulator, tuple(read.objects), f"cluster file {cluster}", missing)
 

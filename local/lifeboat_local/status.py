@@ -71,10 +71,22 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
-    with open_cluster(args.cluster, args.kubeconfig, args.context) as source:
+    # Rotations are ConfigMaps: no kind partial.missing_kinds knows changes this answer.
+    with open_cluster(args.cluster, args.kubeconfig, args.context, depends_on=()) as source:
         selector = f"{store.NAME_LABEL}={args.rotation}" if args.rotation else store.NAME_LABEL
         try:
             found = source.kube.list_configmaps(args.namespace, selector)
+            if args.rotation and not found:  # a typo? name the rotations there are
+                everything = source.kube.list_configmaps(args.namespace, store.NAME_LABEL)
+                there = sorted(
+                    {
+                        str((c.get("metadata") or {}).get("labels", {}).get(store.NAME_LABEL))
+                        for c in everything
+                    }
+                )
+                where = f"namespace {args.namespace} of {source.description}"
+                held = f"the rotations there: {', '.join(there)}" if there else "it holds none"
+                raise UsageError(f"no rotation {args.rotation} in {where}; {held}")
         except KubeError as error:
             raise UsageError(f"{source.description}: {error}") from None
     rotations, unreadable = [], []

@@ -108,7 +108,8 @@ def test_status_names_what_it_cannot_find_or_read(
         f"no rotation in namespace lifeboat of cluster file {CLUSTER}\n",
     )
     missing = cli("status", "nope", "--cluster", CLUSTER)
-    assert missing.code == 1 and "no rotation nope in lifeboat" in missing.err
+    assert missing.code == 1 and "no rotation nope in namespace lifeboat" in missing.err
+    assert "it holds none" in missing.err
     broken = tmp_path / "broken.yaml"
     broken.write_text(
         yaml.safe_dump(
@@ -124,6 +125,13 @@ def test_status_names_what_it_cannot_find_or_read(
             }
         )
     )
+    # Issue 38.7: a name the file does not hold lists those it does (it said "no rotation").
+    typo = cli("status", "y", "--cluster", broken)
+    assert typo.code == 1
+    assert typo.err.rstrip().endswith(
+        f"no rotation y in namespace lifeboat of cluster file {broken}; the rotations there: x"
+    )
+    assert typo.out == ""
     run = cli("status", "--cluster", broken)
     assert run.code == EXIT_NOT_DONE  # what it cannot read it cannot call done
     assert (

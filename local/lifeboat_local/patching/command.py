@@ -79,7 +79,8 @@ def check_args(args: argparse.Namespace) -> None:
 
 def _nodes(args: argparse.Namespace) -> list[dict[str, Any]]:
     if args.cluster is not None:
-        return [dict(n) for n in read_cluster_file(args.cluster).nodes]
+        # Only the Nodes are read: a file without the other kinds is fine here.
+        return [dict(n) for n in read_cluster_file(args.cluster, depends_on=("Node",)).nodes]
     with open_cluster(None, args.kubeconfig, args.context) as source:
         return [dict(n) for n in read_live(source.kube).nodes]
 
