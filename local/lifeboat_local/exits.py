@@ -11,6 +11,7 @@ to this module.
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 
 
@@ -77,7 +78,9 @@ def epilog(command: str | None = None) -> str:
     """The exit statuses ``command`` can return (None: all of them), for ``--help``."""
     rows = BY_COMMAND[command] if command else TABLE
     lines = ["exit status (the same numbers for every lifeboat command):"]
-    lines += [f"  {row.code:<3} {row.meaning}" for row in rows]
+    for row in rows:
+        text = textwrap.fill(row.meaning, width=88, subsequent_indent=" " * 6)
+        lines.append(f"  {row.code:<3} {text}")
     if command:
         lines.append(f"  {INTERRUPTED.code}/{BROKEN_PIPE.code} interrupted / output closed")
     return "\n".join(lines)

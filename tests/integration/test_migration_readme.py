@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from lifeboat_local.exits import EXIT_NOT_DONE
 from tests.conftest import CliRun
 from tests.integration import test_rotation_readme as rotation_readme
 from tests.integration.rotation_rig import ROOT
@@ -45,10 +46,12 @@ def test_the_migration_walkthrough_shows_what_the_commands_print(
     for command, shown in blocks:
         args = [str(tmp_path / a) if a in WRITTEN else a for a in command.split()]
         run = cli(*args)
-        # lifeboat status exits 4 while any node is not done (paused at a checkpoint, rolled
-        # back): the scale-down gate of issue 22.
-        expected = 4 if command.startswith("status") and "wave-1" in command else 0
-        expected = 4 if command.startswith("status") and "rolled-back" in command else expected
+        # lifeboat status exits EXIT_NOT_DONE while any node is not done (paused at a
+        # checkpoint, rolled back): the scale-down gate of issue 22.
+        not_done = command.startswith("status") and (
+            "wave-1" in command or "rolled-back" in command
+        )
+        expected = EXIT_NOT_DONE if not_done else 0
         assert run.code == expected, (command, run.err)
         printed = run.out.replace(f"{tmp_path}/", "")
         assert [line.strip() for line in printed.splitlines()] == shown, command

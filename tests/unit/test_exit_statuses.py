@@ -52,17 +52,19 @@ def _subparser(name: str) -> argparse.ArgumentParser:
 @pytest.mark.parametrize("name", list(cli.COMMANDS))
 def test_every_commands_help_ends_with_its_exit_statuses(name: str) -> None:
     help_text = _subparser(name).format_help()
+    assert help_text.rstrip().endswith(exits.epilog(name))
+    said = " ".join(help_text.split())  # the meanings, unwrapped
     for row in exits.BY_COMMAND[name]:
-        assert f"  {row.code:<3} {row.meaning}" in help_text, (name, row.code)
+        assert f"{row.code} {row.meaning}" in said, (name, row.code)
     others = set(exits.TABLE) - set(exits.BY_COMMAND[name]) - {exits.INTERRUPTED, exits.BROKEN_PIPE}
     for row in others:
-        assert row.meaning not in help_text, (name, row.code)
+        assert row.meaning not in said, (name, row.code)
 
 
 def test_the_top_level_help_shows_the_whole_table() -> None:
-    help_text = cli.build_parser().format_help()
+    said = " ".join(cli.build_parser().format_help().split())
     for row in exits.TABLE:
-        assert f"  {row.code:<3} {row.meaning}" in help_text
+        assert f"{row.code} {row.meaning}" in said
 
 
 def test_the_docs_reference_page_shows_the_table() -> None:

@@ -36,8 +36,7 @@ DEFAULT_MAX_AGE_DAYS = 30
 EXAMPLES = """
     lifeboat patching --kubeconfig ~/.kube/config --region eu-west-1
     lifeboat patching --cluster cluster.yaml --json --max-age-days 14
-    lifeboat patching --cluster events/patching/cluster.yaml --from events/patching/aws \
-        --at 2026-12-01T14:05:00Z              # AWS's answers saved as files: no account
+    lifeboat patching --cluster events/cluster.yaml --from events/patching  # saved answers
 """
 
 
