@@ -71,6 +71,7 @@ BY_COMMAND: dict[str, tuple[ExitStatus, ...]] = {
     "convert": (OK, USAGE, REJECTED, FINDINGS),
     "patching": (OK, USAGE, FINDINGS),
     "fleet": (OK, USAGE),
+    "init": (OK, USAGE),
 }
 
 

@@ -19,7 +19,7 @@ import yaml
 from tests.conftest import CliRun
 from tests.integration.test_patching import AL2023, AT, BOTTLEROCKET, REGION, patching
 from tests.integration.test_patching import fleet as fleet  # the fixture, shared
-from tests.support.paths import EVENTS, ROOT, SAMPLE_CLUSTER
+from tests.support.paths import EVENTS, SAMPLE_CLUSTER
 
 SAMPLE = EVENTS / "patching"
 SAMPLE_AT = "2026-12-01T14:05:00Z"
@@ -129,17 +129,3 @@ def _nodes() -> list[dict[str, Any]]:
             "spec": {"providerID": "aws:///eu-west-1a/i-0123456789abcdef0"},
         }
     ]
-
-
-def test_the_docs_show_a_real_run_of_the_sample(
-    cli: Callable[..., CliRun], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """docs/commands/patching.md's sample output is what the command prints."""
-    page = (ROOT / "docs" / "commands" / "patching.md").read_text(encoding="utf-8")
-    block = page.split("<!-- patching-sample:")[1].split("```console\n")[1].split("```")[0]
-    command, _, shown = block.partition("\n")
-    monkeypatch.chdir(ROOT)
-    argv = command.removeprefix("$ lifeboat ").split()
-    run = cli(*argv)
-    assert run.code == 3
-    assert run.err + run.out == shown
