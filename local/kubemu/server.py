@@ -43,6 +43,15 @@ class _Handler(BaseHTTPRequestHandler):
         # until the client's delayed ACK (~40 ms a request).
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
+    def handle(self) -> None:
+        """The connection's requests; a client that goes mid-request or mid-answer (a reset,
+        a broken pipe, a timeout) ends its connection quietly, never a traceback on the
+        server's stderr (socketserver's handle_error prints one for anything raised)."""
+        try:
+            super().handle()
+        except (ConnectionError, TimeoutError):
+            self.close_connection = True
+
     def log_message(self, format: str, *args: Any) -> None:
         """Silenced: a benchmark's thousands of requests must not flood stderr."""
 

@@ -193,3 +193,23 @@ def test_a_watch_whose_client_stays_gets_changes_after_idle_periods(emulator: Em
         assert b'"ADDED"' in received
     finally:
         connection.close()
+
+
+def test_a_client_reset_mid_request_leaves_no_traceback(
+    emulator: Emulator, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 33.5, every socket error handled: a client that resets its connection while
+    the server reads its body (SO_LINGER 0: an RST, not a FIN) ended in socketserver's
+    traceback on stderr."""
+    import struct
+
+    host, port = emulator.url.removeprefix("http://").split(":")
+    before = threading.active_count()
+    connection = socket.create_connection((host, int(port)), timeout=10)
+    head = _post(f"{host}:{port}").encode() + b"Content-Length: 100000\r\n\r\n{"
+    connection.sendall(head)
+    time.sleep(0.2)  # the server is reading the body
+    connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    connection.close()
+    assert _threads_back_to(before) == before
+    assert "Traceback" not in capfd.readouterr().err
