@@ -63,7 +63,7 @@ def follow_ups(
     if decision.awaits_replacement and wakeup is not None:
         planned.append(wakeup.again(base + FOLLOW_UP_INTERVAL))
     elif decision.outcome is Outcome.DEFERRED:
-        planned.append(Wakeup(Task.DECIDE, notice, _decide_again_at(decision, base)))
+        planned.append(Wakeup(Task.DECIDE, notice, decide_again_at(decision, base)))
     if release_cordon_after and _only_cordoned(notice, decision, wakeup):
         # Cordoned, not replaced: if no interruption follows, the node is not left out of
         # scheduling for ever (decide.wakeups.release_cordon).
@@ -96,9 +96,10 @@ def _after_give_up(
     return Wakeup(Task.DECIDE, notice, due, cluster=wakeup.cluster)
 
 
-def _decide_again_at(decision: Decision, base: datetime) -> datetime:
+def decide_again_at(decision: Decision, base: datetime) -> datetime:
     """When a deferred notice is decided again: at its deferral's end or its next look,
-    whichever comes first (a look no later than ``RECHECK_INTERVAL`` after ``base``)."""
+    whichever comes first (a look no later than ``RECHECK_INTERVAL`` after ``base``). The
+    report's ``recheck_at``: a deferral may act sooner than its ``deferred_until``."""
     recheck = (
         _earliest(decision.recheck_at, base + RECHECK_INTERVAL)
         if decision.recheck_at is not None

@@ -29,6 +29,7 @@ from lifeboat.aws.sweep import (
     vanished,
 )
 from lifeboat.decide import Decision, Step, decide, follow_ups
+from lifeboat.decide.followups import decide_again_at
 from lifeboat.decide.notice import replacement_refused
 from lifeboat.decide.staleness import Stale, staleness
 from lifeboat.decide.wakeups import (
@@ -553,6 +554,7 @@ class Pipeline:
             pods_remaining=result.pods_remaining,
             dry_run=self.settings.dry_run,
             cluster=cluster,
+            recheck_at=decide_again_at(decision, wakeup.due if wakeup is not None else now),
         )
 
     def _follow_up(
