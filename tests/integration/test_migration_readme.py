@@ -38,7 +38,7 @@ def test_the_migration_walkthrough_shows_what_the_commands_print(
     # Step 2's shell lines: the pools of the sample's groups, appended to the cluster file.
     pools = tmp_path / "pools.yaml"
     made = cli("convert", "--cluster", "events/cluster.yaml", "--cluster-name", "prod-a",
-               "--out", pools)  # fmt: skip
+               "--ami-alias", "al2023@v20250107", "--out", pools)  # fmt: skip
     assert made.code == 0, made.err
     cluster = (ROOT / "events" / "cluster.yaml").read_text()
     (tmp_path / "with-pools.yaml").write_text(cluster + "---\n" + pools.read_text())
