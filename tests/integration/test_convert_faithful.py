@@ -318,6 +318,45 @@ def test_an_arm64_override_with_its_own_template_gets_its_ami_in_the_class(
     apply_all(emulator, run.out)
 
 
+def test_an_alias_chosen_for_a_mixed_group_covers_every_architecture(
+    aws: boto3.Session, cli: Callable[..., CliRun], emulator: Emulator
+) -> None:
+    """--ami-alias replaces the group's AMI ids: an alias resolves an AMI per architecture
+    (Karpenter's alias families publish amd64 and arm64 images), so nothing is refused."""
+    _mixed(
+        aws,
+        [{"InstanceType": "m5.large"}, {"InstanceType": "c6g.large"}],
+        OnDemandPercentageAboveBaseCapacity=100,
+    )
+    run = cli("convert", "--node-group", "legacy-workers", "--cluster-name", "prod-a", *PINNED)
+    assert run.code == 0, run.err
+    spec = by_kind(run.out)[("EC2NodeClass", "legacy-workers")]["spec"]
+    assert spec["amiSelectorTerms"] == [{"alias": "al2023@v20241121"}]
+    assert "amiFamily" not in spec
+    assert "replaces the group's own AMI" in run.err
+    apply_all(emulator, run.out)
+
+
+def test_ami_alias_latest_follows_the_family_of_the_groups_ami(
+    aws: boto3.Session, cli: Callable[..., CliRun]
+) -> None:
+    """An AL2 AMI (amazon-eks-arm64-node-..., the AL2 arm64 name) follows al2@latest."""
+    net = _network(aws)
+    image = _eks_image(aws, "amazon-eks-arm64-node-1.29-v20240213", "arm64")
+    template = _template(aws, net, image, "legacy-workers", InstanceType="c6g.large")
+    _asg(aws, net, LaunchTemplate={"LaunchTemplateId": template, "Version": "1"})
+    pinned = cli("convert", "--node-group", "legacy-workers", "--cluster-name", "prod-a")
+    assert pinned.code == 0, pinned.err
+    spec = by_kind(pinned.out)[("EC2NodeClass", "legacy-workers")]["spec"]
+    assert (spec["amiFamily"], spec["amiSelectorTerms"]) == ("AL2", [{"id": image}])
+    latest = cli(
+        "convert", "--node-group", "legacy-workers", "--cluster-name", "prod-a",
+        "--ami-alias", "latest",
+    )  # fmt: skip
+    spec = by_kind(latest.out)[("EC2NodeClass", "legacy-workers")]["spec"]
+    assert spec["amiSelectorTerms"] == [{"alias": "al2@latest"}]
+
+
 def test_a_type_no_template_has_an_ami_for_is_refused_by_name(
     aws: boto3.Session, cli: Callable[..., CliRun]
 ) -> None:

@@ -52,6 +52,16 @@ def test_a_node_count_past_int32_is_a_usage_error(
     assert run.out == ""
 
 
+def test_a_deep_instance_types_file_is_a_usage_error(
+    tmp_path: Path, cli: Callable[..., CliRun]
+) -> None:
+    types = write(tmp_path, "[" * 50_000 + "]" * 50_000, "types.json")
+    run = _run(tmp_path, cli, ISSUE_SETTINGS, "--instance-types", str(types))
+    assert run.code == 1
+    assert "not the output of `aws ec2 describe-instance-types" in run.err
+    assert "Traceback" not in run.err
+
+
 def test_a_file_past_the_size_bound_is_a_usage_error(
     tmp_path: Path, cli: Callable[..., CliRun]
 ) -> None:

@@ -41,6 +41,7 @@ AMI_TYPES = (
 AMI_NAME_FAMILIES = (
     ("amazon-eks-node-al2023", "AL2023"),
     ("amazon-eks-node-", "AL2"),
+    ("amazon-eks-arm64-node-", "AL2"),
     ("amazon-eks-gpu-node-", "AL2"),
     ("bottlerocket-", "Bottlerocket"),
 )
@@ -140,6 +141,7 @@ class AwsReader:
         if data.get("ImageId"):
             group.ami_id = data["ImageId"]
             group.ami_family = self._ami_family(data["ImageId"], group.source)
+            group.alias_family = group.ami_family.lower()  # what --ami-alias latest follows
             group.ami_alias = None
             group.ami_arches = mixed.one_ami_per_arch(
                 group,
@@ -182,21 +184,24 @@ class AwsReader:
         """A node group without a launch template runs on the one EKS made for it (in the
         account, on the group's Auto Scaling group): its metadata options are carried."""
         names = [a["name"] for a in (ng.get("resources") or {}).get("autoScalingGroups") or []]
-        found = (
-            self.autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=names[:1])
-            if names
-            else {}
-        )
-        for asg in found.get("AutoScalingGroups") or []:
-            spec = asg.get("LaunchTemplate") or (
-                (asg.get("MixedInstancesPolicy") or {}).get("LaunchTemplate") or {}
-            ).get("LaunchTemplateSpecification")
-            options = metadata_options(
-                (self.launch_template(spec) if spec else {}).get("MetadataOptions") or {}
+        try:
+            found = (
+                self.autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=names[:1])
+                if names
+                else {}
             )
-            if options:
-                group.metadata_options = options
-                return
+            for asg in found.get("AutoScalingGroups") or []:
+                spec = asg.get("LaunchTemplate") or (
+                    (asg.get("MixedInstancesPolicy") or {}).get("LaunchTemplate") or {}
+                ).get("LaunchTemplateSpecification")
+                options = metadata_options(
+                    (self.launch_template(spec) if spec else {}).get("MetadataOptions") or {}
+                )
+                if options:
+                    group.metadata_options = options
+                    return
+        except ClientError:  # e.g. not allowed to read it: said below, like a missing one
+            pass
         group.notes.append(
             f"{group.source}: the metadata options of EKS's launch template for the group "
             "were not found: Karpenter's defaults apply (IMDSv2 required, hop limit 1: pods "

@@ -170,7 +170,8 @@ def choose_ami(group: NodeGroup, alias: str | None) -> None:
             f"{group.source}: --ami-alias {alias} replaces the group's own AMI "
             f"({group.ami_id or group.ami_alias})"
         )
-    group.ami_alias, group.ami_id, group.ami_family, group.more_ami_ids = alias, None, None, []
+    group.ami_alias, group.ami_id, group.ami_family = alias, None, None
+    group.more_ami_ids, group.ami_arches = [], {}  # an alias resolves every architecture
 
 
 def _groups(args: argparse.Namespace, errors: list[str]) -> tuple[list[NodeGroup], Capacities]:
