@@ -12,7 +12,7 @@ from typing import Any
 
 from lifeboat_local.convert.model import ConversionError, NodeGroup
 
-# Karpenter's docs, "NodePools" > "On-Demand/Spot Ratio Split": the way to keep a ratio.
+# Karpenter's docs, concepts/scheduling "On-Demand/Spot Ratio Split": the way to keep a ratio.
 RATIO_RECIPE = (
     "to keep a ratio, split the pool as Karpenter's docs show ('On-Demand/Spot Ratio "
     "Split': a Spot and an on-demand pool told apart by a capacity-spread label, and "

@@ -207,7 +207,8 @@ def _ami(group: NodeGroup) -> dict[str, Any]:
 def _ebs(volume: RootVolume) -> dict[str, Any]:
     """The root volume's EBS settings: encrypted (with the template's KMS key) unless the
     group's template says it is not. Listing a block device drops Karpenter's own default,
-    which is encrypted (``amifamily`` ``DefaultBlockDeviceMappings``), so it is written."""
+    which is encrypted (karpenter-provider-aws ``amifamily`` ``DefaultEBS``), so it is
+    written."""
     ebs: dict[str, Any] = {"volumeSize": f"{volume.size_gib}Gi", "volumeType": volume.volume_type}
     if volume.iops is not None and volume.volume_type in ("gp3", "io1", "io2"):
         ebs["iops"] = volume.iops

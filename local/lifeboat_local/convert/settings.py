@@ -95,12 +95,16 @@ def _load(path: Path) -> list[Any]:
 
 def _deeper_than(value: Any, limit: int) -> bool:
     """Whether ``value`` nests more than ``limit`` mappings or sequences (iteratively: a
-    50,000-deep document must not exhaust Python's recursion)."""
+    50,000-deep document must not exhaust Python's recursion; each shared value once)."""
     stack: list[tuple[Any, int]] = [(value, 0)]
+    deepest: dict[int, int] = {}  # an aliased value is walked again only when met deeper
     while stack:
         item, depth = stack.pop()
         if depth > limit:
             return True
+        if not isinstance(item, (dict, list)) or deepest.get(id(item), -1) >= depth:
+            continue
+        deepest[id(item)] = depth
         if isinstance(item, dict):
             stack += [(child, depth + 1) for child in item.values()]
         elif isinstance(item, list):
