@@ -108,6 +108,8 @@ def test_ami_alias_latest_is_followed_only_when_asked_and_warned_about(
     ] == [{"alias": "al2023@v20241121"}]
     bad = _settings_run(tmp_path, cli, "--ami-alias", "ubuntu@v1")
     assert bad.code == 1 and "FAMILY one of al2, al2023" in bad.err
+    windows = _settings_run(tmp_path, cli, "--ami-alias", "windows2022@v20241121")
+    assert windows.code == 1 and "Windows aliases take no version" in windows.err
 
 
 def _managed(aws: boto3.Session, name: str = "legacy", **extra: Any) -> dict[str, str]:
@@ -196,6 +198,17 @@ def test_a_group_named_with_an_underscore_converts_and_keeps_its_name(
     )  # fmt: skip
     assert named.code == 0, named.err
     assert ("NodePool", "general") in by_kind(named.out)
+    invalid = cli(
+        "convert", "--node-group", "default_node_group", "--cluster-name", "prod-a",
+        "--name", "General_Pool",
+    )  # fmt: skip
+    assert invalid.code == 2 and "--name 'General_Pool' is not a valid NodePool name" in invalid.err
+
+
+def test_name_is_refused_for_more_than_one_group(cli: Callable[..., CliRun]) -> None:
+    run = cli("convert", "--cluster", Path("events/cluster.yaml"), *PINNED, "--name", "general")
+    assert run.code == 1
+    assert "--name names one pool, and there are 2 groups" in run.err
 
 
 # --- the launch template: encryption, KMS key, metadata options ---------------------------

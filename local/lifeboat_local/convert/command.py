@@ -145,6 +145,11 @@ def check_args(args: argparse.Namespace) -> None:
 def check_alias(alias: str) -> None:
     """``latest``, or FAMILY@VERSION with a family Karpenter knows (its CRD's list)."""
     family, at, version = alias.partition("@")
+    if family.startswith("windows") and version not in ("", LATEST):
+        raise UsageError(
+            f"convert: --ami-alias {alias!r}: Windows aliases take no version (the "
+            f"EC2NodeClass CRD): {family}@latest, or --ami-alias latest"
+        )
     if alias == LATEST or (at and family in ALIAS_FAMILIES and version):
         return
     raise UsageError(
