@@ -29,6 +29,7 @@ from lifeboat_local.common import (
     note,
     warn,
     write_output,
+    zone_name,
 )
 from lifeboat_local.convert import nodes, settings
 from lifeboat_local.convert.capacity import Capacities, Capacity, read_file, shipped
@@ -86,7 +87,9 @@ def add_parser(commands: Any) -> None:
         help="instance capacities: `aws ec2 describe-instance-types --output json` output "
         "(offline sources; default: the table shipped with Lifeboat)",
     )
-    parser.add_argument("--zone", help="the zone of single-zone groups (settings form)")
+    parser.add_argument(
+        "--zone", type=zone_name, help="the zone of single-zone groups (settings form)"
+    )
     parser.add_argument(
         "--node-role",
         metavar="ROLE",
