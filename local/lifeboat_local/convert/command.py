@@ -7,7 +7,7 @@ API server with Karpenter's CRDs would check it before it is printed. Notes (wha
 NodePool equivalent, the choices made) go to stderr.
 
 Exit status: 0 converted; 2 some group could not be converted (each named with the fix; the
-others are still printed); 1 usage error.
+others are still printed); 1 usage error; 3 with --strict, a warning was said.
 """
 
 from __future__ import annotations
@@ -25,9 +25,12 @@ from lifeboat_local.common import (
     EXIT_REJECTED,
     UsageError,
     add_command,
+    add_strict_flag,
     check_output_file,
     note,
+    strict_status,
     warn,
+    warnings_said,
     write_output,
     zone_name,
 )
@@ -59,7 +62,7 @@ def add_parser(commands: Any) -> None:
         "schemas and CEL rules. " + CHOICE + "; expireAfter: Never unless --expire-after. "
         "The AMI is pinned (the group's AMI id or release) unless --ami-alias latest. "
         "Exit status: 0 converted; 2 a group could not be converted (named, with the fix); "
-        "1 usage error.",
+        "1 usage error; 3 with --strict, a warning was said.",
         examples=EXAMPLES,
     )
     source = parser.add_mutually_exclusive_group(required=True)
@@ -122,11 +125,7 @@ def _add_choices(parser: argparse.ArgumentParser) -> None:
         help="the NodePool and EC2NodeClass name (one group only; default: the group's name, "
         "made valid: lower case, '-' for other characters, a hash when changed)",
     )
-    parser.add_argument(
-        "--strict",
-        action="store_true",
-        help="settings form: a key convert does not know is an error (exit 2), not a warning",
-    )
+    add_strict_flag(parser)  # a settings key convert does not know, an AMI on latest: exit 3
 
 
 def check_args(args: argparse.Namespace) -> None:
@@ -191,7 +190,7 @@ def _groups(args: argparse.Namespace, errors: list[str]) -> tuple[list[NodeGroup
         except ConversionError as error:
             raise UsageError(f"--instance-types {error}") from None
     context = settings.SettingsContext(
-        cluster_name=args.cluster_name, role=args.node_role, zone=args.zone, strict=args.strict
+        cluster_name=args.cluster_name, role=args.node_role, zone=args.zone
     )
     if args.node_group is not None:
         import boto3
@@ -217,6 +216,7 @@ def _groups(args: argparse.Namespace, errors: list[str]) -> tuple[list[NodeGroup
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     check_args(args)
+    said_before = warnings_said()
     errors: list[str] = []
     try:
         groups, capacities = _groups(args, errors)
@@ -244,4 +244,4 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             note(f"convert: wrote {len(items) // 2} NodePool(s) and EC2NodeClass(es) to {args.out}")
     else:
         (out or sys.stdout).write(document)
-    return EXIT_REJECTED if errors else EXIT_OK
+    return strict_status(args, EXIT_REJECTED if errors else EXIT_OK, said_before)

@@ -7,9 +7,10 @@ multi-document YAML or a ``kind: List``)::
 The form names no subnets, security groups, role or zone: those come from the command line
 (``SettingsContext``) and are listed in the notes. The keys are documented in a table in
 docs/migrating.md ("Settings keys"); a key that is not one of them is warned about with the
-nearest one (``--strict``: refused). The file is read through the cluster-file reader
-(``kubemu.clusterfile.read_documents``: nesting depth, alias expansion bounded) and numbers
-are bounded (a node count is an int32, as Kubernetes' and Auto Scaling's are).
+nearest one (``--strict``: exit 3, as for every command's warnings). The file is read
+through the cluster-file reader (``kubemu.clusterfile.read_documents``: nesting depth, alias
+expansion bounded) and numbers are bounded (a node count is an int32, as Kubernetes' and
+Auto Scaling's are).
 """
 
 from __future__ import annotations
@@ -67,7 +68,6 @@ class SettingsContext:
     cluster_name: str | None = None
     role: str | None = None
     zone: str | None = None
-    strict: bool = False  # an unknown key is an error, not a warning
 
 
 def _load(path: Path) -> list[Any]:
@@ -184,19 +184,15 @@ def _volume_type(data: dict[str, Any], where: str) -> str:
     return volume_type
 
 
-def _unknown_keys(data: dict[str, Any], where: str, strict: bool) -> None:
+def _unknown_keys(data: dict[str, Any], where: str) -> None:
     """Warn about each key convert does not read, with the nearest one it does (a typo
-    changes the pool silently otherwise); with ``strict`` refuse the group."""
+    changes the pool silently otherwise); ``--strict`` makes the warning exit 3."""
     said = []
     for key in sorted(set(map(str, data)) - set(KEYS)):
         near = difflib.get_close_matches(key, KEYS, n=1, cutoff=0.6)
         said.append(f"{key!r} (did you mean {near[0]!r}?)" if near else repr(key))
-    if not said:
-        return
-    text = f"{where}: data: not a settings key, not converted: {', '.join(said)}"
-    if strict:
-        raise ConversionError(f"{text} (--strict)")
-    warn(f"convert: {text}")
+    if said:
+        warn(f"convert: {where}: data: not a settings key, not converted: {', '.join(said)}")
 
 
 def _settings_notes(data: dict[str, Any], where: str, min_size: int) -> list[str]:
@@ -258,7 +254,7 @@ def node_group(where: str, config_map: dict[str, Any], context: SettingsContext)
     _check_launch_type(data, where)
     volume_type = _volume_type(data, where)
     size = _int(data, "k8s_root_volume_size", where, 1)
-    _unknown_keys(data, where, context.strict)
+    _unknown_keys(data, where)
     notes = _settings_notes(data, where, min_size)
     zones = _zones(data, where, context)
     cluster = context.cluster_name or "CLUSTER_NAME"
