@@ -263,6 +263,7 @@ def _pipeline(
     clock: Callable[[], datetime],
 ) -> Pipeline:
     """The pipeline over the stack's AWS services, its clients made but not used yet."""
+    from lifeboat.aws.capacity_blocks import Ec2CapacityReservations
     from lifeboat.aws.idempotency import PowertoolsLedger
     from lifeboat.aws.lifecycle import AutoScalingLifecycle
     from lifeboat.aws.scheduler import SchedulerWakeups
@@ -279,9 +280,11 @@ def _pipeline(
     )
     ec2 = session.client("ec2", region_name=region)
     dynamodb = session.client("dynamodb", region_name=region)
+    directory = Ec2InstanceDirectory(ec2)
+    blocks = Ec2CapacityReservations(ec2) if settings.sweep_capacity_blocks else None
     return Pipeline(
         clusters=clusters,
-        directory=Ec2InstanceDirectory(ec2),
+        directory=directory,
         settings=settings,
         clock=clock,
         lifecycle=AutoScalingLifecycle(lazy["autoscaling"]),
@@ -293,4 +296,6 @@ def _pipeline(
         notices_per_message=NOTICES_PER_MESSAGE,
         statuses=Ec2InstanceStatuses(ec2),
         scope=clusters.catalog,
+        reservations=directory,
+        capacity_reservations=blocks,
     )
