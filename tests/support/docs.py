@@ -23,6 +23,7 @@ PAGES = (
     "docs/concepts/hand-over.md",
     "docs/concepts/wake-ups.md",
     "docs/karpenter.md",
+    "docs/capacity-blocks.md",
     "docs/from-nth.md",
     "docs/commands/index.md",
     "docs/commands/windows.md",

@@ -291,3 +291,24 @@ def test_an_acted_node_of_an_ending_block_is_published_as_capacity_block_ending(
     assert detail["end_date"] == END.isoformat()
     ignored = replace(report, outcome=Outcome.IGNORED, actions=())
     assert EventBridgeNotifier(None).entries([ignored]) == []
+
+
+def test_the_pod_warnings_right_is_events_create_bound_per_namespace_only() -> None:
+    """Least privilege: Events live in their object's namespace, so warning pods needs
+    ``events: create`` there; deploy/pod-warnings.yaml gives it by RoleBinding (one namespace
+    at a time), never cluster-wide, and deploy/rbac.yaml stays as it was."""
+    import yaml
+
+    from tests.support.paths import ROOT
+
+    documents = list(yaml.safe_load_all((ROOT / "deploy" / "pod-warnings.yaml").read_text()))
+    kinds = sorted(d["kind"] for d in documents if d)
+    assert kinds == ["ClusterRole", "RoleBinding"]
+    [role] = [d for d in documents if d and d["kind"] == "ClusterRole"]
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}]
+    [binding] = [d for d in documents if d and d["kind"] == "RoleBinding"]
+    assert binding["metadata"]["namespace"] == "ml"
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert binding["subjects"] == [
+        {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "lifeboat"}
+    ]

@@ -118,12 +118,13 @@ _FINISHED = ("Succeeded", "Failed")
 def warn_pods(
     kube: KubeApi, node: Mapping[str, Any], notice: Notice, decision: Decision, now: datetime
 ) -> int:
-    """A Warning Event on every running pod of ``node`` when its Capacity Block is ending and
-    Lifeboat acts on it: the head start (40 minutes before the end, 10 before EC2 starts
-    terminating) a job needs to checkpoint. One LIST of the node's pods; best effort, like
-    :func:`record`; a redelivery answers 409 (the names derive from the notice). Returns how
-    many Events were created."""
-    if notice.kind is not Kind.CAPACITY_BLOCK_EXPIRY or decision.outcome is not Outcome.ACTED:
+    """A Warning Event on every running pod of ``node`` when its Capacity Block is ending:
+    the head start (40 minutes before the end, 10 before EC2 starts terminating) a job needs
+    to checkpoint. Whatever Lifeboat decides for the node (acted on, or found already being
+    deleted by Karpenter's expiration controller): the block ends all the same. One LIST of
+    the node's pods; best effort, like :func:`record`; a redelivery answers 409 (the names
+    derive from the notice). Returns how many Events were created."""
+    if notice.kind is not Kind.CAPACITY_BLOCK_EXPIRY or decision.outcome is Outcome.DEFERRED:
         return 0
     node_name = node["metadata"]["name"]
     try:
