@@ -117,8 +117,8 @@ class Rig:
             {"Name": "capacity-reservation-id", "Values": [BLOCK]},
             {"Name": "instance-state-name", "Values": list(LIVE_STATES)},
         ]
-        reservations = [{"ReservationId": "r-0a1b2c3d4e5f60031", "Instances": []}]
-        reservations[0]["Instances"] = [ec2_instance(i) for i in IN_BLOCK]
+        instances = [ec2_instance(i) for i in IN_BLOCK]
+        reservations = [{"ReservationId": "r-0a1b2c3d4e5f60031", "Instances": instances}]
         self.stubber.add_response(
             "describe_instances", {"Reservations": reservations}, {"Filters": filters}
         )
@@ -190,9 +190,9 @@ def assert_the_three_acted_on_and_the_fourth_untouched(rig: Rig, reports: list[R
         assert types.index("create-nodeclaim") < types.index("delete-nodeclaim")
     replacements = rig.replacements()
     assert sorted(replacements) == sorted(claim for _, claim, _ in IN_BLOCK.values())
-    for claim in replacements.values():
+    for replacement in replacements.values():
         asked = [
-            r for r in claim["spec"]["requirements"] if r["key"] == CAPACITY_RESERVATION_ID_LABEL
+            r for r in replacement["spec"]["requirements"] if r["key"] == CAPACITY_RESERVATION_ID_LABEL
         ]
         assert asked == [
             {"key": CAPACITY_RESERVATION_ID_LABEL, "operator": "NotIn", "values": [BLOCK]}
