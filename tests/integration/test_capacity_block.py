@@ -192,7 +192,9 @@ def assert_the_three_acted_on_and_the_fourth_untouched(rig: Rig, reports: list[R
     assert sorted(replacements) == sorted(claim for _, claim, _ in IN_BLOCK.values())
     for replacement in replacements.values():
         asked = [
-            r for r in replacement["spec"]["requirements"] if r["key"] == CAPACITY_RESERVATION_ID_LABEL
+            r
+            for r in replacement["spec"]["requirements"]
+            if r["key"] == CAPACITY_RESERVATION_ID_LABEL
         ]
         assert asked == [
             {"key": CAPACITY_RESERVATION_ID_LABEL, "operator": "NotIn", "values": [BLOCK]}

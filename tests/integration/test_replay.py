@@ -44,6 +44,7 @@ KINDS = {
     "state-change",
     "asg-termination",
     "capacity-reservation-interruption",
+    "capacity-block-expiry",
     "unsupported",
 }
 OUTCOMES = {"acted", "deferred", "ignored", "rejected"}
@@ -415,6 +416,7 @@ def test_an_event_is_recorded_on_each_affected_node(
         ("state-change", "acted"): "InstanceStateChange",
         ("asg-termination", "acted"): "AutoScalingTermination",
         ("capacity-reservation-interruption", "acted"): "CapacityReservationInterruption",
+        ("capacity-block-expiry", "acted"): "CapacityBlockExpiry",
         ("scheduled-change", "acted"): "ScheduledMaintenance",
         ("scheduled-change", "deferred"): "ScheduledMaintenanceDeferred",
         ("rebalance-recommendation", "deferred"): "RebalanceRecommendationDeferred",

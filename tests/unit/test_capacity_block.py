@@ -90,6 +90,15 @@ def test_a_warning_for_a_block_already_ended_is_ignored() -> None:
     assert notice.ignore_reason is not None and "already ended" in notice.ignore_reason
 
 
+def test_a_warning_far_ahead_of_the_end_is_not_obeyed() -> None:
+    """Hostile or wrong input: EC2 warns 40 minutes before the end; a "warning" days ahead
+    would take every node of the block out days early. The sweep covers the real end."""
+    [notice] = parse(warning(**{"end-date": "2026-12-08T11:30:00Z"}))
+    assert notice.ignore_reason is not None and "more than 2 hours" in notice.ignore_reason
+    [near] = parse(warning(**{"end-date": "2026-12-01T16:05:00Z"}))  # two hours: still obeyed
+    assert near.ignore_reason is None
+
+
 def test_delivered_is_routed_and_ignored_with_its_reason() -> None:
     [notice] = parse(sample("capacity-block/delivered"))
     assert notice.kind is Kind.CAPACITY_BLOCK_EXPIRY

@@ -46,6 +46,10 @@ from lifeboat.model.instants import format_instant
 # EC2 sends the warning 40 minutes before the end and starts terminating 30 minutes before.
 WARNING_LEAD = timedelta(minutes=40)
 TERMINATION_LEAD = timedelta(minutes=30)
+# A warning whose end is further away than this is no warning EC2 sends (it sends it 40
+# minutes before the end): not obeyed, lest a wrong end-date take nodes out days early; the
+# sweep acts on the block when its end is near.
+LATEST_WARNING = timedelta(hours=2)
 EXPIRY_WARNINGS = (
     "Capacity Block Reservation Expiration Warning",
     "Capacity Block Expiration Warning",
@@ -106,6 +110,13 @@ class CapacityBlockExpiryParser:
         )
         if end <= event.time:
             reason = f"{notice.detail}: already ended when the warning was sent"
+            return [replace(notice, ignore_reason=reason)]
+        if end - event.time > LATEST_WARNING:
+            reason = (
+                f"{notice.detail}: {format_instant(event.time)} is more than 2 hours before the "
+                "end, and EC2 warns 40 minutes before it; not acted on (the instance status "
+                "sweep acts on the block when its end is 40 minutes away)"
+            )
             return [replace(notice, ignore_reason=reason)]
         return [notice]
 
