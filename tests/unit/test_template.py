@@ -24,8 +24,8 @@ from tests.support.events import sample as _sample
 from tests.support.paths import ROOT, TEMPLATE
 
 LAYER = ROOT / "layers" / "lifeboat" / "lifeboat"
-SETTINGS = LAYER / "model" / "settings.py"
-SERVICE = LAYER / "runtime" / "service.py"
+SETTINGS = LAYER / "model/settings.py"
+SERVICE = LAYER / "runtime/service.py"
 SECURITY_PAGE = ROOT / "docs" / "design" / "security.md"
 
 # Rule logical id -> sample event of its kind.
