@@ -178,13 +178,10 @@ def replacement_nodeclaim(
     reservation_id: str | None = None,
     usage: Mapping[str, Fraction] | None = None,
 ) -> Replacement:
-    """The claim to create in place of ``old_claim`` (uid ``old_uid``; it runs on ``node``).
-    ``reservation_reclaimed``: the notice is a capacity reservation interruption or a
-    Capacity Block's expiry, whose reservation (``reservation_id``, else the node's
-    ``karpenter.k8s.aws/capacity-reservation-id``) the replacement must not be launched
-    into. ``usage``: the pool's usage as cluster state sums it (else ``status.resources``):
-    the instance types are narrowed to those that fit the pool's remaining limits
-    (:mod:`lifeboat.karpenter.limits`)."""
+    """The claim to create in place of ``old_claim`` (uid ``old_uid``; it runs on ``node``),
+    kept out of the reservation being reclaimed (``reservation_reclaimed``: ``reservation_id``,
+    else the node's label) and narrowed to the instance types that fit the pool's remaining
+    limits (``usage``, else ``status.resources``; :mod:`lifeboat.karpenter.limits`)."""
     pool_name = nodes.name_of(nodepool)
     template = (nodepool.get("spec") or {}).get("template") or {}
     template_meta = template.get("metadata") or {}
