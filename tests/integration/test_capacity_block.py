@@ -263,3 +263,21 @@ def test_a_failed_describe_capacity_reservations_spoils_no_sweep(rig: Rig) -> No
     [blocked] = [r for r in reports if r.kind == str(Kind.CAPACITY_BLOCK_EXPIRY)]
     assert blocked.outcome == "ignored" and "RequestLimitExceeded" in blocked.reason
     assert "next sweep" in blocked.reason
+
+
+def test_when_karpenters_expiration_controller_deleted_the_claim_first_pods_are_warned_all_the_same(
+    rig: Rig,
+) -> None:
+    """Karpenter's ``capacityreservation/expiration`` controller deletes the claims at the same
+    moment, without a replacement. An involuntary notice does not read whether the claim is
+    already being deleted (it acts before reading, to save requests): the replacement,
+    outside the block, is still made (Karpenter's provisioner uses it for the drained pods),
+    the delete of a claim already being deleted changes nothing, and the pod is warned."""
+    # Deleted through the API: Karpenter's termination finalizer keeps it, being deleted.
+    KubeApi(rig.emulator.api_client()).delete_nodeclaim("gpu-p5a01", None)
+    assert rig.get("NodeClaim", "gpu-p5a01")["metadata"].get("deletionTimestamp")
+    reports = {r.instance_id: r for r in rig.warning()}
+    assert reports["i-0a1b2c3d4e5f60031"].outcome == "acted"
+    assert sorted(rig.replacements()) == ["gpu-p5a01", "gpu-p5a02", "gpu-p5a03"]
+    assert rig.get("NodeClaim", "gpu-p5a01")["metadata"].get("deletionTimestamp")
+    assert rig.pod_warnings() == ["llm-train-0", "llm-train-1", "llm-train-2"]
