@@ -20,6 +20,7 @@ from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
+from lifeboat.aws.capacity_blocks import CapacityReservations, find_instances
 from lifeboat.aws.sweep import (
     InstanceStatuses,
     complete,
@@ -41,6 +42,7 @@ from lifeboat.decide.wakeups import (
 )
 from lifeboat.errors import BrokenInvariant
 from lifeboat.events import parse_message
+from lifeboat.events.capacity_block import read_reservations, unread_reservations
 from lifeboat.events.envelope import load_body
 from lifeboat.events.instance_status import InstanceStatus, read_response
 from lifeboat.events.notice import Kind, MalformedMessage, Notice
@@ -54,14 +56,14 @@ from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, retrying_for
 from lifeboat.kube.pool_lock import PoolLock
 from lifeboat.model.deadline import INVOCATION_RESERVE, retry_window
-from lifeboat.model.instances import InstanceDirectory, InstanceInfo
+from lifeboat.model.instances import InstanceDirectory, InstanceInfo, ReservationDirectory
 from lifeboat.model.ledger import Ledger
 from lifeboat.model.report import Outcome, Report, decision_report
 from lifeboat.model.settings import Settings
 from lifeboat.model.target import Target
 from lifeboat.rotation.messages import concerns as rotation_concerns
 from lifeboat.rotation.messages import is_rotation_event
-from lifeboat.telemetry.recorder import record
+from lifeboat.telemetry.recorder import record, warn_pods
 from lifeboat.wakeup.codec import Task, Wakeup, WakeupSink, decode, is_wakeup
 
 if TYPE_CHECKING:  # the rotation loads with its first message (lifeboat.rotation.messages)
@@ -161,6 +163,10 @@ class Pipeline:
     statuses: InstanceStatuses | None = None
     # Clusters served by their tag (lifeboat.aws.discovery); None: settings.clusters decide.
     scope: ClusterScope | None = None
+    # Where an ending Capacity Block's instances are found (lifeboat.aws.capacity_blocks), and
+    # where the sweep reads the capacity reservations; None: not looked up, not swept.
+    reservations: ReservationDirectory | None = None
+    capacity_reservations: CapacityReservations | None = None
 
     def process(
         self,
@@ -177,7 +183,8 @@ class Pipeline:
         ``ApproximateReceiveCount``; None: once each): a message received again after a
         failure continues where it stopped, and says so, instead of calling what its
         earlier receipt did a duplicate."""
-        parsed = [self._parse(body) for body in bodies]
+        found: dict[str, InstanceInfo] = {}  # instances described already, while parsing
+        parsed = [self._parse(body, found) for body in bodies]
         later: list[list[Wakeup]] = [[] for _ in parsed]
         limit = self.notices_per_message
         for index, item in enumerate(parsed):
@@ -190,10 +197,11 @@ class Pipeline:
                 notice.instance_id
                 for item in parsed
                 for notice in _notices_of(item)
-                if notice.instance_id
+                if notice.instance_id and notice.instance_id not in found
             }
         )
-        batch = _Batch(self.directory.describe(wanted) if wanted else {}, self.clusters, time_left)
+        infos = found | (self.directory.describe(wanted) if wanted else {})
+        batch = _Batch(infos, self.clusters, time_left)
         results: list[MessageResult] = [MessageResult() for _ in parsed]
 
         def run(lane: list[int]) -> None:
@@ -214,9 +222,11 @@ class Pipeline:
 
     # -- parse -----------------------------------------------------------------------------
 
-    def _parse(self, body: Body) -> Parsed:
+    def _parse(self, body: Body, found: dict[str, InstanceInfo]) -> Parsed:
         """A message's notices or wake-up, or its result already: rejected with a reason,
-        or (a bug, never bad input) failed alone, without failing its batch-mates."""
+        or (a bug, never bad input) failed alone, without failing its batch-mates. An
+        ending Capacity Block's notice becomes one per instance of the block, whose facts
+        go into ``found`` (lifeboat.aws.capacity_blocks)."""
         try:
             message = load_body(body)  # decoded once, for both kinds of message
             if is_wakeup(message):
@@ -232,8 +242,12 @@ class Pipeline:
 
                 return parse_command(message)
             if is_sweep_request(message):
-                return self._with_hand_overs(self._sweep())
-            return parse_message(message, received_at=self.clock())
+                swept = self._sweep()
+                if isinstance(swept, list):
+                    swept = find_instances(swept, self.reservations, found)
+                return self._with_hand_overs(swept)
+            parsed = parse_message(message, received_at=self.clock())
+            return find_instances(parsed, self.reservations, found)
         except MalformedMessage as error:
             return MessageResult([Report.rejected(error.reason, error.event_id, error.kind)])
         except Exception as error:  # the message goes back to the queue, then to the DLQ
@@ -248,12 +262,22 @@ class Pipeline:
             )
         pages = self.statuses.pages()
         now = self.clock()
-        notices = parse_message({"Pages": pages}, received_at=now)
+        notices = parse_message({"Pages": pages}, received_at=now) + self._ending_blocks(now)
         if not complete(pages):
             return notices
         # Ends first, so a maintenance EC2 moved to a new start is undone before the new
         # one is acted on.
         return self._vanished(read_response({"Pages": pages}, received_at=now), now) + notices
+
+    def _ending_blocks(self, now: datetime) -> list[Notice]:
+        """The Capacity Blocks ending within 40 minutes (lifeboat.events.capacity_block)."""
+        if self.capacity_reservations is None:
+            return []
+        try:
+            pages = self.capacity_reservations.pages()
+        except Exception as error:  # the instance statuses go on; the next sweep looks again
+            return [unread_reservations(error, now)]
+        return [n for page in pages for n in read_reservations(page, now=now)]
 
     def _with_hand_overs(self, found: Parsed) -> Parsed:
         """A sweep's notices, and the hand-overs whose own wake-ups no longer run, which
@@ -518,6 +542,8 @@ class Pipeline:
         follow-ups it calls for, record it on the node, and report it."""
         now = self.clock()
         rest = replace(decision, steps=decision.steps[1:]) if done is not None else decision
+        if wakeup is None and target.node is not None and not self.settings.dry_run:
+            warn_pods(kube, target.node, notice, decision, now)  # before the drain starts
         if done is not None and done.node_gone:
             # Deleted under the first step: only a lifecycle action is left to answer.
             kept = tuple(step for step in rest.steps if step is Step.COMPLETE_LIFECYCLE)
