@@ -37,7 +37,7 @@ from lifeboat.decide.wakeups import (
     hand_over_when_ready,
     release_cordon,
 )
-from lifeboat.errors import BrokenInvariant
+from lifeboat.errors import BrokenInvariant, RetryLater
 from lifeboat.events import parse_message
 from lifeboat.events.envelope import load_body
 from lifeboat.events.instance_status import InstanceStatus, read_response
@@ -180,8 +180,13 @@ class Pipeline:
                 if notice.instance_id
             }
         )
-        batch = _Batch(self.directory.describe(wanted) if wanted else {}, self.clusters, time_left)
+        infos, failed = self._describe(wanted, parsed, time_left)
+        batch = _Batch(infos, self.clusters, time_left)
         results: list[MessageResult] = [MessageResult() for _ in parsed]
+        if failed is not None:  # those messages fail alone; the rest of the batch goes on
+            for index, item in enumerate(parsed):
+                if any(n.instance_id for n in _notices_of(item)):
+                    parsed[index] = MessageResult(error=failed, deadline=_deadline_of(item))
 
         def run(lane: list[int]) -> None:
             for index in lane:
@@ -197,6 +202,28 @@ class Pipeline:
             with ThreadPoolExecutor(max_workers=min(self.workers, len(lanes))) as pool:
                 list(pool.map(run, lanes))
         return results
+
+    def _describe(
+        self, wanted: list[str], parsed: list[Parsed], time_left: Callable[[], float] | None
+    ) -> tuple[dict[str, InstanceInfo], InstanceLookupFailed | None]:
+        """The batch's one DescribeInstances, retried (``lifeboat.aws.retries``) for as long
+        as the batch's nearest deadline and the invocation allow; if it still fails, the
+        error each message naming an instance fails with. Raising here instead would fail
+        the whole batch, back only after the queue's visibility timeout: past a Spot
+        warning's two minutes."""
+        if not wanted:
+            return {}, None
+        deadline = min(
+            (d for d in (_deadline_of(item) for item in parsed) if d is not None), default=None
+        )
+        left = time_left() if time_left is not None else None
+        try:
+            with retrying_for(retry_window(deadline, self.clock(), left), clock=self.monotonic):
+                return self.directory.describe(wanted), None
+        except Exception as error:
+            failed = InstanceLookupFailed(f"instance lookup failed: {error!r}"[:500])
+            failed.__cause__ = error
+            return {}, failed
 
     # -- parse -----------------------------------------------------------------------------
 
@@ -261,9 +288,10 @@ class Pipeline:
     def _one(self, batch: _Batch, item: Parsed, later: Sequence[Wakeup] = ()) -> MessageResult:
         if isinstance(item, MessageResult):
             return item
-        deadline = min((n.deadline for n in _notices_of(item) if n.deadline), default=None)
+        deadline = _deadline_of(item)
+        left = batch.time_left() if batch.time_left is not None else None
         try:
-            with retrying_for(retry_window(deadline, self.clock()), clock=self.monotonic):
+            with retrying_for(retry_window(deadline, self.clock(), left), clock=self.monotonic):
                 if isinstance(item, list):
                     self._hand_on(later)  # before acting: the message holds them until then
                     return MessageResult(self._notices(batch, item), deadline=deadline)
@@ -592,6 +620,16 @@ def _notices_of(item: Parsed) -> list[Notice]:
     if isinstance(item, Wakeup):
         return [item.notice]
     return []
+
+
+def _deadline_of(item: Parsed) -> datetime | None:
+    """The earliest deadline of a message's notices: how soon a failed message must return."""
+    return min((n.deadline for n in _notices_of(item) if n.deadline), default=None)
+
+
+class InstanceLookupFailed(RetryLater):
+    """The batch's DescribeInstances failed (throttled past its retries, EC2 unreachable):
+    each message naming an instance goes back to the queue, early when its deadline is near."""
 
 
 def _remainder_too_late(wakeup: Wakeup, now: datetime) -> str | None:

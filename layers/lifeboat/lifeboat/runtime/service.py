@@ -129,7 +129,9 @@ class LazyClient:
     def warm(self) -> Any:
         with self._lock:
             if self._client is None:
-                self._client = self._session.client(self._service, region_name=self._region)
+                from lifeboat.aws.retries import make_client
+
+                self._client = make_client(self._session, self._service, self._region)
             return self._client
 
     def __getattr__(self, name: str) -> Any:
@@ -265,6 +267,7 @@ def _pipeline(
     """The pipeline over the stack's AWS services, its clients made but not used yet."""
     from lifeboat.aws.idempotency import PowertoolsLedger
     from lifeboat.aws.lifecycle import AutoScalingLifecycle
+    from lifeboat.aws.retries import make_client
     from lifeboat.aws.scheduler import SchedulerWakeups
     from lifeboat.aws.sweep import Ec2InstanceStatuses
     from lifeboat.model.instances import Ec2InstanceDirectory
@@ -277,8 +280,9 @@ def _pipeline(
         dead_letter_arn=stack.dead_letter_arn,
         clock=clock,
     )
-    ec2 = session.client("ec2", region_name=region)
-    dynamodb = session.client("dynamodb", region_name=region)
+    # Retried by botocore's standard mode, then within the message's deadline window.
+    ec2 = make_client(session, "ec2", region)
+    dynamodb = make_client(session, "dynamodb", region)
     return Pipeline(
         clusters=clusters,
         directory=Ec2InstanceDirectory(ec2),
