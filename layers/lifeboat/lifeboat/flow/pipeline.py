@@ -118,6 +118,9 @@ class _Batch:
     ) -> None:
         self.infos = infos
         self.time_left = time_left
+        # The node each involuntary notice's early taint left, by ledger key (None: the
+        # patch did not fit), taken by _handle instead of tainting again.
+        self.tainted: dict[str, Mapping[str, Any] | None] = {}
         self._clients = clients
         self._resolvers: dict[str | None, Resolver] = {}
         self._lock = threading.Lock()
@@ -320,6 +323,7 @@ class Pipeline:
             if self.ledger is None or notice.ends_maintenance:
                 reports.append(self._handle(batch, notice))
                 continue
+            self._taint_before_ledger(batch, notice)
             report = self.ledger.once(notice.ledger_key, partial(self._handle, batch, notice))
             if report is None and notice.ec2_event and notice.deadline is not None:
                 # Told by Health first: the sweep has now seen EC2's event (once per
@@ -332,6 +336,24 @@ class Pipeline:
                 )
             reports.append(report)
         return reports
+
+    def _taint_before_ledger(self, batch: _Batch, notice: Notice) -> None:
+        """An involuntary notice's taint and cordon, before the ledger records the notice as
+        being handled: that record is a DynamoDB write (retried, and slow, when DynamoDB is
+        throttled during a storm), and the node must stop taking pods first. Safe to
+        repeat: a duplicate delivery's guarded patch is refused by the API server because
+        the taint is there (``Actor.taint_unread``) and changes nothing; what must happen
+        once (the replacement, the deletion) stays behind the ledger. The same triage and
+        staleness checks as ``_handle``."""
+        info = batch.infos.get(notice.instance_id or "")
+        if info is None or not notice.involuntary:
+            return
+        now = self.clock()
+        checked = triage(notice, info, self.settings, now, self._managed(info.cluster))
+        if checked.outcome is not None or staleness(notice, info, self.settings, now):
+            return
+        resolver = batch.resolver(checked.cluster)
+        batch.tainted[notice.ledger_key] = self._taint_at_once(resolver, notice, info)
 
     def _mark_ec2_maintenance(self, batch: _Batch, notice: Notice) -> Report:
         info = batch.infos.get(notice.instance_id or "")
@@ -379,7 +401,10 @@ class Pipeline:
         # (lifeboat.decide.staleness): never tainted at once, never forced.
         stale = staleness(notice, info, self.settings, self.clock())
         if notice.involuntary and stale is None:
-            node = self._taint_at_once(resolver, notice, info)
+            if notice.ledger_key in batch.tainted:  # tainted before the ledger's record
+                node = batch.tainted.pop(notice.ledger_key)
+            else:
+                node = self._taint_at_once(resolver, notice, info)
             target = resolver.resolve(notice.instance_id, info, node=node)
             return self._decide_and_act(resolver, notice, target, wakeup=wakeup)
         target = resolver.resolve(notice.instance_id, info)
