@@ -57,11 +57,12 @@ TARGETS = {
     "fleet_worst_cluster_max_s": 2.0,
     # 500 clusters found by their tag x 20 warnings, 10 invocations, 10 ms: p99 receipt -> tainted
     "organisation_p99_receipt_to_tainted_s": 1.0,
-    # Kubernetes requests per Spot warning: GET the NodePool (read from the owning claim's
-    # label, so an opted-out pool is never tainted), PATCH the node (guarded taint + cordon,
-    # unread), GET the node's NodeClaim, POST the replacement, DELETE the old claim, POST
-    # the Event. Was 5 before the NodePool was read from the owning claim (issue 36 restates
-    # it): one GET more is the price of never tainting a node of an opted-out pool.
+    # Kubernetes requests per Spot warning: PATCH the node (taint, cordon and load-balancer
+    # label in one guarded JSON patch, the node not read first), GET the owning NodeClaim
+    # (its NodePool is the one judged by, not the node's relabelable label), GET the
+    # NodePool, POST the replacement, DELETE the old claim, POST the Event. Was 5 before the
+    # NodePool came from the owning claim (restated in issue 36): one GET more is the price
+    # of judging a node by the pool that owns it.
     "spot_k8s_requests_per_event": 6,
     # one EMF document per batch and (cluster, nodepool, kind, outcome) among its reports
     "emf_documents_per_dimension_group": 1.0,

@@ -1,6 +1,6 @@
 """A throttled EC2 API during a Spot storm (issue 36): DescribeInstances answered
-``RequestLimitExceeded`` is retried by botocore's standard mode, then for as long as the
-batch's nearest deadline allows (``lifeboat.aws.retries``); a lookup that still fails sends
+``RequestLimitExceeded`` is retried three times, then for as long as the batch's nearest
+deadline allows (``lifeboat.aws.retries``); a lookup that still fails sends
 back only the messages that needed it, visible again within seconds
 (``sqs:ChangeMessageVisibility``), and never fails the rest of the batch.
 
@@ -10,8 +10,8 @@ a Spot warning's two minutes.
 
 The EC2 endpoint is ``bench.aws_endpoints.Ec2Endpoint``: a botocore ``before-send`` hook,
 so the answers go through botocore's parser and retry handler as EC2's would (503
-``RequestLimitExceeded`` is what EC2 sends). botocore sleeps in real time between its own
-attempts: its ``time`` is replaced by the test's ticking clock, so nothing waits.
+``RequestLimitExceeded`` is what EC2 sends). botocore sleeps in real time between attempts:
+its ``time`` is replaced by the test's ticking clock, so nothing waits.
 """
 
 from __future__ import annotations
@@ -134,8 +134,8 @@ def _tainted(emu: Emulator) -> bool:
 def test_a_throttled_lookup_is_retried_past_the_standard_attempts_within_the_deadline(
     emu: Emulator, ticking: Ticking
 ) -> None:
-    """Six refusals in a row, 100 s before the deadline: botocore's 3 attempts are used up,
-    the deadline's window retries on, and the warning is tainted in this invocation."""
+    """Six refusals in a row, 100 s before the deadline: the 3 tries of any call are used
+    up, the deadline's window retries on, and the warning is tainted in this invocation."""
     endpoint = Ec2Endpoint({INSTANCE: INFO}, refuse_next=6)
     pipeline = _pipeline(emu, ticking, endpoint)
     response = handle_batch({"Records": [sqs_record(SPOT)]}, LambdaContext(), pipeline)
@@ -147,8 +147,8 @@ def test_a_throttled_lookup_is_retried_past_the_standard_attempts_within_the_dea
 def test_without_a_near_deadline_a_throttled_lookup_keeps_the_standard_attempts(
     emu: Emulator, ticking: Ticking
 ) -> None:
-    """A Spot warning whose deadline has passed gains nothing from waiting: botocore's three
-    attempts, then the message fails (alone) and keeps the queue's own timeout."""
+    """A Spot warning whose deadline has passed gains nothing from waiting: three tries,
+    then the message fails and keeps the queue's own timeout."""
     ticking.start = SPOT_DEADLINE + timedelta(seconds=1)
     endpoint = Ec2Endpoint({INSTANCE: INFO}, refuse_next=10**6)
     redelivery = Redeliveries()
