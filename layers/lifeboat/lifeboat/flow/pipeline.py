@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
@@ -50,7 +50,7 @@ from lifeboat.flow.split import expand, remainders, split
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, retrying_for
 from lifeboat.kube.pool_lock import PoolLock
-from lifeboat.model.deadline import INVOCATION_RESERVE, retry_window
+from lifeboat.model.deadline import INVOCATION_RESERVE, is_near, retry_window
 from lifeboat.model.instances import InstanceDirectory, InstanceInfo
 from lifeboat.model.ledger import Ledger
 from lifeboat.model.report import Outcome, Report, decision_report
@@ -219,9 +219,9 @@ class Pipeline:
         deadline = min(
             (d for d in (_deadline_of(item) for item in parsed) if d is not None), default=None
         )
-        left = time_left() if time_left is not None else None
         try:
-            with retrying_for(retry_window(deadline, self.clock(), left), clock=self.monotonic):
+            window = _window(deadline, self.clock(), time_left)
+            with retrying_for(window, clock=self.monotonic):
                 return self.directory.describe(wanted), None
         except Exception as error:
             failed = InstanceLookupFailed(f"instance lookup failed: {error!r}"[:500])
@@ -292,9 +292,9 @@ class Pipeline:
         if isinstance(item, MessageResult):
             return item
         deadline = _deadline_of(item)
-        left = batch.time_left() if batch.time_left is not None else None
         try:
-            with retrying_for(retry_window(deadline, self.clock(), left), clock=self.monotonic):
+            window = _window(deadline, self.clock(), batch.time_left)
+            with retrying_for(window, clock=self.monotonic):
                 if isinstance(item, list):
                     self._hand_on(later)  # before acting: the message holds them until then
                     return MessageResult(self._notices(batch, item), deadline=deadline)
@@ -645,6 +645,16 @@ def _notices_of(item: Parsed) -> list[Notice]:
     if isinstance(item, Wakeup):
         return [item.notice]
     return []
+
+
+def _window(
+    deadline: datetime | None, now: datetime, time_left: Callable[[], float] | None
+) -> timedelta | None:
+    """The retry window of a deadline (lifeboat.model.deadline.retry_window), bounded by
+    what is left of the invocation; the invocation is asked only for a near deadline."""
+    if not is_near(deadline, now):
+        return None
+    return retry_window(deadline, now, time_left() if time_left is not None else None)
 
 
 def _deadline_of(item: Parsed) -> datetime | None:
