@@ -265,6 +265,7 @@ def _pipeline(
     clock: Callable[[], datetime],
 ) -> Pipeline:
     """The pipeline over the stack's AWS services, its clients made but not used yet."""
+    from lifeboat.aws.clock import AwsClock
     from lifeboat.aws.idempotency import PowertoolsLedger
     from lifeboat.aws.lifecycle import AutoScalingLifecycle
     from lifeboat.aws.retries import make_client
@@ -272,6 +273,14 @@ def _pipeline(
     from lifeboat.aws.sweep import Ec2InstanceStatuses
     from lifeboat.model.instances import Ec2InstanceDirectory
 
+    # Retried a few times, then within the message's deadline window (lifeboat.aws.retries).
+    ec2 = make_client(session, "ec2", region)
+    dynamodb = make_client(session, "dynamodb", region)
+    # AWS's time, not the function's (issue 33.6): every deadline weighed is AWS's.
+    aws_clock = AwsClock(clock)
+    aws_clock.watch(ec2)
+    aws_clock.watch(dynamodb)
+    clock = aws_clock
     wakeups = SchedulerWakeups(
         lazy["scheduler"],
         group=stack.schedule_group,
@@ -280,9 +289,6 @@ def _pipeline(
         dead_letter_arn=stack.dead_letter_arn,
         clock=clock,
     )
-    # Retried by botocore's standard mode, then within the message's deadline window.
-    ec2 = make_client(session, "ec2", region)
-    dynamodb = make_client(session, "dynamodb", region)
     return Pipeline(
         clusters=clusters,
         directory=Ec2InstanceDirectory(ec2),
