@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
@@ -40,7 +40,7 @@ from lifeboat.decide.wakeups import (
     hand_over_when_ready,
     release_cordon,
 )
-from lifeboat.errors import BrokenInvariant
+from lifeboat.errors import BrokenInvariant, RetryLater
 from lifeboat.events import parse_message
 from lifeboat.events.capacity_block import read_reservations, unread_reservations
 from lifeboat.events.envelope import load_body
@@ -55,7 +55,7 @@ from lifeboat.flow.split import expand, remainders, split
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, retrying_for
 from lifeboat.kube.pool_lock import PoolLock
-from lifeboat.model.deadline import INVOCATION_RESERVE, retry_window
+from lifeboat.model.deadline import INVOCATION_RESERVE, is_near, retry_window
 from lifeboat.model.instances import InstanceDirectory, InstanceInfo, ReservationDirectory
 from lifeboat.model.ledger import Ledger
 from lifeboat.model.report import Outcome, Report, decision_report
@@ -123,6 +123,9 @@ class _Batch:
     ) -> None:
         self.infos = infos
         self.time_left = time_left
+        # The node each involuntary notice's early taint left, by ledger key (None: the
+        # patch did not fit), taken by _handle instead of tainting again.
+        self.tainted: dict[str, Mapping[str, Any] | None] = {}
         self._clients = clients
         self._resolvers: dict[str | None, Resolver] = {}
         self._lock = threading.Lock()
@@ -200,9 +203,14 @@ class Pipeline:
                 if notice.instance_id and notice.instance_id not in found
             }
         )
-        infos = found | (self.directory.describe(wanted) if wanted else {})
+        described, failed = self._describe(wanted, parsed, time_left)
+        infos = found | described
         batch = _Batch(infos, self.clusters, time_left)
         results: list[MessageResult] = [MessageResult() for _ in parsed]
+        if failed is not None:  # those messages fail alone; the rest of the batch goes on
+            for index, item in enumerate(parsed):
+                if any(n.instance_id for n in _notices_of(item)):
+                    parsed[index] = MessageResult(error=failed, deadline=_deadline_of(item))
 
         def run(lane: list[int]) -> None:
             for index in lane:
@@ -219,6 +227,28 @@ class Pipeline:
             with ThreadPoolExecutor(max_workers=min(self.workers, len(lanes))) as pool:
                 list(pool.map(run, lanes))
         return results
+
+    def _describe(
+        self, wanted: list[str], parsed: list[Parsed], time_left: Callable[[], float] | None
+    ) -> tuple[dict[str, InstanceInfo], InstanceLookupFailed | None]:
+        """The batch's one DescribeInstances, retried (``lifeboat.aws.retries``) for as long
+        as the batch's nearest deadline and the invocation allow; if it still fails, the
+        error each message naming an instance fails with. Raising here instead would fail
+        the whole batch, back only after the queue's visibility timeout: past a Spot
+        warning's two minutes."""
+        if not wanted:
+            return {}, None
+        deadline = min(
+            (d for d in (_deadline_of(item) for item in parsed) if d is not None), default=None
+        )
+        try:
+            window = _window(deadline, self.clock(), time_left)
+            with retrying_for(window, clock=self.monotonic):
+                return self.directory.describe(wanted), None
+        except Exception as error:
+            failed = InstanceLookupFailed(f"instance lookup failed: {error!r}"[:500])
+            failed.__cause__ = error
+            return {}, failed
 
     # -- parse -----------------------------------------------------------------------------
 
@@ -322,11 +352,12 @@ class Pipeline:
         done says it continues instead of leaving them unreported."""
         if isinstance(item, MessageResult):
             return item
-        deadline = min((n.deadline for n in _notices_of(item) if n.deadline), default=None)
+        deadline = _deadline_of(item)
         done: list[Report] = []
         token = _DONE.set(done)
         try:
-            with retrying_for(retry_window(deadline, self.clock()), clock=self.monotonic):
+            window = _window(deadline, self.clock(), batch.time_left)
+            with retrying_for(window, clock=self.monotonic):
                 if isinstance(item, list):
                     self._hand_on(later)  # before acting: the message holds them until then
                     return MessageResult(self._notices(batch, item, done, again), deadline=deadline)
@@ -372,6 +403,7 @@ class Pipeline:
             if self.ledger is None or notice.ends_maintenance:
                 reports.append(self._handle(batch, notice))
                 continue
+            self._taint_before_ledger(batch, notice)
             report = self.ledger.once(notice.ledger_key, partial(self._handle, batch, notice))
             if report is None and notice.ec2_event and notice.deadline is not None:
                 # Told by Health first: the sweep has now seen EC2's event (once per
@@ -382,6 +414,24 @@ class Pipeline:
                 report = Report.for_notice(notice, Outcome.IGNORED, _handled_before(again))
             reports.append(report)
         return reports
+
+    def _taint_before_ledger(self, batch: _Batch, notice: Notice) -> None:
+        """An involuntary notice's taint and cordon, before the ledger records the notice as
+        being handled: that record is a DynamoDB write (retried, and slow, when DynamoDB is
+        throttled during a storm), and the node must stop taking pods first. Safe to
+        repeat: a duplicate delivery's guarded patch is refused by the API server because
+        the taint is there (``Actor.taint_unread``) and changes nothing; what must happen
+        once (the replacement, the deletion) stays behind the ledger. The same triage and
+        staleness checks as ``_handle``."""
+        info = batch.infos.get(notice.instance_id or "")
+        if info is None or not notice.involuntary:
+            return
+        now = self.clock()
+        checked = triage(notice, info, self.settings, now, self._managed(info.cluster))
+        if checked.outcome is not None or staleness(notice, info, self.settings, now):
+            return
+        resolver = batch.resolver(checked.cluster)
+        batch.tainted[notice.ledger_key] = self._taint_at_once(resolver, notice, info)
 
     def _take_over(self, batch: _Batch, swept: Swept, reports: list[Report]) -> list[Report]:
         """Do the work of each hand-over whose wake-ups no longer run, as its wake-up would
@@ -450,7 +500,10 @@ class Pipeline:
         # (lifeboat.decide.staleness): never tainted at once, never forced.
         stale = staleness(notice, info, self.settings, self.clock())
         if notice.involuntary and stale is None:
-            node = self._taint_at_once(resolver, notice, info)
+            if notice.ledger_key in batch.tainted:  # tainted before the ledger's record
+                node = batch.tainted.pop(notice.ledger_key)
+            else:
+                node = self._taint_at_once(resolver, notice, info)
             target = resolver.resolve(notice.instance_id, info, node=node)
             return self._decide_and_act(resolver, notice, target, wakeup=wakeup)
         target = resolver.resolve(notice.instance_id, info)
@@ -771,6 +824,26 @@ def _notices_of(item: Parsed) -> list[Notice]:
     if isinstance(item, Wakeup):
         return [item.notice]
     return []
+
+
+def _window(
+    deadline: datetime | None, now: datetime, time_left: Callable[[], float] | None
+) -> timedelta | None:
+    """The retry window of a deadline (lifeboat.model.deadline.retry_window), bounded by
+    what is left of the invocation; the invocation is asked only for a near deadline."""
+    if not is_near(deadline, now):
+        return None
+    return retry_window(deadline, now, time_left() if time_left is not None else None)
+
+
+def _deadline_of(item: Parsed) -> datetime | None:
+    """The earliest deadline of a message's notices: how soon a failed message must return."""
+    return min((n.deadline for n in _notices_of(item) if n.deadline), default=None)
+
+
+class InstanceLookupFailed(RetryLater):
+    """The batch's DescribeInstances failed (throttled past its retries, EC2 unreachable):
+    each message naming an instance goes back to the queue, early when its deadline is near."""
 
 
 def _remainder_too_late(wakeup: Wakeup, now: datetime) -> str | None:
