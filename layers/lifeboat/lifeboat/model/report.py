@@ -39,7 +39,8 @@ class Report:
     # A voluntary notice let go because its pool never allowed it in time.
     gave_up: bool = False
     # A rotation's change worth telling operators (its Event's reason: RotationCheckpoint,
-    # RotationFailed, RotationCompleted, RotationRolledBack, RotationNodeNotRestored).
+    # RotationFailed, RotationCompleted, RotationRolledBack, RotationNodeNotRestored,
+    # RotationNodeWaiting).
     rotation_change: str | None = None
 
     @classmethod

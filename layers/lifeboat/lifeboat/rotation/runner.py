@@ -203,15 +203,22 @@ class RotationRunner:
 
         def apply(current: store.Stored) -> tuple[Rotation | None, plan.Advance | str]:
             before[:] = [current.rotation]
+            refused = plan.refusal(current.rotation, command.verb, command.uid, command.event_time)
+            if refused is not None:
+                return None, _REFUSED + refused
             if command.verb is Verb.ROLLBACK:
                 result = plan.rollback(current.rotation, ctx.now)
             else:
                 result = plan.command(current.rotation, command.verb, ctx.now)
             if isinstance(result, str):
                 return None, result
-            return store.stamped(result.rotation, ctx.now), result
+            applied = replace(result.rotation, commanded_at=command.event_time)
+            return store.stamped(applied, ctx.now), replace(result, rotation=applied)
 
         stored, result = store.update(ctx.kube, ctx.namespace, name, apply)
+        if isinstance(result, str) and result.startswith(_REFUSED):
+            why = f"rotation {name}: {command.verb} rejected: {result.removeprefix(_REFUSED)}"
+            return [_report(command, Outcome.REJECTED, why)]
         if isinstance(result, str):
             why = f"rotation {name}: {command.verb} changes nothing: {result}"
             return [_report(command, Outcome.IGNORED, why)]
@@ -298,12 +305,13 @@ class RotationRunner:
                 raise BrokenInvariant("lifeboat.rotation.runner._node_wakeup: rotation is None")
             return self._decide_node(ctx, rotation, wakeup)
         if phase is Phase.PAUSED:
+            # From the wake-up's own due time, not the clock: a second delivery of it (or
+            # one handled a second later) schedules the same wake-up, not a second chain.
+            due = plan.next_after(wakeup.due, ctx.now, plan.WAITING_INTERVAL)
             if ctx.wakeups is not None:
-                ctx.wakeups.schedule(wakeup.again(ctx.now + plan.WAITING_INTERVAL))
+                ctx.wakeups.schedule(wakeup.again(due))
             why = f"rotation {notice.detail} is paused: the node waits for it to resume"
-            return Report.for_notice(
-                notice, Outcome.DEFERRED, why, deferred_until=ctx.now + plan.WAITING_INTERVAL
-            )
+            return Report.for_notice(notice, Outcome.DEFERRED, why, deferred_until=due)
         why = f"rotation {notice.detail} is {phase or 'gone'}{unreadable}: node let go"
         if rotation is not None:
             node = next((n for n in rotation.nodes if n.instance_id == notice.instance_id), None)
@@ -326,7 +334,14 @@ class RotationRunner:
             return report
 
         def note(current: store.Stored) -> tuple[Rotation | None, plan.Advance]:
-            step = plan.decided(current.rotation, node.name, report.outcome, report.reason, ctx.now)
+            step = plan.decided(
+                current.rotation,
+                node.name,
+                report.outcome,
+                report.reason,
+                ctx.now,
+                report.deferred_until,
+            )
             return store.stamped(step.rotation, ctx.now), step
 
         try:
@@ -351,6 +366,10 @@ class RotationRunner:
             cluster=cluster,
             describe=self._describe,
         )
+
+
+# Marks a command refused by ``plan.refusal`` (rejected), apart from one that changes nothing.
+_REFUSED = "refused: "
 
 
 def _report(command: RotationCommand, outcome: Outcome, reason: str) -> Report:
