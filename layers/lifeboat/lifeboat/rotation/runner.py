@@ -12,6 +12,8 @@ Which wake-ups of a node's notice pass through here, and why:
 - a drain PodDisruptionBudgets held back (``continue-drain``): it goes on while the
   rotation is active (a node out of service finishes), and stops once it was cancelled or
   failed (the node stays cordoned, reported), rather than retrying evictions for ever;
+- a when-ready hand-over (``hand-over``) goes on unless the rotation was rolled back: the
+  rollback cancelled it, and the old claim is kept;
 - finishing a replacement is not held: deleting the old claim once its replacement is Ready
   is how a node already out of service finishes.
 """
@@ -292,6 +294,14 @@ class RotationRunner:
         if rotation is not None and rotation.request_id != notice.event_id:
             rotation = None  # a newer request of the same name: this node is not its own
         phase = rotation.phase if rotation else None
+        if wakeup.task is Task.HAND_OVER:
+            if phase is not Phase.ROLLED_BACK:
+                return self._nodes.wake(wakeup)  # a node out of service finishes
+            why = (
+                f"rotation {notice.detail} was rolled back: its hand-over was cancelled; the "
+                "old NodeClaim is kept"
+            )
+            return Report.for_notice(notice, Outcome.IGNORED, why)
         if wakeup.task is Task.CONTINUE_DRAIN:
             if phase is not None and phase.active:
                 return self._nodes.wake(wakeup)
