@@ -72,7 +72,7 @@ soak: $(VENV)/.installed-dev
 	$(BIN)/python -m bench.soak --events 10000
 
 ## stackset-template: the packaged template (sam package) as plain CloudFormation for a
-## service-managed StackSet (README, "Across an organisation")
+## service-managed StackSet (docs/organisation.md)
 STACKSET_PACKAGED ?= .aws-sam/packaged.yaml
 STACKSET_ARTIFACT_PREFIX ?=
 STACKSET_DEPLOYMENT_TYPE ?= Canary10Percent5Minutes

@@ -376,7 +376,7 @@ def _voluntary_action(notice: Notice, action: str, target: Target) -> Decision:
         return Decision(Outcome.ACTED, "", (Step.TAINT_AND_CORDON,))
     if target.claim is not None:
         # Hand the node to Karpenter at once: the replacement is created and the old claim
-        # deleted in the same breath (README: "The hand-over").
+        # deleted in the same breath (docs/concepts/hand-over.md).
         if _no_replacement(target) is None:
             return Decision(Outcome.ACTED, "", KARPENTER_REPLACE)
         return Decision(Outcome.ACTED, "", (Step.TAINT_AND_CORDON, Step.DELETE_NODECLAIM))
