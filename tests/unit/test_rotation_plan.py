@@ -440,3 +440,14 @@ def test_a_completed_rotation_cannot_be_rolled_back(phase: Phase) -> None:
     why = plan.refusal(r, Verb.ROLLBACK, r.uid, NOW)
     assert why is not None and "cannot be rolled back" in why and "kubectl uncordon" in why
     assert plan.refusal(r, Verb.PAUSE, r.uid, NOW) is None  # weighed (and ignored) later
+
+
+@pytest.mark.parametrize(("waves", "wave"), [(("1",), 1), (("1", "100%"), 1), (("50%", "3"), 1)])
+def test_no_checkpoint_after_the_last_wave(waves: tuple[str, ...], wave: int) -> None:
+    """Issue 35, item 5 (a surviving mutant, ``limit >= len(nodes)``): once the last wave's
+    nodes are done there is nothing to resume into, so no extra checkpoint (nor Event)."""
+    r = rotation(*(node(f"n-00{i}", NodePhase.DONE) for i in range(1, 4)))
+    r = replace(r, spec=replace(r.spec, waves=waves), wave=wave)
+    assert plan.wave_limit(r) == 3
+    step = plan.checkpoint(r, NOW)
+    assert (step.rotation, step.changes) == (r, ())
