@@ -22,6 +22,7 @@ from lifeboat.model.instances import InstanceDirectory
 from lifeboat.model.instants import format_instant
 from lifeboat.model.report import Outcome
 from lifeboat.wakeup.codec import MemoryWakeups, encode
+from lifeboat_local import progress
 from lifeboat_local.arrival import arriving_at
 from lifeboat_local.common import (
     EXIT_INCOMPLETE,
@@ -135,6 +136,12 @@ def add_parser(commands: Any) -> None:
         action="store_true",
         help=f"with --follow: one line per row, however long (default: wrap at {WIDTH})",
     )
+    parser.add_argument(
+        "--progress",
+        action="store_true",
+        help="report progress on stderr (simulated time, steps, each rotation's nodes done) "
+        "about once a second; on by default when stderr is a terminal. Stdout is unchanged",
+    )
     add_strict_flag(parser)
     add_settings_flags(parser)
     add_serve_flags(parser)
@@ -236,6 +243,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         if emulator is not None:
             emulator.clock.set(clock.now, frozen=True)  # pods terminate on replay time
         runner = _Runner(clock, wakeups, pipeline, karpenter, emulator, output)
+        if progress.wanted(getattr(args, "progress", False), sys.stderr):
+            runner.progress = progress.Progress(sys.stderr)
         for when, original in timeline:
             runner.run_until(when)  # the simulation runs between two events
             file, _ = arriving_at(when, original)  # its deadline kept from ``when``
@@ -246,6 +255,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
                 output.result(result, clock.now, origin, file.where(index))
         if args.follow:
             runner.run_until(None)
+        if runner.progress is not None:
+            runner.progress.report(clock.now, runner.steps, emulator, last=True)
+            runner.progress.finish()
         status = output.finish()
         status = strict_status(args, status, said_before)
         if runner.limit_hit is not None:
@@ -281,6 +293,7 @@ class _Runner:
         self.limit_hit: str | None = None
         # What was done, to name the loop when the limit is hit.
         self.done: Counter[str] = Counter()
+        self.progress: progress.Progress | None = None  # --progress (or stderr a terminal)
 
     def run_until(self, until: datetime | None) -> None:
         """Everything due before ``until`` (None: until nothing is pending), then the
@@ -348,6 +361,8 @@ class _Runner:
             self.done[f"Lifeboat's {wakeup.task} wake-up"] += 1
         for result in self.pipeline.process([encode(w) for w in batch]):
             self.output.result(result, clock.now, None)
+        if self.progress is not None:
+            self.progress.report(clock.now, self.steps, self.emulator)
 
     def _limit_text(self, due: datetime) -> str:
         loop = ", ".join(f"{what} {count} times" for what, count in self.done.most_common(3))
