@@ -54,6 +54,9 @@ class NodeView:
     # The nodes its workloads' Ready pods run on elsewhere, with their AMI ("" unknown):
     # filled when the request names allowed AMIs (the health gate's AMI validation).
     host_amis: Mapping[str, str] = field(default_factory=dict)
+    # A node held back with no known end: its workloads' pods no node took yet, and why
+    # (a PDB that allows nothing because its pods wait for a place is not the problem).
+    unplaced: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -411,7 +414,7 @@ def _progress(
             why = "taken back into service (Lifeboat's taint was removed)"
             after = _to(node, NodePhase.SKIPPED, now, why)
             return after, Change(NODE_SKIPPED, f"{node.name} skipped: {why}", after, ok=False)
-        return _held_back(node, timeout, now)  # still waiting for its notice to act
+        return _held_back(node, timeout, now, view.unplaced)  # its notice has not acted
     phase = node.phase
     if not view.present:
         phase = NodePhase.RESCHEDULING  # gone: whatever was on it left
@@ -431,7 +434,7 @@ def _progress(
 
 
 def _held_back(
-    node: RotationNode, timeout: timedelta, now: datetime
+    node: RotationNode, timeout: timedelta, now: datetime, unplaced: tuple[str, ...] = ()
 ) -> tuple[RotationNode, Change | None]:
     """A waiting node held back past the health gate's timeout by a blocker with no known
     end fails, naming what held it (its notice's latest deferral: the PDB, the pod with
@@ -441,6 +444,9 @@ def _held_back(
     if now < node.gate_started + timeout:
         return node, None
     blocker = node.note or "its notice was deferred"
+    if unplaced:
+        # What the blocker waits for: pods that cannot be placed, not the PDB itself.
+        blocker = f"pods it waits for cannot be placed: {'; '.join(unplaced)} (so: {blocker})"
     why = f"{node.name} failed after {_duration(timeout)} held back, never drained: {blocker}"
     after = _to(node, NodePhase.FAILED, now, f"held back, never drained: {blocker}")
     return after, Change(NODE_BLOCKED, why, after, warning=True, ok=False)
@@ -487,6 +493,8 @@ def _health_gate(
     if left:
         missing.append(f"{len(left)} pod(s) still on the node ({', '.join(left[:3])})")
     missing += [f"{w.describe()} {ready} of {w.ready_before} Ready elsewhere" for w, ready in short]
+    if short and view.unplaced:
+        missing.append(f"pods that cannot be placed: {'; '.join(view.unplaced)}")
     deadline = node.gate_started + timeout
     if now >= deadline:
         why = f"{node.name} failed after {_duration(timeout)}: " + "; ".join(missing)
