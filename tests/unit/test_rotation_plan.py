@@ -451,3 +451,32 @@ def test_no_checkpoint_after_the_last_wave(waves: tuple[str, ...], wave: int) ->
     assert plan.wave_limit(r) == 3
     step = plan.checkpoint(r, NOW)
     assert (step.rotation, step.changes) == (r, ())
+
+
+def test_the_gate_counts_from_the_act_not_from_an_earlier_hold_back() -> None:
+    """Issue 35, item 1: the health gate applies once a node is taken out of service. A node
+    held back 9 minutes by a PDB waiting for the previous node's pods, then drained, failed
+    at once in the 200-node rehearsal (its gate counted from the hold-back)."""
+    pdb = "PDB shop/web109 allows no disruption now"
+    for claim in (None, "claim-1"):
+        r = rotation(node("n-001", NodePhase.WAITING, claim=claim))
+        r = plan.decided(r, "n-001", Outcome.DEFERRED, pdb, NOW).rotation
+        later = NOW + TIMEOUT - timedelta(minutes=1)
+        acted = plan.decided(r, "n-001", Outcome.ACTED, "allowed", later).rotation
+        assert acted.node("n-001").gate_started == (later if claim is None else None)
+
+
+def test_another_blocker_starts_the_hold_back_clock_again() -> None:
+    """One blocker giving way to the next is progress (a ring of PDBs clearing one by one):
+    only the same blocker past the gate fails the node."""
+    r = rotation(node("n-001", NodePhase.WAITING))
+    r = plan.decided(r, "n-001", Outcome.DEFERRED, "PDB shop/a allows no disruption", NOW).rotation
+    later = NOW + TIMEOUT / 2
+    r = plan.decided(
+        r, "n-001", Outcome.DEFERRED, "PDB shop/b allows no disruption", later
+    ).rotation
+    assert r.node("n-001").gate_started == later
+    kept = plan.advance(r, {"n-001": NodeView(True)}, NOW + TIMEOUT)
+    assert kept.rotation.phase is Phase.RUNNING
+    failed = plan.advance(r, {"n-001": NodeView(True)}, later + TIMEOUT)
+    assert failed.rotation.phase is Phase.FAILED and "PDB shop/b" in failed.rotation.reason

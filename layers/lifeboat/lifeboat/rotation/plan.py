@@ -215,11 +215,12 @@ def decided(
     if node.phase is not NodePhase.WAITING:
         return Advance(rotation)  # the cluster moved it on already
     if outcome is Outcome.ACTED:
+        # Out of service now: the health gate counts from here (a Karpenter node's from its
+        # drain), whatever held the node back before.
         if node.nodeclaim is not None:
-            after = _to(node, NodePhase.REPLACING, now, reason)
+            after = replace(_to(node, NodePhase.REPLACING, now, reason), gate_started=None)
         else:
-            started = node.gate_started or now
-            after = replace(_to(node, NodePhase.DRAINING, now, reason), gate_started=started)
+            after = replace(_to(node, NodePhase.DRAINING, now, reason), gate_started=now)
         return Advance(rotation.with_nodes([replace(after, waits_until=None)]))
     if outcome is Outcome.IGNORED:
         after = replace(_to(node, NodePhase.SKIPPED, now, reason), waits_until=None)
@@ -234,8 +235,11 @@ def decided(
         waits = Change(NODE_WAITING, f"{name} {note}", held)
         return Advance(rotation.with_nodes([held]), (waits,))
     # Held back by a blocker with no known end: the health gate's clock starts now (a PDB
-    # that never allows, a do-not-disrupt that never ends fail it, naming it).
-    held = replace(node, note=reason, gate_started=node.gate_started or now, waits_until=None)
+    # that never allows, a do-not-disrupt that never ends fail it, naming it), and again
+    # when another blocker holds it (the one before gave way: the rotation is moving).
+    same = node.gate_started is not None and node.note == reason
+    started = node.gate_started if same else now
+    held = replace(node, note=reason, gate_started=started, waits_until=None)
     return Advance(rotation.with_nodes([held]))
 
 
