@@ -25,8 +25,11 @@ from tests.conftest import CliRun
 NODES = 8
 
 
-def _write(folder: Path, *, with_class: bool = True) -> tuple[Path, Path]:
-    pools = [p for p in converted(folder) if with_class or p["kind"] != "EC2NodeClass"]
+def _write(folder: Path, *, class_ref: str = "legacy") -> tuple[Path, Path]:
+    pools = converted(folder)
+    for pool in pools:
+        if pool["kind"] == "NodePool":
+            pool["spec"]["template"]["spec"]["nodeClassRef"]["name"] = class_ref
     cluster, event = folder / "cluster.yaml", folder / "rotate.json"
     items = rehearsal_cluster(NODES, pools)
     cluster.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
@@ -66,11 +69,11 @@ def test_a_converted_group_rehearsal_completes_on_nodes_of_the_converted_pool(
 def test_pods_no_pool_takes_are_named_with_why_not_a_pdb_blamed(
     cli: Callable[..., CliRun], tmp_path: Path
 ) -> None:
-    """The NodePool merged without its EC2NodeClass: Karpenter leaves a pool that is not
-    Ready out (``Provisioner.NewScheduler``). The timeline names the pods and the reason,
-    and the rotation's verdict says its pods cannot be placed, not only "PDB ... allows no
-    disruption"."""
-    cluster, event = _write(tmp_path, with_class=False)
+    """The NodePool names an EC2NodeClass the file lacks (a typo): Karpenter leaves a pool
+    that is not Ready out (``Provisioner.NewScheduler``). The timeline names the pods and
+    the reason, and the rotation's verdict says its pods cannot be placed, not only "PDB
+    ... allows no disruption"."""
+    cluster, event = _write(tmp_path, class_ref="legacy-nodes")
     state = tmp_path / "after.yaml"
     run = cli(
         "replay",
@@ -87,10 +90,10 @@ def test_pods_no_pool_takes_are_named_with_why_not_a_pdb_blamed(
     lines = [line for line in run.out.splitlines() if "unschedulable" in line]
     assert lines, run.out
     assert "fits no node, and no NodePool takes it: NodePool legacy: is not Ready" in lines[0]
-    assert "EC2NodeClass 'legacy' not found" in lines[0]
+    assert "EC2NodeClass 'legacy-nodes' not found" in lines[0]
     status = cli("status", "--cluster", state)
     first = status.out.splitlines()[0]
     assert status.code != 0 and "failed" in first
     assert "cannot be placed: shop/web" in first
     assert "Pending (Unschedulable: Karpenter: no NodePool can launch a node for it" in first
-    assert "EC2NodeClass 'legacy' not found" in first
+    assert "EC2NodeClass 'legacy-nodes' not found" in first

@@ -22,7 +22,8 @@ condition, as ``kubectl describe pod`` shows it.
 
 :func:`pool_status` stands in for Karpenter's NodePool status controllers for a pool no
 controller has seen yet (a cluster file, a pool made by ``lifeboat convert``): ``Ready``
-when its EC2NodeClass is in the cluster, not Ready naming it otherwise.
+when its EC2NodeClass is in the cluster, not Ready naming it otherwise (a file holding no
+EC2NodeClass at all leaves its pools unjudged).
 """
 
 from __future__ import annotations
@@ -70,6 +71,10 @@ def pool_status(state: SimState) -> None:
     """Karpenter's NodePool readiness and validation controllers, for a pool with no
     conditions yet: Ready when its node class (an EC2NodeClass) is in the cluster."""
     classes = {nodes.name_of(c) for c in state.view("EC2NodeClass")}
+    if not classes:
+        # A file without node classes (hand-written, or dumped without them): its pools are
+        # not judged, as Lifeboat does not judge a pool with no conditions.
+        return
     for pool in state.view("NodePool"):
         if (pool.get("status") or {}).get("conditions"):
             continue
