@@ -8,6 +8,7 @@ written to stdout, so ``--json`` output stays one object per record.
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from collections.abc import Callable
@@ -21,6 +22,15 @@ from lifeboat.rotation.model import StateError
 
 # Seconds of wall time between two reports.
 EVERY = 1.0
+
+
+def add_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--progress",
+        action="store_true",
+        help="report progress on stderr (simulated time, steps, each rotation's nodes done) "
+        "about once a second; on by default when stderr is a terminal. Stdout is unchanged",
+    )
 
 
 def wanted(flag: bool, stream: TextIO) -> bool:

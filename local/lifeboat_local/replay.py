@@ -131,20 +131,20 @@ def add_parser(commands: Any) -> None:
         help="advance the clock through all deferred work until none is left, with a small "
         "Karpenter simulation launching replacements and removing nodes; prints a timeline",
     )
+    _add_display_flags(parser)
+    add_strict_flag(parser)
+    add_settings_flags(parser)
+    add_serve_flags(parser)
+
+
+def _add_display_flags(parser: argparse.ArgumentParser) -> None:
+    """How a long replay shows itself: --wide rows, --progress on stderr."""
     parser.add_argument(
         "--wide",
         action="store_true",
         help=f"with --follow: one line per row, however long (default: wrap at {WIDTH})",
     )
-    parser.add_argument(
-        "--progress",
-        action="store_true",
-        help="report progress on stderr (simulated time, steps, each rotation's nodes done) "
-        "about once a second; on by default when stderr is a terminal. Stdout is unchanged",
-    )
-    add_strict_flag(parser)
-    add_settings_flags(parser)
-    add_serve_flags(parser)
+    progress.add_flag(parser)
 
 
 def check_args(args: argparse.Namespace) -> None:

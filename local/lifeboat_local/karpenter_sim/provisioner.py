@@ -38,6 +38,7 @@ from lifeboat.kube import nodes
 from lifeboat.kube.objects import MutableObj as Obj
 
 from . import instances
+from .fit import selects, template_claim
 from .state import SimState, editable, pod_key, requests_of, set_condition
 
 # Requirement keys Karpenter fills in at launch (the instance's), not the template's labels.
@@ -100,8 +101,6 @@ def _readiness(pool: Obj) -> str:
 
 def options(pools: list[Obj], claims: list[Obj]) -> tuple[list[PoolOption], dict[str, str]]:
     """The pools new claims may come from, heaviest first; and why each other pool is not."""
-    from .scheduling import template_claim  # the claim Karpenter builds from a template
-
     usable, left_out = [], {}
     for pool in pools:
         template = template_claim(pool)
@@ -261,8 +260,6 @@ def _within(instance_type: str, left: Mapping[str, float] | None) -> bool:
 def _holding(
     types: list[str], cpu: float, memory: float, pod: Obj, option: PoolOption
 ) -> list[str]:
-    from .scheduling import selects
-
     base = nodes.labels_of(option.template)
     return [
         t

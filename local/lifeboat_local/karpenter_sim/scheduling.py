@@ -18,15 +18,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from lifeboat.karpenter.replacement import replacement_nodeclaim
 from lifeboat.kube import nodes
 from lifeboat.kube.objects import MutableObj as Obj
-from lifeboat.kube.selectors import selector_matches
 
+from . import provisioner
+from .fit import selects, template_claim
 from .state import (
     NOMINATION,
     PROVISIONING_POLL,
@@ -144,28 +143,6 @@ class _Room:
         cpu, memory = requests_of(pod)
         self.cpu -= cpu
         self.memory -= memory
-
-
-def selects(pod: Obj, labels: Mapping[str, str]) -> bool:
-    """The kube-scheduler's NodeAffinity filter: the pod's ``nodeSelector`` and its required
-    node affinity (any of the ``nodeSelectorTerms``, each one's expressions all) match the
-    node's labels (a launched claim's, before its Node joins: registration copies them)."""
-    spec = pod.get("spec", {})
-    wanted = spec.get("nodeSelector") or {}
-    if any(labels.get(key) != value for key, value in wanted.items()):
-        return False
-    required = (
-        ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-            "requiredDuringSchedulingIgnoredDuringExecution"
-        )
-        or {}
-    ).get("nodeSelectorTerms")
-    if not required:
-        return True
-    return any(
-        selector_matches({"matchExpressions": term.get("matchExpressions") or []}, labels)
-        for term in required
-    )
 
 
 def _used(pods: list[Obj]) -> dict[str, tuple[float, float]]:
@@ -318,7 +295,6 @@ def _launch_for_homeless(
 ) -> None:
     """Karpenter's provisioner for the pods that fit no node: new claims from the cluster's
     pools (``provisioner``), and a word on each pod no pool takes."""
-    from . import provisioner
 
     if not homeless:
         return
@@ -398,21 +374,6 @@ def _existing_rooms(
         taints = _node_taints(node) if node is not None else list(claim["spec"].get("taints") or [])
         rooms.append(_Room(name, node, claim, cpu - taken[0], memory - taken[1], taints))
     return rooms
-
-
-def template_claim(pool: Obj) -> Obj | None:
-    """A claim as Karpenter's provisioner builds it from the pool's template (unnamed)."""
-    built = replacement_nodeclaim(pool, {"metadata": {"name": "-"}}, "-", "-").claim
-    if built is None:
-        return None
-    claim = dict(built)
-    meta = dict(claim["metadata"])
-    meta["labels"] = {k: v for k, v in meta["labels"].items() if k != nodes.REPLACES_LABEL}
-    meta["annotations"] = {
-        k: v for k, v in meta["annotations"].items() if k != nodes.NOTICE_ANNOTATION
-    }
-    claim["metadata"] = meta
-    return claim
 
 
 def launch_for(state: SimState, pool: Obj, why: str) -> None:
