@@ -10,6 +10,8 @@ from lifeboat.kube import nodes
 from lifeboat.kube.objects import MutableObj as Obj
 from lifeboat.kube.selectors import selector_matches
 
+from .state import pod_key, requests_of
+
 
 def selects(pod: Obj, labels: Mapping[str, str]) -> bool:
     """The kube-scheduler's NodeAffinity filter: the pod's ``nodeSelector`` and its required
@@ -46,3 +48,17 @@ def template_claim(pool: Obj) -> Obj | None:
     }
     claim["metadata"] = meta
     return claim
+
+
+def arrival(pod: Obj) -> tuple[str, str]:
+    """The kube-scheduler's queue order for pods of one priority: oldest first (FIFO), the
+    name breaking ties within a second. Without it, pods named late in the alphabet would
+    starve behind every newer pod."""
+    return (str(pod["metadata"].get("creationTimestamp") or ""), pod_key(pod))
+
+
+def queue_order(pod: Obj) -> tuple[float, float, str, str]:
+    """Karpenter's scheduling queue (``byCPUAndMemoryDescending``): the largest cpu, then
+    memory requests first; then the oldest; then a stable tie-break (Karpenter: the uid)."""
+    cpu, memory = requests_of(pod)
+    return (-cpu, -memory, *arrival(pod))

@@ -38,7 +38,7 @@ from lifeboat.kube import nodes
 from lifeboat.kube.objects import MutableObj as Obj
 
 from . import instances
-from .fit import selects, template_claim
+from .fit import queue_order, selects, template_claim
 from .state import SimState, editable, pod_key, requests_of, set_condition
 
 # Requirement keys Karpenter fills in at launch (the instance's), not the template's labels.
@@ -193,7 +193,7 @@ def solve(
     """The new claims for ``homeless`` pods, and why each pod left over fits no pool."""
     made: list[NewClaim] = []
     unplaced: dict[str, str] = {}
-    for pod in sorted(homeless, key=lambda p: (tuple(-x for x in requests_of(p)), pod_key(p))):
+    for pod in sorted(homeless, key=queue_order):
         made.sort(key=lambda c: len(c.pods))
         if any(_add(claim, pod) for claim in made):
             continue

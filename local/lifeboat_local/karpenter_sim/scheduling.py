@@ -25,7 +25,7 @@ from lifeboat.kube import nodes
 from lifeboat.kube.objects import MutableObj as Obj
 
 from . import provisioner
-from .fit import selects, template_claim
+from .fit import arrival, queue_order, selects, template_claim
 from .state import (
     NOMINATION,
     PROVISIONING_POLL,
@@ -187,7 +187,7 @@ def bind_pending(state: SimState) -> None:
                 _node_taints(node),
             )
         )
-    for pod in sorted(_pending(pods), key=pod_key):
+    for pod in sorted(_pending(pods), key=arrival):
         fitting = [r for r in rooms if r.holds(pod)]
         if not fitting:
             continue
@@ -276,7 +276,7 @@ def _nominate(state: SimState, rooms: list[_Room], waiting: list[Obj]) -> list[O
     claim) for a while; return the pods that fit nowhere (wherever they came from: the
     provisioner weighs every pool for them)."""
     homeless: list[Obj] = []
-    for pod in sorted(waiting, key=pod_key):
+    for pod in sorted(waiting, key=queue_order):
         room = next((r for r in rooms if r.holds(pod)), None)
         if room is None:
             homeless.append(pod)
