@@ -142,3 +142,18 @@ def test_a_pending_hand_over_is_cancelled_before_the_node_returns() -> None:
     undone, note = run(api, "c-1")
     assert not undone and note.startswith("not undone: its pending hand-over could not be")
     assert nodes.taints(api.objects[("Node", "n-1")]) == [TAINT]
+
+
+@pytest.mark.parametrize("phase", ["Succeeded", "Unknown", "Pending", "Failed"])
+def test_only_a_running_pod_is_serving_whatever_its_stale_ready_condition(phase: str) -> None:
+    """observe.is_serving (a surviving mutant, ``phase >= "Running"``): a pod whose node
+    went silent keeps its last Ready condition while its phase is Unknown; it serves no one."""
+    from lifeboat.rotation.observe import is_serving
+
+    pod = {
+        "metadata": {"name": "p", "namespace": "shop"},
+        "status": {"phase": phase, "conditions": [{"type": "Ready", "status": "True"}]},
+    }
+    assert not is_serving(pod)
+    pod["status"]["phase"] = "Running"
+    assert is_serving(pod)
