@@ -150,10 +150,30 @@ def test_only_a_running_pod_is_serving_whatever_its_stale_ready_condition(phase:
     went silent keeps its last Ready condition while its phase is Unknown; it serves no one."""
     from lifeboat.rotation.observe import is_serving
 
-    pod = {
-        "metadata": {"name": "p", "namespace": "shop"},
-        "status": {"phase": phase, "conditions": [{"type": "Ready", "status": "True"}]},
-    }
-    assert not is_serving(pod)
-    pod["status"]["phase"] = "Running"
-    assert is_serving(pod)
+    def pod(phase: str) -> dict[str, Any]:
+        ready = [{"type": "Ready", "status": "True"}]
+        return {"metadata": {"name": "p"}, "status": {"phase": phase, "conditions": ready}}
+
+    assert not is_serving(pod(phase))
+    assert is_serving(pod("Running"))
+
+
+@pytest.mark.parametrize(
+    ("effect", "going"), [("PreferNoSchedule", False), ("NoSchedule", True), ("NoExecute", True)]
+)
+def test_another_notices_waiting_mark_does_not_make_a_node_already_going(
+    effect: str, going: bool
+) -> None:
+    """observe.snapshot (a surviving mutant, ``effect <= "PreferNoSchedule"``): a node
+    another notice only marks (PreferNoSchedule: waiting for its window) is rotated; one
+    another notice took out of service is already going, and skipped."""
+    from lifeboat.rotation.observe import snapshot
+
+    marked = node()
+    marked["spec"]["taints"] = [{"key": "lifeboat.dev/rebalance-recommendation", "effect": effect}]
+    api = Api([marked])
+    api.list_pods_on_node = lambda name: []  # type: ignore[attr-defined]
+    taken = rotation().nodes[0]
+    seen = snapshot(cast(KubeApi, api), taken)
+    assert seen.present
+    assert (seen.going is not None) is going
