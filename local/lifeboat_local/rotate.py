@@ -16,6 +16,7 @@ import json
 import sys
 import uuid
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -122,7 +123,8 @@ def _add_control_verbs(parser: argparse.ArgumentParser) -> None:
         metavar="UID",
         help="the rotation's uid (printed when it was requested; `lifeboat status` shows it): "
         "required with --pause, --resume, --cancel and --rollback, so that a command never "
-        "reaches another rotation of the same name",
+        "reaches another rotation of the same name; with a new rotation, the uid to give it "
+        "(default: a new UUID)",
     )
     control = parser.add_mutually_exclusive_group()
     for verb in (Verb.PAUSE, Verb.RESUME, Verb.CANCEL, Verb.ROLLBACK):
@@ -163,8 +165,25 @@ def check_args(args: argparse.Namespace) -> None:
             f"rotate: --{args.verb} needs --uid (the rotation's uid: `lifeboat status "
             f"{args.name}` shows it)"
         )
-    if args.verb is None and args.uid:
-        raise UsageError("rotate: --uid names an existing rotation; a new one gets its own")
+    if args.waves:
+        check_waves(args.waves)
+
+
+def check_waves(text: str) -> None:
+    """``--waves`` sizes are cumulative: each wave's size (counted like the one before it,
+    nodes or percent) larger than the last, so ``5,2`` is a usage error, not five nodes then
+    one more (the plan would take at least one more node per wave without a word)."""
+    # A size that is no number is the request parser's to refuse, with its own words.
+    sizes = [s for s in (w.strip() for w in text.split(",")) if s.rstrip("%").isdigit()]
+    for percent in (True, False):
+        same = [(s, int(s.rstrip("%"))) for s in sizes if s.endswith("%") == percent]
+        for (before, low), (after, high) in pairwise(same):
+            if high <= low:
+                raise UsageError(
+                    f"rotate: --waves {text}: the sizes are cumulative (nodes rotated by the "
+                    f"end of each wave), so {after} after {before} adds nothing; give "
+                    "increasing sizes, e.g. 1,10%,100%"
+                )
 
 
 def build_event(args: argparse.Namespace, now: datetime) -> dict[str, Any]:
@@ -185,7 +204,7 @@ def build_event(args: argparse.Namespace, now: datetime) -> dict[str, Any]:
             health_timeout=timedelta(seconds=args.health_timeout),
             waves=tuple(w.strip() for w in (args.waves or "").split(",") if w.strip()),
             allowed_amis=tuple(args.allowed_ami),
-            uid=str(uuid.uuid4()),  # what its commands will name it by
+            uid=args.uid or str(uuid.uuid4()),  # what its commands will name it by
         )
     event = command_event(
         verb, args.name, cluster=args.cluster_name, spec=spec, now=now, uid=args.uid or ""
