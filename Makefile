@@ -140,7 +140,7 @@ stackset-template: $(VENV)/.installed-dev
 		$(if $(STACKSET_ARTIFACT_PREFIX),--artifact-bucket-prefix $(STACKSET_ARTIFACT_PREFIX))
 
 ## mutants: mutation testing (cosmic-ray) of decide/, budgets*, cron, act, node_patches,
-## pool_lock and deadline against their tests, in a copy of the tree; kill rate per target in
+## pool_lock, deadline and rotation/ against their tests, in a copy of the tree; kill rate per target in
 ## mutation-results/report.md. Long: MUTANTS_ARGS="--sample 20" runs a random sample per
 ## target, "--target act" one target.
 MUTANTS_ARGS ?=

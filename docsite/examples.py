@@ -114,7 +114,7 @@ EXAMPLE_LIST = (
     Example(
         "rotate-out",
         "lifeboat rotate legacy-to-karpenter --cluster-name prod-a --node-group legacy "
-        "--out rotation.json",
+        "--uid 2b7c4e1a-5d3f-4a6b-9c8d-0e1f2a3b4c5d --out rotation.json",
     ),
     Example(
         "rotation-follow",
@@ -148,7 +148,8 @@ EXAMPLE_LIST = (
     Example("waves-status", "lifeboat status --cluster wave-1.yaml", exit=EXIT_NOT_DONE),
     Example(
         "rollback-out",
-        "lifeboat rotate legacy-in-waves --cluster-name prod-a --rollback --out rollback.json",
+        "lifeboat rotate legacy-in-waves --cluster-name prod-a --rollback "
+        "--uid 6f3d9a2e-4b1c-4e8f-9a7d-2c5b8e1f0a47 --out rollback.json",
     ),
     Example(
         "rollback-replay",

@@ -36,6 +36,7 @@ SUPPORTED_KINDS = (
     "PodDisruptionBudget",
     "NodePool",
     "NodeClaim",
+    "EC2NodeClass",
     "Lease",
     "ConfigMap",
     "Event",
@@ -49,6 +50,7 @@ SUPPORTED_KINDS = (
 _DUMP_ORDER = (
     "Namespace",
     "Node",
+    "EC2NodeClass",
     "NodePool",
     "NodeClaim",
     "Deployment",

@@ -28,6 +28,7 @@ from lifeboat.kube.node_patches import (
 
 MAINTENANCE = nodes.taint_key(Kind.SCHEDULED_CHANGE)
 REBALANCE = nodes.taint_key(Kind.REBALANCE_RECOMMENDATION)
+ROTATION = nodes.taint_key(Kind.ROTATION)
 LABEL = nodes.EXCLUDE_FROM_LOAD_BALANCERS_LABEL
 OWNED = nodes.EXCLUDED_BY_LIFEBOAT_ANNOTATION
 # An operator's taints on both sides of Lifeboat's keys in sort order ("a..." < "lifeboat.dev/"
@@ -127,27 +128,27 @@ def test_a_restore_built_from_a_stale_read_fails_rather_than_undo_a_newer_cordon
 
 
 def test_a_rollback_returns_the_node_to_service_and_keeps_the_operators_taints() -> None:
-    """Every taint in Lifeboat's domain (out of service and waiting marks) off, uncordoned,
-    Lifeboat's load balancer exclusion off; the operator's taints stay."""
+    """The rotation's taint off, uncordoned, Lifeboat's load balancer exclusion off; the
+    operator's taints and another notice's waiting mark (issue 35) stay."""
     before = excluded_by_us(
         BEFORE,
         lifeboat_taint(nodes.taint_key(Kind.ROTATION)),
         lifeboat_taint(REBALANCE, "PreferNoSchedule"),
         AFTER,
     )
-    after = apply_json_patch(before, rollback_operations(before))
-    assert after["spec"]["taints"] == [BEFORE, AFTER]
+    after = apply_json_patch(before, rollback_operations(before, ROTATION))
+    assert after["spec"]["taints"] == [BEFORE, lifeboat_taint(REBALANCE, "PreferNoSchedule"), AFTER]
     assert "unschedulable" not in after["spec"]
     assert LABEL not in after["metadata"]["labels"]
 
 
 def test_a_rollback_of_a_node_with_nothing_of_lifeboats_is_no_patch() -> None:
-    assert rollback_operations(node(BEFORE, AFTER, cordoned=False)) == []
+    assert rollback_operations(node(BEFORE, AFTER, cordoned=False), ROTATION) == []
 
 
 def test_a_rollback_of_a_node_only_cordoned_uncordons_it() -> None:
     before = node(BEFORE)
-    after = apply_json_patch(before, rollback_operations(before))
+    after = apply_json_patch(before, rollback_operations(before, ROTATION))
     assert after["spec"]["taints"] == [BEFORE]
     assert "unschedulable" not in after["spec"]
 

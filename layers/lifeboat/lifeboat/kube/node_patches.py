@@ -284,22 +284,34 @@ def unread_taint_variants(
     return no_taints_yet, some_taints
 
 
-def rollback_operations(node: Obj) -> list[Operation]:
-    """The JSON patch that returns ``node`` to service after a rotation's rollback ([] if
-    nothing of Lifeboat's is left on it): every taint in Lifeboat's domain removed (the
-    out-of-service taint and any waiting mark), uncordoned, and the load balancer exclusion
-    taken off if Lifeboat put it there. The taint list read is tested, as everywhere."""
+def rollback_operations(node: Obj, key: str) -> list[Operation]:
+    """The JSON patch that undoes a rotation's marks on ``node`` after its rollback ([] if
+    none is left): its taints (``key``: out of service, and its waiting mark) removed; and,
+    unless another of Lifeboat's holds keeps the node out of service (an AWS notice's taint:
+    :func:`other_hold`), uncordoned and the load balancer exclusion taken off if Lifeboat put
+    it there. The taint list read is tested, as everywhere."""
     existing = nodes.taints(node)
-    kept = [t for t in existing if not str(t.get("key", "")).startswith(f"{nodes.DOMAIN}/")]
+    kept = [t for t in existing if t.get("key") != key]
     operations: list[Operation] = []
     if len(kept) < len(existing):
         operations += [
             {"op": "test", "path": "/spec/taints", "value": existing},
             {"op": "replace", "path": "/spec/taints", "value": kept},
         ]
+    if other_hold(node, key) is not None:
+        return operations  # cordon and exclusion belong to that hold now
     if node.get("spec", {}).get("unschedulable"):
         operations += [
             {"op": "test", "path": "/spec/unschedulable", "value": True},
             {"op": "remove", "path": "/spec/unschedulable"},
         ]
     return operations + release_operations(node)
+
+
+def other_hold(node: Obj, key: str) -> str | None:
+    """The key of a taint of Lifeboat's other than ``key`` that takes ``node`` out of
+    service (another notice's hold: an AWS Health retirement, a Spot warning), if any."""
+    for taint in nodes.taints(node):
+        if _out_of_service(taint) and taint.get("key") != key:
+            return str(taint.get("key"))
+    return None
