@@ -113,7 +113,7 @@ def main(argv: list[str]) -> int:
     text = render(layer_closure(read_lock(LOCK.read_text(encoding="utf-8"))))
     if "--check" in argv:
         if LAYER_REQUIREMENTS.read_text(encoding="utf-8") != text:
-            print(f"{LAYER_REQUIREMENTS} is not what the lock gives: run make lock", file=sys.stderr)
+            print(f"{LAYER_REQUIREMENTS} differs from the lock: run make lock", file=sys.stderr)
             return 1
         return 0
     LAYER_REQUIREMENTS.write_text(text, encoding="utf-8")

@@ -19,10 +19,23 @@ from pathlib import Path
 from typing import Any
 
 LAYER_FLOOR = 90.0
+ROOT_PACKAGE = "(root)"
 # Each package's floor: a few points under what it measured when the floor was set, so a
 # test that stops running (or code added untested) fails here.
-PACKAGE_FLOORS: Mapping[str, float] = {}
-ROOT_PACKAGE = "(root)"
+PACKAGE_FLOORS: Mapping[str, float] = {
+    ROOT_PACKAGE: 95,
+    "aws": 92,
+    "decide": 91,
+    "events": 93,
+    "flow": 91,
+    "karpenter": 91,
+    "kube": 93,
+    "model": 94,
+    "rotation": 88,
+    "runtime": 87,
+    "telemetry": 85,
+    "wakeup": 91,
+}
 
 
 @dataclass
@@ -81,11 +94,11 @@ def verdict(found: Mapping[str, Tally]) -> list[str]:
     elif layer.percent < LAYER_FLOOR:
         problems.append(f"layer: {layer.percent:.1f} % < {LAYER_FLOOR:.0f} %")
     for package, floor in sorted(PACKAGE_FLOORS.items()):
-        tally = found.get(package)
-        if tally is None:
+        measured = found.get(package)
+        if measured is None:
             problems.append(f"{package}: not measured")
-        elif tally.percent < floor:
-            problems.append(f"{package}: {tally.percent:.1f} % < {floor:.0f} %")
+        elif measured.percent < floor:
+            problems.append(f"{package}: {measured.percent:.1f} % < {floor:.0f} %")
     return problems
 
 

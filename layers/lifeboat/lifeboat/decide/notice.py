@@ -24,6 +24,7 @@ from lifeboat.decide.model import (
 from lifeboat.decide.staleness import Stale
 from lifeboat.errors import BrokenInvariant
 from lifeboat.events.notice import Kind, Notice
+from lifeboat.karpenter.forceful import in_effect
 from lifeboat.karpenter.replacement import replacement_blocker
 from lifeboat.kube import nodes
 from lifeboat.kube.objects import Obj
@@ -90,7 +91,7 @@ def _decide(
     # still needs its answer, which only Lifeboat gives.
     handled = _already_terminating(target)
     if handled is not None and notice.lifecycle is None:
-        return ignore(f"{_describe(notice)}: {handled}; nothing to add")
+        return _force_deleting(notice, target, handled, now)
     if notice.ends_maintenance:
         return _maintenance_over(notice, target)
     if stale is not None:
@@ -172,16 +173,17 @@ def _involuntary(notice: Notice, target: Target) -> Decision:
         # As Karpenter's interruption controller: delete the claim at once, whatever the
         # budgets say; the replacement is created first, unless Karpenter would not want one.
         no_replacement = _no_replacement(target)
+        drains = _karpenter_drain(notice)
         if no_replacement is None:
             return Decision(
                 Outcome.ACTED,
                 f"{what}: replacing NodeClaim {target.claim.name} and deleting it so Karpenter "
-                "drains the node",
+                f"{drains}",
                 KARPENTER_REPLACE,
             )
         return Decision(
             Outcome.ACTED,
-            f"{what}: deleting NodeClaim {target.claim.name} so Karpenter drains the node; no "
+            f"{what}: deleting NodeClaim {target.claim.name} so Karpenter {drains}; no "
             f"replacement: {no_replacement}",
             (Step.TAINT_AND_CORDON, Step.DELETE_NODECLAIM),
         )
@@ -193,6 +195,39 @@ def _involuntary(notice: Notice, target: Target) -> Decision:
         f"{what}: node has no NodeClaim; draining it through the Eviction API",
         tuple(steps),
     )
+
+
+def _force_deleting(notice: Notice, target: Target, handled: str, now: datetime) -> Decision:
+    """A claim Karpenter already deletes gets nothing more, unless its instance is impaired
+    and the claim carries no termination timestamp in effect now: Karpenter >= 1.13 annotates
+    it then (``annotateTerminationTimestamp`` runs before ``deleteNodeClaim``'s early return for
+    a claim being deleted), so a gentle drain stuck on a PDB is forced; no second delete. A
+    stamp in the future or unparsable is no stamp (core's ``annotateTerminationGracePeriod``;
+    :mod:`lifeboat.karpenter.forceful`)."""
+    what = _describe(notice)
+    claim = target.claim
+    forced = claim is not None and in_effect(claim.terminates_by, now)
+    if notice.kind is not Kind.INSTANCE_IMPAIRED or claim is None or forced:
+        return ignore(f"{what}: {handled}; nothing to add")
+    return Decision(
+        Outcome.ACTED,
+        f"{what}: {handled}; forcing it as Karpenter >= 1.13 forces an impaired instance "
+        f"(NodeClaim {claim.name} gets karpenter.sh/nodeclaim-termination-timestamp)",
+        (Step.DELETE_NODECLAIM,),
+    )
+
+
+def _karpenter_drain(notice: Notice) -> str:
+    """What Karpenter does once the claim is deleted. An impaired instance's claim is first
+    given ``karpenter.sh/nodeclaim-termination-timestamp`` = now (act, as Karpenter >= 1.13's
+    ``annotateTerminationTimestamp``): its termination controller then deletes the pods
+    instead of evicting them and does not wait for volumes to detach."""
+    if notice.kind is Kind.INSTANCE_IMPAIRED:
+        return (
+            "terminates the node forcefully (its termination timestamp set to now: pods "
+            "deleted whatever PDBs and do-not-disrupt say, no wait for volume detachment)"
+        )
+    return "drains the node"
 
 
 def _maintenance_over(notice: Notice, target: Target) -> Decision:

@@ -18,8 +18,19 @@ from lifeboat.decide import Decision, Step
 from lifeboat.errors import BrokenInvariant
 from lifeboat.events.asg_lifecycle import lifecycle_expired
 from lifeboat.events.notice import Kind, LifecycleHook, Notice
+from lifeboat.karpenter.forceful import (
+    TERMINATION_TIMESTAMP,
+    annotate_operations,
+    forced_at,
+    in_effect,
+    shown,
+    termination_timestamp,
+)
 from lifeboat.karpenter.handover import (
+    PATIENCE,
+    SWEEP_GRACE,
     WHEN_READY,
+    Record,
     give_back_operations,
     hold_operations,
     protect,
@@ -38,7 +49,8 @@ from lifeboat.kube.node_patches import (
 )
 from lifeboat.kube.objects import Obj
 from lifeboat.model.settings import Settings
-from lifeboat.model.target import Target
+from lifeboat.model.target import ClaimRef, Target
+from lifeboat.wakeup.codec import Task, Wakeup, encode
 
 Action = dict[str, Any]
 # What a node about to go gets besides the taint and cordon (``exclude_from_load_balancers``).
@@ -76,6 +88,9 @@ class ActResult:
     # Evicted pods still terminating (within their grace period) on a node whose lifecycle
     # action waits for them: CONTINUE only once they are gone.
     pods_terminating: int = 0
+    # Evicted pods stuck terminating on a node no kubelet answers for (NotReady, impaired):
+    # not waited for (Karpenter's IsStuckTerminating).
+    pods_stuck: int = 0
     # The node was deleted between its read and the patch (404): nothing to drain.
     node_gone: bool = False
     # The replacement a when-ready hand-over waits for before the old claim is deleted.
@@ -115,9 +130,12 @@ class Actor:
         decision: Decision,
         *,
         replacement: str | None = None,
+        into: ActResult | None = None,
     ) -> ActResult:
-        """``replacement``: the claim a hand-over follow-up is about (``RELEASE_REPLACEMENT``)."""
-        outcome = ActResult()
+        """``replacement``: the claim a hand-over follow-up is about (``RELEASE_REPLACEMENT``).
+        ``into``: where the actions are gathered as they are taken, so that a step that
+        raises leaves the caller what the steps before it did (issue 33.4)."""
+        outcome = into if into is not None else ActResult()
         dry = self._settings.dry_run
         waits = self._waits_for_replacement(notice, target, decision)
         for step in decision.steps:
@@ -139,9 +157,13 @@ class Actor:
                 planned = outcome.replacement or (_planned(outcome) if dry else None)
                 if waits and planned is not None:
                     outcome.awaiting = planned  # deleted once it is initialized
-                    outcome.actions += self._hold(target, dry)
+                    outcome.actions += self._hold(notice, target, planned, dry)
                     continue
-                outcome.actions += self._delete_claim(target, dry, outcome.replaced_before)
+                # An impaired instance is forced out, as Karpenter >= 1.13 does.
+                forceful = notice.kind is Kind.INSTANCE_IMPAIRED
+                outcome.actions += self._delete_claim(
+                    target, dry, outcome.replaced_before, forceful=forceful
+                )
             elif step is Step.RELEASE_REPLACEMENT:
                 outcome.actions += self._release(target, replacement, dry)
             elif step is Step.GIVE_BACK:
@@ -302,13 +324,33 @@ class Actor:
             and target.claim.uid is not None
         )
 
-    def _hold(self, target: Target, dry: bool) -> list[Action]:
+    def _hold(self, notice: Notice, target: Target, replacement: str, dry: bool) -> list[Action]:
         """Keep the old node out of Karpenter's drift and consolidation while its hand-over
-        waits (``handover.hold_operations``)."""
+        waits, and mark it with the hand-over (``handover.hold_operations``)."""
         if target.node is None:
             return []
-        node = self._patch_node(target.node, hold_operations, dry)
+        record = self._hand_over(notice, target, replacement)
+        node = self._patch_node(target.node, lambda n: hold_operations(n, record), dry)
         return [] if node is None else [{"type": "hold-node", "key": nodes.DO_NOT_DISRUPT}]
+
+    def _hand_over(self, notice: Notice, target: Target, replacement: str) -> Record:
+        """The hand-over about to wait for ``replacement``, as its objects carry it (issue
+        33.3): the wake-up the sweep does the work of if its own chain breaks, due when the
+        sweep takes over."""
+        started = self._clock()
+        until = started + PATIENCE + SWEEP_GRACE
+        claim = target.claim
+        wakeup = Wakeup(
+            Task.HAND_OVER,
+            notice,
+            until,
+            replacement=replacement,
+            old_nodeclaim=claim.name if claim else None,
+            old_nodeclaim_uid=claim.uid if claim else None,
+            started=started,
+            cluster=target.info.cluster if target.info else None,
+        )
+        return Record(until, encode(wakeup))
 
     def _release(self, target: Target, name: str | None, dry: bool) -> list[Action]:
         """Remove the protection Lifeboat put on the old node and on replacement ``name``,
@@ -360,6 +402,7 @@ class Actor:
             notice.dedup_key,
             target.claim.uid,
             reservation_reclaimed=notice.kind is Kind.CAPACITY_RESERVATION_INTERRUPTION,
+            usage=target.usage,
         )
         if built.claim is None:
             outcome.actions.append({"type": "create-nodeclaim", "name": None, "error": built.note})
@@ -370,7 +413,7 @@ class Actor:
         body = dict(built.claim)
         if protected:
             # Kept out of consolidation until the hand-over (lifeboat.karpenter.handover).
-            body = protect(built.claim)
+            body = protect(built.claim, self._hand_over(notice, target, name))
             action["protection"] = f"{nodes.DO_NOT_DISRUPT} until initialized"
         if built.note:
             action["note"] = built.note
@@ -411,13 +454,62 @@ class Actor:
             f"{old_claim} ({nodes.REPLACES_LABEL}={replaces or '(none)'})"
         )
 
-    def _delete_claim(self, target: Target, dry: bool, replaced_before: bool) -> list[Action]:
+    def _delete_claim(
+        self, target: Target, dry: bool, replaced_before: bool, *, forceful: bool = False
+    ) -> list[Action]:
         """Delete the old claim, unless it is already being deleted: known from the target,
         or, when an earlier notice already made its replacement, read back (one GET, only
-        then: a first notice costs nothing more). No second delete for one claim."""
+        then: a first notice costs nothing more). No second delete for one claim.
+        ``forceful``: the claim is first given Karpenter's termination timestamp
+        (:mod:`lifeboat.karpenter.forceful`), as Karpenter annotates before it deletes."""
         claim = target.claim
         if claim is None:
             return []
+        if not forceful:
+            return self._delete_unless_deleting(claim, dry, replaced_before)
+        forced, current = self._force_termination(claim, dry)
+        if current is None or nodes.is_deleting(current):
+            # Gone, a namesake, or being deleted (Karpenter's, or an earlier delivery's):
+            # annotated only; never a second delete.
+            existing = {"type": "delete-nodeclaim", "name": claim.name, "existing": True}
+            return [*forced, existing] if current is not None else forced
+        return forced + self._delete_unless_deleting(claim, dry, replaced_before)
+
+    def _force_termination(self, claim: ClaimRef, dry: bool) -> tuple[list[Action], Obj | None]:
+        """``annotateTerminationTimestamp``: the claim's termination timestamp set to now,
+        unless it has one (reported as ``existing``); with the claim as last read (None when
+        gone or replaced by a namesake). Re-read and retried when the claim changed under
+        the patch."""
+        current = self._kube.get_nodeclaim(claim.name)
+        for attempt in range(PATCH_ATTEMPTS):
+            if current is None or claim.uid not in (None, current["metadata"].get("uid")):
+                return [], None
+            action: Action = {"type": "annotate-nodeclaim", "name": claim.name}
+            action["key"] = TERMINATION_TIMESTAMP
+            stamp, now = forced_at(current), self._clock()
+            if stamp is not None and in_effect(stamp, now):
+                return [{**action, "value": stamp, "existing": True}], current
+            if stamp is not None:
+                # In the future or unparsable (forged, or a grace period's deadline): now.
+                action["replaced"] = shown(stamp)
+            action["value"] = termination_timestamp(now)
+            operations = annotate_operations(current, action["value"], now)
+            if dry:
+                return [action], current
+            try:
+                self._kube.patch_nodeclaim(claim.name, operations)
+                return [action], current
+            except KubeError as error:
+                if error.status == 404:
+                    return [], None
+                if error.status not in (409, 422) or attempt == PATCH_ATTEMPTS - 1:
+                    raise
+            current = self._kube.get_nodeclaim(claim.name)
+        return [], None
+
+    def _delete_unless_deleting(
+        self, claim: ClaimRef, dry: bool, replaced_before: bool
+    ) -> list[Action]:
         deleting = claim.deleting
         if replaced_before and not deleting and not dry:
             current = self._kube.get_nodeclaim(claim.name)
@@ -446,9 +538,15 @@ class Actor:
         if notice.lifecycle is not None and not dry:
             # NTH issue #355: completing the action while the evicted pods still run their
             # preStop hooks and grace periods lets the instance go under them.
-            outcome.pods_terminating = len(
-                nodes.terminating_pods(self._kube.list_pods_on_node(node_name))
-            )
+            terminating = nodes.terminating_pods(self._kube.list_pods_on_node(node_name))
+            if nodes.unresponsive(target.node):
+                # No kubelet will ever confirm them: a pod a minute past its deletionTimestamp
+                # holds nothing up, as Karpenter's drain stops waiting (IsStuckTerminating).
+                now = self._clock()
+                stuck = [p for p in terminating if nodes.stuck_terminating(p, now)]
+                outcome.pods_stuck = len(stuck)
+                terminating = [p for p in terminating if not nodes.stuck_terminating(p, now)]
+            outcome.pods_terminating = len(terminating)
         waiting = outcome.pods_remaining or outcome.pods_terminating
         if waiting and not dry and notice.lifecycle and self._lifecycle:
             # Keep the instance alive while PodDisruptionBudgets hold the drain back, or

@@ -13,7 +13,8 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
@@ -28,6 +29,7 @@ from lifeboat.aws.sweep import (
     vanished,
 )
 from lifeboat.decide import Decision, Step, decide, follow_ups
+from lifeboat.decide.followups import decide_again_at
 from lifeboat.decide.notice import replacement_refused
 from lifeboat.decide.staleness import Stale, staleness
 from lifeboat.decide.wakeups import (
@@ -43,6 +45,7 @@ from lifeboat.events.envelope import load_body
 from lifeboat.events.instance_status import InstanceStatus, read_response
 from lifeboat.events.notice import Kind, MalformedMessage, Notice
 from lifeboat.flow.act import Actor, ActResult, LifecycleActions
+from lifeboat.flow.handover_sweep import Swept, orphaned
 from lifeboat.flow.lanes import lanes as message_lanes
 from lifeboat.flow.resolve import Resolver
 from lifeboat.flow.routing import triage, triage_follow_up
@@ -100,7 +103,7 @@ class MessageResult:
     deadline: datetime | None = None
 
 
-Parsed: TypeAlias = "MessageResult | Wakeup | list[Notice] | RotationCommand"
+Parsed: TypeAlias = "MessageResult | Wakeup | list[Notice] | Swept | RotationCommand"
 
 
 # Clusters whose labelled nodes a sweep lists at once (lifeboat.aws.sweep.vanished).
@@ -160,18 +163,28 @@ class Pipeline:
     scope: ClusterScope | None = None
 
     def process(
-        self, bodies: Sequence[Body], *, time_left: Callable[[], float] | None = None
+        self,
+        bodies: Sequence[Body],
+        *,
+        time_left: Callable[[], float] | None = None,
+        receives: Sequence[int] | None = None,
     ) -> list[MessageResult]:
         """Handle one batch. One directory lookup serves all its instances.
 
         ``time_left``: seconds left of the invocation; a message naming several instances
-        hands on those it has not started when too little is left (lifeboat.flow.split)."""
+        hands on those it has not started when too little is left (lifeboat.flow.split).
+        ``receives``: how many times SQS has delivered each message (its
+        ``ApproximateReceiveCount``; None: once each): a message received again after a
+        failure continues where it stopped, and says so, instead of calling what its
+        earlier receipt did a duplicate."""
         parsed = [self._parse(body) for body in bodies]
         later: list[list[Wakeup]] = [[] for _ in parsed]
         limit = self.notices_per_message
         for index, item in enumerate(parsed):
             if limit and self.wakeups is not None and isinstance(item, list) and len(item) > limit:
                 parsed[index], later[index] = split(item, limit)
+            elif limit and self.wakeups is not None and isinstance(item, Swept):
+                item.notices, later[index] = split(item.notices, limit)
         wanted = sorted(
             {
                 notice.instance_id
@@ -185,7 +198,8 @@ class Pipeline:
 
         def run(lane: list[int]) -> None:
             for index in lane:
-                results[index] = self._one(batch, parsed[index], later[index])
+                again = receives is not None and receives[index] > 1
+                results[index] = self._one(batch, parsed[index], later[index], again=again)
 
         lanes = message_lanes(
             [[n.instance_id for n in _notices_of(item) if n.instance_id] for item in parsed]
@@ -218,7 +232,7 @@ class Pipeline:
 
                 return parse_command(message)
             if is_sweep_request(message):
-                return self._sweep()
+                return self._with_hand_overs(self._sweep())
             return parse_message(message, received_at=self.clock())
         except MalformedMessage as error:
             return MessageResult([Report.rejected(error.reason, error.event_id, error.kind)])
@@ -241,6 +255,23 @@ class Pipeline:
         # one is acted on.
         return self._vanished(read_response({"Pages": pages}, received_at=now), now) + notices
 
+    def _with_hand_overs(self, found: Parsed) -> Parsed:
+        """A sweep's notices, and the hand-overs whose own wake-ups no longer run, which
+        each sweep takes over (lifeboat.flow.handover_sweep, issue 33.3)."""
+        if not isinstance(found, list):
+            return found
+        swept = Swept(found)
+        now = self.clock()
+        for cluster in self.settings.clusters or (None,):
+            try:
+                wakeups, problems = orphaned(self.clusters.kube(cluster), cluster, now)
+            except Exception as error:  # that cluster's hand-overs wait for the next sweep
+                where = f"cluster {cluster}" if cluster else "the cluster"
+                problems, wakeups = [f"could not list the hand-overs of {where}: {error}"], []
+            swept.hand_overs += wakeups
+            swept.problems += problems
+        return swept
+
     def _vanished(self, statuses: list[InstanceStatus], now: datetime) -> list[Notice]:
         """The EC2 events Lifeboat acted on that a complete sweep no longer reports: one
         LIST per managed cluster, of the nodes labelled ``lifeboat.dev/ec2-maintenance``
@@ -258,27 +289,52 @@ class Pipeline:
         with ThreadPoolExecutor(max_workers=min(SWEEP_LISTS_AT_ONCE, len(clusters))) as pool:
             return [n for found in pool.map(one, clusters) for n in found]
 
-    def _one(self, batch: _Batch, item: Parsed, later: Sequence[Wakeup] = ()) -> MessageResult:
+    def _one(
+        self, batch: _Batch, item: Parsed, later: Sequence[Wakeup] = (), *, again: bool = False
+    ) -> MessageResult:
+        """One message's reports; when it fails, its error and the reports of what it did
+        before (issue 33.4): the notices it finished, and the actions of the one a failure
+        interrupted (``_carry_out``), reported like any others, so a retry that finds them
+        done says it continues instead of leaving them unreported."""
         if isinstance(item, MessageResult):
             return item
         deadline = min((n.deadline for n in _notices_of(item) if n.deadline), default=None)
+        done: list[Report] = []
+        token = _DONE.set(done)
         try:
             with retrying_for(retry_window(deadline, self.clock()), clock=self.monotonic):
                 if isinstance(item, list):
                     self._hand_on(later)  # before acting: the message holds them until then
-                    return MessageResult(self._notices(batch, item), deadline=deadline)
+                    return MessageResult(self._notices(batch, item, done, again), deadline=deadline)
+                if isinstance(item, Swept):
+                    self._hand_on(later)
+                    self._notices(batch, item.notices, done, again)
+                    return MessageResult(self._take_over(batch, item, done), deadline=deadline)
                 if isinstance(item, Wakeup) and not rotation_concerns(item):
                     report = replace(self._wake(batch, item), wakeup=str(item.task))
                     return MessageResult([report], deadline=deadline)
                 # A rotation's command, or a wake-up of one of its looks or nodes.
                 return MessageResult(self._rotations(batch).handle(item))
         except Exception as error:  # the caller returns the message to the queue
-            return MessageResult(error=error, deadline=deadline)
+            if isinstance(item, Wakeup) and not rotation_concerns(item):
+                done[:] = [replace(r, wakeup=str(item.task)) for r in done]
+            return MessageResult(list(done), error=error, deadline=deadline)
+        finally:
+            _DONE.reset(token)
 
     # -- notices ---------------------------------------------------------------------------
 
-    def _notices(self, batch: _Batch, notices: list[Notice]) -> list[Report]:
-        reports = []
+    def _notices(
+        self,
+        batch: _Batch,
+        notices: list[Notice],
+        reports: list[Report] | None = None,
+        again: bool = False,
+    ) -> list[Report]:
+        """Each notice handled once (the ledger); ``reports`` gathers them as they are done,
+        so they outlast a failure of a later one. ``again``: the message was received before
+        (and failed): what the ledger finds done was done by that receipt."""
+        reports = [] if reports is None else reports
         for index, notice in enumerate(notices):
             if index and self._out_of_time(batch):
                 self._hand_on(remainders(notices[index:], len(notices)))
@@ -299,10 +355,29 @@ class Pipeline:
                 seen = partial(self._mark_ec2_maintenance, batch, notice)
                 self.ledger.once(f"ec2-seen#{notice.ledger_key}", seen)
             if report is None:
-                report = Report.for_notice(
-                    notice, Outcome.IGNORED, "duplicate delivery: already handled"
-                )
+                report = Report.for_notice(notice, Outcome.IGNORED, _handled_before(again))
             reports.append(report)
+        return reports
+
+    def _take_over(self, batch: _Batch, swept: Swept, reports: list[Report]) -> list[Report]:
+        """Do the work of each hand-over whose wake-ups no longer run, as its wake-up would
+        (lifeboat.flow.handover_sweep); one that fails is reported, and the next sweep finds
+        it again (its marks stay until the work is done)."""
+        for problem in swept.problems:
+            reports.append(Report(None, str(Kind.UNSUPPORTED), Outcome.IGNORED, problem))
+        for wakeup in swept.hand_overs:
+            try:
+                report = self._wake(batch, wakeup)
+            except Exception as error:
+                why = f"{type(error).__name__}: {error}"[:300]
+                report = Report.for_notice(
+                    wakeup.notice,
+                    Outcome.IGNORED,
+                    f"could not finish or give up the hand-over ({why}); the next sweep tries "
+                    "again",
+                )
+            taken = f"hand-over taken over by the instance status sweep: {report.reason}"
+            reports.append(replace(report, reason=taken, wakeup=str(wakeup.task)))
         return reports
 
     def _mark_ec2_maintenance(self, batch: _Batch, notice: Notice) -> Report:
@@ -447,27 +522,30 @@ class Pipeline:
             # Deleted under the first step: only a lifecycle action is left to answer.
             kept = tuple(step for step in rest.steps if step is Step.COMPLETE_LIFECYCLE)
             rest = replace(rest, steps=kept)
-        result = self._actor(kube).carry_out(
-            notice, target, rest, replacement=wakeup.replacement if wakeup else None
-        )
-        if done is not None:
-            result.actions[:0] = done.actions
-        decision = _as_carried_out(notice, target, decision, result, now)
-        if not self.settings.dry_run:
-            if self.wakeups is not None:
-                for later in follow_ups(
-                    notice,
-                    target,
-                    decision,
-                    pods_remaining=result.pods_remaining + result.pods_terminating,
-                    now=now,
-                    wakeup=wakeup,
-                    release_cordon_after=self.settings.rebalance_cordon_release,
-                    awaiting=result.awaiting,
-                ):
-                    self.wakeups.schedule(later)
-            if target.node is not None:
-                record(kube, target.node, notice, decision, now)
+        result = ActResult(actions=list(done.actions) if done is not None else [])
+        # A give-up's wake-ups come first: the one that takes a maintenance's node out
+        # (decide.followups._after_give_up) must exist before the node is put back in
+        # service; if it cannot be scheduled, the node stays held and the message (or the
+        # sweep, lifeboat.flow.handover_sweep) tries again.
+        first = decision.gave_up
+        try:
+            if first:
+                self._follow_up(notice, target, decision, result, now, wakeup)
+            self._actor(kube).carry_out(
+                notice,
+                target,
+                rest,
+                replacement=wakeup.replacement if wakeup else None,
+                into=result,
+            )
+            decision = _as_carried_out(notice, target, decision, result, now)
+            if not first:
+                self._follow_up(notice, target, decision, result, now, wakeup)
+        except Exception as error:  # what was done is reported all the same (issue 33.4)
+            self._interrupted(kube, notice, target, decision, result, error, cluster)
+            raise
+        if not self.settings.dry_run and target.node is not None:
+            record(kube, target.node, notice, decision, now)
         return decision_report(
             notice,
             target,
@@ -476,7 +554,64 @@ class Pipeline:
             pods_remaining=result.pods_remaining,
             dry_run=self.settings.dry_run,
             cluster=cluster,
+            recheck_at=decide_again_at(decision, wakeup.due if wakeup is not None else now),
         )
+
+    def _follow_up(
+        self,
+        notice: Notice,
+        target: Target,
+        decision: Decision,
+        result: ActResult,
+        now: datetime,
+        wakeup: Wakeup | None,
+    ) -> None:
+        """Schedule the wake-ups ``decision``, carried out as ``result`` says, calls for."""
+        if self.settings.dry_run or self.wakeups is None:
+            return
+        for later in follow_ups(
+            notice,
+            target,
+            decision,
+            pods_remaining=result.pods_remaining + result.pods_terminating,
+            now=now,
+            wakeup=wakeup,
+            release_cordon_after=self.settings.rebalance_cordon_release,
+            awaiting=result.awaiting,
+            maintenance_lead=self.settings.scheduled_change_lead,
+        ):
+            self.wakeups.schedule(later)
+
+    def _interrupted(
+        self,
+        kube: KubeApi,
+        notice: Notice,
+        target: Target,
+        decision: Decision,
+        result: ActResult,
+        error: Exception,
+        cluster: str | None,
+    ) -> None:
+        """A step failed after others were taken: what they did is reported now (log,
+        metrics, Event, notification, through the message's reports), though the message
+        fails and is retried (issue 33.4). Nothing taken: nothing to report but the error."""
+        if not result.actions:
+            return
+        why = f"{type(error).__name__}: {error}"[:300]
+        reason = (
+            f"{decision.reason}; interrupted ({why}) after {len(result.actions)} action(s): "
+            "the message is retried and continues from there"
+        )
+        partial = replace(decision, reason=reason)
+        if target.node is not None and not self.settings.dry_run:
+            with suppress(Exception):  # the audit trail must not hide the failure itself
+                record(kube, target.node, notice, partial, self.clock(), part="interrupted")
+        report = decision_report(
+            notice, target, partial, result.actions, dry_run=self.settings.dry_run, cluster=cluster
+        )
+        gathered = _DONE.get()
+        if gathered is not None:  # None: handled outside a message (a test's direct call)
+            gathered.append(report)
 
     def _actor(self, kube: KubeApi) -> Actor:
         return Actor(
@@ -586,9 +721,27 @@ class _RotationNodes:
         return [self.handle(notice) for notice in notices]
 
 
+# The reports of the message being handled, gathered as its work is done (``Pipeline._one``):
+# one list per message, in the thread that handles it.
+_DONE: ContextVar[list[Report] | None] = ContextVar("lifeboat_message_reports", default=None)
+
+
+def _handled_before(again: bool) -> str:
+    """What a notice the ledger finds handled is: the work of this message's earlier
+    receipt, which failed after it (``again``), or of another delivery of the event."""
+    if again:
+        return (
+            "continuing: already handled by an earlier receipt of this message (reported "
+            "then); the rest of the message goes on"
+        )
+    return "duplicate delivery: already handled"
+
+
 def _notices_of(item: Parsed) -> list[Notice]:
     if isinstance(item, list):
         return item
+    if isinstance(item, Swept):
+        return item.notices + [w.notice for w in item.hand_overs]
     if isinstance(item, Wakeup):
         return [item.notice]
     return []
@@ -618,6 +771,13 @@ def _as_carried_out(
             reason=f"{decision.reason}; NodeClaim {target.claim.name if target.claim else ''}"
             f" is deleted once replacement {result.awaiting} is initialized (hand-over "
             "when ready)",
+        )
+    if result.pods_stuck:
+        decision = replace(
+            decision,
+            reason=f"{decision.reason}; {result.pods_stuck} pod(s) stuck terminating on node "
+            f"{target.node_name} (NotReady or impaired, deleted over a minute ago): not waited "
+            "for, as Karpenter's IsStuckTerminating",
         )
     if result.pods_terminating:
         decision = replace(
