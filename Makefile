@@ -55,11 +55,14 @@ follow: $(VENV)/.installed
 
 ## test: lint, type-check, the whole test suite, and the SAM template validated and built
 ## offline (what .ci/run runs). worksteal: a worker that runs out of tests takes some from
-## the other's queue, so a few long tests at the end do not leave a core idle.
+## the other's queue, so a few long tests at the end do not leave a core idle. Branch coverage
+## of the layer is measured on the way and held to its floors (tests/support/coverage_floor.py).
 test: $(VENV)/.installed-dev lint typecheck
 	$(MAKE) --no-print-directory sam-validate sam-build layer-size
 	$(MAKE) --no-print-directory docs-check
-	$(BIN)/python -m pytest -q -n auto --dist worksteal
+	$(BIN)/python -m pytest -q -n auto --dist worksteal --cov --cov-report=json:coverage.json \
+		--cov-report=
+	$(BIN)/python -m tests.support.coverage_floor coverage.json
 
 ## docs: the documentation site into build/site (MkDocs Material, --strict: a broken link or
 ## anchor fails), then every internal link of the built site checked. Mermaid comes from the
