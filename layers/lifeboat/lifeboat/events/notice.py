@@ -116,6 +116,13 @@ class Notice:
     # Health: a node acted on for it is labelled, and the maintenance ends when the event
     # vanishes from a complete sweep (``lifeboat.aws.sweep.vanished``).
     ec2_event: bool = False
+    # AWS Health's ``eventArn``: which maintenance a Health notice is about, recorded on the
+    # node it holds, so that only that event's closing ends the hold
+    # (``lifeboat.kube.maintenance_holds``).
+    event_arn: str | None = None
+    # EC2 listed this maintenance again after it had ended on the node at this instant: a new
+    # hold, remembered under its own ledger key (``lifeboat.flow.sweep_holds``).
+    after_end: datetime | None = None
 
     @property
     def involuntary(self) -> bool:
@@ -134,7 +141,10 @@ class Notice:
         ``NotBefore``), so a scheduled change is keyed by those, not by who sent it."""
         if self.kind is Kind.SCHEDULED_CHANGE and self.instance_id and self.deadline:
             start = self.deadline.strftime("%Y%m%dT%H%M%SZ")
-            return f"maintenance#{self.instance_id}#{start}"
+            key = f"maintenance#{self.instance_id}#{start}"
+            if self.after_end is not None:
+                key += "#after-" + self.after_end.strftime("%Y%m%dT%H%M%SZ")
+            return key
         return self.dedup_key
 
 

@@ -21,11 +21,9 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from lifeboat.aws.sweep import (
     InstanceStatuses,
-    complete,
     is_sweep_request,
+    sweep_request_problem,
     too_recently_impaired,
-    unlisted,
-    vanished,
 )
 from lifeboat.decide import Decision, Step, decide, follow_ups
 from lifeboat.decide.notice import replacement_refused
@@ -38,15 +36,17 @@ from lifeboat.decide.wakeups import (
     release_cordon,
 )
 from lifeboat.errors import BrokenInvariant
-from lifeboat.events import parse_message
+from lifeboat.events import parse_message, parse_statuses
 from lifeboat.events.envelope import load_body
-from lifeboat.events.instance_status import InstanceStatus, read_response
+from lifeboat.events.instance_status import read_response
 from lifeboat.events.notice import Kind, MalformedMessage, Notice
 from lifeboat.flow.act import Actor, ActResult, LifecycleActions
 from lifeboat.flow.lanes import lanes as message_lanes
 from lifeboat.flow.resolve import Resolver
 from lifeboat.flow.routing import triage, triage_follow_up
 from lifeboat.flow.split import expand, remainders, split
+from lifeboat.flow.sweep_holds import ClusterHolds, listed_events, listing_failed, look_at, relisted
+from lifeboat.flow.sweep_triage import Swept, sort_out
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, retrying_for
 from lifeboat.kube.pool_lock import PoolLock
@@ -79,6 +79,10 @@ class ClusterScope(Protocol):
 
     def serves(self, cluster: str | None) -> bool: ...
 
+    def serving(self) -> tuple[str, ...]:
+        """Every cluster served now (the sweep looks at each one's marked nodes)."""
+        ...
+
 
 @dataclass(frozen=True)
 class OneCluster:
@@ -100,7 +104,7 @@ class MessageResult:
     deadline: datetime | None = None
 
 
-Parsed: TypeAlias = "MessageResult | Wakeup | list[Notice] | RotationCommand"
+Parsed: TypeAlias = "MessageResult | Wakeup | list[Notice] | RotationCommand | Swept"
 
 
 # Clusters whose labelled nodes a sweep lists at once (lifeboat.aws.sweep.vanished).
@@ -158,6 +162,9 @@ class Pipeline:
     statuses: InstanceStatuses | None = None
     # Clusters served by their tag (lifeboat.aws.discovery); None: settings.clusters decide.
     scope: ClusterScope | None = None
+    # The ARN of the stack's sweep schedule: the only sender of sweep requests obeyed
+    # (lifeboat.aws.sweep.sweep_request_problem); None: not checked (replay, tests).
+    sweep_schedule: str | None = None
 
     def process(
         self, bodies: Sequence[Body], *, time_left: Callable[[], float] | None = None
@@ -168,8 +175,15 @@ class Pipeline:
         hands on those it has not started when too little is left (lifeboat.flow.split)."""
         parsed = [self._parse(body) for body in bodies]
         later: list[list[Wakeup]] = [[] for _ in parsed]
+        # What a sweep's triage decided before the split (lifeboat.flow.sweep_triage).
+        early: list[list[Report]] = [[] for _ in parsed]
+        known: dict[str, InstanceInfo] = {}
         limit = self.notices_per_message
         for index, item in enumerate(parsed):
+            if isinstance(item, Swept):
+                parsed[index], early[index] = item.notices, item.reports
+                known.update(item.infos)
+                item = item.notices
             if limit and self.wakeups is not None and isinstance(item, list) and len(item) > limit:
                 parsed[index], later[index] = split(item, limit)
         wanted = sorted(
@@ -177,15 +191,17 @@ class Pipeline:
                 notice.instance_id
                 for item in parsed
                 for notice in _notices_of(item)
-                if notice.instance_id
+                if notice.instance_id and notice.instance_id not in known
             }
         )
-        batch = _Batch(self.directory.describe(wanted) if wanted else {}, self.clusters, time_left)
+        found = self.directory.describe(wanted) if wanted else {}
+        batch = _Batch({**known, **found}, self.clusters, time_left)
         results: list[MessageResult] = [MessageResult() for _ in parsed]
 
         def run(lane: list[int]) -> None:
             for index in lane:
                 results[index] = self._one(batch, parsed[index], later[index])
+                results[index].reports[:0] = early[index]
 
         lanes = message_lanes(
             [[n.instance_id for n in _notices_of(item) if n.instance_id] for item in parsed]
@@ -207,6 +223,8 @@ class Pipeline:
             message = load_body(body)  # decoded once, for both kinds of message
             if is_wakeup(message):
                 wakeup = decode(message)
+                if wakeup.task is Task.SWEEP_PART:
+                    return self._sweep_part(wakeup)
                 if wakeup.task is not Task.REMAINDER:
                     return wakeup
                 late = _remainder_too_late(wakeup, self.clock())
@@ -218,49 +236,88 @@ class Pipeline:
 
                 return parse_command(message)
             if is_sweep_request(message):
-                return self._sweep()
+                return self._sweep(message)
             return parse_message(message, received_at=self.clock())
         except MalformedMessage as error:
             return MessageResult([Report.rejected(error.reason, error.event_id, error.kind)])
         except Exception as error:  # the message goes back to the queue, then to the DLQ
             return MessageResult(error=error)
 
-    def _sweep(self) -> Parsed:
-        """A sweep request: EC2's instance statuses now, read like any other message."""
+    def _sweep(self, message: dict[str, Any]) -> Parsed:
+        """A sweep request (a trigger from the stack's own schedule): EC2 asked now, every
+        page of each filter set, and the answer's notices sorted before any split."""
+        problem = sweep_request_problem(message, self.sweep_schedule)
+        if problem is not None:
+            ident = message.get("id")
+            raise MalformedMessage(problem, ident if isinstance(ident, str) else None)
         if self.statuses is None:
             reason = "instance status sweep requested, but this pipeline reads no EC2 status"
             return MessageResult(
                 [Report(None, str(Kind.INSTANCE_IMPAIRED), Outcome.IGNORED, reason)]
             )
         pages = self.statuses.pages()
+        return self._swept(pages, whole=self.statuses.complete(pages))
+
+    def _sweep_part(self, wakeup: Wakeup) -> Parsed:
+        """A sweep's instances one message did not take on: EC2 asked about them again."""
+        if self.statuses is None:
+            reason = "sweep part, but this pipeline reads no EC2 status"
+            return MessageResult([Report.for_notice(wakeup.notice, Outcome.IGNORED, reason)])
+        return self._swept(self.statuses.describe(list(wakeup.instances)), whole=False)
+
+    def _swept(self, pages: list[dict[str, Any]], *, whole: bool) -> Swept:
+        """EC2's answer read: with a whole sweep's, the holds of the marked nodes first
+        (ends first, so a maintenance EC2 moved is undone before the new start is acted
+        on); then every notice triaged with one directory lookup."""
         now = self.clock()
-        notices = parse_message({"Pages": pages}, received_at=now)
-        if not complete(pages):
-            return notices
-        # Ends first, so a maintenance EC2 moved to a new start is undone before the new
-        # one is acted on.
-        return self._vanished(read_response({"Pages": pages}, received_at=now), now) + notices
+        notices = parse_statuses({"Pages": pages}, received_at=now)
+        ends: list[Notice] = []
+        reports: list[Report] = []
+        if whole:
+            holds = self._sweep_holds(read_response({"Pages": pages}, received_at=now), now)
+            ends = [n for found in holds for n in found.ends]
+            reports = [r for found in holds for r in found.reports]
+            by_instance = {i: h for found in holds for i, h in found.holds.items()}
+            notices = relisted(notices, by_instance)
+        notices = ends + notices
+        wanted = sorted({n.instance_id for n in notices if n.instance_id})
+        infos = self.directory.describe(wanted) if wanted else {}
+        return sort_out(notices, reports, infos, self.settings, now, self._managed)
 
-    def _vanished(self, statuses: list[InstanceStatus], now: datetime) -> list[Notice]:
-        """The EC2 events Lifeboat acted on that a complete sweep no longer reports: one
-        LIST per managed cluster, of the nodes labelled ``lifeboat.dev/ec2-maintenance``
-        (``lifeboat.aws.sweep.vanished``), whatever the fleet's size."""
+    def _sweep_holds(self, statuses: list[Any], now: datetime) -> list[ClusterHolds]:
+        """Each served cluster's nodes labelled ``lifeboat.dev/ec2-maintenance`` against a
+        complete sweep (lifeboat.flow.sweep_holds): one LIST per cluster, side by side; a
+        cluster that cannot be looked at is reported as an error, with its name."""
+        listed = listed_events(statuses)
 
-        def one(cluster: str | None) -> list[Notice]:
+        def one(cluster: str | None) -> ClusterHolds:
             try:
-                marked = self.clusters.kube(cluster).list_nodes(nodes.EC2_MAINTENANCE_LABEL)
+                kube = self.clusters.kube(cluster)
+                return look_at(kube, cluster, listed, now, dry_run=self.settings.dry_run)
             except Exception as error:  # that cluster's ends wait for the next sweep
-                return [unlisted(cluster, error, now)]
-            return vanished(statuses, marked, now)
+                return ClusterHolds(reports=[listing_failed(cluster, error, now)])
 
-        clusters = self.settings.clusters or (None,)
+        try:
+            clusters = self._served_clusters()
+        except Exception as error:  # discovery failed: nothing ends this time, said so
+            return [ClusterHolds(reports=[listing_failed(None, error, now)])]
         # The clusters are listed side by side: a sweep's time is not their sum.
         with ThreadPoolExecutor(max_workers=min(SWEEP_LISTS_AT_ONCE, len(clusters))) as pool:
-            return [n for found in pool.map(one, clusters) for n in found]
+            return list(pool.map(one, clusters))
+
+    def _served_clusters(self) -> tuple[str | None, ...]:
+        """The clusters a sweep looks at: those named, and those found by their tag
+        (lifeboat.aws.discovery); neither: the one cluster of replay and tests."""
+        named = tuple(self.settings.clusters)
+        if self.scope is not None:
+            named = tuple(dict.fromkeys(named + self.scope.serving()))
+        return named or (None,)
 
     def _one(self, batch: _Batch, item: Parsed, later: Sequence[Wakeup] = ()) -> MessageResult:
         if isinstance(item, MessageResult):
             return item
+        if isinstance(item, Swept):  # process takes its notices out first; kept whole here
+            item = item.notices
         deadline = min((n.deadline for n in _notices_of(item) if n.deadline), default=None)
         try:
             with retrying_for(retry_window(deadline, self.clock()), clock=self.monotonic):

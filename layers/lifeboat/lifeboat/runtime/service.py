@@ -293,4 +293,6 @@ def _pipeline(
         notices_per_message=NOTICES_PER_MESSAGE,
         statuses=Ec2InstanceStatuses(ec2),
         scope=clusters.catalog,
+        # Only the stack's own schedule asks for a sweep (empty: the sweep is off).
+        sweep_schedule=env.get("LIFEBOAT_SWEEP_SCHEDULE_ARN", "").strip() or None,
     )
