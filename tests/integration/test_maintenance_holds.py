@@ -348,3 +348,45 @@ def test_a_sweep_request_from_another_schedule_is_rejected(rig: Rig) -> None:
     stub_sweep(rig.stubber, [[]], [[]], [[]])
     [result] = rig.pipeline.process([json.dumps(sweep_request("ours", NOW.isoformat(), ours))])
     assert result.error is None and rig.statuses.calls == calls + 3
+
+
+class AnsweredLate:
+    """EC2's answer dated half an hour ago (it waited), then EC2 asked again now."""
+
+    def __init__(self, now_impaired: bool) -> None:
+        self.now_impaired = now_impaired
+        self.asked: list[list[str]] = []
+
+    def pages(self) -> list[dict[str, Any]]:
+        late = (NOW - timedelta(minutes=30)).strftime("%a, %d %b %Y %H:%M:%S GMT")
+        status = instance_status(KARPENTER_INSTANCE, impaired_since=NOW - timedelta(hours=1))
+        page = {
+            "InstanceStatuses": [status],
+            "ResponseMetadata": {"HTTPHeaders": {"date": late}},
+        }
+        return [page, {"InstanceStatuses": []}, {"InstanceStatuses": []}]
+
+    def complete(self, pages: list[dict[str, Any]]) -> bool:
+        return True
+
+    def describe(self, instance_ids: list[str]) -> list[dict[str, Any]]:
+        self.asked.append(instance_ids)
+        since = NOW - timedelta(hours=1) if self.now_impaired else None
+        return [{"InstanceStatuses": [instance_status(KARPENTER_INSTANCE, impaired_since=since)]}]
+
+
+@pytest.mark.parametrize("still", [False, True], ids=["recovered", "still-impaired"])
+def test_an_impairment_reported_long_ago_is_checked_with_ec2_again(still: bool) -> None:
+    for rig in make_rig():
+        reader = AnsweredLate(now_impaired=still)
+        rig.pipeline.statuses = reader
+        [result] = rig.pipeline.process([json.dumps(sweep_request("late", NOW.isoformat()))])
+        assert reader.asked == [[KARPENTER_INSTANCE]]
+        impaired = [r for r in result.reports if r.kind == "instance-impaired" and r.instance_id]
+        if still:
+            assert [r.outcome for r in impaired] == ["acted"]
+        else:
+            assert impaired == []
+            [said] = [r for r in result.reports if r.kind == "instance-impaired"]
+            assert "asked again, no longer reports impaired" in said.reason
+            assert not rig.node(KARPENTER_NODE)["spec"].get("unschedulable")

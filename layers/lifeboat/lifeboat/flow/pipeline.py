@@ -270,7 +270,7 @@ class Pipeline:
         (ends first, so a maintenance EC2 moved is undone before the new start is acted
         on); then every notice triaged with one directory lookup."""
         now = self.clock()
-        notices = parse_statuses({"Pages": pages}, received_at=now)
+        notices = self._recheck_old(parse_statuses({"Pages": pages}, received_at=now), now)
         ends: list[Notice] = []
         reports: list[Report] = []
         if whole:
@@ -283,6 +283,29 @@ class Pipeline:
         wanted = sorted({n.instance_id for n in notices if n.instance_id})
         infos = self.directory.describe(wanted) if wanted else {}
         return sort_out(notices, reports, infos, self.settings, now, self._managed)
+
+    def _recheck_old(self, notices: list[Notice], now: datetime) -> list[Notice]:
+        """An impairment EC2 reported longer ago than ``stale_notice_after`` (an answer
+        that waited) is not acted on as it was read: EC2 is asked again about those
+        instances, and what it says now replaces it (nothing, if they recovered)."""
+        limit = self.settings.stale_notice_after
+        old = {
+            n.instance_id
+            for n in notices
+            if n.kind is Kind.INSTANCE_IMPAIRED
+            and n.instance_id
+            and n.deadline is not None
+            and now - n.deadline > limit
+        }
+        if not old or self.statuses is None:
+            return notices
+        again = parse_statuses({"Pages": self.statuses.describe(sorted(old))}, received_at=now)
+        kept = [
+            n for n in notices if n.kind is not Kind.INSTANCE_IMPAIRED or n.instance_id not in old
+        ]
+        return kept + [
+            n for n in again if n.kind is Kind.INSTANCE_IMPAIRED and n.instance_id in old
+        ]
 
     def _sweep_holds(self, statuses: list[Any], now: datetime) -> list[ClusterHolds]:
         """Each served cluster's nodes labelled ``lifeboat.dev/ec2-maintenance`` against a
