@@ -303,9 +303,12 @@ class Pipeline:
         kept = [
             n for n in notices if n.kind is not Kind.INSTANCE_IMPAIRED or n.instance_id not in old
         ]
-        return kept + [
-            n for n in again if n.kind is Kind.INSTANCE_IMPAIRED and n.instance_id in old
-        ]
+        fresh = [n for n in again if n.kind is Kind.INSTANCE_IMPAIRED and n.instance_id in old]
+        if len(fresh) < len(old):  # said, so the message still ends in a report
+            recovered = ", ".join(sorted(old - {n.instance_id for n in fresh}))
+            why = f"EC2, asked again, no longer reports impaired: {recovered}"
+            kept.append(Notice(Kind.INSTANCE_IMPAIRED, "instance-status", now, ignore_reason=why))
+        return kept + fresh
 
     def _sweep_holds(self, statuses: list[Any], now: datetime) -> list[ClusterHolds]:
         """Each served cluster's nodes labelled ``lifeboat.dev/ec2-maintenance`` against a
