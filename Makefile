@@ -9,7 +9,7 @@ DEMO_AT ?= 2026-12-01T14:05:00Z
 # instance, one with an EC2 scheduled event. Not an SQS message, so not in events/*.json.
 STATUS_SAMPLE := events/status/describe-instance-status.json
 
-.PHONY: demo test lint typecheck follow bench bench-health-split bench-hand-over soak bench-check mutants clean stackset-template
+.PHONY: lock demo test lint typecheck follow bench bench-health-split bench-hand-over soak bench-check mutants clean stackset-template
 
 include sam.mk
 
@@ -17,14 +17,33 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# Stamp files: reinstall only when pyproject.toml changes.
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
+# One lock (requirements/, written by `make lock` with uv from pyproject.toml): what the tests
+# run is what the demo runs and what the Lambda layer ships (layers/lifeboat/requirements.txt
+# is the layer's part of the same lock). Every package is checked against the lock's hashes;
+# the project itself is installed over it without dependencies. Stamp files: reinstall only
+# when the lock changes.
+LOCK_DEV := requirements/dev.lock
+LOCK_RUNTIME := requirements/runtime.lock
+
+$(VENV)/.installed: pyproject.toml $(LOCK_RUNTIME) | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --require-hashes -r $(LOCK_RUNTIME)
+	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $@
 
-$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+$(VENV)/.installed-dev: pyproject.toml $(LOCK_DEV) | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --require-hashes -r $(LOCK_DEV)
+	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $@ $(VENV)/.installed
+
+## lock: resolve pyproject.toml's dependencies again (uv, for every platform and Python >= 3.11,
+## with hashes) into requirements/, and the layer's part into layers/lifeboat/requirements.txt
+lock: | $(BIN)/python
+	$(BIN)/python -m pip install --quiet 'uv>=0.5'
+	$(BIN)/uv pip compile pyproject.toml --extra dev --extra plot --universal --python-version 3.11 \
+		--generate-hashes --no-header --upgrade -o $(LOCK_DEV)
+	$(BIN)/uv pip compile pyproject.toml --universal --python-version 3.11 \
+		--generate-hashes --no-header -c $(LOCK_DEV) -o $(LOCK_RUNTIME)
+	$(BIN)/python requirements/layer.py
 
 ## demo: replay every sample event against the sample cluster, one line per decision
 demo: $(VENV)/.installed
@@ -45,8 +64,11 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# The tests run on Python 3.11 (the oldest the code supports); the Lambda runs 3.13. The
+# second pass checks the shipped code against 3.13's standard library and typing as well.
 typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy layers/lifeboat/lifeboat local/lifeboat_local local/kubemu functions/interruption tests bench
+	$(BIN)/mypy --python-version 3.13 layers/lifeboat/lifeboat functions/interruption
 
 ## bench: the benchmark harness (requests per event, storm latency, cold start, layer size)
 bench: $(VENV)/.installed-dev
@@ -72,7 +94,7 @@ soak: $(VENV)/.installed-dev
 	$(BIN)/python -m bench.soak --events 10000
 
 ## stackset-template: the packaged template (sam package) as plain CloudFormation for a
-## service-managed StackSet (README, "Across an organisation")
+## service-managed StackSet (docs/organisation.md)
 STACKSET_PACKAGED ?= .aws-sam/packaged.yaml
 STACKSET_ARTIFACT_PREFIX ?=
 STACKSET_DEPLOYMENT_TYPE ?= Canary10Percent5Minutes

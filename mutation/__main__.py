@@ -58,7 +58,7 @@ TARGETS: dict[str, Target] = {
     ),
     "cron": Target((f"{LAYER}/karpenter/cron.py",), ("tests/unit/test_budgets.py",)),
     "act": Target(
-        (f"{LAYER}/act.py",),
+        (f"{LAYER}/flow/act.py",),
         (
             "tests/integration/test_taint_effect.py",
             "tests/integration/test_drain_patience.py",
@@ -92,7 +92,7 @@ TARGETS: dict[str, Target] = {
         ),
     ),
     "deadline": Target(
-        (f"{LAYER}/deadline.py",),
+        (f"{LAYER}/model/deadline.py",),
         ("tests/unit/test_deadline.py", "tests/integration/test_faults.py"),
     ),
 }

@@ -6,7 +6,10 @@
   ``terminationGracePeriodSeconds``, else 30 s; an unscheduled pod (no ``spec.nodeName``)
   or a Succeeded/Failed one goes at once. When the period is over on the emulator's clock,
   the pod goes, as when the kubelet confirms with a zero-grace delete. A second delete may
-  only shorten the period.
+  only shorten the period. The confirmation needs a kubelet: on a node whose ``Ready``
+  condition is not True (an unreachable or impaired instance) the pod stays Terminating,
+  its ``deletionTimestamp`` in the past, until the node is Ready again or gone (the pod
+  garbage collector's ``gcOrphaned`` then deletes it).
 - Finalizers: an object with finalizers is only marked (``deletionTimestamp``) and goes when
   the last one is removed.
 - The garbage collector (``pkg/controller/garbagecollector``), synchronously: with the
@@ -25,7 +28,7 @@ from typing import Any
 
 from .clock import parse_rfc3339, rfc3339
 from .errors import bad_request
-from .resources import NAMESPACES, PODS, Obj, ResourceType, resource_for_object
+from .resources import NAMESPACES, NODES, PODS, Obj, ResourceType, resource_for_object
 from .store import Store, key_of
 
 DEFAULT_GRACE_SECONDS = 30
@@ -64,6 +67,9 @@ class Deleter:
         self.store = store
         # (end of grace period, namespace, name, uid) of Terminating pods.
         self._terminating: list[tuple[datetime, str, str, str]] = []
+        # (namespace, name) of pods past their grace period on a node that is not Ready:
+        # no kubelet confirms them; looked at again on every expire.
+        self._unconfirmed: set[tuple[str, str]] = set()
 
     def delete(
         self, resource: ResourceType, stored: Obj, options: Any, *, dry_run: bool = False
@@ -135,22 +141,42 @@ class Deleter:
 
     def expire(self) -> None:
         """Removes the Terminating pods whose grace period is over on the clock."""
-        if not self._terminating:
+        if not self._terminating and not self._unconfirmed:
             return
         now = self.store.clock.now()
         with self.store.lock:
+            due = sorted(self._unconfirmed)
+            self._unconfirmed.clear()
             while self._terminating and self._terminating[0][0] <= now:
                 _, namespace, name, _ = heapq.heappop(self._terminating)
-                pod = self.store.get(PODS, namespace, name)
-                ends = parse_rfc3339((pod or {}).get("metadata", {}).get("deletionTimestamp", ""))
-                if pod is None or ends is None or ends > now:
-                    continue  # gone already, or its grace period was changed
-                if pod["metadata"].get("finalizers"):
-                    final = {**pod, "metadata": {**pod["metadata"]}}
-                    final["metadata"]["deletionGracePeriodSeconds"] = 0
-                    self.store.put(PODS, final)
-                else:
-                    self.finish(PODS, pod)
+                due.append((namespace, name))
+            for namespace, name in due:
+                self._confirm(namespace, name, now)
+
+    def _confirm(self, namespace: str, name: str, now: datetime) -> None:
+        """The kubelet's confirmation of a pod whose grace period is over, if one answers."""
+        pod = self.store.get(PODS, namespace, name)
+        ends = parse_rfc3339((pod or {}).get("metadata", {}).get("deletionTimestamp", ""))
+        if pod is None or ends is None or ends > now:
+            return  # gone already, or its grace period was changed
+        if not self._kubelet_answers(pod):
+            self._unconfirmed.add((namespace, name))
+            return
+        if pod["metadata"].get("finalizers"):
+            final = {**pod, "metadata": {**pod["metadata"]}}
+            final["metadata"]["deletionGracePeriodSeconds"] = 0
+            self.store.put(PODS, final)
+        else:
+            self.finish(PODS, pod)
+
+    def _kubelet_answers(self, pod: Obj) -> bool:
+        """Whether a kubelet is there to confirm the pod's end: its node is Ready, or gone
+        (the pod garbage collector then deletes the orphan)."""
+        node = self.store.get(NODES, "", str((pod.get("spec") or {}).get("nodeName") or ""))
+        if node is None:
+            return True
+        conditions = (node.get("status") or {}).get("conditions") or []
+        return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
     # --- the garbage collector -----------------------------------------------------------
 

@@ -191,7 +191,7 @@ def add_parser(commands: Any) -> None:
         description="Per account and cluster: warnings acted on, deferred, ignored and "
         "rejected over the last hours, and each account's dead-letter queue depth, from the "
         "Lifeboat metrics CloudWatch cross-account observability links to the monitoring "
-        "account (README, 'Across an organisation'). AWS credentials of that account "
+        "account (docs/organisation.md). AWS credentials of that account "
         "(cloudwatch:ListMetrics, cloudwatch:GetMetricData).",
         examples="""
             lifeboat fleet

@@ -25,6 +25,7 @@ from lifeboat_local.audit.registry import CHECK_NAMES, CHECKS
 from lifeboat_local.audit.sources import read_cluster_file
 from lifeboat_local.cli import main
 from tests.integration.kubeconfigs import write_kubeconfig
+from tests.support import docs
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "audit"
@@ -259,12 +260,13 @@ def test_kubectl_dump_audits_like_the_live_cluster(
 
 
 def test_readme_shows_a_real_run_and_every_check(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The README's example is this run's output, and its table names every check."""
-    readme = (ROOT / "README.md").read_text()
+    """docs/commands/audit.md's example is this run's output, and its table names every
+    check."""
+    readme = docs.page("commands/audit.md")
     command = "$ lifeboat audit --cluster tests/fixtures/audit/problems.yaml --at " + AT + "\n"
     shown = readme.split(command, 1)[1].split("\n$ echo $?", 1)[0] + "\n"
     monkeypatch.chdir(ROOT)
     status, out, _ = audit("--cluster", "tests/fixtures/audit/problems.yaml", "--at", AT)
     assert (status, out) == (3, shown)
-    section = readme.split("## `lifeboat audit`", 1)[1].split("\n## ", 1)[0]
+    section = readme.split("# `lifeboat audit`\n", 1)[1]
     assert all(f"| `{name}` |" in section for name in CHECK_NAMES)

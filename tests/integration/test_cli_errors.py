@@ -17,6 +17,7 @@ import pytest
 from kubemu import Emulator, load_cluster_file
 from lifeboat_local.cli import COMMANDS, main
 from tests.integration.kubeconfigs import write_kubeconfig
+from tests.support import docs
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events"
@@ -156,7 +157,7 @@ def test_nothing_cites_documents_outside_the_repository(
     texts = [help_text(capsys), *(help_text(capsys, name) for name in COMMANDS)]
     for package in ("local", "layers", "functions", "bench"):
         texts += [p.read_text() for p in (ROOT / package).rglob("*.py")]
-    texts.append((ROOT / "README.md").read_text())
+    texts += [path.read_text() for path in docs.every_page()]
     # Spelled in pieces, so this test does not cite them itself.
     documents = [f"{name}.md" for name in ("contract", "design", "style")]
     for text in texts:

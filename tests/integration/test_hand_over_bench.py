@@ -1,4 +1,4 @@
-"""``bench.hand_over`` measures what README "The hand-over" says of the two hand-overs, on the
+"""``bench.hand_over`` measures what docs/concepts/hand-over.md says of the two hand-overs, on the
 replay's Karpenter simulation with its drift running (not a timing: simulated time).
 
 Karpenter counts a node against a budget only once it is disrupting in its own terms

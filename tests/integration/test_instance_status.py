@@ -31,6 +31,7 @@ from lifeboat.aws.sweep import PAGE_SIZE, Ec2InstanceStatuses, sweep_request
 from lifeboat.events.instance_status import EVENT_CODES, FILTER_SETS
 from lifeboat.events.notice import Kind
 from lifeboat.flow.pipeline import OneCluster, Pipeline
+from lifeboat.karpenter.forceful import TERMINATION_TIMESTAMP
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, RetryPolicy
 from lifeboat.model.instances import Ec2InstanceDirectory
@@ -290,9 +291,13 @@ def test_a_node_karpenter_already_deletes_gets_nothing_more(rig: Rig) -> None:
     # Karpenter deleted the claim, and its termination controller the Node right after;
     # both stay while karpenter.sh/termination drains (the Spot path reads no claim: the
     # deleting Node tells it, as in test_karpenter_exact).
+    # Its poller (v1.13+) annotated the claim before deleting it: forced already
+    # (test_impaired_forceful: a claim being deleted gently gets the annotation).
     for obj in (rig.claim(KARPENTER_CLAIM), rig.node(KARPENTER_NODE)):
         obj["metadata"]["deletionTimestamp"] = "2026-12-01T17:59:00Z"
         obj["metadata"]["finalizers"] = ["karpenter.sh/termination"]
+        if obj["kind"] == "NodeClaim":
+            obj["metadata"]["annotations"][TERMINATION_TIMESTAMP] = "2026-12-01T17:59:00Z"
         rig.emulator.put_object(obj)
     before = rig.claims()
     node_before = rig.node(KARPENTER_NODE)

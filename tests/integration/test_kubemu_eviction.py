@@ -10,7 +10,7 @@ from kubernetes import client
 from kubernetes.client import ApiException
 
 from kubemu import Emulator
-from kubemu.builders import pdb, pod, workload
+from kubemu.builders import node, pdb, pod, workload
 from tests.support.present import error_body, status_part
 
 
@@ -56,6 +56,37 @@ def test_evicted_pod_terminates_for_its_grace_period(emulator: Emulator) -> None
     assert emulator.get_object("Pod", "p1", "default") is not None
     emulator.clock.advance(1)
     assert emulator.get_object("Pod", "p1", "default") is None
+
+
+def test_a_pod_on_a_node_that_is_not_ready_stays_terminating_until_a_kubelet_answers(
+    emulator: Emulator,
+) -> None:
+    """The API server removes a pod past its grace period only when the kubelet confirms it
+    (a zero-grace delete); an unreachable node (Ready Unknown) confirms nothing, so the pod
+    stays Terminating. Ready again: the kubelet confirms. Node deleted: the pod garbage
+    collector (``gcOrphaned``) deletes it."""
+    unreachable = node("n1")
+    unreachable["status"]["conditions"] = [{"type": "Ready", "status": "Unknown"}]
+    seed(emulator, unreachable, pod("p1"), pod("p2"))
+    evict(emulator, "p1")
+    evict(emulator, "p2")
+    emulator.clock.advance(600)
+    for name in ("p1", "p2"):
+        stuck = emulator.get_object("Pod", name, "default")
+        assert stuck is not None and stuck["metadata"]["deletionTimestamp"]
+    emulator.put_object(node("n1"))  # Ready again
+    emulator.clock.advance(1)
+    assert emulator.get_object("Pod", "p1", "default") is None
+    assert emulator.get_object("Pod", "p2", "default") is None
+
+    emulator.put_object(unreachable)
+    seed(emulator, pod("p3"))
+    evict(emulator, "p3")
+    emulator.clock.advance(600)
+    assert emulator.get_object("Pod", "p3", "default") is not None
+    emulator.delete_object("Node", "n1")
+    emulator.clock.advance(1)
+    assert emulator.get_object("Pod", "p3", "default") is None
 
 
 def test_unscheduled_pod_is_deleted_at_once(emulator: Emulator) -> None:

@@ -1,4 +1,4 @@
-"""The README's migration walkthrough ("The whole migration: convert, audit, patching,
+"""The migration walkthrough of docs/migrating.md ("The whole migration: convert, audit, patching,
 waves, checkpoints, roll back") shows real output: each console block is what its command
 prints today (issue 28). File names the walkthrough writes are made in a temporary folder."""
 
@@ -18,13 +18,13 @@ WRITTEN = ("pools.yaml", "with-pools.yaml", "wave-1.yaml", "rollback.json", "rol
 
 
 def console_blocks() -> list[tuple[str, list[str]]]:
-    return rotation_readme.console_blocks(MARKER, "### Phasing across clusters")
+    return rotation_readme.console_blocks(MARKER, "## Phasing across clusters")
 
 
 def test_the_migration_walkthrough_shows_what_the_commands_print(
     cli: Callable[..., CliRun], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.chdir(ROOT)  # the README's paths are the repository's
+    monkeypatch.chdir(ROOT)  # the documentation's paths are the repository's
     blocks = console_blocks()
     assert [command.split()[0] for command, _ in blocks] == [
         "convert",

@@ -10,7 +10,6 @@ from __future__ import annotations
 import random
 import re
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +18,7 @@ from kubemu import Emulator
 from lifeboat.kube.client import KubeApi
 from lifeboat.kube.pool_lock import LEASE_SECONDS, LockTimeout, PoolLock
 from lifeboat.model.instants import format_micro
+from tests.support import docs
 from tests.support.clock import InjectedTime
 
 NOW = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
@@ -193,9 +193,9 @@ def test_a_clock_that_stands_still_cannot_keep_a_waiter_past_its_wait(
 
 
 def test_the_lease_lasts_as_long_as_the_readme_says(emulator: Emulator, kube: KubeApi) -> None:
-    """The duration written is the one the README promises an operator ("The lease expires
-    after N s"): a crashed holder's lease is free after exactly that long."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    """The duration written is the one docs/concepts/budgets.md promises an operator ("The
+    lease expires after N s"): a crashed holder's lease is free after exactly that long."""
+    readme = docs.page("concepts/budgets.md")
     stated = re.search(r"The lease expires after (\d+) s", readme)
     assert stated is not None
     time = InjectedTime(NOW)

@@ -1,10 +1,11 @@
-"""The README's ``lifeboat replay`` examples (with and without ``--follow``) are real runs:
-each console block is run again and must print exactly what the README shows (stderr first,
-as a terminal shows it). Blocks serving until interrupted (``--serve``) are left out.
+"""The documentation's ``lifeboat replay`` examples (README.md and docs/, with and without
+``--follow``) are real runs: each console block is run again and must print exactly what the
+page shows (stderr first, as a terminal shows it). Blocks serving until interrupted
+(``--serve``) are left out.
 
-And every ``lifeboat`` command the README shows (console blocks and command lists) runs as
-written from a fresh clone, after ``. .venv/bin/activate`` as the README says: every file it
-uses is shipped. Left out: those that need a live cluster (``--kubeconfig``), serve until
+And every ``lifeboat`` command the documentation shows (console blocks and command lists)
+runs as written from a fresh clone, after ``. .venv/bin/activate`` as the README says: every
+file it uses is shipped. Left out: those that need a live cluster (``--kubeconfig``), serve until
 interrupted, or write into the clone's neighbours."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from lifeboat_local.cli import main
+from tests.support import docs
 
 ROOT = Path(__file__).resolve().parents[2]
 _BLOCK = re.compile(r"```console\n\$ (lifeboat replay [^\n]*)\n(.*?)```", re.DOTALL)
@@ -39,7 +41,7 @@ def _runnable(command: str) -> bool:
 
 
 def _examples() -> list[tuple[str, str]]:
-    text = (ROOT / "README.md").read_text()
+    text = docs.text()
     return [(m.group(1), m.group(2)) for m in _BLOCK.finditer(text) if _runnable(m.group(1))]
 
 
@@ -49,7 +51,7 @@ def test_the_readme_has_replay_examples() -> None:
     assert len(commands) >= 4
 
 
-# The exit status a README example ends with, where it is not 0: a rejected record (2), a
+# The exit status a documented example ends with, where it is not 0: a rejected record (2), a
 # cluster with problems (3, lifeboat audit); a rotation not every node of which is done (4,
 # lifeboat status: paused at its checkpoint, rolled back).
 EXPECTED_EXIT = {
@@ -75,7 +77,7 @@ def test_a_replay_example_prints_what_the_readme_shows(
     assert captured.err + captured.out == shown
 
 
-# A command as the README shows it: after "$ " in a console block, or a line of a sh block.
+# A command as the documentation shows it: after "$ " in a console block, or a line of a sh block.
 _FENCE = re.compile(r"```(console|sh)\n(.*?)```", re.DOTALL)
 _TOOLS = ("replay", "explain", "windows", "audit", "status", "convert")
 _NOT_HERE = ("--kubeconfig", "--serve", "EVENT_FILE", "CLUSTER.yaml", "--node-group")
@@ -85,10 +87,10 @@ _PLUMBING = ("{ cat ", "cat ")
 
 
 def _readme_commands() -> list[str]:
-    """In the README's order, which is also the order they depend on one another in (a
-    replay's --state-out before the status that reads it)."""
+    """In the documentation's reading order, which is also the order they depend on one
+    another in (a replay's --state-out before the status that reads it)."""
     commands: list[str] = []
-    for block in _FENCE.finditer((ROOT / "README.md").read_text()):
+    for block in _FENCE.finditer(docs.text()):
         prompt = "$ " if block.group(1) == "console" else ""
         for line in block.group(2).splitlines():
             text = line.strip()
@@ -130,7 +132,7 @@ def fresh_clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_every_readme_command_runs_as_written_from_a_fresh_clone(fresh_clone: Path) -> None:
-    """In the README's order, in one clone: later commands read what earlier ones wrote (a
+    """In the documentation's order, in one clone: later commands read what earlier ones wrote (a
     replay's --state-out, convert's pools), so they cannot be split across test workers."""
     failures: list[str] = []
     for command in _readme_commands():

@@ -198,10 +198,10 @@ def test_lifeboat_and_karpenters_drift_together_never_exceed_the_budget() -> Non
 
 
 def test_cordon_only_is_the_documented_worst_case() -> None:
-    """The README's worst case, shown: with rebalance recommendations configured to cordon
-    only, Lifeboat holds nodes without deleting their claims, which Karpenter cannot see, so
-    Karpenter may spend the whole budget again. The pool then has at most the budget plus
-    Lifeboat's cordoned nodes disrupting at once (Lifeboat itself never cordons more than
+    """docs/concepts/budgets.md's worst case, shown: with rebalance recommendations configured
+    to cordon only, Lifeboat holds nodes without deleting their claims, which Karpenter cannot
+    see, so Karpenter may spend the whole budget again. The pool then has at most the budget
+    plus Lifeboat's cordoned nodes disrupting at once (Lifeboat itself never cordons more than
     the budget allows), never more."""
     # Notices for the nodes Karpenter's drift takes last (oldest first, then by name), so
     # that the two do not happen to pick the same nodes.

@@ -12,7 +12,6 @@ import re
 import threading
 from collections.abc import Mapping
 from datetime import UTC, date, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -36,7 +35,7 @@ from lifeboat.karpenter.budgets import (
     window_timeline,
 )
 from lifeboat.karpenter.cron import CronError, CronSchedule, parse_cron, robfig_horizon_opens
-from tests.support import kube
+from tests.support import docs, kube
 
 # 2024-01-07 is a Sunday; 2024-01-08 a Monday.
 SUNDAY = datetime(2024, 1, 7, tzinfo=UTC)
@@ -1024,9 +1023,9 @@ def test_the_last_hit_is_never_the_one_in_the_next_minute(moment: datetime, last
 
 def test_the_search_stops_at_the_bound_the_readme_states() -> None:
     """Two freezes taking turns every minute: the search hops window edge to window edge and
-    stops after exactly ``MAX_EDGES`` of them, the number the README gives the operator
-    ("at most N window edges")."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    stops after exactly ``MAX_EDGES`` of them, the number docs/design/nothing-lost.md gives the
+    operator ("at most N window edges")."""
+    readme = docs.page("design/nothing-lost.md")
     stated = re.search(r"at most (\d+) window edges \(`budget_windows.MAX_EDGES`\)", readme)
     assert stated is not None and int(stated.group(1)) == MAX_EDGES
     alternating = pool(

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from lifeboat.events import Kind, LifecycleHook, Notice, parse_message
+from lifeboat.events.notice import MalformedMessage
 from lifeboat.events.registry import lookup, supported
 from tests.support.events import sample
 
@@ -104,6 +105,57 @@ def test_scheduled_change_accepts_iso8601_start_time() -> None:
     event["detail"]["startTime"] = "2026-12-08T10:00:00+01:00"
     notices = parse(event)
     assert {n.deadline for n in notices} == {at("2026-12-08T09:00:00+00:00")}
+
+
+def test_scheduled_change_with_an_empty_start_time_is_due_now() -> None:
+    """``startTime: ""`` (a string, as AWS Health's EventBridge schema types it, but empty:
+    what Go's json.Marshal writes for an unset field in Karpenter's interruption tests) is due
+    at once, as Karpenter acts on it: its ``scheduledchange`` message never reads startTime
+    and ``actionForMessage`` drains a ScheduledChangeKind at once. The detail says so."""
+    event = sample("scheduled-change.json")
+    event["detail"]["startTime"] = ""
+    notices = parse(event)
+    assert [n.instance_id for n in notices] == ["i-0a1b2c3d4e5f60004", "i-0a1b2c3d4e5f60005"]
+    for notice in notices:
+        assert notice.deadline == RECEIVED
+        assert notice.event_time == at("2026-12-01T13:30:00+00:00")  # the envelope's, as sent
+        assert notice.detail == (
+            "AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED; startTime empty: due now "
+            "(Karpenter drains a scheduled change at once)"
+        )
+
+
+@pytest.mark.parametrize(
+    "name", ["spot-interruption.json", "scheduled-change.json", "state-change.json"]
+)
+def test_an_empty_envelope_time_is_the_receipt_time(name: str) -> None:
+    """``time: ""``: the receipt time, as the Node Termination Handler's
+    ``EventBridgeEvent.getTime`` (pkg/monitor/sqsevent/event-bridge.go) uses the current
+    time for an event time it cannot parse; every notice's detail says so. The Spot
+    warning's deadline counts from it (two minutes after receipt)."""
+    event = sample(name)
+    event["time"] = ""
+    notices = parse(event)
+    assert notices
+    for notice in notices:
+        assert notice.event_time == RECEIVED
+        assert notice.detail.endswith(
+            "time empty: the receipt time stands in (as the Node Termination Handler)"
+        )
+    if name == "spot-interruption.json":
+        assert notices[0].deadline == RECEIVED + timedelta(minutes=2)
+
+
+def test_a_time_that_is_neither_empty_nor_a_time_is_still_rejected() -> None:
+    """Only the empty string stands for "not given": anything else unreadable names the field."""
+    event = sample("spot-interruption.json")
+    event["time"] = " "
+    with pytest.raises(MalformedMessage, match="time: not an ISO 8601 time"):
+        parse(event)
+    event = sample("scheduled-change.json")
+    event["detail"]["startTime"] = " "
+    with pytest.raises(MalformedMessage, match=r"detail\.startTime: not an RFC 1123 date"):
+        parse(event)
 
 
 def test_scheduled_change_skips_entities_that_are_not_instances() -> None:

@@ -235,7 +235,8 @@ def test_unknown_spot_instance_action_names_allowed_values() -> None:
     ("field", "value", "reason"),
     [
         ("startTime", "garbage", 'detail.startTime: not an RFC 1123 date: "garbage"'),
-        ("startTime", "", 'detail.startTime: not an RFC 1123 date: ""'),
+        # "" is due now, as Karpenter (test_events_kinds); a blank is still no date.
+        ("startTime", " ", 'detail.startTime: not an RFC 1123 date: " "'),
         ("startTime", "Tue, 32 Dec 2026 09:00:00 GMT", "detail.startTime: not an RFC 1123 date"),
         (
             "startTime",

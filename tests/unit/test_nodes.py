@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from lifeboat.kube import nodes
@@ -30,3 +31,31 @@ def test_a_marked_node_is_not_acted_on() -> None:
     assert not nodes.acted_on(node)
     assert nodes.lifeboat_taint(node) == MARK
     assert nodes.lifeboat_taint(node_with()) is None
+
+
+def test_stuck_terminating_is_more_than_a_minute_past_the_deletion_timestamp() -> None:
+    """Karpenter's ``IsStuckTerminating`` (core pkg/utils/pod/scheduling.go):
+    ``IsTerminating(pod) && clk.Since(pod.DeletionTimestamp.Time) > time.Minute``."""
+    ends = datetime(2026, 12, 1, 14, 0, 30, tzinfo=UTC)
+    pod: dict[str, Any] = {"metadata": {"name": "p", "deletionTimestamp": "2026-12-01T14:00:30Z"}}
+    assert not nodes.stuck_terminating(pod, ends + timedelta(seconds=60))
+    assert nodes.stuck_terminating(pod, ends + timedelta(seconds=61))
+    assert not nodes.stuck_terminating({"metadata": {"name": "p"}}, ends + timedelta(hours=1))
+
+
+def test_a_node_is_unresponsive_when_not_ready_or_tainted_impaired() -> None:
+    ready: dict[str, Any] = {
+        "metadata": {"name": "n"},
+        "spec": {},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+    }
+    assert not nodes.unresponsive(ready)
+    unknown = {**ready, "status": {"conditions": [{"type": "Ready", "status": "Unknown"}]}}
+    assert nodes.unresponsive(unknown)
+    impaired = {
+        **ready,
+        "spec": {"taints": [{"key": "lifeboat.dev/instance-impaired", "effect": "NoSchedule"}]},
+    }
+    assert nodes.unresponsive(impaired)
+    other = {**ready, "spec": {"taints": [{"key": "lifeboat.dev/spot-interruption"}]}}
+    assert not nodes.unresponsive(other)

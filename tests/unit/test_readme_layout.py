@@ -1,10 +1,15 @@
-"""The README's layout table matches the tree: every path it names exists, every module it
-names in a package exists there, and every top-level package directory is in it."""
+"""The layout table (docs/contributing.md) matches the tree: every path it names exists,
+every module it names in a package exists there, and every top-level package directory is in
+it. And the documentation holds together: the README lists every page under docs/, each page
+has one title, and every relative link between them leads to a file and heading that
+exist."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+
+from tests.support import docs
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = {
@@ -14,7 +19,7 @@ PACKAGES = {
 
 
 def _rows() -> list[tuple[str, str]]:
-    text = (ROOT / "README.md").read_text()
+    text = docs.page("contributing.md")
     lines = text[text.index("| path | what |") :].splitlines()
     table = []
     for line in lines:
@@ -53,3 +58,56 @@ def test_every_package_directory_is_in_the_layout() -> None:
     named = " ".join(paths for paths, _ in _rows())
     for top in ("functions", "layers", "local", "deploy", "events", "tests", "bench"):
         assert f"`{top}/" in named, top
+
+
+_FENCE = re.compile(r"^\s*```")
+_LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def _outside_code(text: str) -> list[str]:
+    """The lines of a page that are not inside a fenced code block."""
+    lines, fenced = [], False
+    for line in text.splitlines():
+        if _FENCE.match(line):
+            fenced = not fenced
+        elif not fenced:
+            lines.append(line)
+    return lines
+
+
+def _anchor(heading: str) -> str:
+    """A heading's anchor as GitHub makes it: lower case, punctuation dropped, spaces to -."""
+    text = heading.lstrip("#").strip().lower()
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def test_the_readme_lists_every_page_in_reading_order() -> None:
+    readme = (ROOT / "README.md").read_text()
+    listed = _LINK.findall(readme[readme.index("\n## Documentation\n") :])
+    pages = sorted(str(p.relative_to(ROOT)) for p in docs.DOCS.rglob("*.md"))
+    assert listed == list(docs.PAGES[1:])
+    assert sorted(listed) == pages
+
+
+def test_every_page_has_one_title() -> None:
+    for path in docs.every_page():
+        lines = _outside_code(path.read_text())
+        titles = [line for line in lines if line.startswith("# ")]
+        assert lines[0].startswith("# ") and len(titles) == 1, path
+
+
+def test_every_relative_link_leads_to_a_page_and_heading_that_exist() -> None:
+    for path in docs.every_page():
+        for target in _LINK.findall(path.read_text()):
+            if "://" in target:
+                continue
+            file, _, anchor = target.partition("#")
+            linked = (path.parent / file).resolve() if file else path
+            assert linked.is_file(), (path, target)
+            if anchor:
+                headings = [
+                    _anchor(line)
+                    for line in _outside_code(linked.read_text())
+                    if line.startswith("#")
+                ]
+                assert anchor in headings, (path, target)

@@ -324,7 +324,7 @@ def test_an_unreadable_state_is_a_state_error_naming_the_field(text: str, where:
 
 def test_a_rotation_with_a_node_not_rotated_completes_with_skips_naming_it() -> None:
     """Only every node done is ``completed``: a skipped node still runs its pods, and the
-    README's next step (scale the group down) would kill them."""
+    docs/migrating.md's next step (scale the group down) would kill them."""
     skipped = replace(node("n-002", NodePhase.SKIPPED), note="NodePool legacy opted out")
     step = plan.finish_if_done(rotation(node("n-001", NodePhase.DONE), skipped), NOW)
     assert step.rotation.phase is Phase.COMPLETED_WITH_SKIPS

@@ -1,4 +1,4 @@
-"""The StackSets path (README, "Across an organisation"): template.yaml, packaged, made into
+"""The StackSets path (docs/organisation.md): template.yaml, packaged, made into
 the plain CloudFormation a service-managed StackSet deploys (lifeboat_local.stackset), then
 validated as such: cfn-lint clean, no macro left (service-managed StackSets refuse AWS::Serverless
 and AWS::LanguageExtensions: CreateStackSet's Capabilities documentation), no parameter

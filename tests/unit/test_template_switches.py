@@ -122,7 +122,7 @@ def _from_hooks(role: str) -> Request:
 
 
 def test_lifecycle_hooks_may_notify_the_queue_only_with_their_role_named() -> None:
-    """README: a lifecycle hook with NotificationTargetARN = QueueArn and RoleARN =
+    """docs/deploying.md: a lifecycle hook with NotificationTargetARN = QueueArn and RoleARN =
     LifecycleHookRoleArn reaches Lifeboat without EventBridge."""
     assert not _may_send(_from_hooks(HOOK_ROLE), _queue_statements({}))
     named = _queue_statements({"LifecycleHookRoleArn": HOOK_ROLE})

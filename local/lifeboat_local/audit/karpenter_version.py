@@ -4,7 +4,7 @@ From v1.12 Karpenter's AWS provider polls ``ec2:DescribeInstanceStatus`` every m
 without an interruption queue (``pkg/controllers/interruption/instancestatus_controller.go``),
 and deletes the NodeClaim of every instance with an EC2 scheduled event at once: Lifeboat's
 budget-aware scheduled maintenance then never happens for Karpenter nodes. Its only off
-switch is to deny its role that action (README "Running with Karpenter"). The version is read
+switch is to deny its role that action (docs/karpenter.md). The version is read
 from the controller Deployment's image tag (``public.ecr.aws/karpenter/controller:1.12.0@
 sha256:...``, as its Helm chart sets it).
 """
@@ -64,7 +64,7 @@ def instance_status_poller(view: ClusterView) -> Iterator[Issue]:
                 + _what_iam_says(access),
                 "deny ec2:DescribeInstanceStatus to Karpenter's controller role (it stops "
                 "polling at its next call, no restart needed; lifting the deny later needs a "
-                'restart of its pods) (README "Running with Karpenter"); Lifeboat\'s instance '
+                'restart of its pods) (docs/karpenter.md, "Running with Karpenter"); Lifeboat\'s instance '
                 "status sweep then handles scheduled events and impaired instances"
                 + _how_to_tell(access),
             )

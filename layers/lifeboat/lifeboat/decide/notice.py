@@ -91,7 +91,7 @@ def _decide(
     # still needs its answer, which only Lifeboat gives.
     handled = _already_terminating(target)
     if handled is not None and notice.lifecycle is None:
-        return ignore(f"{_describe(notice)}: {handled}; nothing to add")
+        return _force_deleting(notice, target, handled)
     if notice.ends_maintenance:
         return _maintenance_over(notice, target)
     if stale is not None:
@@ -173,16 +173,17 @@ def _involuntary(notice: Notice, target: Target) -> Decision:
         # As Karpenter's interruption controller: delete the claim at once, whatever the
         # budgets say; the replacement is created first, unless Karpenter would not want one.
         no_replacement = _no_replacement(target)
+        drains = _karpenter_drain(notice)
         if no_replacement is None:
             return Decision(
                 Outcome.ACTED,
                 f"{what}: replacing NodeClaim {target.claim.name} and deleting it so Karpenter "
-                "drains the node",
+                f"{drains}",
                 KARPENTER_REPLACE,
             )
         return Decision(
             Outcome.ACTED,
-            f"{what}: deleting NodeClaim {target.claim.name} so Karpenter drains the node; no "
+            f"{what}: deleting NodeClaim {target.claim.name} so Karpenter {drains}; no "
             f"replacement: {no_replacement}",
             (Step.TAINT_AND_CORDON, Step.DELETE_NODECLAIM),
         )
@@ -194,6 +195,36 @@ def _involuntary(notice: Notice, target: Target) -> Decision:
         f"{what}: node has no NodeClaim; draining it through the Eviction API",
         tuple(steps),
     )
+
+
+def _force_deleting(notice: Notice, target: Target, handled: str) -> Decision:
+    """A claim Karpenter already deletes gets nothing more, unless its instance is impaired
+    and the claim carries no termination timestamp: Karpenter >= 1.13 annotates it then
+    (``annotateTerminationTimestamp`` runs before ``deleteNodeClaim``'s early return for a
+    claim being deleted), so a gentle drain stuck on a PDB is forced; no second delete."""
+    what = _describe(notice)
+    claim = target.claim
+    if notice.kind is not Kind.INSTANCE_IMPAIRED or claim is None or claim.terminates_by:
+        return ignore(f"{what}: {handled}; nothing to add")
+    return Decision(
+        Outcome.ACTED,
+        f"{what}: {handled}; forcing it as Karpenter >= 1.13 forces an impaired instance "
+        f"(NodeClaim {claim.name} gets karpenter.sh/nodeclaim-termination-timestamp)",
+        (Step.DELETE_NODECLAIM,),
+    )
+
+
+def _karpenter_drain(notice: Notice) -> str:
+    """What Karpenter does once the claim is deleted. An impaired instance's claim is first
+    given ``karpenter.sh/nodeclaim-termination-timestamp`` = now (act, as Karpenter >= 1.13's
+    ``annotateTerminationTimestamp``): its termination controller then deletes the pods
+    instead of evicting them and does not wait for volumes to detach."""
+    if notice.kind is Kind.INSTANCE_IMPAIRED:
+        return (
+            "terminates the node forcefully (its termination timestamp set to now: pods "
+            "deleted whatever PDBs and do-not-disrupt say, no wait for volume detachment)"
+        )
+    return "drains the node"
 
 
 def _maintenance_over(notice: Notice, target: Target) -> Decision:
@@ -388,7 +419,7 @@ def _voluntary_action(notice: Notice, action: str, target: Target) -> Decision:
         return Decision(Outcome.ACTED, "", (Step.TAINT_AND_CORDON,))
     if target.claim is not None:
         # Hand the node to Karpenter at once: the replacement is created and the old claim
-        # deleted in the same breath (README: "The hand-over").
+        # deleted in the same breath (docs/concepts/hand-over.md).
         if _no_replacement(target) is None:
             return Decision(Outcome.ACTED, "", KARPENTER_REPLACE)
         return Decision(Outcome.ACTED, "", (Step.TAINT_AND_CORDON, Step.DELETE_NODECLAIM))

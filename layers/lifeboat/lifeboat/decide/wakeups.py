@@ -6,7 +6,7 @@ tasks carry out what an earlier decision started: finishing a replacement and co
 drain that PodDisruptionBudgets held back.
 
 With ``hand_over`` at-once (the default) finishing a replacement is no longer scheduled: a
-voluntary replacement hands the old node to Karpenter at once (README, "The hand-over");
+voluntary replacement hands the old node to Karpenter at once (docs/concepts/hand-over.md);
 with when-ready, :func:`hand_over_when_ready` judges each look. A follow-up scheduled by an
 earlier version,
 which waited for the replacement to be Ready, is still honoured when it comes due: the old

@@ -91,7 +91,7 @@ def _parse(body: str | bytes | Mapping[str, Any], *, received_at: datetime) -> l
         with _rejected_as(hook):
             return asg_lifecycle.parse_autoscaling_message(message, received_at=received_at)
     with _rejected_as(_announced(message.payload)):  # an envelope at fault: its kind stays
-        event = EventBridgeEvent.load(message.payload, path=message.path)
+        event = EventBridgeEvent.load(message.payload, path=message.path, received_at=received_at)
     if event.region is None and message.region is not None:
         event = event.with_region(message.region)
     parser = registry.lookup(event.source, event.detail_type)

@@ -35,6 +35,10 @@ if TYPE_CHECKING:
     from lifeboat.events.models import M
 
 
+# Said in the notices of an event whose ``time`` is empty.
+EMPTY_TIME = "time empty: the receipt time stands in (as the Node Termination Handler)"
+
+
 class Form(StrEnum):
     """What an SQS body (or an SNS ``Message``) holds."""
 
@@ -69,19 +73,32 @@ class EventBridgeEvent:
     resources: list[str] = field(default_factory=list)
     path: str = field(default="", compare=False)
     """Where the event sits in the body (``Message`` through SNS), for error reasons."""
+    received_at: datetime | None = field(default=None, compare=False)
+    """When Lifeboat received the message: what stands in for a time AWS left empty."""
+    assumed: str = field(default="", compare=False)
+    """What was assumed for an empty field, said in every notice's ``detail``."""
 
     @classmethod
-    def load(cls, payload: Mapping[str, Any], *, path: str = "") -> EventBridgeEvent:
-        """The validated envelope of ``payload``, or :class:`MalformedMessage`."""
+    def load(
+        cls, payload: Mapping[str, Any], *, path: str = "", received_at: datetime | None = None
+    ) -> EventBridgeEvent:
+        """The validated envelope of ``payload``, or :class:`MalformedMessage`.
+
+        ``time: ""`` (a string, as AWS's schema types it, but empty) is the receipt time
+        ``received_at``, as the Node Termination Handler's ``EventBridgeEvent.getTime`` uses
+        the current time for a time it cannot read; the notices say so."""
         fields = Fields(dict(payload), path=path, event_id=known_id(payload.get("id")))
         version = fields.string("version", "0")
+        empty_time = payload.get("time") == "" and received_at is not None
         return cls(
             version=version,
             id=fields.identifier("id"),
             detail_type=fields.string("detail-type"),
             source=fields.string("source"),
             account=fields.string("account", None),
-            time=fields.time("time"),
+            time=received_at if empty_time and received_at else fields.time("time"),
+            received_at=received_at,
+            assumed=EMPTY_TIME if empty_time else "",
             region=fields.string("region", None),
             resources=fields.strings("resources", []),
             detail=fields.mapping("detail"),
@@ -110,8 +127,16 @@ class EventBridgeEvent:
         """The event time plus ``delta``."""
         return shift(self.time, delta, field=self.field("time"), event_id=self.id)
 
+    def assume(self, what: str) -> EventBridgeEvent:
+        """This event, ``what`` added to what was assumed for its empty fields."""
+        return replace(self, assumed="; ".join(a for a in (self.assumed, what) if a))
+
     def notice(self, kind: Kind, **fields: Any) -> Notice:
-        """A notice about this event: id, time, account and region filled in."""
+        """A notice about this event: id, time, account and region filled in; what was
+        assumed for an empty field added to its ``detail``."""
+        if self.assumed:
+            told = fields.get("detail") or ""
+            fields["detail"] = f"{told}; {self.assumed}" if told else self.assumed
         return Notice(
             kind=kind,
             event_id=self.id,

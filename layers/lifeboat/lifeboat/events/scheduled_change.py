@@ -18,6 +18,7 @@ from lifeboat.events.envelope import EventBridgeEvent
 from lifeboat.events.notice import Kind, Notice
 
 SERVICE = "EC2"
+EMPTY_START = "startTime empty: due now (Karpenter drains a scheduled change at once)"
 CATEGORY = "scheduledChange"
 
 
@@ -52,9 +53,11 @@ class ScheduledChangeDetail:
     """Each affected entity's ``entityValue`` (``None`` where it has none)."""
 
     @classmethod
-    def read(cls, fields: Fields) -> ScheduledChangeDetail:
+    def read(cls, fields: Fields, *, now: datetime) -> ScheduledChangeDetail:
+        """``now``: what an empty ``startTime`` is (due at once)."""
         head = HealthEventHead.read(fields)
-        start_time = fields.time("startTime", parse_rfc1123)
+        empty = fields.data.get("startTime") == ""
+        start_time = now if empty else fields.time("startTime", parse_rfc1123)
         entities = [
             entity.string("entityValue", None) for entity in fields.objects("affectedEntities")
         ]
@@ -75,7 +78,13 @@ class ScheduledChangeParser:
                 f"{clip(head.event_type_category)!r} is not an EC2 scheduled change"
             )
             return [event.notice(Kind.SCHEDULED_CHANGE, detail=code, ignore_reason=reason)]
-        detail = ScheduledChangeDetail.read(event.detail_fields())
+        # ``startTime: ""`` (a string, as AWS's schema types it, but empty: the json.Marshal
+        # of an unset field in Karpenter's tests): due now. Karpenter never reads startTime
+        # and drains a scheduled change at once (``actionForMessage``: CordonAndDrain).
+        if event.detail.get("startTime") == "":
+            event = event.assume(EMPTY_START)
+        now = event.received_at or event.time
+        detail = ScheduledChangeDetail.read(event.detail_fields(), now=now)
         instances = dict.fromkeys(
             value
             for value in detail.affected_entities

@@ -18,6 +18,12 @@ from lifeboat.decide import Decision, Step
 from lifeboat.errors import BrokenInvariant
 from lifeboat.events.asg_lifecycle import lifecycle_expired
 from lifeboat.events.notice import Kind, LifecycleHook, Notice
+from lifeboat.karpenter.forceful import (
+    TERMINATION_TIMESTAMP,
+    annotate_operations,
+    forced_at,
+    termination_timestamp,
+)
 from lifeboat.karpenter.handover import (
     WHEN_READY,
     give_back_operations,
@@ -39,7 +45,7 @@ from lifeboat.kube.node_patches import (
 )
 from lifeboat.kube.objects import Obj
 from lifeboat.model.settings import Settings
-from lifeboat.model.target import Target
+from lifeboat.model.target import ClaimRef, Target
 
 Action = dict[str, Any]
 # What a node about to go gets besides the taint and cordon (``exclude_from_load_balancers``).
@@ -77,6 +83,9 @@ class ActResult:
     # Evicted pods still terminating (within their grace period) on a node whose lifecycle
     # action waits for them: CONTINUE only once they are gone.
     pods_terminating: int = 0
+    # Evicted pods stuck terminating on a node no kubelet answers for (NotReady, impaired):
+    # not waited for (Karpenter's IsStuckTerminating).
+    pods_stuck: int = 0
     # The node was deleted between its read and the patch (404): nothing to drain.
     node_gone: bool = False
     # The replacement a when-ready hand-over waits for before the old claim is deleted.
@@ -142,7 +151,11 @@ class Actor:
                     outcome.awaiting = planned  # deleted once it is initialized
                     outcome.actions += self._hold(target, dry)
                     continue
-                outcome.actions += self._delete_claim(target, dry, outcome.replaced_before)
+                # An impaired instance is forced out, as Karpenter >= 1.13 does.
+                forceful = notice.kind is Kind.INSTANCE_IMPAIRED
+                outcome.actions += self._delete_claim(
+                    target, dry, outcome.replaced_before, forceful=forceful
+                )
             elif step is Step.RELEASE_REPLACEMENT:
                 outcome.actions += self._release(target, replacement, dry)
             elif step is Step.GIVE_BACK:
@@ -367,6 +380,7 @@ class Actor:
             notice.dedup_key,
             target.claim.uid,
             reservation_reclaimed=notice.kind is Kind.CAPACITY_RESERVATION_INTERRUPTION,
+            usage=target.usage,
         )
         if built.claim is None:
             outcome.actions.append({"type": "create-nodeclaim", "name": None, "error": built.note})
@@ -418,13 +432,59 @@ class Actor:
             f"{old_claim} ({nodes.REPLACES_LABEL}={replaces or '(none)'})"
         )
 
-    def _delete_claim(self, target: Target, dry: bool, replaced_before: bool) -> list[Action]:
+    def _delete_claim(
+        self, target: Target, dry: bool, replaced_before: bool, *, forceful: bool = False
+    ) -> list[Action]:
         """Delete the old claim, unless it is already being deleted: known from the target,
         or, when an earlier notice already made its replacement, read back (one GET, only
-        then: a first notice costs nothing more). No second delete for one claim."""
+        then: a first notice costs nothing more). No second delete for one claim.
+        ``forceful``: the claim is first given Karpenter's termination timestamp
+        (:mod:`lifeboat.karpenter.forceful`), as Karpenter annotates before it deletes."""
         claim = target.claim
         if claim is None:
             return []
+        if not forceful:
+            return self._delete_unless_deleting(claim, dry, replaced_before)
+        forced, current = self._force_termination(claim, dry)
+        if current is None or nodes.is_deleting(current):
+            # Gone, a namesake, or being deleted (Karpenter's, or an earlier delivery's):
+            # annotated only; never a second delete.
+            existing = {"type": "delete-nodeclaim", "name": claim.name, "existing": True}
+            return [*forced, existing] if current is not None else forced
+        return forced + self._delete_unless_deleting(claim, dry, replaced_before)
+
+    def _force_termination(self, claim: ClaimRef, dry: bool) -> tuple[list[Action], Obj | None]:
+        """``annotateTerminationTimestamp``: the claim's termination timestamp set to now,
+        unless it has one (reported as ``existing``); with the claim as last read (None when
+        gone or replaced by a namesake). Re-read and retried when the claim changed under
+        the patch."""
+        current = self._kube.get_nodeclaim(claim.name)
+        for attempt in range(PATCH_ATTEMPTS):
+            if current is None or claim.uid not in (None, current["metadata"].get("uid")):
+                return [], None
+            action: Action = {"type": "annotate-nodeclaim", "name": claim.name}
+            action["key"] = TERMINATION_TIMESTAMP
+            stamp = forced_at(current)
+            if stamp is not None:
+                return [{**action, "value": stamp, "existing": True}], current
+            action["value"] = termination_timestamp(self._clock())
+            operations = annotate_operations(current, action["value"])
+            if dry:
+                return [action], current
+            try:
+                self._kube.patch_nodeclaim(claim.name, operations)
+                return [action], current
+            except KubeError as error:
+                if error.status == 404:
+                    return [], None
+                if error.status not in (409, 422) or attempt == PATCH_ATTEMPTS - 1:
+                    raise
+            current = self._kube.get_nodeclaim(claim.name)
+        return [], None
+
+    def _delete_unless_deleting(
+        self, claim: ClaimRef, dry: bool, replaced_before: bool
+    ) -> list[Action]:
         deleting = claim.deleting
         if replaced_before and not deleting and not dry:
             current = self._kube.get_nodeclaim(claim.name)
@@ -453,9 +513,15 @@ class Actor:
         if notice.lifecycle is not None and not dry:
             # NTH issue #355: completing the action while the evicted pods still run their
             # preStop hooks and grace periods lets the instance go under them.
-            outcome.pods_terminating = len(
-                nodes.terminating_pods(self._kube.list_pods_on_node(node_name))
-            )
+            terminating = nodes.terminating_pods(self._kube.list_pods_on_node(node_name))
+            if nodes.unresponsive(target.node):
+                # No kubelet will ever confirm them: a pod a minute past its deletionTimestamp
+                # holds nothing up, as Karpenter's drain stops waiting (IsStuckTerminating).
+                now = self._clock()
+                stuck = [p for p in terminating if nodes.stuck_terminating(p, now)]
+                outcome.pods_stuck = len(stuck)
+                terminating = [p for p in terminating if not nodes.stuck_terminating(p, now)]
+            outcome.pods_terminating = len(terminating)
         waiting = outcome.pods_remaining or outcome.pods_terminating
         if waiting and not dry and notice.lifecycle and self._lifecycle:
             # Keep the instance alive while PodDisruptionBudgets hold the drain back, or

@@ -702,6 +702,13 @@ def _as_carried_out(
             f" is deleted once replacement {result.awaiting} is initialized (hand-over "
             "when ready)",
         )
+    if result.pods_stuck:
+        decision = replace(
+            decision,
+            reason=f"{decision.reason}; {result.pods_stuck} pod(s) stuck terminating on node "
+            f"{target.node_name} (NotReady or impaired, deleted over a minute ago): not waited "
+            "for, as Karpenter's IsStuckTerminating",
+        )
     if result.pods_terminating:
         decision = replace(
             decision,

@@ -5,7 +5,8 @@ GET of its Node by name and one of its NodeClaim (the NodePool is the claim's, n
 Node's label), and one GET per NodePool. Only voluntary notices, which must be
 weighed against the pool's budgets, list the pool's nodes and claims (by label), the node's
 pods (by field selector) and the PodDisruptionBudgets of those pods' namespaces: each of
-those requests is bounded by the pool or the node, never by the cluster.
+those requests is bounded by the pool or the node, never by the cluster. A pool with limits
+and no ``status.resources`` has its nodes and claims listed for every kind (its usage).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from typing import Any
 
 from lifeboat.errors import BrokenInvariant
 from lifeboat.karpenter.counting import count_pool
-from lifeboat.karpenter.pool_usage import pool_usage
+from lifeboat.karpenter.forceful import forced_at
+from lifeboat.karpenter.pool_usage import pool_usage, uncounted
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
 from lifeboat.kube.objects import Obj
@@ -50,6 +52,11 @@ class Resolver:
         pool_name = claim_pool or node_pool or info.nodepool
         mismatch = node_pool if claim_pool and node_pool != claim_pool else None
         nodepool = self.nodepool(pool_name) if pool_name and claim else None
+        usage = None
+        if nodepool is not None and uncounted(nodepool):
+            # Limits with no status.resources: counted here as Karpenter's cluster state
+            # counts them, for every kind (voluntary ones recount with the budgets).
+            usage = pool_usage(*self._pool_members(nodepool))
         return Target(
             instance_id,
             info,
@@ -57,6 +64,7 @@ class Resolver:
             claim=claim,
             nodepool_name=pool_name,
             nodepool=nodepool,
+            usage=usage,
             node_nodepool_label=mismatch,
         )
 
@@ -84,7 +92,10 @@ class Resolver:
                 # to read the pool from.
                 return ClaimRef(name, uid), None
             if _runs_on(claim, instance_id):
-                return ClaimRef(name, uid or claim["metadata"].get("uid")), _pool_of(claim)
+                ref = ClaimRef(
+                    name, uid or claim["metadata"].get("uid"), terminates_by=forced_at(claim)
+                )
+                return ref, _pool_of(claim)
             # The ownerReference names a claim of another instance: not this node's.
         if not info.nodeclaim:
             return None, None
@@ -95,7 +106,10 @@ class Resolver:
         )
         if claim is None or not _runs_on(claim, instance_id):
             return None, None
-        return ClaimRef(nodes.name_of(claim), claim["metadata"].get("uid")), _pool_of(claim)
+        ref = ClaimRef(
+            nodes.name_of(claim), claim["metadata"].get("uid"), terminates_by=forced_at(claim)
+        )
+        return ref, _pool_of(claim)
 
     def with_budget_state(self, target: Target) -> Target:
         """Add what a voluntary decision weighs: the node's pods, the PodDisruptionBudgets of

@@ -1,4 +1,4 @@
-"""The ``when-ready`` hand-over of a voluntary notice (README, "The hand-over"): the old
+"""The ``when-ready`` hand-over of a voluntary notice (docs/concepts/hand-over.md): the old
 NodeClaim is deleted only once its replacement is initialized, and until then the
 replacement is kept out of Karpenter's consolidation.
 

@@ -29,6 +29,14 @@ from lifeboat.kube.objects import Obj
 NODES: str = "nodes"  # resources.Node: every state node counts one
 
 
+def uncounted(nodepool: Obj) -> bool:
+    """Whether the pool has ``spec.limits`` but no ``status.resources`` (Karpenter's counter
+    has not written it: a cluster file written by hand, a pool just created): its usage must
+    then be summed from its Nodes and NodeClaims, whatever the notice's kind."""
+    spec = nodepool.get("spec") or {}
+    return bool(spec.get("limits")) and "resources" not in (nodepool.get("status") or {})
+
+
 def pool_usage(pool_nodes: Iterable[Obj], claims: Iterable[Obj]) -> dict[str, Fraction]:
     """The summed capacity (and node count) of the pool's state nodes."""
     node_list = list(pool_nodes)

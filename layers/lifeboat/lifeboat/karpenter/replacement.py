@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Final
 
+from lifeboat.karpenter import limits
 from lifeboat.karpenter.godurations import format_go_duration, parse_go_duration
 from lifeboat.karpenter.nodepool_hash import hash_annotations
 from lifeboat.karpenter.quantities import parse_quantity, parse_resources
@@ -174,10 +175,13 @@ def replacement_nodeclaim(
     old_uid: str | None = None,
     *,
     reservation_reclaimed: bool = False,
+    usage: Mapping[str, Fraction] | None = None,
 ) -> Replacement:
     """The claim to create in place of ``old_claim`` (uid ``old_uid``; it runs on ``node``).
     ``reservation_reclaimed``: the notice is a capacity reservation interruption, whose
-    reservation the replacement must not be launched into."""
+    reservation the replacement must not be launched into. ``usage``: the pool's usage as
+    cluster state sums it (else ``status.resources``): the instance types are narrowed to
+    those that fit the pool's remaining limits (:mod:`lifeboat.karpenter.limits`)."""
     pool_name = nodes.name_of(nodepool)
     template = (nodepool.get("spec") or {}).get("template") or {}
     template_meta = template.get("metadata") or {}
@@ -198,6 +202,11 @@ def replacement_nodeclaim(
                     f"NodePool {pool_name} yields no valid NodeClaim without the reclaimed "
                     f"capacity reservation: {unexcludable}",
                 )
+        left = limits.remaining(nodepool, node, usage)
+        if left is not None:
+            unnarrowed = limits.narrow(requirements, left)
+            if unnarrowed:
+                notes.append(f"limits not narrowed per instance type: {', '.join(unnarrowed)}")
         spec_requirements, dropped = entries(requirements)
     except Unsatisfiable as problem:
         return Replacement(None, f"NodePool {pool_name} yields no valid NodeClaim: {problem}")

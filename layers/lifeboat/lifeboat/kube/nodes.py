@@ -294,6 +294,26 @@ def terminating_pods(pods: Iterable[Obj]) -> list[Obj]:
     ]
 
 
+# Karpenter's ``IsStuckTerminating`` (core pkg/utils/pod/scheduling.go): a pod whose
+# deletionTimestamp (its deletion plus its grace period) is more than this far in the past.
+STUCK_AFTER = timedelta(minutes=1)
+
+
+def stuck_terminating(pod: Obj, now: datetime) -> bool:
+    """``IsStuckTerminating``: being deleted, and ``now`` more than a minute past its
+    ``deletionTimestamp`` (which already includes the grace period). Karpenter's drain
+    (``IsDrainable``) stops waiting for such a pod."""
+    ends = parse_timestamp(pod.get("metadata", {}).get("deletionTimestamp"))
+    return ends is not None and now - ends > STUCK_AFTER
+
+
+def unresponsive(node: Obj) -> bool:
+    """No kubelet will confirm the end of the node's pods: it is not Ready (unreachable), or
+    its instance is impaired (Lifeboat's ``instance-impaired`` taint, placed by the sweep)."""
+    impaired = taint_key(Kind.INSTANCE_IMPAIRED)
+    return not is_ready(node) or any(t.get("key") == impaired for t in taints(node))
+
+
 # A do-not-disrupt that blocks without an end ("true", or a duration on a pod not started).
 FOREVER = datetime.max.replace(tzinfo=UTC)
 

@@ -20,6 +20,9 @@ class ClaimRef:
     # Already being deleted (Karpenter, or an earlier notice, is terminating the node); known
     # when the claim was read (voluntary notices list the pool's claims).
     deleting: bool = False
+    # Its karpenter.sh/nodeclaim-termination-timestamp, when it carries one (read with the
+    # claim): an impaired instance's claim is already being forced out.
+    terminates_by: str | None = None
 
 
 @dataclass(frozen=True)
