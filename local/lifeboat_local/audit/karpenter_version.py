@@ -64,9 +64,9 @@ def instance_status_poller(view: ClusterView) -> Iterator[Issue]:
                 + _what_iam_says(access),
                 "deny ec2:DescribeInstanceStatus to Karpenter's controller role (it stops "
                 "polling at its next call, no restart needed; lifting the deny later needs a "
-                'restart of its pods) (docs/karpenter.md, "Running with Karpenter"); Lifeboat\'s instance '
-                "status sweep then handles scheduled events and impaired instances"
-                + _how_to_tell(access),
+                'restart of its pods) (docs/karpenter.md, "Running with Karpenter"); '
+                "Lifeboat's instance status sweep then handles scheduled events and impaired "
+                "instances" + _how_to_tell(access),
             )
             break
 
