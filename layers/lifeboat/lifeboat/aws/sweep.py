@@ -7,9 +7,16 @@ maintenance never waits for a NodePool's budgets and windows; with its permissio
 nobody replaces impaired instances. The sweep gives Lifeboat both: an EventBridge Scheduler
 schedule (template.yaml ``InstanceStatusSweepSchedule``) sends :func:`sweep_request` to the
 queue at the ``InstanceStatusSweepRate``; the pipeline answers it with
-:meth:`Ec2InstanceStatuses.pages` and reads the pages like any other message
-(``lifeboat.events.parse_statuses``), so the notices go through the same triage (only
-instances of the managed clusters go on), resolve, decide, act, ledger and reports.
+:meth:`Ec2InstanceStatuses.pages` and reads the pages (``lifeboat.events.parse_statuses``),
+so the notices go through the same triage (only instances of the managed clusters go on),
+resolve, decide, act, ledger and reports.
+
+The queue carries the trigger, never EC2's word: a sweep request carries nothing and is
+obeyed only from the stack's own schedule (:func:`sweep_request_problem`); a raw answer on
+the queue is rejected (``lifeboat.events``). Every notice is triaged before the split
+(``lifeboat.flow.sweep_triage``); the managed instances one message does not take on are
+handed on as sweep parts, for which EC2 is asked again (:meth:`Ec2InstanceStatuses.describe`).
+``lifeboat replay`` stands a reader of saved answers where EC2 stands.
 
 Each of Karpenter's three filter sets (``lifeboat.events.instance_status.FILTER_SETS``) is
 one paginated call of up to 1,000 results: EC2 filters server-side, so a sweep costs three
