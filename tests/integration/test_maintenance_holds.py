@@ -390,3 +390,28 @@ def test_an_impairment_reported_long_ago_is_checked_with_ec2_again(still: bool) 
             [said] = [r for r in result.reports if r.kind == "instance-impaired"]
             assert "asked again, no longer reports impaired" in said.reason
             assert not rig.node(KARPENTER_NODE)["spec"].get("unschedulable")
+
+
+def test_a_deferred_new_hold_keeps_its_wake_up_when_an_old_maintenance_ends() -> None:
+    """Deferred by general's weekday freeze for a retirement at 16:00 (its mark on, a
+    wake-up at the lead before the start); an old maintenance's Health event closes
+    meanwhile: the mark stays, and the wake-up, when it comes, still takes the node out."""
+    from lifeboat.wakeup.codec import MemoryWakeups, Task, encode
+
+    for rig in make_rig():
+        rig.now = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
+        start = datetime(2026, 12, 1, 16, 0, tzinfo=UTC)
+        retirement = scheduled_event("instance-retirement", start)
+        [waiting] = rig.sweep(instance_status(KARPENTER_INSTANCE, events=[retirement]))
+        assert waiting.outcome == "deferred"
+        rig.now = datetime(2026, 12, 1, 10, 30, tzinfo=UTC)
+        [old] = rig.send(health(MAINTENANCE, ARN.format("old000"), closed=True))
+        assert old.outcome == "ignored" and "held for instance-retirement" in old.reason
+        taints = rig.node(KARPENTER_NODE)["spec"]["taints"]
+        assert {"key": SCHEDULED_TAINT, "effect": "PreferNoSchedule"} in taints
+        wakeups = rig.pipeline.wakeups
+        assert isinstance(wakeups, MemoryWakeups)
+        rig.now = start - timedelta(minutes=30)
+        [due] = [w for w in wakeups.pop_due(rig.now) if w.task is Task.DECIDE]
+        [report] = rig.send(json.loads(encode(due)))
+        assert report.outcome == "acted" and "acting regardless" in report.reason
