@@ -9,7 +9,7 @@ DEMO_AT ?= 2026-12-01T14:05:00Z
 # instance, one with an EC2 scheduled event. Not an SQS message, so not in events/*.json.
 STATUS_SAMPLE := events/status/describe-instance-status.json
 
-.PHONY: lock demo test lint typecheck follow bench bench-health-split bench-hand-over soak bench-check mutants clean stackset-template
+.PHONY: lock demo test lint typecheck docs docs-examples docs-check npm chromium follow bench bench-health-split bench-hand-over soak bench-check mutants clean stackset-template
 
 include sam.mk
 
@@ -58,7 +58,39 @@ follow: $(VENV)/.installed
 ## the other's queue, so a few long tests at the end do not leave a core idle.
 test: $(VENV)/.installed-dev lint typecheck
 	$(MAKE) --no-print-directory sam-validate sam-build layer-size
+	$(MAKE) --no-print-directory docs-check
 	$(BIN)/python -m pytest -q -n auto --dist worksteal
+
+## docs: the documentation site into build/site (MkDocs Material, --strict: a broken link or
+## anchor fails), then every internal link of the built site checked. Mermaid comes from the
+## npm registry (pinned, integrity-checked), the windows chart is drawn from the sample cluster.
+DOCS_PLOT := docs/assets/generated/windows.svg
+docs: $(VENV)/.installed-dev npm
+	$(BIN)/python -m docsite.mermaid
+	@mkdir -p $(dir $(DOCS_PLOT))
+	$(BIN)/lifeboat windows --cluster events/cluster.yaml --at $(DEMO_AT) --days 2 --plot $(DOCS_PLOT) > /dev/null
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+	$(BIN)/python -m docsite.links build/site
+
+## docs-examples: run every example the docs show again and write docs/examples/ (the test
+## test_docs_examples.py fails when a rerun differs from what is committed)
+docs-examples: $(VENV)/.installed-dev
+	$(BIN)/python -m docsite.examples
+
+## docs-check: the site built, then its pages opened in headless Chromium (navigation there,
+## every Mermaid diagram drawn, no CDN reachable); screenshots in build/screenshots/
+docs-check: docs chromium
+	$(BIN)/python -m docsite.browser
+
+# Node.js's npm fetches Mermaid (npm pack), and Debian's Chromium runs the browser check: each
+# installed with apt-get when missing (CI is a fresh machine running as root).
+npm:
+	@command -v npm >/dev/null 2>&1 || { \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm; }
+
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
@@ -67,7 +99,7 @@ lint: $(VENV)/.installed-dev
 # The tests run on Python 3.11 (the oldest the code supports); the Lambda runs 3.13. The
 # second pass checks the shipped code against 3.13's standard library and typing as well.
 typecheck: $(VENV)/.installed-dev
-	$(BIN)/mypy layers/lifeboat/lifeboat local/lifeboat_local local/kubemu functions/interruption tests bench
+	$(BIN)/mypy layers/lifeboat/lifeboat local/lifeboat_local local/kubemu functions/interruption tests bench docsite
 	$(BIN)/mypy --python-version 3.13 layers/lifeboat/lifeboat functions/interruption
 
 ## bench: the benchmark harness (requests per event, storm latency, cold start, layer size)
@@ -112,4 +144,4 @@ mutants: $(VENV)/.installed-dev
 	$(BIN)/python -m mutation $(MUTANTS_ARGS)
 
 clean:
-	rm -rf $(VENV) .sam-venv .aws-sam .mypy_cache .ruff_cache .pytest_cache .hypothesis mutation-results
+	rm -rf $(VENV) .sam-venv .aws-sam build docs/assets/generated docs/assets/javascripts/mermaid.* .mypy_cache .ruff_cache .pytest_cache .hypothesis mutation-results

@@ -17,7 +17,7 @@ from types import ModuleType
 from typing import NoReturn
 
 from lifeboat.kube.client import KubeError
-from lifeboat_local import explain, fleet, replay, rotate, serve, status, windows
+from lifeboat_local import explain, fleet, init, replay, rotate, serve, status, windows
 from lifeboat_local.audit import command as audit
 from lifeboat_local.common import EXIT_USAGE, UsageError
 from lifeboat_local.convert import command as convert
@@ -35,6 +35,7 @@ COMMANDS: dict[str, ModuleType] = {
     "convert": convert,
     "patching": patching,
     "fleet": fleet,
+    "init": init,
 }
 
 # What a shell reports for a command ended by SIGPIPE (its reader went away) or by Ctrl-C.

@@ -161,6 +161,32 @@ def processed_template(
     return result
 
 
+# What comes before this step, said when its input is missing.
+PACKAGE_FIRST = (
+    "no packaged template: package first (make sam-build, then .sam-venv/bin/sam package "
+    "--s3-bucket BUCKET --output-template-file {path}; docs/organisation.md, StackSets)"
+)
+
+
+def _load(packaged: Path) -> dict[str, Any] | None:
+    """The packaged template, or None once the error is said (a missing file names the steps
+    that write it)."""
+    from cfnlint.decode import decode_str  # type: ignore[import-untyped]
+
+    if not packaged.exists():
+        print(f"stackset: error: {PACKAGE_FIRST.format(path=packaged)}", file=sys.stderr)
+        return None
+    try:
+        loaded, errors = decode_str(packaged.read_text(encoding="utf-8"))
+    except OSError as error:
+        print(f"stackset: error: {packaged}: {error.strerror}", file=sys.stderr)
+        return None
+    if errors or loaded is None:
+        print(f"stackset: error: {packaged}: {errors[0]}", file=sys.stderr)
+        return None
+    return dict(loaded)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m lifeboat_local.stackset",
@@ -182,19 +208,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="read code and layer from <prefix>-<region> in each region",
     )
     args = parser.parse_args(argv)
-    from cfnlint.decode import decode_str  # type: ignore[import-untyped]
-
-    try:
-        loaded, errors = decode_str(args.packaged.read_text(encoding="utf-8"))
-    except OSError as error:
-        print(f"stackset: error: {args.packaged}: {error.strerror}", file=sys.stderr)
-        return 1
-    if errors or loaded is None:
-        print(f"stackset: error: {args.packaged}: {errors[0]}", file=sys.stderr)
+    loaded = _load(args.packaged)
+    if loaded is None:
         return 1
     values = dict(item.partition("=")[::2] for item in args.parameter)
     try:
-        processed = processed_template(dict(loaded), args.artifact_bucket_prefix, values)
+        processed = processed_template(loaded, args.artifact_bucket_prefix, values)
     except StackSetTemplateError as error:
         print(f"stackset: error: {args.packaged}: {error}", file=sys.stderr)
         return 1

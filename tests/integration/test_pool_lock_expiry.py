@@ -8,7 +8,6 @@ HTTP to the emulator; ``sleep`` moves that clock, so nothing waits in real time.
 from __future__ import annotations
 
 import random
-import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -18,8 +17,8 @@ from kubemu import Emulator
 from lifeboat.kube.client import KubeApi
 from lifeboat.kube.pool_lock import LEASE_SECONDS, LockTimeout, PoolLock
 from lifeboat.model.instants import format_micro
-from tests.support import docs
 from tests.support.clock import InjectedTime
+from tests.support.paths import ROOT
 
 NOW = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
 NAMESPACE = "lifeboat"
@@ -192,15 +191,15 @@ def test_a_clock_that_stands_still_cannot_keep_a_waiter_past_its_wait(
     assert 2 <= sum(slept) < 2 + 0.1
 
 
-def test_the_lease_lasts_as_long_as_the_readme_says(emulator: Emulator, kube: KubeApi) -> None:
-    """The duration written is the one docs/concepts/budgets.md promises an operator ("The
-    lease expires after N s"): a crashed holder's lease is free after exactly that long."""
-    readme = docs.page("concepts/budgets.md")
-    stated = re.search(r"The lease expires after (\d+) s", readme)
-    assert stated is not None
+def test_the_lease_lasts_as_long_as_the_docs_say(emulator: Emulator, kube: KubeApi) -> None:
+    """The duration written is ``LEASE_SECONDS``, the value the docs' Limits table shows (read
+    from the constant when the docs are built: docsite/examples.py, checked by
+    test_docs_examples.py): a crashed holder's lease is free after exactly that long."""
     time = InjectedTime(NOW)
     with lock(kube, time, wait_seconds=1).hold("general"):
-        assert lease_spec(emulator)["leaseDurationSeconds"] == int(stated.group(1))
+        assert lease_spec(emulator)["leaseDurationSeconds"] == LEASE_SECONDS
+    limits = (ROOT / "docs/examples/limits.md").read_text()
+    assert f"| {LEASE_SECONDS} s | `kube/pool_lock.LEASE_SECONDS` |" in limits
 
 
 def test_a_slow_api_server_ends_the_wait_on_the_clock_not_after_its_pauses(

@@ -1,59 +1,27 @@
-"""The documentation's ``lifeboat replay`` examples (README.md and docs/, with and without
-``--follow``) are real runs: each console block is run again and must print exactly what the
-page shows (stderr first, as a terminal shows it). Blocks serving until interrupted
-(``--serve``) are left out.
-
-And every ``lifeboat`` command the documentation shows (console blocks and command lists)
-runs as written from a fresh clone, after ``. .venv/bin/activate`` as the README says: every
-file it uses is shipped. Left out: those that need a live cluster (``--kubeconfig``), serve until
-interrupted, or write into the clone's neighbours."""
+"""Every ``lifeboat`` command the documentation shows runs as written from a fresh clone,
+after ``. .venv/bin/activate`` as the README says: every file it uses is shipped. The commands
+are the examples the pages include (docsite/examples.py: their output is checked by
+test_docs_examples.py) and the command lines of the pages' sh blocks. Left out: those that
+need a live cluster (``--kubeconfig``), serve until interrupted, or write into the clone's
+neighbours."""
 
 from __future__ import annotations
 
 import re
-import shlex
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from lifeboat_local.cli import main
+from docsite import examples
 from tests.support import docs
 
 ROOT = Path(__file__).resolve().parents[2]
-_BLOCK = re.compile(r"```console\n\$ (lifeboat replay [^\n]*)\n(.*?)```", re.DOTALL)
 
-
-def _argv(command: str) -> list[str]:
-    """The command's arguments as a shell would pass them (``events/*.json`` expanded)."""
-    argv = []
-    for word in shlex.split(command)[1:]:
-        expanded = sorted(str(p.relative_to(ROOT)) for p in ROOT.glob(word)) if "*" in word else []
-        argv += expanded or [word]
-    return argv
-
-
-def _runnable(command: str) -> bool:
-    words = _argv(command)[1:]
-    files = [w for w in words if not w.startswith("-") and ("/" in w or w.endswith(".json"))]
-    return "--serve" not in words and all((ROOT / f).exists() for f in files)
-
-
-def _examples() -> list[tuple[str, str]]:
-    text = docs.text()
-    return [(m.group(1), m.group(2)) for m in _BLOCK.finditer(text) if _runnable(m.group(1))]
-
-
-def test_the_readme_has_replay_examples() -> None:
-    commands = [command for command, _ in _examples()]
-    assert len([c for c in commands if "--follow" in c]) >= 2
-    assert len(commands) >= 4
-
-
-# The exit status a documented example ends with, where it is not 0: a rejected record (2), a
-# cluster with problems (3, lifeboat audit); a rotation not every node of which is done (4,
-# lifeboat status: paused at its checkpoint, rolled back).
+# The exit status a documented command ends with, where it is not 0 (the examples say their
+# own): a rejected record (2), a cluster with problems (3, lifeboat audit); a rotation not
+# every node of which is done (4, lifeboat status: paused at its checkpoint, rolled back).
 EXPECTED_EXIT = {
     "events/examples/batch.json": 2,
     "tests/fixtures/audit/problems.yaml": 3,
@@ -63,18 +31,12 @@ EXPECTED_EXIT = {
 
 
 def _expected_exit(command: str) -> int:
-    return next((code for key, code in EXPECTED_EXIT.items() if key in command), 0)
-
-
-@pytest.mark.parametrize(("command", "shown"), _examples(), ids=lambda v: v[:60])
-def test_a_replay_example_prints_what_the_readme_shows(
-    command: str, shown: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.chdir(ROOT)
-    code = main(_argv(command))
-    assert code == _expected_exit(command)
-    captured = capsys.readouterr()
-    assert captured.err + captured.out == shown
+    listed = [e.exit for e in examples.EXAMPLE_LIST if e.command == command]
+    return (
+        listed[0]
+        if listed
+        else next((code for key, code in EXPECTED_EXIT.items() if key in command), 0)
+    )
 
 
 # A command as the documentation shows it: after "$ " in a console block, or a line of a sh block.
@@ -87,9 +49,9 @@ _PLUMBING = ("{ cat ", "cat ")
 
 
 def _readme_commands() -> list[str]:
-    """In the documentation's reading order, which is also the order they depend on one
-    another in (a replay's --state-out before the status that reads it)."""
-    commands: list[str] = []
+    """The examples in their order, then the sh blocks' in the navigation's order (a replay's
+    --state-out before the status that reads it)."""
+    commands: list[str] = [example.command for example in examples.EXAMPLE_LIST]
     for block in _FENCE.finditer(docs.text()):
         prompt = "$ " if block.group(1) == "console" else ""
         for line in block.group(2).splitlines():
@@ -116,7 +78,7 @@ def test_the_readme_shows_commands_of_every_tool() -> None:
     tools = {
         command.split()[1] for command in _readme_commands() if command.startswith("lifeboat ")
     }
-    assert {"replay", "explain", "windows", "audit"} <= tools
+    assert {"replay", "explain", "windows", "audit", "status", "convert", "rotate"} <= tools
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 import pytest
@@ -138,7 +139,10 @@ def _sns(fields: Fields) -> dict[str, Any]:
 
 
 def _scheduled(fields: Fields) -> dict[str, Any]:
-    detail = scheduled_change.ScheduledChangeDetail.read(fields)
+    # now: what an empty startTime would be; the samples all name one.
+    detail = scheduled_change.ScheduledChangeDetail.read(
+        fields, now=datetime(2026, 12, 1, tzinfo=UTC)
+    )
     return {
         **vars(detail.head),
         "start_time": detail.start_time,

@@ -1,8 +1,9 @@
 """The layout table (docs/contributing.md) matches the tree: every path it names exists,
 every module it names in a package exists there, and every top-level package directory is in
-it. And the documentation holds together: the README lists every page under docs/, each page
-has one title, and every relative link between them leads to a file and heading that
-exist."""
+it. And the documentation holds together: the site's navigation (mkdocs.yml) lists every page
+under docs/ once, the README links into the docs, each page has one title, and every relative
+link between them leads to a file and heading that exist (as GitHub shows them; the site's
+build checks the same with --strict)."""
 
 from __future__ import annotations
 
@@ -81,12 +82,21 @@ def _anchor(heading: str) -> str:
     return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
 
 
-def test_the_readme_lists_every_page_in_reading_order() -> None:
-    readme = (ROOT / "README.md").read_text()
-    listed = _LINK.findall(readme[readme.index("\n## Documentation\n") :])
-    pages = sorted(str(p.relative_to(ROOT)) for p in docs.DOCS.rglob("*.md"))
-    assert listed == list(docs.PAGES[1:])
+def test_the_navigation_lists_every_page_once() -> None:
+    listed = docs.nav_pages()
+    pages = sorted(
+        str(p.relative_to(ROOT))
+        for p in docs.DOCS.rglob("*.md")
+        if docs.DOCS / "examples" not in p.parents
+    )
+    assert len(listed) == len(set(listed))
     assert sorted(listed) == pages
+
+
+def test_the_readme_links_into_the_docs() -> None:
+    readme = (ROOT / "README.md").read_text()
+    linked = {t.partition("#")[0] for t in _LINK.findall(readme) if t.startswith("docs/")}
+    assert {"docs/index.md", "docs/getting-started.md", "docs/first-deploy.md"} <= linked
 
 
 def test_every_page_has_one_title() -> None:
@@ -111,3 +121,13 @@ def test_every_relative_link_leads_to_a_page_and_heading_that_exist() -> None:
                     if line.startswith("#")
                 ]
                 assert anchor in headings, (path, target)
+
+
+def test_the_readme_is_short_and_its_demo_row_is_real() -> None:
+    """At most 300 lines; the row it annotates is one `make demo` prints (the demo's example
+    file, which test_docs_examples.py runs again)."""
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 300
+    [row] = re.findall(r"```\n(deferred  .*)\n```", readme)
+    demo = (ROOT / "docs/examples/demo.txt").read_text().splitlines()
+    assert row in demo

@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 import yaml
 
+from lifeboat_local.cli import main as lifeboat_main
 from tests.support.paths import ROOT, TEMPLATE
 
 DRIVER = ROOT / "tests" / "support" / "sam_guided.py"
@@ -85,13 +86,22 @@ class DeployRun:
         return change_set
 
 
-def _sam_deploy(tmp_path: Path, *, with_samconfig: bool, guided: bool = True) -> DeployRun:
+def _sam_deploy(
+    tmp_path: Path,
+    *,
+    with_samconfig: bool,
+    guided: bool = True,
+    samconfig: str | None = None,
+    args: tuple[str, ...] = (),
+) -> DeployRun:
+    """``samconfig``: the file's text instead of the repository's; ``args``: added to the
+    deploy command (``--config-env NAME``)."""
     python = _sam_python()
     work = tmp_path / "repository"
     work.mkdir()
     (work / "template.yaml").write_text(TEMPLATE.read_text())
     if with_samconfig:
-        (work / "samconfig.toml").write_text(SAMCONFIG.read_text())
+        (work / "samconfig.toml").write_text(samconfig or SAMCONFIG.read_text())
     # Packaging zips the code the template names.
     for directory in ("functions", "layers"):
         (work / directory).symlink_to(ROOT / directory)
@@ -115,7 +125,7 @@ def _sam_deploy(tmp_path: Path, *, with_samconfig: bool, guided: bool = True) ->
     # other prompt: Enter.
     answers = "\n\nprod-a\n" + "\n" * 200
     done = subprocess.run(
-        [python, DRIVER, "deploy", *(["--guided"] if guided else [])],
+        [python, DRIVER, "deploy", *(["--guided"] if guided else []), *args],
         cwd=work,
         env=env,
         input=answers,
@@ -207,3 +217,35 @@ def test_dry_run_is_the_templates_default() -> None:
     assert template["Parameters"]["DryRun"]["Default"] == "true"
     production = tomllib.loads(SAMCONFIG.read_text())["production"]["deploy"]["parameters"]
     assert "DryRun=false" in production["parameter_overrides"]
+
+
+def test_lifeboat_init_writes_an_environment_sam_deploys_without_a_question(
+    tmp_path: Path,
+) -> None:
+    """`lifeboat init`'s answers (clusters, the user's region, dry run, an alarm topic) make an
+    environment of samconfig.toml that the pinned `sam deploy --config-env` takes to the change
+    set with nothing asked: the parameters answered, every other one the template's default,
+    and the repository's environments left as they were."""
+    config = tmp_path / "samconfig.toml"
+    config.write_text(SAMCONFIG.read_text())
+    topic = f"arn:aws:sns:{USER_REGION}:123456789012:lifeboat-alarms"
+    argv = ["init", "--clusters", "prod-a", "--region", USER_REGION, "--alarm-topic-arn", topic,
+            "--file", str(config), "--yes"]  # fmt: skip
+    assert lifeboat_main(argv) == 0
+    written = config.read_text()
+    assert tomllib.loads(written)["default"] == tomllib.loads(SAMCONFIG.read_text())["default"]
+    (tmp_path / "sam").mkdir()
+    run = _sam_deploy(
+        tmp_path / "sam", with_samconfig=True, guided=False, samconfig=written,
+        args=("--config-env", "prod-a"),
+    )  # fmt: skip
+    assert CRASH not in run.stdout + run.stderr
+    change_set = run.change_set
+    assert change_set["stack"] == "lifeboat-prod-a"
+    assert {call["region"] for call in run.calls} == {USER_REGION}
+    assert change_set["parameters"] == {
+        "ClusterNames": "prod-a",
+        "DryRun": "true",
+        "AlarmTopicArn": topic,
+    }
+    assert change_set["capabilities"] == ["CAPABILITY_IAM", "CAPABILITY_AUTO_EXPAND"]

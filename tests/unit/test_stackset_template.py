@@ -151,3 +151,16 @@ def test_the_command_writes_the_template_and_says_how_to_pass_it(
     assert "bytes" in said and "--template-" in said
     assert main([str(tmp_path / "missing.yaml"), "--out", str(out)]) == 1
     assert "missing.yaml" in capsys.readouterr().err
+
+
+def test_a_missing_packaged_template_names_the_step_that_comes_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`make stackset-template` before `sam package`: one line saying to package first (and
+    how), not a bare "No such file or directory"."""
+    missing = tmp_path / ".aws-sam" / "packaged.yaml"
+    assert main([str(missing), "--out", str(tmp_path / "out.json")]) == 1
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("stackset: error: no packaged template: package first")
+    assert f"sam package --s3-bucket BUCKET --output-template-file {missing}" in line
+    assert not (tmp_path / "out.json").exists()
