@@ -32,7 +32,7 @@ from lifeboat.aws.sweep import Ec2InstanceStatuses, sweep_request
 from lifeboat.events.notice import Kind
 from lifeboat.flow.pipeline import ClusterClients, Pipeline
 from lifeboat.flow.split import NOTICES_PER_MESSAGE, split
-from lifeboat.flow.sweep_triage import Swept
+from lifeboat.flow.sweep_triage import Sorted
 from lifeboat.kube import nodes
 from lifeboat.kube.maintenance_holds import HOLDS_ANNOTATION
 from lifeboat.model.instances import Ec2InstanceDirectory
@@ -260,7 +260,7 @@ def sweep_cost(
     # managed clusters' labelled nodes listed for vanished events, every notice triaged
     # (one directory lookup); then the split past what one message acts on.
     swept = pipeline._sweep(sweep_request("bench", NOW.isoformat()))
-    assert isinstance(swept, Swept), swept
+    assert isinstance(swept, Sorted), swept
     now, parts = split(swept.notices, NOTICES_PER_MESSAGE)
     encoded = [encode(part) for part in parts]
     elapsed = time.perf_counter() - started

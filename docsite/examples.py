@@ -27,6 +27,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from lifeboat_local.exits import EXIT_FINDINGS, EXIT_NOT_DONE
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "docs" / "examples"
 AT = "--at 2026-12-01T14:05:00Z"
@@ -129,7 +131,7 @@ EXAMPLE_LIST = (
         f"lifeboat replay events/rotation/legacy-in-waves.json {SAMPLE} --follow "
         "--state-out wave-1.yaml",
     ),
-    Example("waves-status", "lifeboat status --cluster wave-1.yaml", exit=4),
+    Example("waves-status", "lifeboat status --cluster wave-1.yaml", exit=EXIT_NOT_DONE),
     Example(
         "rollback-out",
         "lifeboat rotate legacy-in-waves --cluster-name prod-a --rollback --out rollback.json",
@@ -139,7 +141,21 @@ EXAMPLE_LIST = (
         "lifeboat replay rollback.json --cluster wave-1.yaml --at 2026-12-01T14:40:00Z "
         "--state-out rolled-back.yaml",
     ),
-    Example("rollback-status", "lifeboat status --cluster rolled-back.yaml", exit=4),
+    Example("rollback-status", "lifeboat status --cluster rolled-back.yaml", exit=EXIT_NOT_DONE),
+    # Patching without an AWS account: the sample's saved answers.
+    Example(
+        "patching-sample",
+        "lifeboat patching --cluster events/cluster.yaml --from events/patching "
+        + AT
+        + " --cluster-name prod-a",
+        exit=EXIT_FINDINGS,
+    ),
+    # The JSON contract: a cluster file that lacks kinds (kubectl get nodes,pods).
+    Example(
+        "partial-nodes-pods",
+        "lifeboat replay events/rebalance-recommendation.json "
+        "--cluster tests/fixtures/partial/nodes-pods.yaml " + AT,
+    ),
 )
 
 

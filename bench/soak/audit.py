@@ -16,7 +16,7 @@ from typing import Any
 
 from kubemu import Emulator
 from lifeboat.kube import nodes
-from lifeboat.model.report import Outcome
+from lifeboat.model.report import Outcome, Report
 
 from .messages import Sent
 
@@ -107,7 +107,7 @@ def audit(
         for report in message.reports or []:
             if str(report.outcome) == "rejected":
                 continue
-            if report.instance_id and report.event_id and "duplicate delivery" not in report.reason:
+            if report.instance_id and report.event_id and not _handled_before(report):
                 reporting[f"{report.event_id}#{report.instance_id}"].append(message.message_id)
     problems += [
         f"(event, instance) {k} handled by {len(v)} deliveries"
@@ -123,6 +123,11 @@ def audit(
                 f"{message.receive_count} receives but {len(message.errors)} errors"
             )
     return problems
+
+
+def _handled_before(report: Report) -> bool:
+    """A report saying another delivery (or this message's failed receipt) did the work."""
+    return "duplicate delivery" in report.reason or report.reason.startswith("continuing: ")
 
 
 def fates(messages: Iterable[Sent]) -> tuple[Counter[str], Counter[str], list[str]]:

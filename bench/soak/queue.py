@@ -95,6 +95,9 @@ class QueueStats:
     batches: int = 0
     batch_errors: int = 0
     duplicates_same_batch: int = 0
+    # Reports a failed delivery made before it failed (what it did is reported all the
+    # same, issue 33.4): counted in the Outcomes metrics, not in any message's fate.
+    reports_of_failed_deliveries: int = 0
     violations: list[str] = field(default_factory=list)
 
 
@@ -176,6 +179,7 @@ class SimulatedQueue:
                 )
             message.reports = list(decisions)
             return
+        self.stats.reports_of_failed_deliveries += len(decisions)
         error = whole_batch_error or logged_failure
         if error is None:
             self.stats.violations.append(

@@ -187,8 +187,9 @@ def run_soak(config: SoakConfig) -> SoakResult:
     violations += audit(sent, wakeup_messages, server, final_nodes)
     violations += check_expectations(sent)
     metric_outcomes = sum(v for k, v in metrics.counts.items() if k.startswith("Outcomes."))
-    if metric_outcomes != sum(outcomes.values()):
-        violations.append(f"Outcomes metrics {metric_outcomes} != reports {sum(outcomes.values())}")
+    reported = sum(outcomes.values()) + queue.stats.reports_of_failed_deliveries
+    if metric_outcomes != reported:
+        violations.append(f"Outcomes metrics {metric_outcomes} != reports {reported}")
     later_dups = sum(1 for m in sent if m.duplicate_of) - queue.stats.duplicates_same_batch
     return SoakResult(
         config=config,

@@ -57,6 +57,8 @@ class Response:
     headers: dict[str, str] = field(default_factory=dict)
     # A watch: the body is not sent; these chunks are, as they come.
     stream: Iterator[bytes] | None = None
+    # Sent as is instead of the body, with headers' Content-Type (OpenAPI v2's protobuf).
+    raw: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -180,6 +182,11 @@ class Backend:
             return Response(200, discovery.api_versions(self.address))
         if path == "/apis":
             return Response(200, discovery.api_group_list())
+        if path == "/openapi/v2":
+            if openapi.V2_PROTOBUF_ACCEPT in REQUEST_HEADERS.get().get("accept", ""):
+                headers = {"Content-Type": openapi.V2_PROTOBUF}
+                return Response(200, {}, headers, raw=openapi.v2_protobuf())
+            return Response(200, openapi.v2_json())
         if path == "/openapi/v3":
             return Response(200, openapi.index())
         if path.startswith("/openapi/v3/"):

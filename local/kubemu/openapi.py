@@ -115,3 +115,55 @@ def index() -> Obj:
 
 def document(path: str) -> Obj | None:
     return documents().get(path.strip("/"))
+
+
+# ---------------------------------------------------------------------------------------------
+# OpenAPI v2 (``/openapi/v2``)
+#
+# kubectl reads it in two cases only: a kind whose group version the v3 index lacks (all the
+# kinds served are in it), and client-side validation of what the v3 verifier cannot vouch
+# for, above all a ``kind: List`` (kubectl's ``paramVerifyingSchema``: a List never has
+# server-side field validation, so its items are validated against the v2 models). client-go
+# asks for the gnostic protobuf form (``OpenAPISchema``: Accept
+# ``application/com.github.proto-openapi.spec.v2@v1.0+protobuf``, then ``proto.Unmarshal``).
+# The document served has no definitions: kube-openapi's validator skips a kind it has no
+# model for (``schemaValidation.validateResource``), and every item is then validated by this
+# server when it is created, with the ``fieldValidation=Strict`` kubectl sends, as for any
+# other object. Relied on: a real server's v2 document would also reject a List item's
+# unknown field before sending it; here the same error comes from the server instead.
+
+# What client-go's Accept names (with "@"), and the media type kube-openapi's handler answers
+# with (``subTypeProtobuf``: "@" makes Go's mime.ParseMediaType fail, so it is not echoed).
+V2_PROTOBUF_ACCEPT = "com.github.proto-openapi.spec.v2"
+V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+_V2_TITLE, _V2_VERSION = "Kubernetes (kubemu)", "v1.31.0"
+
+
+def v2_json() -> Obj:
+    return {
+        "swagger": "2.0",
+        "info": {"title": _V2_TITLE, "version": _V2_VERSION},
+        "paths": {},
+        "definitions": {},
+    }
+
+
+def v2_protobuf() -> bytes:
+    """The same document as gnostic's ``openapi_v2.Document`` protobuf: swagger (1), info (2:
+    title 1, version 2), paths (8, empty)."""
+    info = _field(1, _V2_TITLE.encode()) + _field(2, _V2_VERSION.encode())
+    return _field(1, b"2.0") + _field(2, info) + _field(8, b"")
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    """A length-delimited protobuf field (wire type 2)."""
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)

@@ -117,6 +117,15 @@ DEPLOYMENTS = _builtin("apps", "deployments", "Deployment", True, True)
 STATEFULSETS = _builtin("apps", "statefulsets", "StatefulSet", True, True)
 # The core group's older controller: the disruption controller still asks it for its scale.
 REPLICATIONCONTROLLERS = _builtin("", "replicationcontrollers", "ReplicationController", True, True)
+# RBAC (rbac.authorization.k8s.io/v1): stored and served, so `kubectl apply -f
+# deploy/rbac.yaml` works (and validates) against `lifeboat serve`. What the emulator
+# enforces is loaded apart (kubemu.rbac, Emulator.load_rbac), never from these objects.
+ROLES = _builtin("rbac.authorization.k8s.io", "roles", "Role", True, False)
+ROLEBINDINGS = _builtin("rbac.authorization.k8s.io", "rolebindings", "RoleBinding", True, False)
+CLUSTERROLES = _builtin("rbac.authorization.k8s.io", "clusterroles", "ClusterRole", False, False)
+CLUSTERROLEBINDINGS = _builtin(
+    "rbac.authorization.k8s.io", "clusterrolebindings", "ClusterRoleBinding", False, False
+)
 
 ALL_RESOURCES: tuple[ResourceType, ...] = (
     NAMESPACES,
@@ -135,6 +144,10 @@ ALL_RESOURCES: tuple[ResourceType, ...] = (
     DEPLOYMENTS,
     STATEFULSETS,
     REPLICATIONCONTROLLERS,
+    ROLES,
+    ROLEBINDINGS,
+    CLUSTERROLES,
+    CLUSTERROLEBINDINGS,
 )
 
 _BY_PATH = {(r.group, r.version, r.plural): r for r in ALL_RESOURCES}

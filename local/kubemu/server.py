@@ -43,6 +43,15 @@ class _Handler(BaseHTTPRequestHandler):
         # until the client's delayed ACK (~40 ms a request).
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
+    def handle(self) -> None:
+        """The connection's requests; a client that goes mid-request or mid-answer (a reset,
+        a broken pipe, a timeout) ends its connection quietly, never a traceback on the
+        server's stderr (socketserver's handle_error prints one for anything raised)."""
+        try:
+            super().handle()
+        except (ConnectionError, TimeoutError):
+            self.close_connection = True
+
     def log_message(self, format: str, *args: Any) -> None:
         """Silenced: a benchmark's thousands of requests must not flood stderr."""
 
@@ -62,7 +71,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._handle()
 
     def _handle(self) -> None:
-        stranger = _foreign_request(self.headers.get("Host"), self.headers.get("Origin"))
+        stranger = _foreign_request(
+            self.headers.get("Host"), self.headers.get("Origin"), self.server.server_port
+        )
         if stranger is not None:
             self._refuse(403, ApiError(403, stranger).status())
             return
@@ -95,9 +106,10 @@ class _Handler(BaseHTTPRequestHandler):
         if result.stream is not None:
             self._stream(result)
             return
-        payload = json.dumps(result.body).encode()
+        payload = result.raw if result.raw is not None else json.dumps(result.body).encode()
         self.send_response(result.code)
-        self.send_header("Content-Type", "application/json")
+        if "Content-Type" not in result.headers:
+            self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
         for name, value in result.headers.items():
             self.send_header(name, value)
@@ -106,11 +118,20 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _client_gone(self) -> bool:
         """Whether the client closed its end (a watch's client sends nothing after its
-        request, so a readable socket means end-of-file, or a reset)."""
+        request, so anything to read means end-of-file, or a reset). ``poll()``, not
+        ``select()``: that fails on descriptors past 1024 (FD_SETSIZE), which a server
+        holding many connections reaches. (Not a non-blocking peek either: on a socket with a
+        timeout, Python waits out the timeout for it.)"""
         try:
-            readable, _, _ = select.select([self.connection], [], [], 0)
-            return bool(readable) and not self.connection.recv(1, socket.MSG_PEEK)
-        except OSError:
+            poller = select.poll()
+            poller.register(self.connection, select.POLLIN | select.POLLPRI)
+            events = poller.poll(0)
+            if not events:
+                return False  # nothing to read: the client is still there
+            if events[0][1] & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
+                return True
+            return not self.connection.recv(1, socket.MSG_PEEK)
+        except (OSError, ValueError):  # reset, closed under us: gone
             return True
 
     def _refuse(self, code: int, body: dict[str, Any]) -> None:
@@ -139,8 +160,14 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                 self.wfile.flush()
             self.wfile.write(b"0\r\n\r\n")
-        except (BrokenPipeError, ConnectionResetError):
+        except (OSError, ValueError):
+            # The client went (a broken pipe, a reset, a timeout, the socket closed): the
+            # watch ends here, its thread with it.
             pass
+        finally:
+            close = getattr(result.stream, "close", None)
+            if close is not None:
+                close()  # the generator's own clean-up, now rather than at collection
         self.close_connection = True
 
 
@@ -148,16 +175,29 @@ class _Handler(BaseHTTPRequestHandler):
 _LOCAL_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
 
-def _foreign_request(host: str | None, origin: str | None) -> str | None:
+def _foreign_request(host: str | None, origin: str | None, port: int) -> str | None:
     """Why a request is not a local client's (None: it is). A web page the operator has open
     may send requests to 127.0.0.1 (a cross-site POST needs no permission) or, through DNS
     rebinding, under its own host name: its ``Host`` names another server, or its ``Origin``
-    (browsers add it; kubectl and the Kubernetes clients never send one) another site."""
+    (browsers add it; kubectl and the Kubernetes clients never send one) another site. A
+    page on another local port (a dev server on localhost:8080) is another site too: only
+    this server's own address is its origin."""
     if host is None or _host_name(host) not in _LOCAL_HOSTS:
         return f"Host {host!r} is not this server: it answers 127.0.0.1 and localhost only"
-    if origin is not None and _host_name(urlsplit(origin).netloc) not in _LOCAL_HOSTS:
+    if origin is not None and not _own_origin(origin, port):
         return f"Origin {origin!r}: requests from web pages are refused"
     return None
+
+
+def _own_origin(origin: str, port: int) -> bool:
+    """Whether ``origin`` is this server's own address (http, a local name, its port)."""
+    try:
+        parts = urlsplit(origin)
+        origin_port = parts.port
+    except ValueError:  # a port that is not a number
+        return False
+    local = _host_name(parts.netloc) in _LOCAL_HOSTS
+    return parts.scheme == "http" and local and origin_port == port
 
 
 def _host_name(host: str) -> str:

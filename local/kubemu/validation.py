@@ -54,6 +54,10 @@ DEFINITIONS: dict[ResourceType, str] = {
     kinds.REPLICASETS: "io.k8s.api.apps.v1.ReplicaSet",
     kinds.DEPLOYMENTS: "io.k8s.api.apps.v1.Deployment",
     kinds.STATEFULSETS: "io.k8s.api.apps.v1.StatefulSet",
+    kinds.ROLES: "io.k8s.api.rbac.v1.Role",
+    kinds.ROLEBINDINGS: "io.k8s.api.rbac.v1.RoleBinding",
+    kinds.CLUSTERROLES: "io.k8s.api.rbac.v1.ClusterRole",
+    kinds.CLUSTERROLEBINDINGS: "io.k8s.api.rbac.v1.ClusterRoleBinding",
 }
 FIELD_VALIDATION = ("Strict", "Warn", "Ignore")
 # Each unknown field found costs one more pass of the validator; past this, refuse.

@@ -122,14 +122,30 @@ def _follow(
             yield IDLE  # nothing to send: the server checks whether the client is still there
             continue
         revision = changes[-1].revision
-        for change in changes:
-            if change.resource is not resource:
-                continue
-            was = change.type != "ADDED" and _matches(change.old, namespace, labels, fields)
-            now = change.type != "DELETED" and _matches(change.new, namespace, labels, fields)
-            if was and now:
-                yield _line("MODIFIED", encode(change.new))
-            elif now:
-                yield _line("ADDED", encode(change.new))
-            elif was:
-                yield _line("DELETED", encode(change.new))
+        lines = [_event(c, resource, namespace, labels, fields, encode) for c in changes]
+        sent = [line for line in lines if line is not None]
+        # Changes to other objects only: as idle for this watch, so a busy store does not
+        # keep a departed client's watch (and its thread) alive.
+        yield from sent or (IDLE,)
+
+
+def _event(
+    change: Change,
+    resource: ResourceType,
+    namespace: str,
+    labels: LabelSelector,
+    fields: tuple[FieldRequirement, ...],
+    encode: Encode,
+) -> bytes | None:
+    """The line a watch sends for ``change`` (None: it does not see it)."""
+    if change.resource is not resource:
+        return None
+    was = change.type != "ADDED" and _matches(change.old, namespace, labels, fields)
+    now = change.type != "DELETED" and _matches(change.new, namespace, labels, fields)
+    if was and now:
+        return _line("MODIFIED", encode(change.new))
+    if now:
+        return _line("ADDED", encode(change.new))
+    if was:
+        return _line("DELETED", encode(change.new))
+    return None

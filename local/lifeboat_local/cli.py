@@ -17,10 +17,11 @@ from types import ModuleType
 from typing import NoReturn
 
 from lifeboat.kube.client import KubeError
-from lifeboat_local import explain, fleet, init, replay, rotate, serve, status, windows
+from lifeboat_local import exits, explain, fleet, init, replay, rotate, serve, status, windows
 from lifeboat_local.audit import command as audit
-from lifeboat_local.common import EXIT_USAGE, UsageError
+from lifeboat_local.common import UsageError
 from lifeboat_local.convert import command as convert
+from lifeboat_local.exits import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, EXIT_USAGE
 from lifeboat_local.patching import command as patching
 
 # name -> module; the order is the order of ``lifeboat --help``.
@@ -39,13 +40,10 @@ COMMANDS: dict[str, ModuleType] = {
 }
 
 # What a shell reports for a command ended by SIGPIPE (its reader went away) or by Ctrl-C.
-EXIT_BROKEN_PIPE, EXIT_INTERRUPTED = 141, 130
+EPILOG = f"""\
+{exits.epilog()}
 
-EPILOG = """\
-exit status: 0 done; 2 some message was rejected (the others were still handled);
-1 usage error or unreadable input; 3 audit findings, or any warning with --strict; 4 a
-replay cut short by a limit of the local simulation (a warning names the loop).
-Run `lifeboat COMMAND --help` for examples."""
+Run `lifeboat COMMAND --help` for examples and the statuses that command returns."""
 
 
 class _Parser(argparse.ArgumentParser):

@@ -21,15 +21,28 @@ from typing import Any
 from lifeboat.events.notice import Kind
 from lifeboat.karpenter.budgets import format_go_duration
 from lifeboat.model.settings import Settings, SettingsError, load_settings
-from lifeboat_local.stackconfig import PREFIX, StackConfigError, stack_environment
+from lifeboat_local import exits
 
-EXIT_OK, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2
-# lifeboat replay: a limit of the local simulation cut the replay short (its output is
-# incomplete; a warning on stderr names the loop).
-EXIT_INCOMPLETE = 4
-# lifeboat audit: errors found (or warnings, with --strict). Not 2: that is replay's "a record
-# was rejected", and a CI gate should tell "the cluster has problems" from both.
-EXIT_FINDINGS = 3
+# The exit statuses, one table for every command (lifeboat_local.exits), re-exported here.
+from lifeboat_local.exits import (
+    EXIT_FINDINGS as EXIT_FINDINGS,
+)
+from lifeboat_local.exits import (
+    EXIT_INCOMPLETE as EXIT_INCOMPLETE,
+)
+from lifeboat_local.exits import (
+    EXIT_NOT_DONE as EXIT_NOT_DONE,
+)
+from lifeboat_local.exits import (
+    EXIT_OK as EXIT_OK,
+)
+from lifeboat_local.exits import (
+    EXIT_REJECTED as EXIT_REJECTED,
+)
+from lifeboat_local.exits import (
+    EXIT_USAGE as EXIT_USAGE,
+)
+from lifeboat_local.stackconfig import PREFIX, StackConfigError, stack_environment
 
 
 class UsageError(Exception):
@@ -76,12 +89,14 @@ def strict_status(args: argparse.Namespace, status: int, said_before: int) -> in
 def add_command(
     commands: Any, name: str, *, summary: str, description: str, examples: str
 ) -> argparse.ArgumentParser:
-    """A subcommand's parser, its help ending with examples."""
+    """A subcommand's parser, its help ending with examples and the exit statuses it can
+    return (from the one table, lifeboat_local.exits)."""
+    example_text = textwrap.indent(textwrap.dedent(examples).strip("\n"), "  ")
     parser: argparse.ArgumentParser = commands.add_parser(
         name,
         help=summary,
         description=description,
-        epilog="examples:\n" + textwrap.indent(textwrap.dedent(examples).strip("\n"), "  "),
+        epilog=f"examples:\n{example_text}\n\n{exits.epilog(name)}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     return parser
@@ -109,8 +124,55 @@ def parse_instant(text: str) -> datetime:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
+_ZONE = re.compile(r"(Z|[+-]\d{2}(:?\d{2})?)$", re.IGNORECASE)
+
+
+def parse_at(text: str) -> datetime:
+    """``--at``: an instant that says its zone (``Z`` or an offset). Budgets and windows turn
+    on UTC hours, so a local time read as UTC would judge the wrong hour without a word."""
+    moment = parse_instant(text)
+    if not _ZONE.search(text.strip()):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} has no time zone: add Z for UTC ({text}Z) or the offset of the time "
+            "you mean (e.g. +01:00)"
+        )
+    return moment
+
+
 def add_at_flag(parser: argparse.ArgumentParser, help_text: str) -> None:
-    parser.add_argument("--at", type=parse_instant, metavar="ISO8601", help=help_text)
+    parser.add_argument(
+        "--at", type=parse_at, metavar="ISO8601", help=f"{help_text}; with a zone (Z: UTC)"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Zones
+
+# An Availability Zone is its region and one letter (AWS uses a to f today); a Local Zone its
+# region, a location and a number and letter (us-west-2-lax-1a); a Wavelength Zone its region,
+# "-wl1-", a location and "-wlz-" and a number (us-east-1-wl1-bos-wlz-1).
+_ZONE_SUFFIX = re.compile(r"^([a-f]|-[a-z]{3}-\d[a-z]|-wl\d-[a-z]{3}-wlz-\d)$")
+
+
+def zone_name(text: str) -> str:
+    """An EC2 zone name, checked against the regions botocore knows (offline: its endpoint
+    data) and the forms zone names take; ``us-east-1z`` or ``us-esat-1a`` are usage errors."""
+    import boto3  # only for a command with a zone flag
+
+    regions = sorted(boto3.session.Session().get_available_regions("ec2"), key=len)
+    region = next((r for r in reversed(regions) if text.startswith(r)), None)
+    if region is None:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not in any region EC2 has (a zone is its region and a letter, e.g. "
+            "us-east-1a)"
+        )
+    if not _ZONE_SUFFIX.match(text[len(region) :]):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is no zone of {region}: its zones are {region}a to {region}f (or a Local "
+            f"Zone such as {region}-xyz-1a); `aws ec2 describe-availability-zones --region "
+            f"{region}` lists them"
+        )
+    return text
 
 
 # ---------------------------------------------------------------------------------------------

@@ -57,6 +57,7 @@ from lifeboat_local.explain_facts import fmt, notice_facts, target_facts
 from lifeboat_local.explain_text import render_text
 from lifeboat_local.harness import SimulatedClock, local_pipeline
 from lifeboat_local.localtime import annotate_instants, shift_warning, zone
+from lifeboat_local.partial import MissingKind, in_file_reason, kinds_of
 from lifeboat_local.source import open_cluster, serve, snapshot
 
 TYPO_HINT = "(did you mean "
@@ -101,6 +102,8 @@ class Observer:
         entry = {**base, **self.seen.pop(notice.dedup_key, {"node": None})}
         decision = entry.setdefault("decision", _routed(report))
         decision.update(outcome=str(report.outcome), reason=report.reason)
+        # When it is decided again, as replay reports it (the follow-up's due time).
+        decision["recheck_at"] = fmt(report.next_look)
         decision["actions"] = [dict(a) for a in report.actions]
         return entry
 
@@ -181,7 +184,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     arrivals = [arriving_at(clock.now, read_event_file(path)) for path in args.events]
     tool = tool_settings(args)
     rejected = failed = False
-    with disposable_copy(args, tool) as (kube, directory):
+    with disposable_copy(args, tool) as (kube, directory, missing):
         tool.announce()
         observer = Observer(kube, clock.now)
         pipeline = local_pipeline(
@@ -198,6 +201,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
                 }
                 entries = _entries(file.bodies[index], result, observer, tool, clock.now)
                 for entry in entries:
+                    entry = in_file_entry(entry, missing)
                     rejected |= entry["decision"]["outcome"] == str(Outcome.REJECTED)
                     if TYPO_HINT in (entry["decision"]["reason"] or ""):
                         warn(f"{file.where(index)}: {entry['decision']['reason']}")
@@ -261,9 +265,10 @@ def _failed(why: str) -> dict[str, Any]:
 @contextmanager
 def disposable_copy(
     args: argparse.Namespace, tool: ToolSettings
-) -> Iterator[tuple[KubeApi, InstanceDirectory]]:
+) -> Iterator[tuple[KubeApi, InstanceDirectory, tuple[MissingKind, ...]]]:
     """A copy of the cluster to judge on, on the local emulator: the cluster file, or what
-    a live cluster holds (read through the kubeconfig, never written)."""
+    a live cluster holds (read through the kubeconfig, never written); and the kinds the
+    cluster file lacks (none for a live cluster: it is asked for every kind)."""
     # The copy holds the namespace of Lifeboat's Leases, as deploy/rbac.yaml makes sure a
     # cluster does (a live cluster's namespaces are not copied).
     namespace = tool.settings.lease_namespace
@@ -274,13 +279,25 @@ def disposable_copy(
             directory = directory_from_objects(
                 source.objects or (), tool.eks_cluster, tool.assumed_tags
             )
-            yield source.kube, directory
+            yield source.kube, directory, source.missing
         return
     with open_cluster(None, args.kubeconfig, args.context) as live:
         objects = snapshot(live.kube)
     with serve(objects) as (emulator, kube):
         emulator.ensure_namespace(namespace)
-        yield kube, directory_from_objects(objects, tool.eks_cluster, tool.assumed_tags)
+        yield kube, directory_from_objects(objects, tool.eks_cluster, tool.assumed_tags), ()
+
+
+def in_file_entry(entry: dict[str, Any], missing: tuple[MissingKind, ...]) -> dict[str, Any]:
+    """An entry judged on a cluster file that lacks ``missing``: its reason says "not in the
+    file" where it said "not found", and ``missing_kinds`` lists them (the text says "not in
+    the file" where it would say "none")."""
+    if not missing:
+        return entry
+    decision = dict(entry["decision"])
+    decided = entry.get("node") is not None
+    decision["reason"] = in_file_reason(decision["reason"] or "", missing, decided=decided)
+    return {**entry, "decision": decision, "missing_kinds": kinds_of(missing)}
 
 
 def _in_zone(entry: dict[str, Any], tz: ZoneInfo, at: datetime) -> dict[str, Any]:

@@ -78,10 +78,19 @@ def _render_node(entry: dict[str, Any], add: Callable[[str], None]) -> None:
     add(f"  node:        {node['name']} ({', '.join(state)})")
     if node["taints"]:
         add(f"  taints:      {', '.join(node['taints'])}")
-    claim = entry.get("nodeclaim") or "none (not Karpenter-managed: drained by Lifeboat)"
+    missing = _missing(entry)
+    claim = entry.get("nodeclaim")
+    if "NodeClaim" in missing:
+        claim = (
+            f"{claim} ({NOT_IN_FILE}: named by the Node)"
+            if claim
+            else f"{NOT_IN_FILE} (the file holds no NodeClaims)"
+        )
+    claim = claim or "none (not Karpenter-managed: drained by Lifeboat)"
     add(f"  NodeClaim:   {claim}")
     if entry.get("nodepool_missing"):
-        add(f"  NodePool:    {entry['nodepool_missing']} (NOT FOUND)")
+        found = "NOT IN THE FILE" if "NodePool" in missing else "NOT FOUND"
+        add(f"  NodePool:    {entry['nodepool_missing']} ({found})")
     _render_pool(entry.get("pool"), add)
     _render_pods(entry, add)
 
@@ -132,7 +141,10 @@ def _render_pool(pool: dict[str, Any] | None, add: Any) -> None:
 
 def _render_pods(entry: dict[str, Any], add: Any) -> None:
     pods = entry.get("pods") or []
-    add(f"  pods:        {len(pods)}: {', '.join(pods) if pods else '-'}")
+    if not pods and "Pod" in _missing(entry):
+        add(f"  pods:        {NOT_IN_FILE} (the file holds no Pods)")
+    else:
+        add(f"  pods:        {len(pods)}: {', '.join(pods) if pods else '-'}")
     dnd = entry.get("do_not_disrupt") or {}
     if dnd.get("marks"):
         for mark in dnd["marks"]:
@@ -143,7 +155,9 @@ def _render_pods(entry: dict[str, Any], add: Any) -> None:
         until = dnd["blocking_until"] or "indefinitely"
         add(f"                 blocks voluntary disruption ({until}): {dnd['blocking']}")
     pdbs = entry.get("pdbs") or []
-    if not pdbs:
+    if not pdbs and "PodDisruptionBudget" in _missing(entry):
+        add(f"  PDBs:        {NOT_IN_FILE} (the file holds no PodDisruptionBudgets)")
+    elif not pdbs:
         add("  PDBs:        none select this node's pods")
     for pdb in pdbs:
         rule = (
@@ -157,3 +171,11 @@ def _render_pods(entry: dict[str, Any], add: Any) -> None:
             f"{pdb['desiredHealthy']}, expected {pdb['expectedPods']}); on this node: "
             f"{', '.join(pdb['pods_on_node'])}"
         )
+
+
+NOT_IN_FILE = "not in the file"
+
+
+def _missing(entry: dict[str, Any]) -> list[str]:
+    """The kinds the cluster file lacked (``in_file_entry``)."""
+    return list(entry.get("missing_kinds") or ())

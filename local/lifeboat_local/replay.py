@@ -9,6 +9,7 @@ import sys
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
@@ -20,7 +21,7 @@ from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
 from lifeboat.model.instances import InstanceDirectory
 from lifeboat.model.instants import format_instant
-from lifeboat.model.report import Outcome
+from lifeboat.model.report import Outcome, Report
 from lifeboat.wakeup.codec import MemoryWakeups, encode
 from lifeboat_local.arrival import arriving_at
 from lifeboat_local.common import (
@@ -48,6 +49,7 @@ from lifeboat_local.directory import directory_from_objects
 from lifeboat_local.event_times import schedule
 from lifeboat_local.harness import RecordedLifecycle, SimulatedClock, local_pipeline
 from lifeboat_local.karpenter_sim import KarpenterSimulation, SimStep
+from lifeboat_local.partial import MissingKind, in_file_reason, kinds_of
 from lifeboat_local.saved_statuses import SavedStatuses
 from lifeboat_local.serve import add_serve_flags, serve
 from lifeboat_local.source import live_directory, open_cluster
@@ -89,8 +91,7 @@ def add_parser(commands: Any) -> None:
         "hook messages) through the Lambda's own pipeline against a cluster: each file one "
         "batch, against one cluster state, at its event's time relative to the first (the "
         "simulation running between them; --same-instant: all at --at). One line per "
-        "decision (--json: one object). Exit status 0, or 2 when any message was rejected, "
-        "1 for a usage error, 4 when a limit of the simulation cut the replay short.",
+        "decision (--json: one object).",
         examples=EXAMPLES,
     )
     parser.add_argument("events", nargs="+", type=Path, metavar="EVENT_FILE")
@@ -180,11 +181,14 @@ class _Output:
         # A dry run (--kubeconfig without --apply, or the settings' dry run): records say
         # so ("dry_run": true), and text says "would act" where nothing was done.
         self.dry_run = False
+        # The kinds the cluster file lacks: answers that depend on them say so.
+        self.missing: tuple[MissingKind, ...] = ()
 
     def result(
         self, result: MessageResult, at: datetime, origin: dict[str, Any] | None, where: str = ""
     ) -> None:
         for report in result.reports:
+            report = self._in_file(report)
             self.rejected |= report.outcome is Outcome.REJECTED
             if report.outcome is Outcome.IGNORED and TYPO_HINT in report.reason:
                 warn(f"{where or 'wake-up'}: {report.reason}")
@@ -193,12 +197,21 @@ class _Output:
                 line.update(origin or {"at": format_instant(at)})
                 if self.dry_run:
                     line["dry_run"] = True
+                if self.missing:
+                    line["missing_kinds"] = kinds_of(self.missing)
                 self.out.write(json.dumps(line) + "\n")
             else:
                 self.timeline.report(report, at, where, dry_run=self.dry_run)
         if result.error is not None:
             self.failed = True
             print(f"lifeboat: error: {where or 'wake-up'}: {result.error}", file=sys.stderr)
+
+    def _in_file(self, report: Report) -> Report:
+        """The report as an answer from a file that lacks ``missing``: says so."""
+        if not self.missing:
+            return report
+        decided = report.node is not None
+        return replace(report, reason=in_file_reason(report.reason, self.missing, decided=decided))
 
     def step(self, step: SimStep) -> None:
         if not self.json:  # --json stays one object per (event, instance)
@@ -226,7 +239,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     output.timeline.timed |= spread
     clock = SimulatedClock(start)
     wakeups = MemoryWakeups()
-    with replay_target(args) as (emulator, kube, directory, tool):
+    with replay_target(args) as (emulator, kube, directory, tool, missing):
+        output.missing = missing
         tool.announce()
         output.dry_run = tool.settings.dry_run
         pipeline = local_pipeline(kube, directory, tool.one_cluster, clock, wakeups)
@@ -369,8 +383,11 @@ class _Runner:
 @contextmanager
 def replay_target(
     args: argparse.Namespace,
-) -> Iterator[tuple[Emulator | None, KubeApi, InstanceDirectory, ToolSettings]]:
-    """(emulator, kube client, instance directory, settings) for the replay.
+) -> Iterator[
+    tuple[Emulator | None, KubeApi, InstanceDirectory, ToolSettings, tuple[MissingKind, ...]]
+]:
+    """(emulator, kube client, instance directory, settings, kinds the file lacks) for the
+    replay.
 
     ``--cluster``: the cluster file on the emulator; instances from the file; acting for real
     on the emulated cluster (unless the settings say dry run). ``--kubeconfig``: a live
@@ -388,7 +405,7 @@ def replay_target(
             directory = directory_from_objects(objects, tool.eks_cluster, tool.assumed_tags)
             # deploy/rbac.yaml creates the Leases' namespace in a real cluster.
             source.emulator.ensure_namespace(tool.settings.lease_namespace)
-        yield source.emulator, source.kube, directory, tool
+        yield source.emulator, source.kube, directory, tool, source.missing
 
 
 # C0 and C1 control characters (ESC starts a terminal's escape sequences) and DEL.

@@ -15,6 +15,7 @@ import argparse
 import json
 import sys
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -149,6 +150,25 @@ def check_args(args: argparse.Namespace) -> None:
         raise UsageError("rotate: a new rotation needs --node-group, --label or --ami")
     if args.verb is not None and selects:
         raise UsageError(f"rotate: --{args.verb} names a rotation; it takes no node selector")
+    if args.waves:
+        check_waves(args.waves)
+
+
+def check_waves(text: str) -> None:
+    """``--waves`` sizes are cumulative: each wave's size (counted like the one before it,
+    nodes or percent) larger than the last, so ``5,2`` is a usage error, not five nodes then
+    one more (the plan would take at least one more node per wave without a word)."""
+    # A size that is no number is the request parser's to refuse, with its own words.
+    sizes = [s for s in (w.strip() for w in text.split(",")) if s.rstrip("%").isdigit()]
+    for percent in (True, False):
+        same = [(s, int(s.rstrip("%"))) for s in sizes if s.endswith("%") == percent]
+        for (before, low), (after, high) in pairwise(same):
+            if high <= low:
+                raise UsageError(
+                    f"rotate: --waves {text}: the sizes are cumulative (nodes rotated by the "
+                    f"end of each wave), so {after} after {before} adds nothing; give "
+                    "increasing sizes, e.g. 1,10%,100%"
+                )
 
 
 def build_event(args: argparse.Namespace, now: datetime) -> dict[str, Any]:

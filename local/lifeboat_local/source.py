@@ -11,9 +11,10 @@ kinds it serves, so a kind it learns to serve is read from then on.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from lifeboat.model.instances import StaticInstanceDirectory
 from lifeboat_local.common import UsageError, note, read_text, warn
 from lifeboat_local.directory import directory_from_objects
 from lifeboat_local.load_checks import hash_mismatches
+from lifeboat_local.partial import MissingKind, missing_kinds, missing_text
 from lifeboat_local.typos import field_typos, kind_typo
 
 # The emulator answers at once; a short retry keeps a tool snappy if it ever does not.
@@ -58,6 +60,13 @@ class ClusterFile:
     path: Path
     objects: list[MutableObj]
     skipped: Counter[tuple[str, str]] = field(default_factory=Counter)  # (apiVersion, kind)
+    # Kinds a typed empty list (``kind: PodDisruptionBudgetList``, no items) says are none.
+    declared: frozenset[str] = frozenset()
+
+    @cached_property
+    def missing(self) -> tuple[MissingKind, ...]:
+        """The kinds the tools' answers depend on that the file does not hold."""
+        return missing_kinds(self.objects, self.declared)
 
     def skipped_text(self) -> str | None:
         if not self.skipped:
@@ -85,6 +94,7 @@ def read_cluster_file(path: Path) -> ClusterFile:
         raise UsageError(f"{where}: the file holds no Kubernetes objects; {DUMP_HINT}")
     skipped: Counter[tuple[str, str]] = Counter()
     kept: list[Any] = []
+    declared: set[str] = set()
     for index, document in enumerate(documents):
         if _is_kubeconfig(document):
             raise UsageError(
@@ -95,6 +105,8 @@ def read_cluster_file(path: Path) -> ClusterFile:
         if is_list_kind and not isinstance(document.get("items") or [], list):
             raise UsageError(f"{where}: document {index}: List items must be a sequence")
         if _is_list(document):
+            if document["kind"] != "List" and not document["items"]:
+                declared.add(str(document["kind"]).removesuffix("List"))
             items = [item for item in document["items"] if _served(item, index, where, skipped)]
             kept.append({**document, "items": items})
         elif _served(document, index, where, skipped):
@@ -106,7 +118,7 @@ def read_cluster_file(path: Path) -> ClusterFile:
         raise UsageError(f"--cluster {error}") from None
     for typo in field_typos(objects):
         warn(f"{where}: {typo}")
-    return ClusterFile(path, objects, skipped)
+    return ClusterFile(path, objects, skipped, frozenset(declared))
 
 
 def _yaml_position(error: yaml.YAMLError) -> str:
@@ -172,28 +184,40 @@ class ClusterSource:
     emulator: Emulator | None = None
     objects: tuple[Mapping[str, Any], ...] | None = None  # the cluster file's objects
     description: str = ""
+    # The kinds answers depend on that the cluster file lacks (partial.missing_kinds).
+    missing: tuple[MissingKind, ...] = ()
 
 
 def load_objects(path: Path) -> list[MutableObj]:
-    """The objects of a cluster file; says on stderr what was skipped."""
+    """The objects of a cluster file; says on stderr what was skipped and what is missing."""
+    return load_file(path).objects
+
+
+def load_file(path: Path, depends_on: Collection[str] | None = None) -> ClusterFile:
+    """A cluster file read as every tool reads it; says on stderr what was skipped and, as
+    warnings (``--strict`` fails), the kinds it lacks that the tool's answers depend on
+    (``depends_on``: those kinds only; None: every kind partial.missing_kinds knows)."""
     cluster = read_cluster_file(path)
-    _say_skipped(cluster)
-    return cluster.objects
+    _say_skipped(cluster, depends_on)
+    return cluster
 
 
-def _say_skipped(cluster: ClusterFile) -> None:
+def _say_skipped(cluster: ClusterFile, depends_on: Collection[str] | None = None) -> None:
     skipped = cluster.skipped_text()
     if skipped:
         note(skipped)
+    missing = [m for m in cluster.missing if depends_on is None or m.kind in depends_on]
+    for line in missing_text(f"--cluster {cluster.path}", missing, EXPORT_COMMAND):
+        warn(line)
 
 
-def load_cluster(path: Path) -> ClusterFile:
+def load_cluster(path: Path, depends_on: Collection[str] | None = None) -> ClusterFile:
     """A cluster file read as every tool reads it, for a tool that reads the objects without
     serving them (``audit``): says on stderr all that ``open_cluster`` says at load (the kinds
     skipped, a NodePool's stale hash, each PDB whose pods' controllers are missing and what is
     assumed), checked on a copy of the objects, which are left as the file gave them."""
     cluster = read_cluster_file(path)
-    _say_skipped(cluster)
+    _say_skipped(cluster, depends_on)
     warnings = hash_mismatches(cluster.objects)
     _say_load_findings(warnings, Emulator(cluster.objects))  # a copy, never started
     return cluster
@@ -205,29 +229,56 @@ def live_client(kubeconfig: Path, context: str | None) -> KubeApi:
     if not kubeconfig.is_file():
         why = "is a folder" if kubeconfig.is_dir() else "no such file"
         raise UsageError(f"{where}: {why}")
+    document = _first_document(kubeconfig)
+    if _is_kubeconfig(document):
+        _check_context(where, document, context)
     try:
         api_client = api_client_from_kubeconfig(str(kubeconfig), context)
     except Exception as error:  # the kubernetes client raises several unrelated types
         hint = ""
-        if _looks_like_cluster_file(kubeconfig):
+        if not _is_kubeconfig(document) and _looks_like_cluster_file(document):
             hint = f" (this looks like a cluster file: pass it as --cluster {kubeconfig})"
         raise UsageError(f"{where}: {error}{hint}") from None
     return KubeApi(api_client)
 
 
-def _looks_like_cluster_file(path: Path) -> bool:
+def _check_context(where: str, kubeconfig: Mapping[str, Any], context: str | None) -> None:
+    """A usage error naming the context asked for (or the current one) when the kubeconfig
+    does not hold it, with the contexts it does hold."""
+    entries = kubeconfig.get("contexts") or []
+    names = [str(c.get("name")) for c in entries if isinstance(c, Mapping)]
+    wanted = context or kubeconfig.get("current-context")
+    if wanted is None or not names:
+        return  # no current context, or none at all: the client's own words say it
+    if str(wanted) not in names:
+        flag = f"--context {wanted}" if context else f"its current-context {wanted}"
+        raise UsageError(
+            f"{where}: {flag} is not among its contexts: {', '.join(names)} "
+            "(kubectl config get-contexts lists them)"
+        )
+
+
+def _first_document(path: Path) -> Any:
     try:
-        document = next(yaml.load_all(path.read_text(encoding="utf-8"), Loader=_Loader), None)
+        return next(yaml.load_all(path.read_text(encoding="utf-8"), Loader=_Loader), None)
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return False
+        return None
+
+
+def _looks_like_cluster_file(document: Any) -> bool:
     return _is_list(document) or (isinstance(document, dict) and "apiVersion" in document)
 
 
 @contextmanager
 def open_cluster(
-    cluster: Path | None, kubeconfig: Path | None, context: str | None = None
+    cluster: Path | None,
+    kubeconfig: Path | None,
+    context: str | None = None,
+    *,
+    depends_on: Collection[str] | None = None,
 ) -> Iterator[ClusterSource]:
-    """Serve ``cluster`` on the emulator for the block, or connect with ``kubeconfig``."""
+    """Serve ``cluster`` on the emulator for the block, or connect with ``kubeconfig``.
+    ``depends_on``: the kinds the tool's answers depend on (None: all), for the warnings."""
     if kubeconfig is not None:
         yield ClusterSource(
             live_client(kubeconfig, context), description=f"kubeconfig {kubeconfig}"
@@ -237,9 +288,11 @@ def open_cluster(
         raise UsageError("one of --cluster or --kubeconfig is required")
     if context is not None:
         raise UsageError("--context goes with --kubeconfig, not with --cluster")
-    objects = load_objects(cluster)
-    with serve(objects) as (emulator, kube), heap_frozen():
-        yield ClusterSource(kube, emulator, tuple(objects), description=f"cluster file {cluster}")
+    read = load_file(cluster, depends_on)
+    # Before serving (the emulator takes the objects over); only those the tool depends on.
+    missing = tuple(m for m in read.missing if depends_on is None or m.kind in depends_on)
+    with serve(read.objects) as (emulator, kube), heap_frozen():
+        yield ClusterSource(kube, emulator, tuple(read.objects), f"cluster file {cluster}", missing)
 
 
 @contextmanager

@@ -17,7 +17,14 @@ from lifeboat.model.instants import format_instant
 from lifeboat.model.settings import Settings
 from lifeboat.rotation import store
 from lifeboat.rotation.model import NodePhase, Rotation, StateError, to_json
-from lifeboat_local.common import EXIT_OK, EXIT_USAGE, UsageError, add_cluster_flags, add_command
+from lifeboat_local.common import (
+    EXIT_NOT_DONE,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    add_cluster_flags,
+    add_command,
+)
 from lifeboat_local.source import open_cluster
 
 # Active rotations first, then the finished ones, newest first within each.
@@ -29,9 +36,8 @@ _ORDER = {
     "completed-with-skips": 4,
     "completed": 5,
 }
-# A rotation shown has a node not done (in flight, failed, skipped, released): what a script
-# waits for before scaling a node group down. 0 only when every node shown is done.
-EXIT_NOT_DONE = 4
+# EXIT_NOT_DONE: a rotation shown has a node not done (in flight, failed, skipped, released):
+# what a script waits for before scaling a node group down. 0 only when every node shown is done.
 
 
 def add_parser(commands: Any) -> None:
@@ -65,10 +71,22 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
-    with open_cluster(args.cluster, args.kubeconfig, args.context) as source:
+    # Rotations are ConfigMaps: no kind partial.missing_kinds knows changes this answer.
+    with open_cluster(args.cluster, args.kubeconfig, args.context, depends_on=()) as source:
         selector = f"{store.NAME_LABEL}={args.rotation}" if args.rotation else store.NAME_LABEL
         try:
             found = source.kube.list_configmaps(args.namespace, selector)
+            if args.rotation and not found:  # a typo? name the rotations there are
+                everything = source.kube.list_configmaps(args.namespace, store.NAME_LABEL)
+                there = sorted(
+                    {
+                        str((c.get("metadata") or {}).get("labels", {}).get(store.NAME_LABEL))
+                        for c in everything
+                    }
+                )
+                where = f"namespace {args.namespace} of {source.description}"
+                held = f"the rotations there: {', '.join(there)}" if there else "it holds none"
+                raise UsageError(f"no rotation {args.rotation} in {where}; {held}")
         except KubeError as error:
             raise UsageError(f"{source.description}: {error}") from None
     rotations, unreadable = [], []

@@ -262,50 +262,82 @@ def _matplotlib() -> tuple[Any, Any]:
         raise UsageError(PNG_NEEDS) from None
 
 
-def write_png(windows: Windows, path: Path) -> None:
+# The PNG's palette: viridis stops (a colour-blind-safe map, its lightness rising with the
+# limit), so "frozen" is the darkest and "no limit" the lightest whatever colours a reader
+# tells apart, and a 1-node window is never close to the frozen shade. The SVG keeps its own
+# labelled bars.
+PNG_FROZEN = "#440154"
+PNG_LIMITED = ("#414487", "#2a788e", "#22a884", "#7ad151", "#bddf26")
+PNG_UNLIMITED = "#fde725"
+
+
+def png_colour(limit: int | None) -> str:
+    if limit is None:
+        return PNG_UNLIMITED
+    if limit == 0:
+        return PNG_FROZEN
+    return PNG_LIMITED[min(limit, 4) - 1] if limit < 10 else PNG_LIMITED[-1]
+
+
+def png_figure(windows: Windows) -> Any:
+    """The windows as a matplotlib figure: a bar per NodePool over the hours, axes labelled,
+    the legend beside the bars (never over them). The caller closes it."""
     _, plt = _matplotlib()
     span_hours = (windows.chart_end - windows.chart_start) / HOUR
     rows = max(1, len(windows.pools))
-    figure, axes = plt.subplots(figsize=(max(8.0, span_hours / 12), 1.2 + 0.5 * rows))
+    figure, axes = plt.subplots(figsize=(max(8.0, span_hours / 12) + 2.5, 1.6 + 0.5 * rows))
+
+    def hours(moment: datetime) -> float:
+        return (moment - windows.chart_start) / HOUR
+
+    horizon = [(hours(windows.at), hours(windows.end) - hours(windows.at))]
+    for row, pool in enumerate(windows.pools):
+        if pool.blocked or pool.opted_out:
+            fill = OPTED_OUT if pool.opted_out else PNG_FROZEN
+            axes.broken_barh(horizon, (row - 0.35, 0.7), facecolors=fill, hatch="//")
+            continue
+        bars = [(hours(s.start), (s.end - s.start) / HOUR) for s in pool.segments]
+        shades = [png_colour(s.limit) for s in pool.segments]
+        axes.broken_barh(bars, (row - 0.35, 0.7), facecolors=shades, edgecolor="white")
+    axes.set_yticks(range(len(windows.pools)))
+    axes.set_yticklabels([p.name for p in windows.pools])
+    axes.invert_yaxis()
+    step = 6 if span_hours <= 72 else 24
+    ticks = range(0, int(span_hours) + 1, step)
+    axes.set_xticks(list(ticks))
+    labels = [_tick_label(windows.chart_start + timedelta(hours=h)) for h in ticks]
+    axes.set_xticklabels(labels, fontsize=7)
+    axes.set_xlim(0, span_hours)
+    axes.set_xlabel("time (UTC)", fontsize=8)
+    axes.set_ylabel("NodePool", fontsize=8)
+    axes.axvspan(0, hours(windows.at), color=OUTSIDE)
+    axes.axvspan(hours(windows.end), span_hours, color=OUTSIDE)
+    axes.axvline(hours(windows.at), color="black", linestyle="--")
+    axes.set_title(title(windows), fontsize=9)
+    # Most allowed first: no limit, then the limits down to frozen.
+    limits = sorted(
+        {s.limit for p in windows.pools for s in p.segments},
+        key=lambda limit: float("inf") if limit is None else limit,
+        reverse=True,
+    )
+    bands = {png_colour(limit): band(limit) for limit in limits}
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in bands]
+    names = list(bands.values())
+    handles.append(plt.Rectangle((0, 0), 1, 1, color=OUTSIDE))
+    names.append("outside the days shown")
+    # Beside the plot, not over it: anchored just right of the axes.
+    axes.legend(
+        handles, names, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7,
+        title="voluntary disruptions allowed", title_fontsize=7, frameon=False,
+    )  # fmt: skip
+    figure.tight_layout()
+    return figure
+
+
+def write_png(windows: Windows, path: Path) -> None:
+    _, plt = _matplotlib()
+    figure = png_figure(windows)
     try:
-
-        def hours(moment: datetime) -> float:
-            return (moment - windows.chart_start) / HOUR
-
-        horizon = [(hours(windows.at), hours(windows.end) - hours(windows.at))]
-        for row, pool in enumerate(windows.pools):
-            if pool.blocked or pool.opted_out:
-                fill = OPTED_OUT if pool.opted_out else FROZEN
-                axes.broken_barh(horizon, (row - 0.35, 0.7), facecolors=fill)
-                continue
-            bars = [
-                (
-                    (s.start - windows.chart_start) / HOUR,
-                    (s.end - s.start) / HOUR,
-                )
-                for s in pool.segments
-            ]
-            axes.broken_barh(
-                bars, (row - 0.35, 0.7), facecolors=[colour(s.limit) for s in pool.segments]
-            )
-        axes.set_yticks(range(len(windows.pools)))
-        axes.set_yticklabels([p.name for p in windows.pools])
-        axes.invert_yaxis()
-        step = 6 if span_hours <= 72 else 24
-        ticks = range(0, int(span_hours) + 1, step)
-        axes.set_xticks(list(ticks))
-        axes.set_xticklabels(
-            [_tick_label(windows.chart_start + timedelta(hours=h)) for h in ticks], fontsize=7
-        )
-        axes.set_xlim(0, span_hours)
-        axes.axvspan(0, hours(windows.at), color=OUTSIDE)
-        axes.axvspan(hours(windows.end), span_hours, color=OUTSIDE)
-        axes.axvline(hours(windows.at), color="black", linestyle="--")
-        axes.set_title(title(windows), fontsize=9)
-        shades = {colour(s.limit): band(s.limit) for p in windows.pools for s in p.segments}
-        handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in shades]
-        axes.legend(handles, list(shades.values()), loc="upper right", fontsize=7)
-        figure.tight_layout()
         figure.savefig(path, format="png", dpi=120)
     finally:
         plt.close(figure)

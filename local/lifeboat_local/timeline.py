@@ -43,6 +43,16 @@ class Row:
         return [format_instant(self.at), *cells] if timed else cells
 
 
+def deferral_text(report: Report) -> str:
+    """Both instants of a deferral: the latest it acts (``until``) and its next look, when
+    it may act sooner; "" when the report is no deferral."""
+    latest, look = report.deferred_until, report.next_look
+    parts = [f"until {format_instant(latest)}"] if latest else []
+    if look is not None and look != latest:
+        parts.append(f"looks again {format_instant(look)}")
+    return ", ".join(parts)
+
+
 class Timeline:
     """Rows in the order they happened; ``lines()`` lays them out."""
 
@@ -66,8 +76,8 @@ class Timeline:
         elif instance in self._where:
             node, pool = self._where[instance]
         doing = ", ".join(action_text(a) for a in report.actions)
-        if report.deferred_until:
-            until = f"until {format_instant(report.deferred_until)}"
+        until = deferral_text(report)
+        if until:
             doing = f"{until}; {doing}" if doing else until
         reason = report.reason
         if report.outcome is Outcome.REJECTED and origin:

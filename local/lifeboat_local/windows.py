@@ -4,8 +4,8 @@ and when its budget windows open and close over the next days (UTC).
 Counting is the Lambda's own: ``Resolver.pool_counts`` for the pool's nodes and the nodes
 already disrupting, ``budgets.allowed_disruptions`` for now and ``budgets.window_timeline``
 for the days ahead, for the disruption reason Lifeboat's replacements count under (Drifted).
-Budgets Karpenter would refuse make the exit status 1 (``--check`` prints only that), so the
-command can gate a change to NodePools in CI.
+Budgets Karpenter would refuse make the exit status 2, input refused (``--check`` prints only
+that), so the command can gate a change to NodePools in CI.
 """
 
 from __future__ import annotations
@@ -35,18 +35,22 @@ from lifeboat.model.instants import format_instant
 from lifeboat.model.settings import Settings
 from lifeboat_local.common import (
     EXIT_OK,
-    EXIT_USAGE,
+    EXIT_REJECTED,
     VOLUNTARY_KINDS,
     UsageError,
     add_at_flag,
     add_cluster_flags,
     add_command,
     add_settings_flags,
+    add_strict_flag,
     check_output_file,
+    strict_status,
     tool_settings,
+    warnings_said,
     write_output,
 )
 from lifeboat_local.localtime import local_text, schedule_shift_warning, zone
+from lifeboat_local.partial import kinds_of
 from lifeboat_local.source import open_cluster
 from lifeboat_local.window_model import DAY as DAY  # what windows shows, in a module of its own
 from lifeboat_local.window_model import HOUR as HOUR
@@ -61,7 +65,7 @@ UNLIMITED_MARK = "∞"
 MANY_MARK = "+"  # a limit of 10 or more
 OUTSIDE_MARK = "·"  # an hour outside the horizon [at, at + days)
 
-EXIT_INVALID_BUDGETS = EXIT_USAGE
+EXIT_INVALID_BUDGETS = EXIT_REJECTED
 PLOT_SUFFIXES = (".svg", ".png")
 
 
@@ -315,7 +319,7 @@ def add_local_times(document: dict[str, Any], windows: Windows, tz: ZoneInfo) ->
 EXAMPLES = """
 lifeboat windows --cluster events/cluster.yaml --at 2026-12-01T14:05:00Z --days 2
 lifeboat windows --kubeconfig ~/.kube/config --days 7 --plot windows.svg
-lifeboat windows --check --cluster events/examples/nodepools.yaml   # CI: exit 1 if invalid
+lifeboat windows --check --cluster events/examples/nodepools.yaml   # CI: exit 2 if invalid
 lifeboat windows --cluster cluster.yaml --json | jq '.nodepools[] | {nodepool, allowed}'
 lifeboat windows --cluster events/cluster.yaml --tz Europe/Madrid   # also in local time
 """
@@ -328,7 +332,7 @@ def add_parser(commands: Any) -> None:
         summary="disruptions allowed now and the budget windows of the next days, per NodePool",
         description="Per NodePool: the voluntary disruptions its budgets allow now, and when "
         "its budget windows open and close over the next days (UTC), counted as Karpenter "
-        "and the Lambda count them. Exit status 1 when a NodePool's budgets are invalid "
+        "and the Lambda count them. Exit status 2 when a NodePool's budgets are invalid "
         "(Karpenter would block the pool), so it can gate CI.",
         examples=EXAMPLES,
     )
@@ -345,7 +349,7 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--check",
         action="store_true",
-        help="only say, per NodePool, whether its budgets are valid (exit 1 if any is not)",
+        help="only say, per NodePool, whether its budgets are valid (exit 2 if any is not)",
     )
     parser.add_argument(
         "--tz",
@@ -354,6 +358,7 @@ def add_parser(commands: Any) -> None:
         "saving shifts included, and warn where a schedule moves by an hour twice a year; "
         "Karpenter and Lifeboat decide in UTC whatever this says",
     )
+    add_strict_flag(parser)
     add_settings_flags(parser)
 
 
@@ -386,15 +391,19 @@ def check_args(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     at = args.at or datetime.now(UTC)
+    said_before = warnings_said()
     tool = tool_settings(args)
     with open_cluster(args.cluster, args.kubeconfig, args.context) as source:
         tool.announce()
         windows = gather(source.kube, at, args.days, tool.settings)
+        missing = kinds_of(source.missing)
     tz = zone(args.tz) if args.tz is not None else None
     if args.check:
         render_check(windows, out)
     elif args.json:
         as_json = to_json(windows)
+        if missing:  # the kinds the cluster file lacks (counts read as if there were none)
+            as_json["missing_kinds"] = missing
         if tz is not None:
             add_local_times(as_json, windows, tz)
         out.write(json.dumps(as_json, indent=2) + "\n")
@@ -413,4 +422,5 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             write_output("--plot", plot, lambda path: path.write_text(document, encoding="utf-8"))
         if not args.json:
             out.write(f"Wrote {plot}\n")
-    return EXIT_INVALID_BUDGETS if windows.invalid else EXIT_OK
+    status = EXIT_INVALID_BUDGETS if windows.invalid else EXIT_OK
+    return strict_status(args, status, said_before)

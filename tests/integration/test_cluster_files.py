@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -145,6 +146,56 @@ def test_a_cluster_file_given_as_kubeconfig_says_to_use_cluster(
     status, _, err = lifeboat(capsys, "windows", "--kubeconfig", CLUSTER)
     assert status == 1
     assert f"(this looks like a cluster file: pass it as --cluster {CLUSTER})" in err
+
+
+def _kubeconfig(path: Path, server: str, current: str = "prod") -> Path:
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": server}}],
+                "users": [{"name": "u", "user": {}}],
+                "contexts": [
+                    {"name": name, "context": {"cluster": "c", "user": "u"}}
+                    for name in ("prod", "staging")
+                ],
+                "current-context": current,
+            }
+        )
+    )
+    return path
+
+
+def test_a_wrong_context_names_it_and_the_contexts_there_are(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 38.4: a wrong --context said "this looks like a cluster file"."""
+    kubeconfig = _kubeconfig(tmp_path / "config", "http://127.0.0.1:9")
+    status, _, err = lifeboat(capsys, "windows", "--kubeconfig", kubeconfig, "--context", "prdo")
+    assert status == 1
+    assert (
+        f"--kubeconfig {kubeconfig}: --context prdo is not among its contexts: prod, staging"
+    ) in err
+    assert "cluster file" not in err
+    dangling = _kubeconfig(tmp_path / "dangling", "http://127.0.0.1:9", current="gone")
+    status, _, err = lifeboat(capsys, "windows", "--kubeconfig", dangling)
+    assert "its current-context gone is not among its contexts: prod, staging" in err
+
+
+def test_an_unreachable_server_names_its_url_and_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 38.4: an unreachable server said "GET /api/v1/nodes: 0 no answer:
+    NewConnectionError" with no URL."""
+    with socket.socket() as unused:  # a port nothing listens on
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    kubeconfig = _kubeconfig(tmp_path / "config", f"http://127.0.0.1:{port}")
+    status, _, err = lifeboat(capsys, "windows", "--kubeconfig", kubeconfig)
+    assert status == 1
+    assert f"no answer from http://127.0.0.1:{port}: NewConnectionError: " in err
+    assert "Connection refused" in err
 
 
 def test_a_missing_kubeconfig_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parents[2]
 EXPECTED_EXIT = {
     "events/examples/batch.json": 2,
     "tests/fixtures/audit/problems.yaml": 3,
-    "status --cluster wave-1.yaml": 4,
-    "status --cluster rolled-back.yaml": 4,
+    "status --cluster wave-1.yaml": 5,
+    "status --cluster rolled-back.yaml": 5,
 }
 
 

@@ -34,6 +34,7 @@ CONTRACT_KEYS = {
     "outcome",
     "reason",
     "deferred_until",
+    "recheck_at",
     "actions",
 }
 ORIGIN_KEYS = {"file", "record"}
@@ -127,9 +128,37 @@ def test_every_sample_gives_json_lines_with_the_contract_keys_and_where_it_came_
         assert isinstance(record["reason"], str)
         assert record["reason"]
         assert record["deferred_until"] is None or ISO_UTC.match(record["deferred_until"])
+        # A deferral always says when it looks again; nothing else has a next look.
+        deferred = record["outcome"] == "deferred"
+        assert (record["recheck_at"] is not None) is deferred
+        assert record["recheck_at"] is None or ISO_UTC.match(record["recheck_at"])
         assert {a["type"] for a in record["actions"]} <= ACTION_TYPES
     assert {r["kind"] for r in records} == KINDS - {"unsupported"}
     assert len({r["event_id"] for r in records}) == len(EVENTBRIDGE_SAMPLES)
+
+
+def test_a_deferral_says_the_latest_instant_it_acts_and_when_it_looks_again(
+    lifeboat: Callable[..., CliRun],
+) -> None:
+    """Issue 38.2: the demo's second retirement said "deferred until 2026-12-08T09:05Z"
+    while it is acted on that afternoon: the 5-minute look-again showed only in explain.
+    ``deferred_until`` is the latest instant Lifeboat acts (the retirement's start less the
+    lead), ``recheck_at`` the next look (decide's RECHECK_INTERVAL after --at); the
+    rebalance frozen until 17:00 acts then at the latest, and looks again then too."""
+    retirement, rebalance = (
+        EVENTS / "scheduled-change.json",
+        EVENTS / "rebalance-recommendation.json",
+    )
+    run = lifeboat(*replay_args(retirement, rebalance))
+    by_instance = {r["instance_id"]: r for r in run.records}
+    waiting = by_instance["i-0a1b2c3d4e5f60005"]
+    assert waiting["outcome"] == "deferred"
+    assert waiting["deferred_until"] == "2026-12-08T09:05:00Z"
+    assert waiting["recheck_at"] == "2026-12-01T14:10:00Z"
+    frozen = by_instance["i-0a1b2c3d4e5f60002"]
+    assert frozen["deferred_until"] == frozen["recheck_at"] == "2026-12-01T17:00:00Z"
+    text = lifeboat("replay", retirement, "--cluster", CLUSTER, "--at", AT)
+    assert "until 2026-12-08T09:05:00Z, looks again 2026-12-01T14:10:00Z" in text.out
 
 
 def test_text_output_is_one_readable_line_per_decision(lifeboat: Callable[..., CliRun]) -> None:

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from kubemu import Emulator, load_cluster_file
+from lifeboat_local.exits import EXIT_NOT_DONE
 from tests.conftest import CliRun
 from tests.integration.kubeconfigs import write_kubeconfig
 from tests.integration.rotation_rig import EVENTS, LEGACY, ROTATION
@@ -91,7 +92,7 @@ def test_status_of_a_live_cluster_through_a_kubeconfig(
     with Emulator(load_cluster_file(state)) as emu:
         kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", emu.url)
         run = cli("status", "--kubeconfig", kubeconfig)
-        assert run.code == 4, run.err  # a node not done yet: not time to scale down
+        assert run.code == EXIT_NOT_DONE, run.err  # a node not done yet: not time to scale down
         assert run.out.startswith("rotation legacy-to-karpenter: running\n")
         assert "next look: 2026-12-01T14:05:30Z" in run.out
         assert "1 in flight (ip-10-0-4-21.ec2.internal: draining), 2 pending" in run.out
@@ -107,7 +108,8 @@ def test_status_names_what_it_cannot_find_or_read(
         f"no rotation in namespace lifeboat of cluster file {CLUSTER}\n",
     )
     missing = cli("status", "nope", "--cluster", CLUSTER)
-    assert missing.code == 1 and "no rotation nope in lifeboat" in missing.err
+    assert missing.code == 1 and "no rotation nope in namespace lifeboat" in missing.err
+    assert "it holds none" in missing.err
     broken = tmp_path / "broken.yaml"
     broken.write_text(
         yaml.safe_dump(
@@ -123,8 +125,15 @@ def test_status_names_what_it_cannot_find_or_read(
             }
         )
     )
+    # Issue 38.7: a name the file does not hold lists those it does (it said "no rotation").
+    typo = cli("status", "y", "--cluster", broken)
+    assert typo.code == 1
+    assert typo.err.rstrip().endswith(
+        f"no rotation y in namespace lifeboat of cluster file {broken}; the rotations there: x"
+    )
+    assert typo.out == ""
     run = cli("status", "--cluster", broken)
-    assert run.code == 4  # what it cannot read it cannot call done
+    assert run.code == EXIT_NOT_DONE  # what it cannot read it cannot call done
     assert (
         run.out
         == "unreadable: ConfigMap lifeboat/lifeboat-rotation-x: state.json: spec: Field required\n"

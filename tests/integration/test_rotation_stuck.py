@@ -20,6 +20,7 @@ from kubemu import dump_cluster_file
 from lifeboat.aws.notify import GIVE_UP, detail_type
 from lifeboat.kube import nodes
 from lifeboat.rotation.model import NodePhase, Phase
+from lifeboat_local.exits import EXIT_NOT_DONE
 from tests.conftest import CliRun
 from tests.integration.rotation_rig import (
     LEGACY,
@@ -93,7 +94,7 @@ def test_a_node_whose_pdb_never_allows_fails_the_rotation_and_status_says_not_do
         state = tmp_path / "state.yaml"
         dump_cluster_file(r.emu.objects(), state)
     status = cli("status", "--cluster", state)
-    assert status.code == 4, status.err
+    assert status.code == EXIT_NOT_DONE, status.err
     assert status.out.startswith("rotation legacy-to-karpenter: failed (health gate of")
 
 

@@ -19,6 +19,7 @@ import yaml
 from kubemu import Emulator, load_cluster_file
 from lifeboat_local import svg
 from lifeboat_local.cli import build_parser, main
+from lifeboat_local.exits import EXIT_REJECTED
 from lifeboat_local.windows import FROZEN_MARK, OUTSIDE_MARK, run
 from tests.integration.kubeconfigs import write_kubeconfig
 from tests.support.paths import SAMPLE_CLUSTER
@@ -188,7 +189,9 @@ def test_invalid_budgets_block_the_pool(tmp_path: Path) -> None:
     status, text = windows(
         "--cluster", str(cluster), "--at", TUESDAY, "--days", "1", "--plot", str(plot)
     )
-    assert status == 1  # Karpenter would refuse these budgets: fail, so CI can gate on it
+    assert (
+        status == EXIT_REJECTED
+    )  # Karpenter would refuse these budgets: fail, so CI can gate on it
     batch = pool_section(text, "batch")
     assert "now: BLOCKED, allowed 0 -- invalid budgets: budget[0]: " in batch
     assert "'schedule' must be set with 'duration'" in batch
@@ -290,7 +293,7 @@ def test_check_gates_ci_on_invalid_budgets(tmp_path: Path) -> None:
     ]
     invalid = cluster_with(tmp_path, "general", broken)
     status, text = windows("--cluster", str(invalid), "--check")
-    assert status == 1
+    assert status == EXIT_REJECTED
     lines = text.splitlines()
     assert lines[0] == "ok       NodePool batch: 1 budget(s)"
     assert lines[1].startswith("INVALID  NodePool general: budget[0]: ")
@@ -302,7 +305,7 @@ def test_check_gates_ci_on_invalid_budgets(tmp_path: Path) -> None:
             [command, "windows", "--check", "--cluster", invalid],
             capture_output=True, text=True, timeout=120, check=False,
         )  # fmt: skip
-        assert done.returncode == 1, done.stderr
+        assert done.returncode == EXIT_REJECTED, done.stderr  # input refused: 2
         assert "INVALID  NodePool general" in done.stdout
         assert "Traceback" not in done.stderr
 

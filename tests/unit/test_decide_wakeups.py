@@ -267,7 +267,7 @@ def test_an_old_claim_not_launched_is_said_to_run_on_no_instance() -> None:
 
 
 def test_a_deferral_with_no_time_of_its_own_is_decided_again_in_30_seconds() -> None:
-    """_decide_again_at: neither a deferral's end nor a look-again time given (nothing to
+    """decide_again_at: neither a deferral's end nor a look-again time given (nothing to
     wait for in particular): decided again ``FOLLOW_UP_INTERVAL`` later, never earlier."""
     decision = Decision(Outcome.DEFERRED, "waiting")
     [wakeup] = follow_ups(NOTICE, Target(INSTANCE), decision, pods_remaining=0, now=NOW)

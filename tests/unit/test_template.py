@@ -223,8 +223,8 @@ def test_queue_policy_trusts_only_the_rules_and_denies_plain_http(policy: str, q
     assert len(transport) == 1
     assert transport[0]["Principal"] == "*"
     assert transport[0]["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
-    # The main queue also refuses every other sender (tests/unit/test_template_queue_policy.py).
-    assert len(denies) == (2 if queue == "Queue" else 1)
+    # Both queues also refuse every other sender (tests/unit/test_template_queue_policy.py).
+    assert len(denies) == 2
 
     # The only conditional grant: the optional notification rule may park undeliverable
     # notifications in the DLQ, and only it.
@@ -879,3 +879,14 @@ def test_the_rotation_rule_takes_exactly_the_commands_the_parser_knows() -> None
     notification = copy.deepcopy(_sample("rotation/legacy-to-karpenter.json"))
     notification["detail-type"] = "Lifeboat Action Taken"
     assert not _matches(pattern, notification)
+
+
+def test_a_when_ready_hand_over_needs_the_sweep_that_owns_its_hold() -> None:
+    """Issue 33.3: the sweep finishes or gives up a hand-over whose wake-ups broke; a stack
+    with HandOver when-ready and no sweep is refused before anything is created."""
+    rule = _template()["Rules"]["WhenReadyHandOverNeedsTheSweep"]
+    assert rule["RuleCondition"] == {"Fn::Equals": [{"Ref": "HandOver"}, "when-ready"]}
+    [assertion] = rule["Assertions"]
+    assert assertion["Assert"] == {
+        "Fn::Not": [{"Fn::Equals": [{"Ref": "InstanceStatusSweepMinutes"}, "0"]}]
+    }

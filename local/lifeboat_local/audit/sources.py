@@ -11,6 +11,7 @@ apps/v1) becomes a note, and the checks that need it say they estimated.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import Final
 
@@ -46,11 +47,11 @@ _REPLICATION_CONTROLLERS: Final = ("/api/v1/replicationcontrollers", "v1", "Repl
 # A cluster file
 
 
-def read_cluster_file(path: Path) -> Inventory:
+def read_cluster_file(path: Path, depends_on: Collection[str] | None = None) -> Inventory:
     """The file's objects as an Inventory, read by the loader every tool uses (what it skips,
     warns of or assumes is said on stderr as for ``replay``); a usage error (exit 1) names
     what is wrong."""
-    cluster = load_cluster(path)
+    cluster = load_cluster(path, depends_on)
     return Inventory.from_objects(cluster.objects, skipped=cluster.skipped)
 
 

@@ -27,6 +27,7 @@ from lifeboat_local.common import (
     check_output_file,
     note,
     write_output,
+    zone_name,
 )
 from lifeboat_local.convert import nodes, settings
 from lifeboat_local.convert.capacity import Capacities, Capacity, read_file, shipped
@@ -76,7 +77,9 @@ def add_parser(commands: Any) -> None:
         help="instance capacities: `aws ec2 describe-instance-types --output json` output "
         "(offline sources; default: the table shipped with Lifeboat)",
     )
-    parser.add_argument("--zone", help="the zone of single-zone groups (settings form)")
+    parser.add_argument(
+        "--zone", type=zone_name, help="the zone of single-zone groups (settings form)"
+    )
     parser.add_argument(
         "--node-role",
         metavar="ROLE",

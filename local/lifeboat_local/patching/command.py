@@ -15,6 +15,7 @@ import re
 import sys
 from collections import defaultdict
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, TextIO
 
 from lifeboat.rotation.request import NAME_MAX
@@ -35,6 +36,7 @@ DEFAULT_MAX_AGE_DAYS = 30
 EXAMPLES = """
     lifeboat patching --kubeconfig ~/.kube/config --region eu-west-1
     lifeboat patching --cluster cluster.yaml --json --max-age-days 14
+    lifeboat patching --cluster events/cluster.yaml --from events/patching  # saved answers
 """
 
 
@@ -66,6 +68,15 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument("--region", help="the AWS region of the instances and parameters")
     parser.add_argument(
+        "--from",
+        dest="saved",
+        type=Path,
+        metavar="DIR",
+        help="read AWS's answers from the JSON files in DIR (the AWS CLI's output of "
+        "ec2 describe-instances, ssm get-parameters[-by-path], ec2 describe-images) "
+        "instead of asking AWS: no account needed",
+    )
+    parser.add_argument(
         "--cluster-name", metavar="C", help="the EKS cluster, for the printed rotate lines"
     )
 
@@ -75,21 +86,22 @@ def check_args(args: argparse.Namespace) -> None:
         raise UsageError("--max-age-days must be 0 or more")
     if args.cluster is not None and args.context is not None:
         raise UsageError("--context goes with --kubeconfig, not with --cluster")
+    if args.saved is not None and args.region is not None:
+        raise UsageError("--region is for asking AWS; --from reads saved answers")
 
 
 def _nodes(args: argparse.Namespace) -> list[dict[str, Any]]:
     if args.cluster is not None:
-        return [dict(n) for n in read_cluster_file(args.cluster).nodes]
+        # Only the Nodes are read: a file without the other kinds is fine here.
+        return [dict(n) for n in read_cluster_file(args.cluster, depends_on=("Node",)).nodes]
     with open_cluster(None, args.kubeconfig, args.context) as source:
         return [dict(n) for n in read_live(source.kube).nodes]
 
 
 def verdicts(
-    nodes: list[dict[str, Any]], session: Any, now: datetime, max_age_days: int
+    nodes: list[dict[str, Any]], aws: Any, now: datetime, max_age_days: int
 ) -> list[Verdict]:
-    from lifeboat_local.patching.aws import PatchingAws
-
-    aws = PatchingAws(session)
+    """Each node judged with ``aws``'s answers (PatchingAws: live; SavedAws: from files)."""
     node_facts = [facts(n) for n in nodes]
     images = aws.instance_images([f.instance_id for f in node_facts if f.instance_id])
     parameters = [p for p in (recommended_parameter(f) for f in node_facts) if p]
@@ -177,13 +189,25 @@ def write_text(found: list[Verdict], groups: list[dict[str, Any]], out: TextIO) 
             out.write(f"  {g['rotate']}\n")
 
 
-def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+def _aws(args: argparse.Namespace) -> Any:
+    """Where AWS's answers come from: saved files (--from), or AWS itself."""
+    if args.saved is not None:
+        from lifeboat_local.patching.saved import SavedAws
+
+        return SavedAws(args.saved)
     import boto3
 
+    from lifeboat_local.patching.aws import PatchingAws
+
+    return PatchingAws(boto3.Session(region_name=args.region))
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     check_args(args)
     out = out or sys.stdout
     now = args.at or datetime.now(UTC)
-    found = verdicts(_nodes(args), boto3.Session(region_name=args.region), now, args.max_age_days)
+    aws = _aws(args)  # before the nodes: a bad --from folder is said first
+    found = verdicts(_nodes(args), aws, now, args.max_age_days)
     groups = summary(found, args.cluster_name)
     status = EXIT_FINDINGS if any(v.gating for v in found) else EXIT_OK
     if args.json:

@@ -25,6 +25,7 @@ def follow_ups(
     wakeup: Wakeup | None = None,
     release_cordon_after: timedelta | None = None,
     awaiting: str | None = None,
+    maintenance_lead: timedelta | None = None,
 ) -> list[Wakeup]:
     """The wake-ups ``decision`` calls for, after act left ``pods_remaining`` pods that
     PodDisruptionBudgets would not let go yet.
@@ -33,6 +34,9 @@ def follow_ups(
     ``release_cordon_after``: when a node only cordoned for a rebalance recommendation is
     looked at again, to be uncordoned if it still runs (None or 0: never).
     ``awaiting``: the replacement a when-ready hand-over just created and waits for.
+    ``maintenance_lead``: how long before a maintenance's start it is acted on regardless
+    (``scheduled_change_lead``): when a hand-over for one is given up, the notice is decided
+    again then (:func:`_after_give_up`).
     """
     cluster = target.info.cluster if target.info else (wakeup.cluster if wakeup else None)
     # What follows a follow-up is timed from that follow-up's own due time, never from the
@@ -53,10 +57,13 @@ def follow_ups(
                 cluster=cluster,
             )
         )
+    again = _after_give_up(notice, decision, wakeup, base, maintenance_lead)
+    if again is not None:
+        planned.append(again)
     if decision.awaits_replacement and wakeup is not None:
         planned.append(wakeup.again(base + FOLLOW_UP_INTERVAL))
     elif decision.outcome is Outcome.DEFERRED:
-        planned.append(Wakeup(Task.DECIDE, notice, _decide_again_at(decision, base)))
+        planned.append(Wakeup(Task.DECIDE, notice, decide_again_at(decision, base)))
     if release_cordon_after and _only_cordoned(notice, decision, wakeup):
         # Cordoned, not replaced: if no interruption follows, the node is not left out of
         # scheduling for ever (decide.wakeups.release_cordon).
@@ -70,9 +77,29 @@ def follow_ups(
     return planned
 
 
-def _decide_again_at(decision: Decision, base: datetime) -> datetime:
+def _after_give_up(
+    notice: Notice,
+    decision: Decision,
+    wakeup: Wakeup | None,
+    base: datetime,
+    lead: timedelta | None,
+) -> Wakeup | None:
+    """A hand-over given up on puts the node back in service, but its maintenance still
+    comes: the notice is decided again at its latest start (``deadline - lead``), where it is
+    acted on whatever the budgets say, so the node is out before AWS takes it (issue 33.3).
+    The event itself is remembered as handled: its redelivery would be a duplicate."""
+    if not (decision.gave_up and wakeup is not None and wakeup.task is Task.HAND_OVER):
+        return None
+    if notice.kind is not Kind.SCHEDULED_CHANGE or notice.deadline is None or lead is None:
+        return None
+    due = max(base + FOLLOW_UP_INTERVAL, notice.deadline - lead)
+    return Wakeup(Task.DECIDE, notice, due, cluster=wakeup.cluster)
+
+
+def decide_again_at(decision: Decision, base: datetime) -> datetime:
     """When a deferred notice is decided again: at its deferral's end or its next look,
-    whichever comes first (a look no later than ``RECHECK_INTERVAL`` after ``base``)."""
+    whichever comes first (a look no later than ``RECHECK_INTERVAL`` after ``base``). The
+    report's ``recheck_at``: a deferral may act sooner than its ``deferred_until``."""
     recheck = (
         _earliest(decision.recheck_at, base + RECHECK_INTERVAL)
         if decision.recheck_at is not None

@@ -100,8 +100,11 @@ def _parse(body: str | bytes | Mapping[str, Any], *, received_at: datetime) -> l
             f"unsupported event: source {_q(event.source)}, detail-type {_q(event.detail_type)}"
         )
         nearest = _nearest_detail_type(event.source, event.detail_type)
+        source = _nearest_source(event.source)
         if nearest is not None:
             reason += f" (did you mean {_q(nearest)}?)"
+        elif source is not None:
+            reason += f" (did you mean source {_q(source)}?)"
         return [event.notice(Kind.UNSUPPORTED, ignore_reason=reason)]
     with _rejected_as(parser.kind):
         return parser.parse(event)
@@ -157,6 +160,18 @@ def _nearest_detail_type(source: str, detail_type: str) -> str | None:
 
     known = [d for s, d in registry.supported() if s == source]
     found = difflib.get_close_matches(detail_type, known, n=1, cutoff=0.8)
+    return found[0] if found else None
+
+
+def _nearest_source(source: str) -> str | None:
+    """The source a misspelled one (``aws.ecc2``) was most likely meant to be; None for a
+    source Lifeboat knows, or one no known source is near."""
+    import difflib  # as above: only for a message no parser knows
+
+    known = sorted({s for s, _ in registry.supported()})
+    if source in known:
+        return None
+    found = difflib.get_close_matches(source, known, n=1, cutoff=0.75)
     return found[0] if found else None
 
 

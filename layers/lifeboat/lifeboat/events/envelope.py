@@ -184,7 +184,13 @@ def _decode(text: str, *, path: str, event_id: str | None = None) -> dict[str, A
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise malformed(f"{path}: not valid JSON ({exc.msg} at char {exc.pos})", event_id) from None
+        # Some of json's messages end in "at" ("Unterminated string starting at").
+        where = (
+            f"{exc.msg} char {exc.pos}"
+            if exc.msg.endswith(" at")
+            else f"{exc.msg} at char {exc.pos}"
+        )
+        raise malformed(f"{path}: not valid JSON ({where})", event_id) from None
     except RecursionError:
         raise malformed(f"{path}: not valid JSON (nested too deeply)", event_id) from None
     except ValueError:  # an integer beyond the interpreter's digit limit

@@ -25,7 +25,10 @@ from lifeboat.karpenter.forceful import (
     termination_timestamp,
 )
 from lifeboat.karpenter.handover import (
+    PATIENCE,
+    SWEEP_GRACE,
     WHEN_READY,
+    Record,
     give_back_operations,
     hold_operations,
     protect,
@@ -46,6 +49,7 @@ from lifeboat.kube.node_patches import (
 from lifeboat.kube.objects import Obj
 from lifeboat.model.settings import Settings
 from lifeboat.model.target import ClaimRef, Target
+from lifeboat.wakeup.codec import Task, Wakeup, encode
 
 Action = dict[str, Any]
 # What a node about to go gets besides the taint and cordon (``exclude_from_load_balancers``).
@@ -125,9 +129,12 @@ class Actor:
         decision: Decision,
         *,
         replacement: str | None = None,
+        into: ActResult | None = None,
     ) -> ActResult:
-        """``replacement``: the claim a hand-over follow-up is about (``RELEASE_REPLACEMENT``)."""
-        outcome = ActResult()
+        """``replacement``: the claim a hand-over follow-up is about (``RELEASE_REPLACEMENT``).
+        ``into``: where the actions are gathered as they are taken, so that a step that
+        raises leaves the caller what the steps before it did (issue 33.4)."""
+        outcome = into if into is not None else ActResult()
         dry = self._settings.dry_run
         waits = self._waits_for_replacement(notice, target, decision)
         for step in decision.steps:
@@ -149,7 +156,7 @@ class Actor:
                 planned = outcome.replacement or (_planned(outcome) if dry else None)
                 if waits and planned is not None:
                     outcome.awaiting = planned  # deleted once it is initialized
-                    outcome.actions += self._hold(target, dry)
+                    outcome.actions += self._hold(notice, target, planned, dry)
                     continue
                 # An impaired instance is forced out, as Karpenter >= 1.13 does.
                 forceful = notice.kind is Kind.INSTANCE_IMPAIRED
@@ -322,13 +329,33 @@ class Actor:
             and target.claim.uid is not None
         )
 
-    def _hold(self, target: Target, dry: bool) -> list[Action]:
+    def _hold(self, notice: Notice, target: Target, replacement: str, dry: bool) -> list[Action]:
         """Keep the old node out of Karpenter's drift and consolidation while its hand-over
-        waits (``handover.hold_operations``)."""
+        waits, and mark it with the hand-over (``handover.hold_operations``)."""
         if target.node is None:
             return []
-        node = self._patch_node(target.node, hold_operations, dry)
+        record = self._hand_over(notice, target, replacement)
+        node = self._patch_node(target.node, lambda n: hold_operations(n, record), dry)
         return [] if node is None else [{"type": "hold-node", "key": nodes.DO_NOT_DISRUPT}]
+
+    def _hand_over(self, notice: Notice, target: Target, replacement: str) -> Record:
+        """The hand-over about to wait for ``replacement``, as its objects carry it (issue
+        33.3): the wake-up the sweep does the work of if its own chain breaks, due when the
+        sweep takes over."""
+        started = self._clock()
+        until = started + PATIENCE + SWEEP_GRACE
+        claim = target.claim
+        wakeup = Wakeup(
+            Task.HAND_OVER,
+            notice,
+            until,
+            replacement=replacement,
+            old_nodeclaim=claim.name if claim else None,
+            old_nodeclaim_uid=claim.uid if claim else None,
+            started=started,
+            cluster=target.info.cluster if target.info else None,
+        )
+        return Record(until, encode(wakeup))
 
     def _release(self, target: Target, name: str | None, dry: bool) -> list[Action]:
         """Remove the protection Lifeboat put on the old node and on replacement ``name``,
@@ -391,7 +418,7 @@ class Actor:
         body = dict(built.claim)
         if protected:
             # Kept out of consolidation until the hand-over (lifeboat.karpenter.handover).
-            body = protect(built.claim)
+            body = protect(built.claim, self._hand_over(notice, target, name))
             action["protection"] = f"{nodes.DO_NOT_DISRUPT} until initialized"
         if built.note:
             action["note"] = built.note

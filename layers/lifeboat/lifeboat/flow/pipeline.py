@@ -13,7 +13,8 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
@@ -26,6 +27,7 @@ from lifeboat.aws.sweep import (
     too_recently_impaired,
 )
 from lifeboat.decide import Decision, Step, decide, follow_ups
+from lifeboat.decide.followups import decide_again_at
 from lifeboat.decide.notice import replacement_refused
 from lifeboat.decide.staleness import Stale, staleness
 from lifeboat.decide.wakeups import (
@@ -41,12 +43,13 @@ from lifeboat.events.envelope import load_body
 from lifeboat.events.instance_status import read_response
 from lifeboat.events.notice import Kind, MalformedMessage, Notice
 from lifeboat.flow.act import Actor, ActResult, LifecycleActions
+from lifeboat.flow.handover_sweep import Swept, orphaned
 from lifeboat.flow.lanes import lanes as message_lanes
 from lifeboat.flow.resolve import Resolver
 from lifeboat.flow.routing import triage, triage_follow_up
 from lifeboat.flow.split import expand, remainders, split
 from lifeboat.flow.sweep_holds import ClusterHolds, listed_events, listing_failed, look_at, relisted
-from lifeboat.flow.sweep_triage import Swept, sort_out
+from lifeboat.flow.sweep_triage import Sorted, sort_out
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, retrying_for
 from lifeboat.kube.pool_lock import PoolLock
@@ -104,7 +107,7 @@ class MessageResult:
     deadline: datetime | None = None
 
 
-Parsed: TypeAlias = "MessageResult | Wakeup | list[Notice] | RotationCommand | Swept"
+Parsed: TypeAlias = "MessageResult | Wakeup | list[Notice] | Swept | RotationCommand"
 
 
 # Clusters whose labelled nodes a sweep lists at once (lifeboat.aws.sweep.vanished).
@@ -167,12 +170,20 @@ class Pipeline:
     sweep_schedule: str | None = None
 
     def process(
-        self, bodies: Sequence[Body], *, time_left: Callable[[], float] | None = None
+        self,
+        bodies: Sequence[Body],
+        *,
+        time_left: Callable[[], float] | None = None,
+        receives: Sequence[int] | None = None,
     ) -> list[MessageResult]:
         """Handle one batch. One directory lookup serves all its instances.
 
         ``time_left``: seconds left of the invocation; a message naming several instances
-        hands on those it has not started when too little is left (lifeboat.flow.split)."""
+        hands on those it has not started when too little is left (lifeboat.flow.split).
+        ``receives``: how many times SQS has delivered each message (its
+        ``ApproximateReceiveCount``; None: once each): a message received again after a
+        failure continues where it stopped, and says so, instead of calling what its
+        earlier receipt did a duplicate."""
         parsed = [self._parse(body) for body in bodies]
         later: list[list[Wakeup]] = [[] for _ in parsed]
         # What a sweep's triage decided before the split (lifeboat.flow.sweep_triage).
@@ -180,12 +191,13 @@ class Pipeline:
         known: dict[str, InstanceInfo] = {}
         limit = self.notices_per_message
         for index, item in enumerate(parsed):
-            if isinstance(item, Swept):
-                parsed[index], early[index] = item.notices, item.reports
-                known.update(item.infos)
-                item = item.notices
             if limit and self.wakeups is not None and isinstance(item, list) and len(item) > limit:
                 parsed[index], later[index] = split(item, limit)
+            elif isinstance(item, Swept):
+                early[index] = item.reports
+                known.update(item.infos)
+                if limit and self.wakeups is not None:
+                    item.notices, later[index] = split(item.notices, limit)
         wanted = sorted(
             {
                 notice.instance_id
@@ -200,7 +212,8 @@ class Pipeline:
 
         def run(lane: list[int]) -> None:
             for index in lane:
-                results[index] = self._one(batch, parsed[index], later[index])
+                again = receives is not None and receives[index] > 1
+                results[index] = self._one(batch, parsed[index], later[index], again=again)
                 results[index].reports[:0] = early[index]
 
         lanes = message_lanes(
@@ -236,14 +249,14 @@ class Pipeline:
 
                 return parse_command(message)
             if is_sweep_request(message):
-                return self._sweep(message)
+                return self._with_hand_overs(self._sweep(message))
             return parse_message(message, received_at=self.clock())
         except MalformedMessage as error:
             return MessageResult([Report.rejected(error.reason, error.event_id, error.kind)])
         except Exception as error:  # the message goes back to the queue, then to the DLQ
             return MessageResult(error=error)
 
-    def _sweep(self, message: dict[str, Any]) -> Parsed:
+    def _sweep(self, message: dict[str, Any]) -> Sorted | MessageResult:
         """A sweep request (a trigger from the stack's own schedule): EC2 asked now, every
         page of each filter set, and the answer's notices sorted before any split."""
         problem = sweep_request_problem(message, self.sweep_schedule)
@@ -263,9 +276,10 @@ class Pipeline:
         if self.statuses is None:
             reason = "sweep part, but this pipeline reads no EC2 status"
             return MessageResult([Report.for_notice(wakeup.notice, Outcome.IGNORED, reason)])
-        return self._swept(self.statuses.describe(list(wakeup.instances)), whole=False)
+        part = self._swept(self.statuses.describe(list(wakeup.instances)), whole=False)
+        return Swept(part.notices, reports=part.reports, infos=part.infos)
 
-    def _swept(self, pages: list[dict[str, Any]], *, whole: bool) -> Swept:
+    def _swept(self, pages: list[dict[str, Any]], *, whole: bool) -> Sorted:
         """EC2's answer read: with a whole sweep's, the holds of the marked nodes first
         (ends first, so a maintenance EC2 moved is undone before the new start is acted
         on); then every notice triaged with one directory lookup."""
@@ -339,29 +353,74 @@ class Pipeline:
             named = tuple(dict.fromkeys(named + self.scope.serving()))
         return named or (None,)
 
-    def _one(self, batch: _Batch, item: Parsed, later: Sequence[Wakeup] = ()) -> MessageResult:
+    def _with_hand_overs(self, found: Sorted | MessageResult) -> Parsed:
+        """A sweep's notices, and the hand-overs whose own wake-ups no longer run, which
+        each sweep takes over (lifeboat.flow.handover_sweep, issue 33.3)."""
+        if not isinstance(found, Sorted):
+            return found
+        swept = Swept(found.notices, reports=found.reports, infos=found.infos)
+        now = self.clock()
+        try:
+            clusters = self._served_clusters()
+        except Exception as error:  # discovery failed: the hand-overs wait, said so
+            swept.problems.append(f"could not find the clusters served: {error}")
+            return swept
+        for cluster in clusters:
+            try:
+                wakeups, problems = orphaned(self.clusters.kube(cluster), cluster, now)
+            except Exception as error:  # that cluster's hand-overs wait for the next sweep
+                where = f"cluster {cluster}" if cluster else "the cluster"
+                problems, wakeups = [f"could not list the hand-overs of {where}: {error}"], []
+            swept.hand_overs += wakeups
+            swept.problems += problems
+        return swept
+
+    def _one(
+        self, batch: _Batch, item: Parsed, later: Sequence[Wakeup] = (), *, again: bool = False
+    ) -> MessageResult:
+        """One message's reports; when it fails, its error and the reports of what it did
+        before (issue 33.4): the notices it finished, and the actions of the one a failure
+        interrupted (``_carry_out``), reported like any others, so a retry that finds them
+        done says it continues instead of leaving them unreported."""
         if isinstance(item, MessageResult):
             return item
-        if isinstance(item, Swept):  # process takes its notices out first; kept whole here
-            item = item.notices
         deadline = min((n.deadline for n in _notices_of(item) if n.deadline), default=None)
+        done: list[Report] = []
+        token = _DONE.set(done)
         try:
             with retrying_for(retry_window(deadline, self.clock()), clock=self.monotonic):
                 if isinstance(item, list):
                     self._hand_on(later)  # before acting: the message holds them until then
-                    return MessageResult(self._notices(batch, item), deadline=deadline)
+                    return MessageResult(self._notices(batch, item, done, again), deadline=deadline)
+                if isinstance(item, Swept):
+                    self._hand_on(later)
+                    self._notices(batch, item.notices, done, again)
+                    return MessageResult(self._take_over(batch, item, done), deadline=deadline)
                 if isinstance(item, Wakeup) and not rotation_concerns(item):
                     report = replace(self._wake(batch, item), wakeup=str(item.task))
                     return MessageResult([report], deadline=deadline)
                 # A rotation's command, or a wake-up of one of its looks or nodes.
                 return MessageResult(self._rotations(batch).handle(item))
         except Exception as error:  # the caller returns the message to the queue
-            return MessageResult(error=error, deadline=deadline)
+            if isinstance(item, Wakeup) and not rotation_concerns(item):
+                done[:] = [replace(r, wakeup=str(item.task)) for r in done]
+            return MessageResult(list(done), error=error, deadline=deadline)
+        finally:
+            _DONE.reset(token)
 
     # -- notices ---------------------------------------------------------------------------
 
-    def _notices(self, batch: _Batch, notices: list[Notice]) -> list[Report]:
-        reports = []
+    def _notices(
+        self,
+        batch: _Batch,
+        notices: list[Notice],
+        reports: list[Report] | None = None,
+        again: bool = False,
+    ) -> list[Report]:
+        """Each notice handled once (the ledger); ``reports`` gathers them as they are done,
+        so they outlast a failure of a later one. ``again``: the message was received before
+        (and failed): what the ledger finds done was done by that receipt."""
+        reports = [] if reports is None else reports
         for index, notice in enumerate(notices):
             if index and self._out_of_time(batch):
                 self._hand_on(remainders(notices[index:], len(notices)))
@@ -382,10 +441,29 @@ class Pipeline:
                 seen = partial(self._mark_ec2_maintenance, batch, notice)
                 self.ledger.once(f"ec2-seen#{notice.ledger_key}", seen)
             if report is None:
-                report = Report.for_notice(
-                    notice, Outcome.IGNORED, "duplicate delivery: already handled"
-                )
+                report = Report.for_notice(notice, Outcome.IGNORED, _handled_before(again))
             reports.append(report)
+        return reports
+
+    def _take_over(self, batch: _Batch, swept: Swept, reports: list[Report]) -> list[Report]:
+        """Do the work of each hand-over whose wake-ups no longer run, as its wake-up would
+        (lifeboat.flow.handover_sweep); one that fails is reported, and the next sweep finds
+        it again (its marks stay until the work is done)."""
+        for problem in swept.problems:
+            reports.append(Report(None, str(Kind.UNSUPPORTED), Outcome.IGNORED, problem))
+        for wakeup in swept.hand_overs:
+            try:
+                report = self._wake(batch, wakeup)
+            except Exception as error:
+                why = f"{type(error).__name__}: {error}"[:300]
+                report = Report.for_notice(
+                    wakeup.notice,
+                    Outcome.IGNORED,
+                    f"could not finish or give up the hand-over ({why}); the next sweep tries "
+                    "again",
+                )
+            taken = f"hand-over taken over by the instance status sweep: {report.reason}"
+            reports.append(replace(report, reason=taken, wakeup=str(wakeup.task)))
         return reports
 
     def _mark_ec2_maintenance(self, batch: _Batch, notice: Notice) -> Report:
@@ -530,27 +608,30 @@ class Pipeline:
             # Deleted under the first step: only a lifecycle action is left to answer.
             kept = tuple(step for step in rest.steps if step is Step.COMPLETE_LIFECYCLE)
             rest = replace(rest, steps=kept)
-        result = self._actor(kube).carry_out(
-            notice, target, rest, replacement=wakeup.replacement if wakeup else None
-        )
-        if done is not None:
-            result.actions[:0] = done.actions
-        decision = _as_carried_out(notice, target, decision, result, now)
-        if not self.settings.dry_run:
-            if self.wakeups is not None:
-                for later in follow_ups(
-                    notice,
-                    target,
-                    decision,
-                    pods_remaining=result.pods_remaining + result.pods_terminating,
-                    now=now,
-                    wakeup=wakeup,
-                    release_cordon_after=self.settings.rebalance_cordon_release,
-                    awaiting=result.awaiting,
-                ):
-                    self.wakeups.schedule(later)
-            if target.node is not None:
-                record(kube, target.node, notice, decision, now)
+        result = ActResult(actions=list(done.actions) if done is not None else [])
+        # A give-up's wake-ups come first: the one that takes a maintenance's node out
+        # (decide.followups._after_give_up) must exist before the node is put back in
+        # service; if it cannot be scheduled, the node stays held and the message (or the
+        # sweep, lifeboat.flow.handover_sweep) tries again.
+        first = decision.gave_up
+        try:
+            if first:
+                self._follow_up(notice, target, decision, result, now, wakeup)
+            self._actor(kube).carry_out(
+                notice,
+                target,
+                rest,
+                replacement=wakeup.replacement if wakeup else None,
+                into=result,
+            )
+            decision = _as_carried_out(notice, target, decision, result, now)
+            if not first:
+                self._follow_up(notice, target, decision, result, now, wakeup)
+        except Exception as error:  # what was done is reported all the same (issue 33.4)
+            self._interrupted(kube, notice, target, decision, result, error, cluster)
+            raise
+        if not self.settings.dry_run and target.node is not None:
+            record(kube, target.node, notice, decision, now)
         return decision_report(
             notice,
             target,
@@ -559,7 +640,64 @@ class Pipeline:
             pods_remaining=result.pods_remaining,
             dry_run=self.settings.dry_run,
             cluster=cluster,
+            recheck_at=decide_again_at(decision, wakeup.due if wakeup is not None else now),
         )
+
+    def _follow_up(
+        self,
+        notice: Notice,
+        target: Target,
+        decision: Decision,
+        result: ActResult,
+        now: datetime,
+        wakeup: Wakeup | None,
+    ) -> None:
+        """Schedule the wake-ups ``decision``, carried out as ``result`` says, calls for."""
+        if self.settings.dry_run or self.wakeups is None:
+            return
+        for later in follow_ups(
+            notice,
+            target,
+            decision,
+            pods_remaining=result.pods_remaining + result.pods_terminating,
+            now=now,
+            wakeup=wakeup,
+            release_cordon_after=self.settings.rebalance_cordon_release,
+            awaiting=result.awaiting,
+            maintenance_lead=self.settings.scheduled_change_lead,
+        ):
+            self.wakeups.schedule(later)
+
+    def _interrupted(
+        self,
+        kube: KubeApi,
+        notice: Notice,
+        target: Target,
+        decision: Decision,
+        result: ActResult,
+        error: Exception,
+        cluster: str | None,
+    ) -> None:
+        """A step failed after others were taken: what they did is reported now (log,
+        metrics, Event, notification, through the message's reports), though the message
+        fails and is retried (issue 33.4). Nothing taken: nothing to report but the error."""
+        if not result.actions:
+            return
+        why = f"{type(error).__name__}: {error}"[:300]
+        reason = (
+            f"{decision.reason}; interrupted ({why}) after {len(result.actions)} action(s): "
+            "the message is retried and continues from there"
+        )
+        partial = replace(decision, reason=reason)
+        if target.node is not None and not self.settings.dry_run:
+            with suppress(Exception):  # the audit trail must not hide the failure itself
+                record(kube, target.node, notice, partial, self.clock(), part="interrupted")
+        report = decision_report(
+            notice, target, partial, result.actions, dry_run=self.settings.dry_run, cluster=cluster
+        )
+        gathered = _DONE.get()
+        if gathered is not None:  # None: handled outside a message (a test's direct call)
+            gathered.append(report)
 
     def _actor(self, kube: KubeApi) -> Actor:
         return Actor(
@@ -669,9 +807,27 @@ class _RotationNodes:
         return [self.handle(notice) for notice in notices]
 
 
+# The reports of the message being handled, gathered as its work is done (``Pipeline._one``):
+# one list per message, in the thread that handles it.
+_DONE: ContextVar[list[Report] | None] = ContextVar("lifeboat_message_reports", default=None)
+
+
+def _handled_before(again: bool) -> str:
+    """What a notice the ledger finds handled is: the work of this message's earlier
+    receipt, which failed after it (``again``), or of another delivery of the event."""
+    if again:
+        return (
+            "continuing: already handled by an earlier receipt of this message (reported "
+            "then); the rest of the message goes on"
+        )
+    return "duplicate delivery: already handled"
+
+
 def _notices_of(item: Parsed) -> list[Notice]:
     if isinstance(item, list):
         return item
+    if isinstance(item, Swept):
+        return item.notices + [w.notice for w in item.hand_overs]
     if isinstance(item, Wakeup):
         return [item.notice]
     return []

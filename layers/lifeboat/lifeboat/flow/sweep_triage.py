@@ -26,7 +26,7 @@ Managed = Callable[[str | None], Collection[str] | None]
 
 
 @dataclass(frozen=True)
-class Swept:
+class Sorted:
     """A sweep's (or a sweep part's) work: the notices that go on to their clusters, the
     reports already decided, and the instance facts looked up for them (the batch reuses
     them instead of describing the instances again)."""
@@ -43,7 +43,7 @@ def sort_out(
     settings: Settings,
     now: datetime,
     managed: Managed,
-) -> Swept:
+) -> Sorted:
     """``notices`` triaged: the ones that go on, in their order, and a report for each of
     the others (after ``reports``, the sweep's own)."""
     going: list[Notice] = []
@@ -70,4 +70,4 @@ def sort_out(
                 cluster=checked.cluster,
             )
         )
-    return Swept(going, decided, infos)
+    return Sorted(going, decided, infos)

@@ -14,11 +14,21 @@ Bounded as Karpenter bounds its own replace-then-delete commands (``Queue.waitOr
 ``minRetryDuration``, 10 minutes): a replacement not initialized by then is given up on;
 the old claim is kept, the old node's taint and cordon are taken off, and the replacement
 loses its protection (Karpenter's liveness deletes a claim that never registers).
+
+Nothing protected without an owner (issue 33.3): the hand-over's wake-up owns what it holds,
+but a wake-up can fail to be scheduled, or be dead-lettered. So the old node and the
+replacement also carry the hand-over itself: :data:`HAND_OVER_ANNOTATION` holds its wake-up
+(as the queue carries it) and :data:`HAND_OVER_LABEL` the instant the wake-up chain must have
+ended by, ``PATIENCE`` + :data:`SWEEP_GRACE` after it began. Each instance status sweep lists
+the objects labelled so (``lifeboat.flow.handover_sweep``) and does, for those past that
+instant, what the wake-up would have done: finish the hand-over or give it up. Both go when
+the protection is removed (:func:`unprotect_operations`).
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from lifeboat.kube import nodes
@@ -32,36 +42,82 @@ PROTECTED_ANNOTATION = f"{nodes.DOMAIN}/protected-until-hand-over"
 # Karpenter's disruption queue gives a command's replacements at least this long to
 # initialize (``minRetryDuration``) before it rolls the command back.
 PATIENCE = timedelta(minutes=10)
+# How long after a hand-over's own give-up the sweep waits before it takes over: a wake-up
+# due then is delivered by Scheduler within a minute and handled in seconds, so only a chain
+# that broke (a schedule never created, a wake-up dead-lettered) is still pending by then.
+SWEEP_GRACE = timedelta(minutes=5)
+# On the old node and the replacement claim while a hand-over waits: the instant the sweep
+# takes over (label value ``20261201T141500Z``), and the hand-over's wake-up (JSON).
+HAND_OVER_LABEL = f"{nodes.DOMAIN}/hand-over-until"
+HAND_OVER_ANNOTATION = f"{nodes.DOMAIN}/hand-over"
+_LABEL_FORMAT = "%Y%m%dT%H%M%SZ"
 
 Operation = dict[str, Any]
 
 
-def protect(claim: Obj) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Record:
+    """A hand-over as its objects carry it: when the sweep takes over, and its wake-up."""
+
+    until: datetime
+    wakeup: str
+
+    @property
+    def label(self) -> str:
+        return self.until.astimezone(UTC).strftime(_LABEL_FORMAT)
+
+
+def taken_over_at(obj: Obj) -> datetime | None:
+    """When the sweep takes over the hand-over ``obj`` carries (None: none, or unreadable)."""
+    value = nodes.labels_of(obj).get(HAND_OVER_LABEL)
+    try:
+        return datetime.strptime(str(value), _LABEL_FORMAT).replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def protect(claim: Obj, record: Record | None = None) -> dict[str, Any]:
     """A replacement about to be created, annotated do-not-disrupt and as Lifeboat's to
-    remove. A claim whose template already says do-not-disrupt keeps it as the operator's."""
+    remove, and carrying its hand-over's ``record``. A claim whose template already says
+    do-not-disrupt keeps it as the operator's."""
     metadata = dict(claim.get("metadata") or {})
     annotations = dict(metadata.get("annotations") or {})
+    labels = dict(metadata.get("labels") or {})
     if annotations.get(nodes.DO_NOT_DISRUPT) != "true":
         annotations[nodes.DO_NOT_DISRUPT] = "true"
         annotations[PROTECTED_ANNOTATION] = "true"
-    return {**claim, "metadata": {**metadata, "annotations": annotations}}
+    if record is not None:
+        annotations[HAND_OVER_ANNOTATION] = record.wakeup
+        labels[HAND_OVER_LABEL] = record.label
+    return {**claim, "metadata": {**metadata, "annotations": annotations, "labels": labels}}
 
 
-def hold_operations(node: Obj) -> list[Operation]:
+def hold_operations(node: Obj, record: Record | None = None) -> list[Operation]:
     """The JSON patch that keeps the old node out of Karpenter's own disruption while its
-    hand-over waits: do-not-disrupt and Lifeboat's marker ([] when the node already says
-    do-not-disrupt). Tainted by Lifeboat only, the node would otherwise stay a drift or
-    consolidation candidate, and Karpenter would launch a second replacement for it."""
-    annotations = nodes.annotations_of(node)
-    if annotations.get(nodes.DO_NOT_DISRUPT) == "true":
+    hand-over waits: do-not-disrupt and Lifeboat's marker (not when the node already says
+    do-not-disrupt), and the hand-over's ``record`` (unless it carries one: the first stays).
+    Tainted by Lifeboat only, the node would otherwise stay a drift or consolidation
+    candidate, and Karpenter would launch a second replacement for it."""
+    added: dict[str, str] = {}
+    if nodes.annotations_of(node).get(nodes.DO_NOT_DISRUPT) != "true":
+        added = {nodes.DO_NOT_DISRUPT: "true", PROTECTED_ANNOTATION: "true"}
+    fresh = record is not None and HAND_OVER_LABEL not in nodes.labels_of(node)
+    if record is not None and fresh:
+        added[HAND_OVER_ANNOTATION] = record.wakeup
+    operations = _adds(node, "annotations", added)
+    if record is not None and fresh:
+        operations += _adds(node, "labels", {HAND_OVER_LABEL: record.label})
+    return operations
+
+
+def _adds(obj: Obj, field: str, values: dict[str, str]) -> list[Operation]:
+    """JSON patch adds of ``values`` to ``metadata.<field>`` (created when absent)."""
+    if not values:
         return []
-    if node.get("metadata", {}).get("annotations") is None:
-        value = {nodes.DO_NOT_DISRUPT: "true", PROTECTED_ANNOTATION: "true"}
-        return [{"op": "add", "path": "/metadata/annotations", "value": value}]
-    return [
-        {"op": "add", "path": _pointer(nodes.DO_NOT_DISRUPT), "value": "true"},
-        {"op": "add", "path": _pointer(PROTECTED_ANNOTATION), "value": "true"},
-    ]
+    if obj.get("metadata", {}).get(field) is None:
+        return [{"op": "add", "path": f"/metadata/{field}", "value": values}]
+    base = f"/metadata/{field}/"
+    return [{"op": "add", "path": base + _escape(k), "value": v} for k, v in values.items()]
 
 
 def initialized(claim: Obj) -> bool:
@@ -71,19 +127,24 @@ def initialized(claim: Obj) -> bool:
 
 
 def unprotect_operations(obj: Obj) -> list[Operation]:
-    """The JSON patch that removes the protection Lifeboat added to a claim or its node
-    ([] when there is none of ours). The marker is tested, so a concurrent change fails the
-    patch (422) rather than remove an annotation Lifeboat did not add."""
+    """The JSON patch that removes the protection Lifeboat added to a claim or its node,
+    and the hand-over's record ([] when there is none of ours). The marker is tested, so a
+    concurrent change fails the patch (422) rather than remove an annotation Lifeboat did
+    not add."""
     annotations = nodes.annotations_of(obj)
-    if annotations.get(PROTECTED_ANNOTATION) != "true":
-        return []
-    marker = _pointer(PROTECTED_ANNOTATION)
-    operations: list[Operation] = [
-        {"op": "test", "path": marker, "value": "true"},
-        {"op": "remove", "path": marker},
-    ]
-    if nodes.DO_NOT_DISRUPT in annotations:
-        operations.append({"op": "remove", "path": _pointer(nodes.DO_NOT_DISRUPT)})
+    operations: list[Operation] = []
+    if annotations.get(PROTECTED_ANNOTATION) == "true":
+        marker = _pointer(PROTECTED_ANNOTATION)
+        operations += [
+            {"op": "test", "path": marker, "value": "true"},
+            {"op": "remove", "path": marker},
+        ]
+        if nodes.DO_NOT_DISRUPT in annotations:
+            operations.append({"op": "remove", "path": _pointer(nodes.DO_NOT_DISRUPT)})
+    if HAND_OVER_ANNOTATION in annotations:
+        operations.append({"op": "remove", "path": _pointer(HAND_OVER_ANNOTATION)})
+    if HAND_OVER_LABEL in nodes.labels_of(obj):
+        operations.append({"op": "remove", "path": "/metadata/labels/" + _escape(HAND_OVER_LABEL)})
     return operations
 
 
@@ -105,4 +166,9 @@ def give_back_operations(node: Obj, key: str) -> list[Operation]:
 
 
 def _pointer(key: str) -> str:
-    return "/metadata/annotations/" + key.replace("~", "~0").replace("/", "~1")
+    return "/metadata/annotations/" + _escape(key)
+
+
+def _escape(key: str) -> str:
+    """A key as a JSON pointer token (RFC 6901)."""
+    return key.replace("~", "~0").replace("/", "~1")

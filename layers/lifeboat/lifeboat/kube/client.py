@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -62,6 +63,21 @@ class KubeError(ClusterError):
     @property
     def retryable(self) -> bool:
         return self.status == 0 or self.status in RETRYABLE_STATUSES
+
+
+# urllib3 prefixes a connection's error with the connection object ("<...HTTPConnection
+# object at 0x7f...>: Failed to establish a new connection: [Errno 111] Connection refused").
+_OBJECT_PREFIX = re.compile(r"^<[^>]*>: ")
+
+
+def no_answer_reason(error: BaseException) -> str:
+    """Why a request got no answer, for a person: the innermost reason urllib3 kept (a
+    refused connection, a name that does not resolve, a timeout), with its type."""
+    inner: BaseException = error
+    while isinstance(getattr(inner, "reason", None), BaseException):
+        inner = inner.reason  # type: ignore[attr-defined]
+    text = _OBJECT_PREFIX.sub("", str(inner)).strip()
+    return f"{type(inner).__name__}: {text}"[:300] if text else type(inner).__name__
 
 
 class Conflict(KubeError):
@@ -220,9 +236,8 @@ class KubeApi:
         except (OSError, ValueError, TransportError) as error:
             # urllib3 2 raises its own HTTPError subclasses (ReadTimeoutError, ProtocolError,
             # MaxRetryError, ...) for timeouts, refused and dropped connections, not OSError.
-            raise KubeError(
-                0, f"no answer: {type(error).__name__}", method=method, path=path
-            ) from error
+            why = f"no answer from {configuration.host}: {no_answer_reason(error)}"
+            raise KubeError(0, why, method=method, path=path) from error
         if not 200 <= response.status <= 299:
             raise _status_error(response.status, response.data, method, path)
         if not response.data:

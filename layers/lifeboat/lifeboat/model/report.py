@@ -25,7 +25,10 @@ class Report:
     instance_id: str | None = None
     node: str | None = None
     nodepool: str | None = None
+    # A deferral: the latest instant Lifeboat will act (None: no such instant) ...
     deferred_until: datetime | None = None
+    # ... and the next instant it looks again, when it may act sooner (None: not deferred).
+    recheck_at: datetime | None = None
     actions: tuple[dict[str, Any], ...] = field(default_factory=tuple)
     event_time: datetime | None = None
     # Ignored because the instance is not this stack's to manage (counted as a metric).
@@ -64,6 +67,14 @@ class Report:
             reason=reason,
         )
 
+    @property
+    def next_look(self) -> datetime | None:
+        """When a deferral is looked at again: its ``recheck_at``, or (a report that did not
+        say one) its ``deferred_until``, when it is decided again at the latest."""
+        if self.outcome is not Outcome.DEFERRED:
+            return None
+        return self.recheck_at or self.deferred_until
+
     def to_json(self) -> dict[str, Any]:
         """The object ``lifeboat replay --json`` prints (its public JSON contract)."""
         return {
@@ -75,6 +86,7 @@ class Report:
             "outcome": str(self.outcome),
             "reason": self.reason,
             "deferred_until": _iso(self.deferred_until),
+            "recheck_at": _iso(self.next_look),
             "actions": [dict(a) for a in self.actions],
         }
 
@@ -88,9 +100,11 @@ def decision_report(
     pods_remaining: int = 0,
     dry_run: bool = False,
     cluster: str | None = None,
+    recheck_at: datetime | None = None,
 ) -> Report:
     """The report of a decision carried out (``actions`` are what act did). ``cluster``:
-    the instance's, when the target's instance facts do not say (a hand-over's)."""
+    the instance's, when the target's instance facts do not say (a hand-over's).
+    ``recheck_at``: when a deferral is decided again (its follow-up's due time)."""
     reason = decision.reason
     if dry_run and decision.outcome is not Outcome.IGNORED:
         reason = f"dry run, nothing changed: {reason}"
@@ -113,6 +127,7 @@ def decision_report(
         node=target.node_name,
         nodepool=target.nodepool_name,
         deferred_until=decision.deferred_until,
+        recheck_at=recheck_at if decision.outcome is Outcome.DEFERRED else None,
         actions=tuple(actions),
         cluster=target.info.cluster if target.info else cluster,
         forced=decision.forced,

@@ -153,7 +153,16 @@ class RotationRunner:
         if existing is not None:
             old = existing.rotation
             if old.request_id == command.event_id:
-                return [_report(command, Outcome.IGNORED, "duplicate delivery: already handled")]
+                # With a ledger that did not find the command done, an earlier receipt
+                # created the rotation and then failed (issue 33.4): this one continues, it
+                # is no duplicate of a command that completed.
+                why = "duplicate delivery: already handled"
+                if self._ledger is not None:
+                    why = (
+                        f"continuing: rotation {spec.name} was already created by an earlier "
+                        "receipt of this request"
+                    )
+                return [_report(command, Outcome.IGNORED, why)]
             if old.phase.active:
                 why = (
                     f"rotation {spec.name} exists and is {old.phase} (requested by event "

@@ -58,7 +58,11 @@ def handle_batch(
     redelivery: Redelivery | None = None,
 ) -> dict[str, Any]:
     records = _records(event)
-    results = pipeline.process([_body(record) for record in records], time_left=_time_left(context))
+    results = pipeline.process(
+        [_body(record) for record in records],
+        time_left=_time_left(context),
+        receives=[_receive_count(record) for record in records],
+    )
     by_message = _by_message(records, results)
     now = (clock or pipeline.clock)()
 

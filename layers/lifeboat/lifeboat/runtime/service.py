@@ -263,12 +263,20 @@ def _pipeline(
     clock: Callable[[], datetime],
 ) -> Pipeline:
     """The pipeline over the stack's AWS services, its clients made but not used yet."""
+    from lifeboat.aws.clock import AwsClock
     from lifeboat.aws.idempotency import PowertoolsLedger
     from lifeboat.aws.lifecycle import AutoScalingLifecycle
     from lifeboat.aws.scheduler import SchedulerWakeups
     from lifeboat.aws.sweep import Ec2InstanceStatuses
     from lifeboat.model.instances import Ec2InstanceDirectory
 
+    ec2 = session.client("ec2", region_name=region)
+    dynamodb = session.client("dynamodb", region_name=region)
+    # AWS's time, not the function's (issue 33.6): every deadline weighed is AWS's.
+    aws_clock = AwsClock(clock)
+    aws_clock.watch(ec2)
+    aws_clock.watch(dynamodb)
+    clock = aws_clock
     wakeups = SchedulerWakeups(
         lazy["scheduler"],
         group=stack.schedule_group,
@@ -277,8 +285,6 @@ def _pipeline(
         dead_letter_arn=stack.dead_letter_arn,
         clock=clock,
     )
-    ec2 = session.client("ec2", region_name=region)
-    dynamodb = session.client("dynamodb", region_name=region)
     return Pipeline(
         clusters=clusters,
         directory=Ec2InstanceDirectory(ec2),

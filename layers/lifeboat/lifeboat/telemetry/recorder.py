@@ -33,10 +33,12 @@ def event_reason(notice: Notice, decision: Decision) -> str:
 
 
 def node_event(
-    node: Mapping[str, Any], notice: Notice, decision: Decision, now: datetime
+    node: Mapping[str, Any], notice: Notice, decision: Decision, now: datetime, part: str = ""
 ) -> dict[str, Any]:
     """A core/v1 Event about ``node``; the name is derived from the notice and the outcome,
-    so a redelivery answers 409 AlreadyExists instead of adding a duplicate."""
+    so a redelivery answers 409 AlreadyExists instead of adding a duplicate. ``part``: what
+    sets this decision's Event apart from the decision carried out in full (``interrupted``:
+    the steps taken before a failure, reported while the message is retried)."""
     meta = node["metadata"]
     involved = {
         "apiVersion": "v1",
@@ -52,7 +54,8 @@ def node_event(
         warning=decision.forced or notice.involuntary,
         key=f"{notice.dedup_key}|{decision.outcome}|{decision.deferred_until}"
         # Undoing is another decision about the same notice than the action it undoes.
-        + ("|restore" if Step.RESTORE in decision.steps else ""),
+        + ("|restore" if Step.RESTORE in decision.steps else "")
+        + (f"|{part}" if part else ""),
         now=now,
     )
 
@@ -90,11 +93,17 @@ def object_event(
 
 
 def record(
-    kube: KubeApi, node: Mapping[str, Any], notice: Notice, decision: Decision, now: datetime
+    kube: KubeApi,
+    node: Mapping[str, Any],
+    notice: Notice,
+    decision: Decision,
+    now: datetime,
+    *,
+    part: str = "",
 ) -> None:
     """Best effort: the Event is the audit trail of an action already taken (and logged).
     Failing the message for it would redo the decision and schedule its follow-ups twice."""
-    record_event(kube, node_event(node, notice, decision, now))
+    record_event(kube, node_event(node, notice, decision, now, part))
 
 
 def record_event(kube: KubeApi, event: dict[str, Any]) -> None:
