@@ -113,11 +113,12 @@ EXAMPLE_LIST = (
     Example(
         "convert-settings",
         "lifeboat convert --settings tests/fixtures/migration/node-groups.yaml "
-        "--cluster-name prod-a --zone us-east-1a",
+        "--cluster-name prod-a --zone us-east-1a --ami-alias al2023@v20241121",
     ),
     Example(
         "convert-cluster",
-        "lifeboat convert --cluster events/cluster.yaml --cluster-name prod-a --out pools.yaml",
+        "lifeboat convert --cluster events/cluster.yaml --cluster-name prod-a "
+        "--ami-alias al2023@v20250107 --out pools.yaml",
         shown=False,
     ),
     Example(

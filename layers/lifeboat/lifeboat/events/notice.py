@@ -53,6 +53,9 @@ class Kind(StrEnum):
 
 
 # One row per kind: adding a kind is adding a row here (and a parser module).
+# What a scheduled change's notice says when its ``startTime`` was empty (its detail).
+EMPTY_START = "startTime empty: due now (Karpenter drains a scheduled change at once)"
+
 _NAMES = {
     Kind.SPOT_INTERRUPTION: ("spot interruption", "SpotInterruption"),
     Kind.REBALANCE_RECOMMENDATION: ("rebalance recommendation", "RebalanceRecommendation"),
@@ -139,6 +142,10 @@ class Notice:
         AWS Health or EC2's scheduled event (``DescribeInstanceStatus``) tells of it first:
         both name the instance and the maintenance's start (Health ``startTime``, EC2
         ``NotBefore``), so a scheduled change is keyed by those, not by who sent it."""
+        if EMPTY_START in (self.detail or ""):
+            # Its start is its receipt time, new on every delivery: keyed by it, SQS's second
+            # delivery of an event acted on would be a new maintenance, never a duplicate.
+            return self.dedup_key
         if self.kind is Kind.SCHEDULED_CHANGE and self.instance_id and self.deadline:
             start = self.deadline.strftime("%Y%m%dT%H%M%SZ")
             key = f"maintenance#{self.instance_id}#{start}"

@@ -22,6 +22,8 @@ from lifeboat.karpenter.forceful import (
     TERMINATION_TIMESTAMP,
     annotate_operations,
     forced_at,
+    in_effect,
+    shown,
     termination_timestamp,
 )
 from lifeboat.karpenter.handover import (
@@ -491,11 +493,14 @@ class Actor:
                 return [], None
             action: Action = {"type": "annotate-nodeclaim", "name": claim.name}
             action["key"] = TERMINATION_TIMESTAMP
-            stamp = forced_at(current)
-            if stamp is not None:
+            stamp, now = forced_at(current), self._clock()
+            if stamp is not None and in_effect(stamp, now):
                 return [{**action, "value": stamp, "existing": True}], current
-            action["value"] = termination_timestamp(self._clock())
-            operations = annotate_operations(current, action["value"])
+            if stamp is not None:
+                # In the future or unparsable (forged, or a grace period's deadline): now.
+                action["replaced"] = shown(stamp)
+            action["value"] = termination_timestamp(now)
+            operations = annotate_operations(current, action["value"], now)
             if dry:
                 return [action], current
             try:
