@@ -72,6 +72,19 @@ EXAMPLE_LIST = (
     Example(
         "instance-status", "lifeboat replay events/status/describe-instance-status.json " + SAMPLE
     ),
+    # Capacity Blocks for ML: EC2's warning, the sweep's DescribeCapacityReservations alone,
+    # and both (each node once).
+    Example("capacity-block", "lifeboat replay events/capacity-block-expiry.json " + SAMPLE),
+    Example(
+        "capacity-block-sweep",
+        "lifeboat replay events/status/describe-capacity-reservations.json "
+        "--cluster events/cluster.yaml --at 2026-12-01T14:06:00Z",
+    ),
+    Example(
+        "capacity-block-both",
+        "lifeboat replay events/capacity-block-expiry.json "
+        "events/status/describe-capacity-reservations.json " + SAMPLE + " --same-instant",
+    ),
     # Waking up later.
     Example(
         "follow-scheduled-change",

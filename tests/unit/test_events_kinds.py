@@ -468,7 +468,10 @@ def test_registry() -> None:
     assert ("aws.ec2", "EC2 Capacity Reservation Instance Interruption Warning") in pairs
     assert ("aws.health", "AWS Health Event") in pairs
     assert ("aws.autoscaling", "EC2 Instance-terminate Lifecycle Action") in pairs
-    assert len(pairs) == len(set(pairs)) == 7
+    # Both spellings of the Capacity Block's two detail-types (the EC2 guide's revisions).
+    assert ("aws.ec2", "Capacity Block Reservation Expiration Warning") in pairs
+    assert ("aws.ec2", "Capacity Block Expiration Warning") in pairs
+    assert len(pairs) == len(set(pairs)) == 11
     assert lookup("aws.ec2", "nope") is None
 
 

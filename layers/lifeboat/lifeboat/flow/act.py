@@ -61,6 +61,9 @@ EXCLUSION_ACTION: Action = {
     "value": "true",
 }
 
+# Kinds whose reservation is being taken back: the replacement is kept out of it.
+_RESERVATION_RECLAIMED = (Kind.CAPACITY_RESERVATION_INTERRUPTION, Kind.CAPACITY_BLOCK_EXPIRY)
+
 # A JSON patch whose ``test`` fails is answered 422 by the API server; a stale
 # resourceVersion 409. Both mean "re-read the node and try again".
 PATCH_ATTEMPTS = 3
@@ -408,7 +411,8 @@ class Actor:
             target.claim.name,
             notice.dedup_key,
             target.claim.uid,
-            reservation_reclaimed=notice.kind is Kind.CAPACITY_RESERVATION_INTERRUPTION,
+            reservation_reclaimed=notice.kind in _RESERVATION_RECLAIMED,
+            reservation_id=notice.reservation_id,
             usage=target.usage,
         )
         if built.claim is None:
