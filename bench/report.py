@@ -37,6 +37,8 @@ def table(summary: dict[str, Any]) -> str:
                     "node LISTs",
                     "notices",
                     "to clusters",
+                    "acted in its message",
+                    "handed on (sweep parts)",
                     "ms (EC2 and node LIST calls at 50 ms)",
                     "ms Lifeboat",
                 ],
@@ -50,6 +52,8 @@ def table(summary: dict[str, Any]) -> str:
                         r.get("node_list_calls", "-"),
                         r["notices"],
                         r["to_clusters"],
+                        r.get("acted_in_message", "-"),
+                        f"{r['handed_on']} ({r['sweep_parts']})" if "handed_on" in r else "-",
                         r["sweep_ms"],
                         r["lifeboat_ms"],
                     ]

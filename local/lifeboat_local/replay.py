@@ -51,6 +51,7 @@ from lifeboat_local.event_times import schedule
 from lifeboat_local.harness import RecordedLifecycle, SimulatedClock, local_pipeline
 from lifeboat_local.karpenter_sim import KarpenterSimulation, SimStep
 from lifeboat_local.partial import MissingKind, in_file_reason, kinds_of
+from lifeboat_local.saved_statuses import SavedStatuses
 from lifeboat_local.serve import add_serve_flags, serve
 from lifeboat_local.source import live_directory, open_cluster
 from lifeboat_local.timeline import WIDTH, Timeline
@@ -250,6 +251,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         tool.announce()
         output.dry_run = tool.settings.dry_run
         pipeline = local_pipeline(kube, directory, tool.one_cluster, clock, wakeups)
+        # Saved DescribeInstanceStatus answers go through the Lambda's own sweep.
+        saved = SavedStatuses()
+        pipeline.statuses = saved
         # No Karpenter to simulate on a live cluster (--kubeconfig): the real one runs there.
         # Built before the first event, so that it knows the pods Lifeboat may evict (the
         # workload controllers it plays recreate them).
@@ -262,7 +266,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         for when, original in timeline:
             runner.run_until(when)  # the simulation runs between two events
             file, _ = arriving_at(when, original)  # its deadline kept from ``when``
-            for index, result in enumerate(pipeline.process(file.bodies)):
+            bodies = [saved.sweep_body(body) for body in file.bodies]
+            for index, result in enumerate(pipeline.process(bodies)):
                 origin = file.origin(index)
                 if spread:
                     origin = {**origin, "at": format_instant(clock.now)}

@@ -10,6 +10,7 @@ it would fail it there (422), and the node is checked as the API server would st
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -35,6 +36,9 @@ OWNED = nodes.EXCLUDED_BY_LIFEBOAT_ANNOTATION
 # < "z..."), so a filter that compares keys by order, not equality, is seen.
 BEFORE = {"key": "a.example.com/dedicated", "value": "gpu", "effect": "NoSchedule"}
 AFTER = {"key": "z.example.com/batch", "effect": "NoSchedule"}
+
+
+START = datetime(2026, 12, 8, 9, 0, tzinfo=UTC)
 
 
 def node(
@@ -175,9 +179,9 @@ def test_only_the_scheduled_change_taint_gets_the_sweeps_label() -> None:
     """``ec2_maintenance_operations``: a node carrying only an operator's taints (whatever
     their keys' order against Lifeboat's) is not one the sweep may end a maintenance on."""
     for other in (BEFORE, AFTER):
-        assert ec2_maintenance_operations(node(other), "20261208T090000Z") == []
+        assert ec2_maintenance_operations(node(other), START) == []
     marked = node(BEFORE, lifeboat_taint(MAINTENANCE, "PreferNoSchedule"))
-    after = apply_json_patch(marked, ec2_maintenance_operations(marked, "20261208T090000Z"))
+    after = apply_json_patch(marked, ec2_maintenance_operations(marked, START))
     assert after["metadata"]["labels"][nodes.EC2_MAINTENANCE_LABEL] == "20261208T090000Z"
 
 

@@ -27,6 +27,7 @@ from lifeboat.events.notice import Kind, Notice
 from lifeboat.karpenter.forceful import in_effect
 from lifeboat.karpenter.replacement import replacement_blocker
 from lifeboat.kube import nodes
+from lifeboat.kube.maintenance_holds import active_holds, ended_for
 from lifeboat.kube.objects import Obj
 from lifeboat.kube.pdbs import pdb_blocker
 from lifeboat.model.instants import format_instant
@@ -236,13 +237,28 @@ def _maintenance_over(notice: Notice, target: Target) -> Decision:
     Ready again (a node that was replaced is being deleted and never gets here)."""
     if target.node is None:
         raise BrokenInvariant("lifeboat.decide.notice: a maintenance's end without a node")
-    what = f"{_describe(notice)} is over"
+    start = _fmt(notice.deadline) if notice.deadline else "with no given start"
+    what = f"{_describe(notice)} starting {start} is over"
     key = nodes.taint_key(notice.kind)
     if not any(t.get("key") == key for t in nodes.taints(target.node)):
         return ignore(f"{what}: node {target.node_name} carries no {key} taint; nothing to undo")
+    holds = active_holds(target.node)
+    named = [hold for hold in holds if hold.names(notice)]
+    others = ", ".join(hold.describe() for hold in holds if not hold.names(notice))
+    if holds and not named:
+        # An old maintenance's end (a [Completed] reboot still listed, a closed Health
+        # event) while a newer one holds the node: it stays out, its wake-up kept.
+        return ignore(f"{what}: node {target.node_name} is held for {others}; it stays out")
     state = target.info.state if target.info is not None else None
     if state not in (None, "running"):
         return ignore(f"{what}: instance {target.instance_id} is {state}, not running; left as is")
+    if others:
+        return Decision(
+            Outcome.ACTED,
+            f"{what}: its hold on node {target.node_name} ends; still held for {others}: "
+            "the node stays out",
+            (Step.RESTORE,),
+        )
     if not nodes.is_ready(target.node):
         return ignore(
             f"{what}: node {target.node_name} is not Ready yet; undone when it is reported Ready"
@@ -265,11 +281,7 @@ def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime
     action = settings.action_for(notice.kind)
     if action == "ignore":
         return ignore(f"{what}: configured to ignore {notice.kind}")
-    if (
-        notice.kind is Kind.SCHEDULED_CHANGE
-        and notice.deadline is not None
-        and nodes.maintenance_ended(target.node, notice.deadline)
-    ):
+    if notice.kind is Kind.SCHEDULED_CHANGE and ended_for(target.node, notice):
         # Completed or cancelled while this notice waited (its wake-up came due later).
         return ignore(f"{what}: the maintenance ended (completed or cancelled); nothing to do")
     act = _voluntary_action(notice, action, target)
@@ -615,6 +627,8 @@ def _describe(notice: Notice) -> str:
     text = notice.kind.label
     if notice.detail:
         text += f" ({notice.detail})"
+    if notice.kind is Kind.SCHEDULED_CHANGE and notice.ec2_event and notice.deadline is None:
+        text += ", start not given (no NotBefore): due now"
     if notice.kind is Kind.INSTANCE_IMPAIRED:
         # Its deadline is when EC2 reported it; what matters is how long it has been so.
         text += f", impaired since {_fmt(notice.event_time)}"

@@ -29,6 +29,9 @@ class HealthEventHead:
     event_type_code: str
     event_type_category: str
     status_code: str | None = None
+    # Which Health event this is: recorded on the node it holds, so that only its own
+    # closing ends that hold.
+    event_arn: str | None = None
 
     @classmethod
     def read(cls, fields: Fields) -> HealthEventHead:
@@ -37,6 +40,7 @@ class HealthEventHead:
             event_type_code=fields.string("eventTypeCode"),
             event_type_category=fields.string("eventTypeCategory"),
             status_code=fields.string("statusCode", None),
+            event_arn=fields.string("eventArn", None),
         )
 
 
@@ -101,6 +105,7 @@ class ScheduledChangeParser:
                 deadline=detail.start_time,
                 detail=code,
                 ends_maintenance=closed,
+                event_arn=clip(head.event_arn, 1600) if head.event_arn else None,
             )
             for instance_id in instances
         ]

@@ -308,4 +308,6 @@ def _pipeline(
         scope=clusters.catalog,
         reservations=directory,
         capacity_reservations=blocks,
+        # Only the stack's own schedule asks for a sweep (empty: the sweep is off).
+        sweep_schedule=env.get("LIFEBOAT_SWEEP_SCHEDULE_ARN", "").strip() or None,
     )
