@@ -254,6 +254,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         # Saved DescribeInstanceStatus answers go through the Lambda's own sweep.
         saved = SavedStatuses()
         pipeline.statuses = saved
+        pipeline.capacity_reservations = saved.reservations
         # No Karpenter to simulate on a live cluster (--kubeconfig): the real one runs there.
         # Built before the first event, so that it knows the pods Lifeboat may evict (the
         # workload controllers it plays recreate them).

@@ -1,4 +1,5 @@
-"""Saved ``DescribeInstanceStatus`` answers, replayed through the Lambda's own sweep.
+"""Saved ``DescribeInstanceStatus`` (and ``DescribeCapacityReservations``) answers, replayed
+through the Lambda's own sweep.
 
 The Lambda never takes an answer from its queue (a raw answer there is rejected): each sweep
 request makes it ask EC2 itself (``lifeboat.aws.sweep``). ``lifeboat replay`` is the one place
@@ -13,6 +14,10 @@ pages under ``Pages``. It is a whole answer (one that may end a maintenance by i
 when its last page names no ``NextToken``: an answer saved with filters narrower than the
 sweep's is not, and says nothing of events it filtered out; give its pages under ``Pages``
 with a ``NextToken`` on the last one to say so.
+
+A saved ``DescribeCapacityReservations`` answer becomes a sweep request too, whose status
+answer is empty and not whole (it says nothing of any instance's status, so nothing ends by
+its silence) and whose capacity reservations are the saved ones (:class:`SavedReservations`).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from collections import deque
 from typing import Any
 
 from lifeboat.aws.sweep import sweep_request
+from lifeboat.events.capacity_block import is_reservations_response
 from lifeboat.events.instance_status import is_status_response
 from lifeboat_local.event_times import body_time
 
@@ -33,8 +39,10 @@ class SavedStatuses:
     """The sweep's reader over saved answers, one per sweep request, in order."""
 
     def __init__(self) -> None:
-        self._queued: deque[list[dict[str, Any]]] = deque()
+        # Per sweep request, in order: (its status pages, its capacity reservation pages).
+        self._queued: deque[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = deque()
         self._last: list[dict[str, Any]] = []
+        self.reservations = SavedReservations()
         self._count = 0
 
     def sweep_body(self, body: str) -> str:
@@ -44,17 +52,24 @@ class SavedStatuses:
             message = json.loads(body)
         except (ValueError, RecursionError):
             return body
-        if not isinstance(message, dict) or not is_status_response(message):
+        if not isinstance(message, dict):
             return body
         # Kept as given: the sweep's parser rejects what is malformed, naming the field.
-        self._queued.append(message["Pages"] if "InstanceStatuses" not in message else [message])
+        if is_status_response(message):
+            pages = message["Pages"] if "InstanceStatuses" not in message else [message]
+            self._queued.append((pages, []))
+        elif is_reservations_response(message):
+            self._queued.append(([], [message]))
+        else:
+            return body
         self._count += 1
         request = sweep_request(f"{SAVED_ID}-{self._count}", _answer_time(message) or "")
         return json.dumps(request)
 
     def pages(self) -> list[dict[str, Any]]:
-        pages = self._queued.popleft() if self._queued else []
+        pages, reservations = self._queued.popleft() if self._queued else ([], [])
         self._last = pages
+        self.reservations.current = reservations
         return pages
 
     def complete(self, pages: list[dict[str, Any]]) -> bool:
@@ -83,3 +98,15 @@ def _answer_time(message: dict[str, Any]) -> str:
     when it does not say."""
     answered = body_time(json.dumps(message))
     return answered.isoformat() if answered is not None else ""
+
+
+class SavedReservations:
+    """The sweep's capacity reservation reader over saved answers: those of the sweep request
+    whose status pages were read last (none for a saved status answer)."""
+
+    def __init__(self) -> None:
+        self.current: list[dict[str, Any]] = []
+
+    def pages(self) -> list[dict[str, Any]]:
+        pages, self.current = self.current, []
+        return pages

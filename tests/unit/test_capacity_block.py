@@ -205,10 +205,13 @@ def test_the_sample_response_names_only_the_ending_block() -> None:
     assert notices[0].deadline == END - timedelta(minutes=30)
 
 
-def test_a_response_file_with_no_ending_block_says_so() -> None:
+def test_a_saved_reservations_answer_on_the_queue_is_rejected_not_obeyed() -> None:
+    """A DescribeCapacityReservations answer carries no account or region, and a copy of
+    EC2's word is not EC2's word: the Lambda asks EC2 itself at each sweep (as issue 33 has
+    it for DescribeInstanceStatus answers); only lifeboat replay reads saved answers."""
     body = json.dumps(sample("status/describe-capacity-reservations"))
-    [notice] = parse_message(body, received_at=END + timedelta(days=30))
-    assert notice.ignore_reason is not None and "no capacity block ends" in notice.ignore_reason
+    with pytest.raises(MalformedMessage, match="never taken from the queue"):
+        parse_message(body, received_at=WARNED)
 
 
 # --- staleness, wake-ups, replacement, notification --------------------------------------

@@ -52,6 +52,13 @@ STATUS_ON_QUEUE = (
 )
 """Why a raw ``DescribeInstanceStatus`` body on the queue is rejected."""
 
+RESERVATIONS_ON_QUEUE = (
+    "body: a DescribeCapacityReservations answer is never taken from the queue: Lifeboat asks "
+    "EC2 itself at each sweep (replay a saved answer with lifeboat replay)"
+)
+"""Why a raw ``DescribeCapacityReservations`` body on the queue is rejected (as a status
+answer is: it carries no account or region, and a copy of EC2's word is not EC2's word)."""
+
 UNEXPECTED = "body: could not be parsed"
 """Prefix of the reason given when a parser fails in an unforeseen way (a bug, not bad input)."""
 
@@ -88,7 +95,7 @@ def _parse(body: str | bytes | Mapping[str, Any], *, received_at: datetime) -> l
         # answers, through the same sweep.
         raise malformed(STATUS_ON_QUEUE)
     if is_reservations_response(payload):
-        return parse_reservations(payload, received_at=received_at)
+        raise malformed(RESERVATIONS_ON_QUEUE)
     message = unwrap(payload)
     if message.form is not Form.EVENTBRIDGE:
         hook = Kind.ASG_TERMINATION if message.form is Form.LIFECYCLE_HOOK else None

@@ -310,7 +310,7 @@ class Pipeline:
                 [Report(None, str(Kind.INSTANCE_IMPAIRED), Outcome.IGNORED, reason)]
             )
         pages = self.statuses.pages()
-        return self._swept(pages, found, whole=self.statuses.complete(pages))
+        return self._swept(pages, found, whole=self.statuses.complete(pages), blocks=True)
 
     def _sweep_part(self, wakeup: Wakeup, found: dict[str, InstanceInfo]) -> Parsed:
         """A sweep's instances one message did not take on: EC2 asked about them again."""
@@ -321,19 +321,25 @@ class Pipeline:
         return Swept(part.notices, reports=part.reports, infos=part.infos)
 
     def _swept(
-        self, pages: list[dict[str, Any]], found: dict[str, InstanceInfo], *, whole: bool
+        self,
+        pages: list[dict[str, Any]],
+        found: dict[str, InstanceInfo],
+        *,
+        whole: bool,
+        blocks: bool = False,
     ) -> Sorted:
-        """EC2's answer read: with a whole sweep's, the Capacity Blocks ending (each block's
-        notice one per instance: lifeboat.aws.capacity_blocks) and the holds of the marked
-        nodes first (ends first, so a maintenance EC2 moved is undone before the new start is
-        acted on); then every notice triaged with one directory lookup."""
+        """EC2's answer read: with a sweep request's (``blocks``), the Capacity Blocks ending
+        (each block's notice one per instance: lifeboat.aws.capacity_blocks); with a whole
+        answer, the holds of the marked nodes first (ends first, so a maintenance EC2 moved
+        is undone before the new start is acted on); then every notice triaged with one
+        directory lookup."""
         now = self.clock()
         notices = self._recheck_old(parse_statuses({"Pages": pages}, received_at=now), now)
         ends: list[Notice] = []
         reports: list[Report] = []
+        if blocks:
+            notices = notices + find_instances(self._ending_blocks(now), self.reservations, found)
         if whole:
-            blocks = find_instances(self._ending_blocks(now), self.reservations, found)
-            notices = notices + blocks
             holds = self._sweep_holds(read_response({"Pages": pages}, received_at=now), now)
             ends = [n for found in holds for n in found.ends]
             reports = [r for found in holds for r in found.reports]
