@@ -978,3 +978,32 @@ def test_a_maintenance_that_ended_while_its_notice_waited_is_let_go() -> None:
     other = {nodes.MAINTENANCE_ENDED_ANNOTATION: nodes.maintenance_stamp(start - timedelta(days=9))}
     still = decide(maintenance, target(node(annotations=other)), Settings(), SATURDAY)
     assert still.outcome is Outcome.ACTED
+
+
+# A pool frozen from Sunday 06:00 for 164 h: it allows one node only on Sundays 02:00-06:00.
+SUNDAY_ONLY = [{"nodes": "1"}, {"nodes": "0", "schedule": "0 6 * * sun", "duration": "164h"}]
+
+
+def test_a_rotation_waits_days_for_a_weekly_window_where_a_rebalance_gives_up() -> None:
+    """Issue 35: a rotation across days waits for its pool's window. Tuesday 14:05 to the
+    next Sunday 02:00 is past a rebalance's 24 h patience; a rotation's node is deferred to
+    the window's opening (``deferred_until``: a known end, so the rotation waits, it does
+    not fail), and a rebalance sent at the same moment is let go a day later."""
+    weekly = target(pool=nodepool(SUNDAY_ONLY))
+    sent = TUESDAY_AFTERNOON - timedelta(hours=30)
+    rotation = notice(Kind.ROTATION, at=sent)
+    decision = decide(rotation, weekly, Settings(), TUESDAY_AFTERNOON)
+    assert decision.outcome is Outcome.DEFERRED
+    assert decision.deferred_until == datetime(2026, 12, 6, 2, 0, tzinfo=UTC)
+    rebalance = notice(Kind.REBALANCE_RECOMMENDATION, at=TUESDAY_AFTERNOON - timedelta(hours=23))
+    given_up = decide(rebalance, weekly, Settings(), TUESDAY_AFTERNOON + timedelta(hours=2))
+    assert given_up.outcome is Outcome.IGNORED
+    assert "giving up" in given_up.reason
+
+
+def test_a_rotation_no_window_ever_allows_is_let_go_after_eight_days() -> None:
+    frozen = target(pool=nodepool([{"nodes": "0"}]))
+    sent = TUESDAY_AFTERNOON - timedelta(days=8)
+    decision = decide(notice(Kind.ROTATION, at=sent), frozen, Settings(), TUESDAY_AFTERNOON)
+    assert decision.outcome is Outcome.IGNORED
+    assert "giving up" in decision.reason

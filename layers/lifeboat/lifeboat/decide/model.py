@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
+from lifeboat.events.notice import Kind
 from lifeboat.model.outcome import Outcome
 
 # How long a deferral with no known end (waiting for capacity to free) sleeps between looks.
@@ -16,6 +17,15 @@ FOLLOW_UP_INTERVAL = timedelta(seconds=30)
 # to allow it. The risk it warns of is near-term: a day later, a Spot interruption has
 # either come (and was handled as one) or the capacity has recovered.
 VOLUNTARY_PATIENCE = timedelta(hours=24)
+# A rotation's node waits longer: a migration across days waits for the pool's window, and
+# the longest a budget's schedule commonly repeats is a week (a weekly window, "@weekly"),
+# so eight days always see the next one open. What no window ever allows is still let go.
+ROTATION_PATIENCE = timedelta(days=8)
+
+
+def patience(kind: Kind) -> timedelta:
+    """How long a notice without a deadline may wait for its pool to allow it."""
+    return ROTATION_PATIENCE if kind is Kind.ROTATION else VOLUNTARY_PATIENCE
 
 
 class Step(StrEnum):

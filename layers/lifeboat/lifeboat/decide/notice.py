@@ -15,11 +15,11 @@ from datetime import datetime, timedelta
 from lifeboat.decide.model import (
     FOLLOW_UP_INTERVAL,
     RECHECK_INTERVAL,
-    VOLUNTARY_PATIENCE,
     Decision,
     Step,
     give_up,
     ignore,
+    patience,
 )
 from lifeboat.decide.staleness import Stale
 from lifeboat.errors import BrokenInvariant
@@ -274,7 +274,7 @@ def _maintenance_over(notice: Notice, target: Target) -> Decision:
 def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime) -> Decision:
     """Act when the NodePool's budgets and windows, do-not-disrupt and the PDBs allow it,
     and a replacement can launch; wait otherwise, forced only at a scheduled change's latest
-    start, and let go after ``VOLUNTARY_PATIENCE`` when nothing ever allows it."""
+    start, and let go after its patience (``decide.model.patience``) when nothing ever allows it."""
     if target.node is None:
         raise BrokenInvariant("lifeboat.decide.notice._voluntary: target.node is None")
     what = _describe(notice)
@@ -332,10 +332,11 @@ def _out_of_time(
 ) -> Decision | None:
     """Waiting is over: let go a notice past its patience, force a scheduled change at its
     latest start (None: there is time to wait)."""
-    if latest is None and now >= notice.event_time + VOLUNTARY_PATIENCE:
+    waited = patience(notice.kind)
+    if latest is None and now >= notice.event_time + waited:
         held_by = _holder(act, target, now)
         return give_up(
-            f"{what}: not permitted within {_minutes(VOLUNTARY_PATIENCE)} of the notice"
+            f"{what}: not permitted within {_minutes(waited)} of the notice"
             + (f" (held by {held_by})" if held_by else "")
             + "; giving up"
         )
@@ -399,7 +400,7 @@ def _by_budget(
         return replace(act, reason=why + _without_replacement(act, target))
     if allowance.blocked_by_error:
         return _defer(f"{what}: NodePool {name} blocked: {allowance.reason}", None, latest, now)
-    until = latest if latest is not None else notice.event_time + VOLUNTARY_PATIENCE
+    until = latest if latest is not None else notice.event_time + patience(notice.kind)
     opening = earliest_permitted(nodepool, counts.node_count, counts.disrupting, now, until)
     why = f"{what}: NodePool {name} budget: {allowance.reason}"
     if opening.at is not None and opening.at > now:
