@@ -210,3 +210,45 @@ def test_a_saved_answer_missing_its_last_filter_set_is_not_complete() -> None:
     assert complete([more, last, last]) is False
     assert complete([more, last, last, last]) is True
     assert complete([more, more, last, last, last]) is True
+
+
+# --- a crash between releasing a hold and recording it ------------------------------------
+
+
+def test_the_end_is_recorded_in_the_patch_that_releases_so_a_redelivery_is_clean(
+    rig: Rig,
+) -> None:
+    """No step between releasing and recording to crash in: an end is never written to the
+    ledger (``Pipeline._handle_all``: ``ends_maintenance`` skips it), the hold's end is in
+    the same JSON patch as the uncordon (``node_patches.restore_operations``). The message
+    delivered again (the function died after the patch) changes nothing and says no error."""
+    event = held_for_retirement(rig)
+    done = {**event, "Description": "[Completed] retirement"}
+    rig.now += timedelta(minutes=1)
+    [released] = rig.sweep(instance_status(KARPENTER_INSTANCE, events=[done]))
+    assert released.outcome == "acted" and not out_of_service(rig)
+    patches = [e for e in rig.emulator.request_log if e[0] == "patch" and e[2] == "nodes"]
+    after = rig.node(KARPENTER_NODE)
+    rig.emulator.reset_counts()
+    reports = rig.sweep(instance_status(KARPENTER_INSTANCE, events=[done]))
+    assert all(not r.reason.startswith("error") for r in reports), [r.reason for r in reports]
+    assert all(r.outcome != "acted" for r in reports), [r.reason for r in reports]
+    assert rig.node(KARPENTER_NODE) == after and patches
+    assert rig.emulator.requests_by_resource[("patch", "nodes")] == 0
+    [hold] = holds_of(after)
+    assert not hold.active
+
+
+# --- Karpenter first -----------------------------------------------------------------------
+
+
+def test_a_held_node_karpenter_removed_ends_quietly_when_its_event_vanishes(rig: Rig) -> None:
+    """Karpenter's poller deleted the claim and the Node went: the vanished event finds no
+    labelled node, so nothing is patched and no error is reported."""
+    held_for_retirement(rig)
+    assert rig.emulator.delete_object("Node", KARPENTER_NODE)
+    rig.now += timedelta(minutes=1)
+    reports = gone(rig)
+    assert all(r.outcome != "acted" and "error" not in r.reason for r in reports), [
+        r.reason for r in reports
+    ]
