@@ -259,7 +259,7 @@ def sweep_cost(
     # The sweep request's answer (Pipeline._sweep): the statuses read and parsed, the
     # managed clusters' labelled nodes listed for vanished events, every notice triaged
     # (one directory lookup); then the split past what one message acts on.
-    swept = pipeline._sweep(sweep_request("bench", NOW.isoformat()))
+    swept = pipeline._sweep(sweep_request("bench", NOW.isoformat()), {})
     assert isinstance(swept, Sorted), swept
     now, parts = split(swept.notices, NOTICES_PER_MESSAGE)
     encoded = [encode(part) for part in parts]

@@ -72,6 +72,19 @@ EXAMPLE_LIST = (
     Example(
         "instance-status", "lifeboat replay events/status/describe-instance-status.json " + SAMPLE
     ),
+    # Capacity Blocks for ML: EC2's warning, the sweep's DescribeCapacityReservations alone,
+    # and both (each node once).
+    Example("capacity-block", "lifeboat replay events/capacity-block-expiry.json " + SAMPLE),
+    Example(
+        "capacity-block-sweep",
+        "lifeboat replay events/status/describe-capacity-reservations.json "
+        "--cluster events/cluster.yaml --at 2026-12-01T14:06:00Z",
+    ),
+    Example(
+        "capacity-block-both",
+        "lifeboat replay events/capacity-block-expiry.json "
+        "events/status/describe-capacity-reservations.json " + SAMPLE + " --same-instant",
+    ),
     # Waking up later.
     Example(
         "follow-scheduled-change",
@@ -113,11 +126,12 @@ EXAMPLE_LIST = (
     Example(
         "convert-settings",
         "lifeboat convert --settings tests/fixtures/migration/node-groups.yaml "
-        "--cluster-name prod-a --zone us-east-1a",
+        "--cluster-name prod-a --zone us-east-1a --ami-alias al2023@v20241121",
     ),
     Example(
         "convert-cluster",
-        "lifeboat convert --cluster events/cluster.yaml --cluster-name prod-a --out pools.yaml",
+        "lifeboat convert --cluster events/cluster.yaml --cluster-name prod-a "
+        "--ami-alias al2023@v20250107 --out pools.yaml",
         shown=False,
     ),
     Example(

@@ -25,6 +25,8 @@ CATALOG = (
 )
 _VCPUS = {"large": 2, "xlarge": 4, "2xlarge": 8}
 _GIB_PER_VCPU = {"c": 2, "m": 4, "r": 8}
+# GPU types (the sample cluster's Capacity Blocks): vCPUs, memory in MiB, GPUs, GPU name.
+_GPU_TYPES = {"p5.48xlarge": (192, 2097152, 8, "h100")}
 
 
 def type_labels(instance_type: str) -> dict[str, str]:
@@ -34,6 +36,8 @@ def type_labels(instance_type: str) -> dict[str, str]:
     generation = re.search(r"[0-9]+", family)
     vcpus = _VCPUS.get(size, 2)
     letter = category.group(0) if category else "m"
+    if instance_type in _GPU_TYPES:
+        return _gpu_type_labels(instance_type, family, size)
     return {
         nodes.INSTANCE_TYPE_LABEL: instance_type,
         "karpenter.k8s.aws/instance-category": letter,
@@ -49,16 +53,39 @@ def type_labels(instance_type: str) -> dict[str, str]:
     }
 
 
+def _gpu_type_labels(instance_type: str, family: str, size: str) -> dict[str, str]:
+    vcpus, memory_mib, gpus, gpu_name = _GPU_TYPES[instance_type]
+    return {
+        nodes.INSTANCE_TYPE_LABEL: instance_type,
+        "karpenter.k8s.aws/instance-category": family[0],
+        "karpenter.k8s.aws/instance-family": family,
+        "karpenter.k8s.aws/instance-generation": family[1:],
+        "karpenter.k8s.aws/instance-size": size,
+        "karpenter.k8s.aws/instance-cpu": str(vcpus),
+        "karpenter.k8s.aws/instance-memory": str(memory_mib),
+        "karpenter.k8s.aws/instance-gpu-count": str(gpus),
+        "karpenter.k8s.aws/instance-gpu-name": gpu_name,
+        "karpenter.k8s.aws/instance-hypervisor": "nitro",
+        "karpenter.k8s.aws/instance-tenancy": "default",
+        "kubernetes.io/arch": "amd64",
+        "kubernetes.io/os": "linux",
+    }
+
+
 def resources(instance_type: str) -> tuple[dict[str, str], dict[str, str]]:
     """(capacity, allocatable) of an instance type, as a Node reports them."""
-    vcpus = int(type_labels(instance_type)["karpenter.k8s.aws/instance-cpu"])
-    memory_mib = int(type_labels(instance_type)["karpenter.k8s.aws/instance-memory"])
+    labels = type_labels(instance_type)
+    vcpus = int(labels["karpenter.k8s.aws/instance-cpu"])
+    memory_mib = int(labels["karpenter.k8s.aws/instance-memory"])
     capacity = {"cpu": str(vcpus), "memory": f"{memory_mib * 1024 - 450_000}Ki", "pods": "29"}
     allocatable = {
         "cpu": f"{vcpus * 1000 - 70 - 20 * (vcpus // 4)}m",
         "memory": f"{int(memory_mib * 0.88)}Mi",
         "pods": "29",
     }
+    gpus = labels.get("karpenter.k8s.aws/instance-gpu-count")
+    if gpus:  # the NVIDIA device plugin's resource
+        capacity["nvidia.com/gpu"] = allocatable["nvidia.com/gpu"] = gpus
     return capacity, allocatable
 
 

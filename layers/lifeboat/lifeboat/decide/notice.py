@@ -24,6 +24,7 @@ from lifeboat.decide.model import (
 from lifeboat.decide.staleness import Stale
 from lifeboat.errors import BrokenInvariant
 from lifeboat.events.notice import Kind, Notice
+from lifeboat.karpenter.forceful import in_effect
 from lifeboat.karpenter.replacement import replacement_blocker
 from lifeboat.kube import nodes
 from lifeboat.kube.maintenance_holds import active_holds, ended_for
@@ -91,7 +92,7 @@ def _decide(
     # still needs its answer, which only Lifeboat gives.
     handled = _already_terminating(target)
     if handled is not None and notice.lifecycle is None:
-        return _force_deleting(notice, target, handled)
+        return _force_deleting(notice, target, handled, now)
     if notice.ends_maintenance:
         return _maintenance_over(notice, target)
     if stale is not None:
@@ -197,14 +198,17 @@ def _involuntary(notice: Notice, target: Target) -> Decision:
     )
 
 
-def _force_deleting(notice: Notice, target: Target, handled: str) -> Decision:
+def _force_deleting(notice: Notice, target: Target, handled: str, now: datetime) -> Decision:
     """A claim Karpenter already deletes gets nothing more, unless its instance is impaired
-    and the claim carries no termination timestamp: Karpenter >= 1.13 annotates it then
-    (``annotateTerminationTimestamp`` runs before ``deleteNodeClaim``'s early return for a
-    claim being deleted), so a gentle drain stuck on a PDB is forced; no second delete."""
+    and the claim carries no termination timestamp in effect now: Karpenter >= 1.13 annotates
+    it then (``annotateTerminationTimestamp`` runs before ``deleteNodeClaim``'s early return for
+    a claim being deleted), so a gentle drain stuck on a PDB is forced; no second delete. A
+    stamp in the future or unparsable is no stamp (core's ``annotateTerminationGracePeriod``;
+    :mod:`lifeboat.karpenter.forceful`)."""
     what = _describe(notice)
     claim = target.claim
-    if notice.kind is not Kind.INSTANCE_IMPAIRED or claim is None or claim.terminates_by:
+    forced = claim is not None and in_effect(claim.terminates_by, now)
+    if notice.kind is not Kind.INSTANCE_IMPAIRED or claim is None or forced:
         return ignore(f"{what}: {handled}; nothing to add")
     return Decision(
         Outcome.ACTED,

@@ -15,10 +15,9 @@ from datetime import datetime
 
 from lifeboat.events.base import INSTANCE_ID_RE, Fields, clip, parse_rfc1123
 from lifeboat.events.envelope import EventBridgeEvent
-from lifeboat.events.notice import Kind, Notice
+from lifeboat.events.notice import EMPTY_START, Kind, Notice
 
 SERVICE = "EC2"
-EMPTY_START = "startTime empty: due now (Karpenter drains a scheduled change at once)"
 CATEGORY = "scheduledChange"
 
 

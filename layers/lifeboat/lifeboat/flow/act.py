@@ -22,6 +22,8 @@ from lifeboat.karpenter.forceful import (
     TERMINATION_TIMESTAMP,
     annotate_operations,
     forced_at,
+    in_effect,
+    shown,
     termination_timestamp,
 )
 from lifeboat.karpenter.handover import (
@@ -58,6 +60,9 @@ EXCLUSION_ACTION: Action = {
     "key": nodes.EXCLUDE_FROM_LOAD_BALANCERS_LABEL,
     "value": "true",
 }
+
+# Kinds whose reservation is being taken back: the replacement is kept out of it.
+_RESERVATION_RECLAIMED = (Kind.CAPACITY_RESERVATION_INTERRUPTION, Kind.CAPACITY_BLOCK_EXPIRY)
 
 # A JSON patch whose ``test`` fails is answered 422 by the API server; a stale
 # resourceVersion 409. Both mean "re-read the node and try again".
@@ -406,7 +411,8 @@ class Actor:
             target.claim.name,
             notice.dedup_key,
             target.claim.uid,
-            reservation_reclaimed=notice.kind is Kind.CAPACITY_RESERVATION_INTERRUPTION,
+            reservation_reclaimed=notice.kind in _RESERVATION_RECLAIMED,
+            reservation_id=notice.reservation_id,
             usage=target.usage,
         )
         if built.claim is None:
@@ -491,11 +497,14 @@ class Actor:
                 return [], None
             action: Action = {"type": "annotate-nodeclaim", "name": claim.name}
             action["key"] = TERMINATION_TIMESTAMP
-            stamp = forced_at(current)
-            if stamp is not None:
+            stamp, now = forced_at(current), self._clock()
+            if stamp is not None and in_effect(stamp, now):
                 return [{**action, "value": stamp, "existing": True}], current
-            action["value"] = termination_timestamp(self._clock())
-            operations = annotate_operations(current, action["value"])
+            if stamp is not None:
+                # In the future or unparsable (forged, or a grace period's deadline): now.
+                action["replaced"] = shown(stamp)
+            action["value"] = termination_timestamp(now)
+            operations = annotate_operations(current, action["value"], now)
             if dry:
                 return [action], current
             try:

@@ -20,6 +20,7 @@ from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
+from lifeboat.aws.capacity_blocks import CapacityReservations, find_instances
 from lifeboat.aws.sweep import (
     InstanceStatuses,
     is_sweep_request,
@@ -39,6 +40,7 @@ from lifeboat.decide.wakeups import (
 )
 from lifeboat.errors import BrokenInvariant
 from lifeboat.events import parse_message, parse_statuses
+from lifeboat.events.capacity_block import read_reservations, unread_reservations
 from lifeboat.events.envelope import load_body
 from lifeboat.events.instance_status import read_response
 from lifeboat.events.notice import Kind, MalformedMessage, Notice
@@ -54,14 +56,14 @@ from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, retrying_for
 from lifeboat.kube.pool_lock import PoolLock
 from lifeboat.model.deadline import INVOCATION_RESERVE, retry_window
-from lifeboat.model.instances import InstanceDirectory, InstanceInfo
+from lifeboat.model.instances import InstanceDirectory, InstanceInfo, ReservationDirectory
 from lifeboat.model.ledger import Ledger
 from lifeboat.model.report import Outcome, Report, decision_report
 from lifeboat.model.settings import Settings
 from lifeboat.model.target import Target
 from lifeboat.rotation.messages import concerns as rotation_concerns
 from lifeboat.rotation.messages import is_rotation_event
-from lifeboat.telemetry.recorder import record
+from lifeboat.telemetry.recorder import record, warn_pods
 from lifeboat.wakeup.codec import Task, Wakeup, WakeupSink, decode, is_wakeup
 
 if TYPE_CHECKING:  # the rotation loads with its first message (lifeboat.rotation.messages)
@@ -168,6 +170,10 @@ class Pipeline:
     # The ARN of the stack's sweep schedule: the only sender of sweep requests obeyed
     # (lifeboat.aws.sweep.sweep_request_problem); None: not checked (replay, tests).
     sweep_schedule: str | None = None
+    # Where an ending Capacity Block's instances are found (lifeboat.aws.capacity_blocks), and
+    # where the sweep reads the capacity reservations; None: not looked up, not swept.
+    reservations: ReservationDirectory | None = None
+    capacity_reservations: CapacityReservations | None = None
 
     def process(
         self,
@@ -184,18 +190,18 @@ class Pipeline:
         ``ApproximateReceiveCount``; None: once each): a message received again after a
         failure continues where it stopped, and says so, instead of calling what its
         earlier receipt did a duplicate."""
-        parsed = [self._parse(body) for body in bodies]
+        found: dict[str, InstanceInfo] = {}  # instances described already, while parsing
+        parsed = [self._parse(body, found) for body in bodies]
         later: list[list[Wakeup]] = [[] for _ in parsed]
         # What a sweep's triage decided before the split (lifeboat.flow.sweep_triage).
         early: list[list[Report]] = [[] for _ in parsed]
-        known: dict[str, InstanceInfo] = {}
         limit = self.notices_per_message
         for index, item in enumerate(parsed):
             if limit and self.wakeups is not None and isinstance(item, list) and len(item) > limit:
                 parsed[index], later[index] = split(item, limit)
             elif isinstance(item, Swept):
                 early[index] = item.reports
-                known.update(item.infos)
+                found.update(item.infos)
                 if limit and self.wakeups is not None:
                     item.notices, later[index] = split(item.notices, limit)
         wanted = sorted(
@@ -203,11 +209,11 @@ class Pipeline:
                 notice.instance_id
                 for item in parsed
                 for notice in _notices_of(item)
-                if notice.instance_id and notice.instance_id not in known
+                if notice.instance_id and notice.instance_id not in found
             }
         )
-        found = self.directory.describe(wanted) if wanted else {}
-        batch = _Batch({**known, **found}, self.clusters, time_left)
+        infos = found | (self.directory.describe(wanted) if wanted else {})
+        batch = _Batch(infos, self.clusters, time_left)
         results: list[MessageResult] = [MessageResult() for _ in parsed]
 
         def run(lane: list[int]) -> None:
@@ -229,15 +235,17 @@ class Pipeline:
 
     # -- parse -----------------------------------------------------------------------------
 
-    def _parse(self, body: Body) -> Parsed:
+    def _parse(self, body: Body, found: dict[str, InstanceInfo]) -> Parsed:
         """A message's notices or wake-up, or its result already: rejected with a reason,
-        or (a bug, never bad input) failed alone, without failing its batch-mates."""
+        or (a bug, never bad input) failed alone, without failing its batch-mates. An
+        ending Capacity Block's notice becomes one per instance of the block, whose facts
+        go into ``found`` (lifeboat.aws.capacity_blocks)."""
         try:
             message = load_body(body)  # decoded once, for both kinds of message
             if is_wakeup(message):
                 wakeup = decode(message)
                 if wakeup.task is Task.SWEEP_PART:
-                    return self._sweep_part(wakeup)
+                    return self._sweep_part(wakeup, found)
                 if wakeup.task is not Task.REMAINDER:
                     return wakeup
                 late = _remainder_too_late(wakeup, self.clock())
@@ -249,14 +257,17 @@ class Pipeline:
 
                 return parse_command(message)
             if is_sweep_request(message):
-                return self._with_hand_overs(self._sweep(message))
-            return parse_message(message, received_at=self.clock())
+                return self._with_hand_overs(self._sweep(message, found))
+            parsed = parse_message(message, received_at=self.clock())
+            return find_instances(parsed, self.reservations, found)
         except MalformedMessage as error:
             return MessageResult([Report.rejected(error.reason, error.event_id, error.kind)])
         except Exception as error:  # the message goes back to the queue, then to the DLQ
             return MessageResult(error=error)
 
-    def _sweep(self, message: dict[str, Any]) -> Sorted | MessageResult:
+    def _sweep(
+        self, message: dict[str, Any], found: dict[str, InstanceInfo]
+    ) -> Sorted | MessageResult:
         """A sweep request (a trigger from the stack's own schedule): EC2 asked now, every
         page of each filter set, and the answer's notices sorted before any split."""
         problem = sweep_request_problem(message, self.sweep_schedule)
@@ -272,34 +283,39 @@ class Pipeline:
                 [Report(None, str(Kind.INSTANCE_IMPAIRED), Outcome.IGNORED, reason)]
             )
         pages = self.statuses.pages()
-        return self._swept(pages, whole=self.statuses.complete(pages))
+        return self._swept(pages, found, whole=self.statuses.complete(pages))
 
-    def _sweep_part(self, wakeup: Wakeup) -> Parsed:
+    def _sweep_part(self, wakeup: Wakeup, found: dict[str, InstanceInfo]) -> Parsed:
         """A sweep's instances one message did not take on: EC2 asked about them again."""
         if self.statuses is None:
             reason = "sweep part, but this pipeline reads no EC2 status"
             return MessageResult([Report.for_notice(wakeup.notice, Outcome.IGNORED, reason)])
-        part = self._swept(self.statuses.describe(list(wakeup.instances)), whole=False)
+        part = self._swept(self.statuses.describe(list(wakeup.instances)), found, whole=False)
         return Swept(part.notices, reports=part.reports, infos=part.infos)
 
-    def _swept(self, pages: list[dict[str, Any]], *, whole: bool) -> Sorted:
-        """EC2's answer read: with a whole sweep's, the holds of the marked nodes first
-        (ends first, so a maintenance EC2 moved is undone before the new start is acted
-        on); then every notice triaged with one directory lookup."""
+    def _swept(
+        self, pages: list[dict[str, Any]], found: dict[str, InstanceInfo], *, whole: bool
+    ) -> Sorted:
+        """EC2's answer read: with a whole sweep's, the Capacity Blocks ending (each block's
+        notice one per instance: lifeboat.aws.capacity_blocks) and the holds of the marked
+        nodes first (ends first, so a maintenance EC2 moved is undone before the new start is
+        acted on); then every notice triaged with one directory lookup."""
         now = self.clock()
         notices = self._recheck_old(parse_statuses({"Pages": pages}, received_at=now), now)
         ends: list[Notice] = []
         reports: list[Report] = []
         if whole:
+            blocks = find_instances(self._ending_blocks(now), self.reservations, found)
+            notices = notices + blocks
             holds = self._sweep_holds(read_response({"Pages": pages}, received_at=now), now)
             ends = [n for found in holds for n in found.ends]
             reports = [r for found in holds for r in found.reports]
             by_instance = {i: h for found in holds for i, h in found.holds.items()}
             notices = relisted(notices, by_instance)
         notices = ends + notices
-        wanted = sorted({n.instance_id for n in notices if n.instance_id})
-        infos = self.directory.describe(wanted) if wanted else {}
-        return sort_out(notices, reports, infos, self.settings, now, self._managed)
+        wanted = sorted({n.instance_id for n in notices if n.instance_id} - found.keys())
+        found.update(self.directory.describe(wanted) if wanted else {})
+        return sort_out(notices, reports, dict(found), self.settings, now, self._managed)
 
     def _recheck_old(self, notices: list[Notice], now: datetime) -> list[Notice]:
         """An impairment EC2 reported longer ago than ``stale_notice_after`` (an answer
@@ -355,6 +371,16 @@ class Pipeline:
         if self.scope is not None:
             named = tuple(dict.fromkeys(named + self.scope.serving()))
         return named or (None,)
+
+    def _ending_blocks(self, now: datetime) -> list[Notice]:
+        """The Capacity Blocks ending within 40 minutes (lifeboat.events.capacity_block)."""
+        if self.capacity_reservations is None:
+            return []
+        try:
+            pages = self.capacity_reservations.pages()
+        except Exception as error:  # the instance statuses go on; the next sweep looks again
+            return [unread_reservations(error, now)]
+        return [n for page in pages for n in read_reservations(page, now=now)]
 
     def _with_hand_overs(self, found: Sorted | MessageResult) -> Parsed:
         """A sweep's notices, and the hand-overs whose own wake-ups no longer run, which
@@ -607,6 +633,8 @@ class Pipeline:
         follow-ups it calls for, record it on the node, and report it."""
         now = self.clock()
         rest = replace(decision, steps=decision.steps[1:]) if done is not None else decision
+        if wakeup is None and target.node is not None and not self.settings.dry_run:
+            warn_pods(kube, target.node, notice, decision, now)  # before the drain starts
         if done is not None and done.node_gone:
             # Deleted under the first step: only a lifecycle action is left to answer.
             kept = tuple(step for step in rest.steps if step is Step.COMPLETE_LIFECYCLE)

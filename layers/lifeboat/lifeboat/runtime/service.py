@@ -263,6 +263,7 @@ def _pipeline(
     clock: Callable[[], datetime],
 ) -> Pipeline:
     """The pipeline over the stack's AWS services, its clients made but not used yet."""
+    from lifeboat.aws.capacity_blocks import Ec2CapacityReservations
     from lifeboat.aws.clock import AwsClock
     from lifeboat.aws.idempotency import PowertoolsLedger
     from lifeboat.aws.lifecycle import AutoScalingLifecycle
@@ -286,9 +287,11 @@ def _pipeline(
         dead_letter_arn=stack.dead_letter_arn,
         clock=clock,
     )
+    directory = Ec2InstanceDirectory(ec2)
+    blocks = Ec2CapacityReservations(ec2) if settings.sweep_capacity_blocks else None
     return Pipeline(
         clusters=clusters,
-        directory=Ec2InstanceDirectory(ec2),
+        directory=directory,
         settings=settings,
         clock=clock,
         lifecycle=AutoScalingLifecycle(lazy["autoscaling"]),
@@ -303,6 +306,8 @@ def _pipeline(
         # before, or sent by anyone, sweeps nothing (None would mean "any schedule").
         statuses=Ec2InstanceStatuses(ec2) if sweep_schedule else None,
         scope=clusters.catalog,
+        reservations=directory,
+        capacity_reservations=blocks,
         # Only the stack's own schedule asks for a sweep.
         sweep_schedule=sweep_schedule,
     )
