@@ -35,6 +35,7 @@ from tests.integration.test_instance_status import (
     scheduled_event,
 )
 from tests.integration.test_instance_status_vanish import gone
+from tests.integration.test_maintenance_holds import ARN, health
 
 RETIREMENT = MAINTENANCE + timedelta(days=7)
 OURS = "arn:aws:scheduler:us-east-1:123456789012:schedule/lifeboat/sweep"
@@ -252,3 +253,21 @@ def test_a_held_node_karpenter_removed_ends_quietly_when_its_event_vanishes(rig:
     assert all(r.outcome != "acted" and "error" not in r.reason for r in reports), [
         r.reason for r in reports
     ]
+
+
+def test_a_completed_ec2_event_of_another_code_does_not_end_a_health_hold(rig: Rig) -> None:
+    """Health told of a retirement at S (the hold names its ARN, no code); EC2 then lists a
+    ``[Completed]`` system reboot at the same S. ``Hold.names`` matched on the start alone
+    and released the node; the ARN's type (``AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED``) now
+    stands for its EC2 code. EC2's own retirement at S still names (and ends) the hold."""
+    arn = ARN.format("ret000")
+    [acted] = rig.send(health(MAINTENANCE, arn))
+    assert acted.outcome == "acted" and out_of_service(rig)
+    reboot = {**scheduled_event("system-reboot"), "Description": "[Completed] reboot"}
+    rig.now += timedelta(minutes=1)
+    rig.sweep(instance_status(KARPENTER_INSTANCE, events=[reboot]))
+    assert out_of_service(rig)
+    retired = {**scheduled_event("instance-retirement"), "Description": "[Completed] retired"}
+    rig.now += timedelta(minutes=1)
+    rig.sweep(instance_status(KARPENTER_INSTANCE, events=[reboot, retired]))
+    assert not out_of_service(rig)
