@@ -674,3 +674,20 @@ def test_redelivery_changes_the_visibility_of_the_received_message(aws: None) ->
     ]
     # A stale receipt handle is reported, not raised: the queue's own timeout still applies.
     assert SqsRedelivery(sqs, url).redeliver_in("not-a-receipt-handle", 0) is False
+
+
+def test_with_the_sweep_off_a_sweep_request_on_the_queue_sweeps_nothing(aws: None) -> None:
+    """Review of issue 33.2: with ``InstanceStatusSweepMinutes=0`` (maintenance given back to
+    Karpenter) the function's ``LIFEBOAT_SWEEP_SCHEDULE_ARN`` is empty, which the pipeline
+    read as "any schedule": a sweep request left on the queue, or sent by anyone, made
+    Lifeboat ask EC2 and act beside Karpenter's poller. Off now means no EC2 status reader."""
+    from lifeboat.aws.sweep import Ec2InstanceStatuses, sweep_request
+
+    off = build_service(full_env()).pipeline
+    assert off.statuses is None
+    [result] = off.process([json.dumps(sweep_request("left-over", "2026-12-01T18:00:00Z"))])
+    [report] = result.reports
+    assert report.outcome == "ignored" and "sweep is off" in report.reason
+    arn = "arn:aws:scheduler:eu-west-1:123456789012:schedule/lifeboat-group/sweep"
+    on = build_service(full_env() | {"LIFEBOAT_SWEEP_SCHEDULE_ARN": arn}).pipeline
+    assert isinstance(on.statuses, Ec2InstanceStatuses) and on.sweep_schedule == arn

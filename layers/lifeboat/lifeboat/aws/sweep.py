@@ -149,7 +149,11 @@ def too_recently_impaired(notice: Notice, settings: Settings) -> str | None:
 
 
 def complete(pages: list[dict[str, Any]]) -> bool:
-    """Whether ``pages`` are a whole sweep's answer: a page per filter set at least, the
-    last one without a ``NextToken``. (A call that fails raises, and the sweep's message
-    goes back to the queue: only a complete answer may end a maintenance by silence.)"""
-    return len(pages) >= len(FILTER_SETS) and not pages[-1].get("NextToken")
+    """Whether ``pages`` are a whole sweep's answer: each filter set's pagination ended
+    (a page without ``NextToken`` per set, as Karpenter's ``pager.HasMorePages`` loop
+    reads them), the last page among them. Counting pages alone took a saved answer whose
+    first set took two pages and whose third never answered for whole. (A call that fails
+    raises, and the sweep's message goes back to the queue: only a complete answer may end
+    a maintenance by silence.)"""
+    ends = sum(1 for page in pages if not page.get("NextToken"))
+    return bool(pages) and ends >= len(FILTER_SETS) and not pages[-1].get("NextToken")

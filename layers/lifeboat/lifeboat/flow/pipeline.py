@@ -305,7 +305,10 @@ class Pipeline:
             ident = message.get("id")
             raise MalformedMessage(problem, ident if isinstance(ident, str) else None)
         if self.statuses is None:
-            reason = "instance status sweep requested, but this pipeline reads no EC2 status"
+            reason = (
+                "instance status sweep requested, but the sweep is off: this pipeline reads "
+                "no EC2 status (InstanceStatusSweepMinutes=0)"
+            )
             return MessageResult(
                 [Report(None, str(Kind.INSTANCE_IMPAIRED), Outcome.IGNORED, reason)]
             )

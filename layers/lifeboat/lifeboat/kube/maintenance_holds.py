@@ -35,6 +35,24 @@ MAX_HOLDS = 8
 Operation = dict[str, Any]
 
 
+# The EC2 event code of AWS Health's EC2 scheduled event types (the type is the third part
+# of the event ARN's resource, ``event/EC2/<type>/<id>``), so that an EC2 ``[Completed]``
+# of another code at the same start does not end a hold only Health named. A type not
+# listed names no code (the start alone decides, as before).
+HEALTH_TYPE_CODES = {
+    "AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED": "instance-retirement",
+    "AWS_EC2_INSTANCE_STOP_SCHEDULED": "instance-stop",
+    "AWS_EC2_INSTANCE_REBOOT_MAINTENANCE_SCHEDULED": "instance-reboot",
+    "AWS_EC2_SYSTEM_REBOOT_MAINTENANCE_SCHEDULED": "system-reboot",
+}
+
+
+def ec2_code_of(arn: str | None) -> str | None:
+    """The EC2 event code a Health event ARN's type stands for (None: not known)."""
+    parts = (arn or "").split(":event/", 1)[-1].split("/")
+    return HEALTH_TYPE_CODES.get(parts[1]) if len(parts) > 2 else None
+
+
 @dataclass(frozen=True)
 class Hold:
     """One maintenance on a node: what names it, and whether it ended or went missing."""
@@ -57,8 +75,9 @@ class Hold:
             return False
         if self.arn and notice.event_arn:
             return self.arn == notice.event_arn
-        if self.code and notice.ec2_event:
-            return self.code == notice.detail
+        code = self.code or ec2_code_of(self.arn)
+        if code and notice.ec2_event:
+            return code == notice.detail
         return True
 
     def describe(self) -> str:

@@ -282,6 +282,7 @@ def _pipeline(
     aws_clock.watch(ec2)
     aws_clock.watch(dynamodb)
     clock = aws_clock
+    sweep_schedule = env.get("LIFEBOAT_SWEEP_SCHEDULE_ARN", "").strip() or None
     wakeups = SchedulerWakeups(
         lazy["scheduler"],
         group=stack.schedule_group,
@@ -304,10 +305,13 @@ def _pipeline(
         holder=env.get("AWS_LAMBDA_FUNCTION_NAME", "lifeboat"),
         workers=BATCH_WORKERS,
         notices_per_message=NOTICES_PER_MESSAGE,
-        statuses=Ec2InstanceStatuses(ec2),
+        # The sweep off (empty: InstanceStatusSweepMinutes=0, maintenance given back to
+        # Karpenter's poller): no EC2 reader, so a sweep request left on the queue from
+        # before, or sent by anyone, sweeps nothing (None would mean "any schedule").
+        statuses=Ec2InstanceStatuses(ec2) if sweep_schedule else None,
         scope=clusters.catalog,
         reservations=directory,
         capacity_reservations=blocks,
-        # Only the stack's own schedule asks for a sweep (empty: the sweep is off).
-        sweep_schedule=env.get("LIFEBOAT_SWEEP_SCHEDULE_ARN", "").strip() or None,
+        # Only the stack's own schedule asks for a sweep.
+        sweep_schedule=sweep_schedule,
     )
