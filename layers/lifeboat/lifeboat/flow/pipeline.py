@@ -50,7 +50,7 @@ from lifeboat.flow.act import Actor, ActResult, LifecycleActions
 from lifeboat.flow.handover_sweep import Swept, orphaned
 from lifeboat.flow.lanes import lanes as message_lanes
 from lifeboat.flow.resolve import Resolver
-from lifeboat.flow.routing import triage, triage_follow_up
+from lifeboat.flow.routing import foreign_origin, triage, triage_follow_up
 from lifeboat.flow.split import expand, remainders, split
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, retrying_for
@@ -244,10 +244,10 @@ class Pipeline:
             if is_sweep_request(message):
                 swept = self._sweep()
                 if isinstance(swept, list):
-                    swept = find_instances(swept, self.reservations, found)
+                    swept = self._block_instances(swept, found)
                 return self._with_hand_overs(swept)
             parsed = parse_message(message, received_at=self.clock())
-            return find_instances(parsed, self.reservations, found)
+            return self._block_instances(parsed, found)
         except MalformedMessage as error:
             return MessageResult([Report.rejected(error.reason, error.event_id, error.kind)])
         except Exception as error:  # the message goes back to the queue, then to the DLQ
@@ -268,6 +268,19 @@ class Pipeline:
         # Ends first, so a maintenance EC2 moved to a new start is undone before the new
         # one is acted on.
         return self._vanished(read_response({"Pages": pages}, received_at=now), now) + notices
+
+    def _block_instances(
+        self, notices: list[Notice], found: dict[str, InstanceInfo]
+    ) -> list[Notice]:
+        """Each ending block's notice as one per instance of it (lifeboat.aws.capacity_blocks).
+        A block named by another account's or region's event is left for triage to reject
+        before EC2 is asked: a forged warning costs no DescribeInstances."""
+        return find_instances(
+            notices,
+            self.reservations,
+            found,
+            foreign=lambda notice: foreign_origin(notice, self.settings) is not None,
+        )
 
     def _ending_blocks(self, now: datetime) -> list[Notice]:
         """The Capacity Blocks ending within 40 minutes (lifeboat.events.capacity_block)."""
