@@ -257,3 +257,46 @@ def test_a_node_group_node_in_the_block_is_cordoned_and_drained_without_a_claim(
     assert report.outcome == "acted", report.reason
     assert rig.replacements() == {}
     assert rig.get("Node", node["metadata"]["name"])["spec"].get("unschedulable")
+
+
+def test_a_crash_between_the_replacement_and_the_delete_makes_no_second_replacement(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first delivery dies after creating the replacements, before deleting the old
+    claims; SQS delivers the warning again (EC2 describes the block again): the replacements
+    are found, not made twice, and the old claims are deleted this time."""
+    from lifeboat.kube.client import KubeApi
+
+    real_delete = KubeApi.delete_nodeclaim
+
+    def crash(self: KubeApi, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("Lambda timed out")
+
+    monkeypatch.setattr(KubeApi, "delete_nodeclaim", crash)
+    rig.expect_block_instances()
+    body = json.dumps(sample("capacity-block-expiry"))
+    rig.pipeline.process([body])
+    made = {old: c["metadata"]["name"] for old, c in rig.replacements().items()}
+    assert made, "the first delivery made its replacements before dying"
+    monkeypatch.setattr(KubeApi, "delete_nodeclaim", real_delete)
+    rig.now = NOW + timedelta(seconds=40)
+    rig.expect_block_instances()
+    [result] = rig.pipeline.process([body], receives=[2])
+    rig.stubber.assert_no_pending_responses()
+    assert result.error is None, result.error
+    again = {old: c["metadata"]["name"] for old, c in rig.replacements().items()}
+    assert sorted(again) == sorted(claim for _, claim, _ in IN_BLOCK.values())
+    assert all(again[old] == made[old] for old in made)
+    assert (
+        len([c for c in rig.emulator.objects("NodeClaim")])
+        == len(
+            [
+                c
+                for c in copy.deepcopy(load_cluster_file(EVENTS / "cluster.yaml"))
+                if c["kind"] == "NodeClaim"
+            ]
+        )
+        + 3
+    )
+    for _, claim, _ in IN_BLOCK.values():
+        assert rig.get("NodeClaim", claim)["metadata"].get("deletionTimestamp")
