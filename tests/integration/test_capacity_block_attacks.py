@@ -288,7 +288,7 @@ def test_a_crash_between_the_replacement_and_the_delete_makes_no_second_replacem
     assert sorted(again) == sorted(claim for _, claim, _ in IN_BLOCK.values())
     assert all(again[old] == made[old] for old in made)
     assert (
-        len([c for c in rig.emulator.objects("NodeClaim")])
+        len(rig.emulator.objects("NodeClaim"))
         == len(
             [
                 c
@@ -300,3 +300,28 @@ def test_a_crash_between_the_replacement_and_the_delete_makes_no_second_replacem
     )
     for _, claim, _ in IN_BLOCK.values():
         assert rig.get("NodeClaim", claim)["metadata"].get("deletionTimestamp")
+
+
+def test_a_warning_without_end_date_after_the_sweep_makes_no_second_replacement(
+    rig: Rig,
+) -> None:
+    """Without ``end-date`` the end is guessed (warning time + 40 min), so its ledger key
+    differs from the sweep's (EndDate): the second telling must still find the replacements
+    already made (``lifeboat.dev/replaces``) and not make three more."""
+    rig.now = END - timedelta(minutes=40)
+    first = blocks(rig.sweep(capacity_block(BLOCK, END)))
+    assert [r.outcome for r in first] == ["acted"] * 3
+    late = warning(**{"end-date": None})
+    late["time"] = "2026-12-01T14:07:00Z"
+    rig.now = END - timedelta(minutes=38)
+    rig.expect_block_instances()
+    rig.run(late)
+    owners = [
+        c["metadata"]["labels"]["lifeboat.dev/replaces"]
+        for c in rig.emulator.objects("NodeClaim")
+        if "lifeboat.dev/replaces" in (c["metadata"].get("labels") or {})
+    ]
+    assert sorted(owners) == sorted(claim for _, claim, _ in IN_BLOCK.values())
+    # Known residual: the two keys differ, so the pods are warned a second time (an Event,
+    # harmless); EC2's warning carries end-date in the user guide's sample, so this needs a
+    # warning that lost it.
