@@ -114,7 +114,7 @@ EXAMPLE_LIST = (
     Example(
         "rotate-out",
         "lifeboat rotate legacy-to-karpenter --cluster-name prod-a --node-group legacy "
-        "--out rotation.json",
+        "--uid 2b7c4e1a-5d3f-4a6b-9c8d-0e1f2a3b4c5d --out rotation.json",
     ),
     Example(
         "rotation-follow",
@@ -126,11 +126,12 @@ EXAMPLE_LIST = (
     Example(
         "convert-settings",
         "lifeboat convert --settings tests/fixtures/migration/node-groups.yaml "
-        "--cluster-name prod-a --zone us-east-1a",
+        "--cluster-name prod-a --zone us-east-1a --ami-alias al2023@v20241121",
     ),
     Example(
         "convert-cluster",
-        "lifeboat convert --cluster events/cluster.yaml --cluster-name prod-a --out pools.yaml",
+        "lifeboat convert --cluster events/cluster.yaml --cluster-name prod-a "
+        "--ami-alias al2023@v20250107 --out pools.yaml",
         shown=False,
     ),
     Example(
@@ -147,7 +148,8 @@ EXAMPLE_LIST = (
     Example("waves-status", "lifeboat status --cluster wave-1.yaml", exit=EXIT_NOT_DONE),
     Example(
         "rollback-out",
-        "lifeboat rotate legacy-in-waves --cluster-name prod-a --rollback --out rollback.json",
+        "lifeboat rotate legacy-in-waves --cluster-name prod-a --rollback "
+        "--uid 6f3d9a2e-4b1c-4e8f-9a7d-2c5b8e1f0a47 --out rollback.json",
     ),
     Example(
         "rollback-replay",

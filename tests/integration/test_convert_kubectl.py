@@ -37,6 +37,7 @@ def test_kubectl_apply_dry_run_server_accepts_converted_pools_and_classes(
     pools = tmp_path / "pools.yaml"
     run = cli(
         "convert", "--settings", settings, "--cluster-name", "prod-a", "--zone", "eu-west-1a",
+        "--ami-alias", "al2023@v20241121",
         "--out", pools,
     )  # fmt: skip
     assert run.code == 0, run.err

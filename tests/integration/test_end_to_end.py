@@ -353,7 +353,11 @@ def test_batch_acts_on_the_cluster_and_a_redelivery_changes_nothing(world: World
 
     assert again == {"batchItemFailures": []}
     assert metrics.outcomes() == {"ignored": 10}
-    assert not any(emu.requests[verb] for verb in WRITES), emu.requests
+    # The involuntary notices' guarded taints are tried before the ledger is asked (issue
+    # 36) and refused by the API server (our taint is there); nothing else is written.
+    writes = {verb: n for verb in WRITES if (n := emu.requests[verb])}
+    assert set(writes) <= {"patch"}, emu.requests
+    assert emu.answers.get("422", 0) == writes.get("patch", 0)
     assert emu.dump() == snapshot
     assert set(_schedules(world.scheduler)) == schedules
 

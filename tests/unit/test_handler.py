@@ -233,6 +233,9 @@ RESOLVED = {
     "LIFEBOAT_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/lifeboat-Queue-1",
     "LIFEBOAT_DEAD_LETTER_QUEUE_ARN": "arn:aws:sqs:us-east-1:123456789012:lifeboat-DLQ-1",
     "LIFEBOAT_NOTIFICATION_BUS": "default",
+    "LIFEBOAT_SWEEP_SCHEDULE_ARN": (
+        "arn:aws:scheduler:us-east-1:123456789012:schedule/lifeboat-ScheduleGroup-1/sweep"
+    ),
 }
 
 

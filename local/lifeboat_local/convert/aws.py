@@ -12,7 +12,9 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from lifeboat_local.convert import mixed
 from lifeboat_local.convert.capacity import Capacity, from_describe
+from lifeboat_local.convert.mixed import capacity_type
 from lifeboat_local.convert.model import (
     ConversionError,
     NodeGroup,
@@ -39,6 +41,7 @@ AMI_TYPES = (
 AMI_NAME_FAMILIES = (
     ("amazon-eks-node-al2023", "AL2023"),
     ("amazon-eks-node-", "AL2"),
+    ("amazon-eks-arm64-node-", "AL2"),
     ("amazon-eks-gpu-node-", "AL2"),
     ("bottlerocket-", "Bottlerocket"),
 )
@@ -118,9 +121,13 @@ class AwsReader:
         data: dict[str, Any] = versions[0]["LaunchTemplateData"]
         return data
 
-    def _ami_family(self, image_id: str, where: str) -> str:
+    def image(self, image_id: str) -> dict[str, Any]:
+        """DescribeImages of one AMI ({} when it is gone)."""
         images = self.ec2.describe_images(ImageIds=[image_id])["Images"]
-        name = images[0].get("Name", "") if images else ""
+        return dict(images[0]) if images else {}
+
+    def _ami_family(self, image_id: str, where: str) -> str:
+        name = self.image(image_id).get("Name", "")
         for prefix, family in AMI_NAME_FAMILIES:
             if name.startswith(prefix):
                 return family
@@ -134,19 +141,17 @@ class AwsReader:
         if data.get("ImageId"):
             group.ami_id = data["ImageId"]
             group.ami_family = self._ami_family(data["ImageId"], group.source)
+            group.alias_family = group.ami_family.lower()  # what --ami-alias latest follows
             group.ami_alias = None
-        for mapping in data.get("BlockDeviceMappings") or []:
-            ebs = mapping.get("Ebs") or {}
-            if "VolumeSize" in ebs:
-                group.root_volume = RootVolume(
-                    size_gib=int(ebs["VolumeSize"]),
-                    volume_type=ebs.get("VolumeType", "gp3"),
-                    iops=ebs.get("Iops"),
-                    throughput=ebs.get("Throughput"),
-                    device_name=mapping["DeviceName"],
-                    encrypted=ebs.get("Encrypted"),
-                )
-                break
+            group.ami_arches = mixed.one_ami_per_arch(
+                group,
+                {group.ami_id: list(group.instance_types)},
+                {group.ami_id: self.image(group.ami_id)},
+            )
+        volume = root_volume(data.get("BlockDeviceMappings") or [])
+        if volume is not None:
+            group.root_volume = volume
+        self._metadata(group, data)
         groups = list(data.get("SecurityGroupIds") or [])
         for interface in data.get("NetworkInterfaces") or []:
             groups += interface.get("Groups") or []
@@ -156,6 +161,53 @@ class AwsReader:
         if profile.get("Name") or profile.get("Arn"):
             group.instance_profile = profile.get("Name") or profile["Arn"].rsplit("/", 1)[-1]
             group.role = None
+
+    def _metadata(self, group: NodeGroup, data: dict[str, Any]) -> None:
+        """The instance metadata options the group's instances got: the launch template's;
+        without them, EC2's for the AMI (an AMI registered with ``ImdsSupport: v2.0`` gets
+        IMDSv2 required and hop limit 2: EC2 "Configure the instance metadata options for
+        new instances"); Karpenter's own defaults (hop limit 1) would cut pods off IMDS."""
+        options = metadata_options(data.get("MetadataOptions") or {})
+        image = self.image(group.ami_id) if group.ami_id else {}
+        if not options and image.get("ImdsSupport") == "v2.0":
+            options = {"httpTokens": "required", "httpPutResponseHopLimit": 2}
+        if options:
+            group.metadata_options = options
+            return
+        group.notes.append(
+            f"{group.source}: the launch template sets no metadata options: Karpenter's "
+            "defaults apply (IMDSv2 required, hop limit 1: pods without host networking "
+            "cannot reach IMDS); set metadataOptions.httpPutResponseHopLimit: 2 if they must"
+        )
+
+    def _eks_metadata(self, group: NodeGroup, ng: dict[str, Any]) -> None:
+        """A node group without a launch template runs on the one EKS made for it (in the
+        account, on the group's Auto Scaling group): its metadata options are carried."""
+        names = [a["name"] for a in (ng.get("resources") or {}).get("autoScalingGroups") or []]
+        try:
+            found = (
+                self.autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=names[:1])
+                if names
+                else {}
+            )
+            for asg in found.get("AutoScalingGroups") or []:
+                spec = asg.get("LaunchTemplate") or (
+                    (asg.get("MixedInstancesPolicy") or {}).get("LaunchTemplate") or {}
+                ).get("LaunchTemplateSpecification")
+                options = metadata_options(
+                    (self.launch_template(spec) if spec else {}).get("MetadataOptions") or {}
+                )
+                if options:
+                    group.metadata_options = options
+                    return
+        except ClientError:  # e.g. not allowed to read it: said below, like a missing one
+            pass
+        group.notes.append(
+            f"{group.source}: the metadata options of EKS's launch template for the group "
+            "were not found: Karpenter's defaults apply (IMDSv2 required, hop limit 1: pods "
+            "without host networking cannot reach IMDS); set "
+            "metadataOptions.httpPutResponseHopLimit: 2 if they must"
+        )
 
     # --- EKS managed node groups ----------------------------------------------------------
 
@@ -191,8 +243,11 @@ class AwsReader:
             gpu="GPU" in ami_type or "NVIDIA" in ami_type,
             role=str(ng["nodeRole"]).rsplit("/", 1)[-1],
         )
+        version = _alias_version(alias_family or "", ng.get("releaseVersion"))
+        if alias_family is not None and version is not None:
+            group.ami_alias = f"{alias_family}@{version}"
         if alias_family is not None:
-            group.ami_alias = f"{alias_family}@{_alias_version(ng.get('releaseVersion'))}"
+            group.alias_family = alias_family  # what --ami-alias latest follows
         if ng.get("diskSize"):
             group.root_volume = RootVolume(size_gib=int(ng["diskSize"]), device_name=device)
         if ng.get("launchTemplate"):
@@ -202,6 +257,8 @@ class AwsReader:
             self._from_template(group, data)
             group.instance_profile = None  # EKS sets the profile from nodeRole
             group.role = str(ng["nodeRole"]).rsplit("/", 1)[-1]
+        else:
+            self._eks_metadata(group, ng)
         if not group.security_groups:
             vpc = self.eks.describe_cluster(name=cluster)["cluster"]["resourcesVpcConfig"]
             ids = [vpc["clusterSecurityGroupId"]] if vpc.get("clusterSecurityGroupId") else []
@@ -223,8 +280,8 @@ class AwsReader:
             return None
         asg = found["AutoScalingGroups"][0]
         where = f"Auto Scaling group {name}"
-        mixed = asg.get("MixedInstancesPolicy") or {}
-        spec = asg.get("LaunchTemplate") or (mixed.get("LaunchTemplate") or {}).get(
+        policy = asg.get("MixedInstancesPolicy") or {}
+        spec = asg.get("LaunchTemplate") or (policy.get("LaunchTemplate") or {}).get(
             "LaunchTemplateSpecification"
         )
         if not spec:
@@ -234,11 +291,9 @@ class AwsReader:
                 "--launch-template ...) or write the EC2NodeClass by hand"
             )
         data = self.launch_template(spec)
-        overrides = (mixed.get("LaunchTemplate") or {}).get("Overrides") or []
+        overrides = (policy.get("LaunchTemplate") or {}).get("Overrides") or []
         types = [o["InstanceType"] for o in overrides if o.get("InstanceType")]
         types = types or ([data["InstanceType"]] if data.get("InstanceType") else [])
-        distribution = mixed.get("InstancesDistribution") or {}
-        spot = bool(mixed) and distribution.get("OnDemandPercentageAboveBaseCapacity", 100) == 0
         subnet_ids = [s for s in (asg.get("VPCZoneIdentifier") or "").split(",") if s]
         subnets, zones = self._terms("subnet", subnet_ids) if subnet_ids else ([], [])
         tags = {t["Key"]: t["Value"] for t in asg.get("Tags") or []}
@@ -248,7 +303,6 @@ class AwsReader:
             instance_types=types,
             max_size=int(asg["MaxSize"]),
             min_size=int(asg["MinSize"]),
-            capacity_type="spot" if spot else "on-demand",
             zones=zones or sorted(asg.get("AvailabilityZones") or []),
             subnets=subnets,
             labels={k[len(LABEL_TAG) :]: v for k, v in tags.items() if k.startswith(LABEL_TAG)},
@@ -259,9 +313,51 @@ class AwsReader:
             ],
         )
         self._from_template(group, data)
+        self._override_templates(group, data, overrides)
+        capacity_type(group, policy)
         group.gpu = any(t.key == "nvidia.com/gpu" for t in group.taints)
         _note_min(group)
         return group
+
+    def _override_templates(
+        self, group: NodeGroup, data: dict[str, Any], overrides: list[dict[str, Any]]
+    ) -> None:
+        """Overrides with their own launch template: their AMIs join the class, one per
+        architecture; anything else they change is refused, naming the types."""
+        own = [o for o in overrides if o.get("LaunchTemplateSpecification")]
+        if not own:
+            return
+        if not group.ami_id:
+            raise ConversionError(
+                f"{group.source}: {', '.join(o.get('InstanceType', '?') for o in own)} have "
+                "their own launch templates and the group's names no AMI: write the class by hand"
+            )
+        own_types = {o.get("InstanceType") for o in own}
+        amis: dict[str, list[str]] = {
+            group.ami_id: [t for t in group.instance_types if t not in own_types]
+        }
+        for override in own:
+            other = self.launch_template(override["LaunchTemplateSpecification"])
+            changed = mixed.differences(data, other)
+            if changed:
+                raise ConversionError(
+                    f"{group.source}: {override.get('InstanceType')}'s own launch template "
+                    f"differs from the group's in {', '.join(changed)}, which one EC2NodeClass "
+                    "cannot vary by type: convert it as a separate pool"
+                )
+            ami = other.get("ImageId") or group.ami_id
+            if self._ami_family(ami, group.source) != group.ami_family:
+                raise ConversionError(
+                    f"{group.source}: {override.get('InstanceType')}'s AMI {ami} is not of "
+                    f"the group's family ({group.ami_family}): convert it as a separate pool"
+                )
+            amis.setdefault(ami, []).append(str(override.get("InstanceType")))
+        amis = {ami: types for ami, types in amis.items() if types}
+        group.ami_arches = mixed.one_ami_per_arch(
+            group, amis, {ami: self.image(ami) for ami in amis}
+        )
+        ids = sorted(set(group.ami_arches.values()))
+        group.ami_id, group.more_ami_ids = ids[0], ids[1:]
 
     def read(self, cluster: str, name: str) -> NodeGroup:
         group = self.managed(cluster, name) or self.self_managed(name)
@@ -275,11 +371,56 @@ class AwsReader:
         return group
 
 
-def _alias_version(release: str | None) -> str:
-    """EKS's releaseVersion (``1.31.2-20241121``) as an alias version (``v20241121``): the
-    pool starts on the AMI release the group runs; ``latest`` when there is none."""
-    found = re.fullmatch(r"[0-9.]+-([0-9]{8})", release or "")
-    return f"v{found.group(1)}" if found else "latest"
+def root_volume(mappings: list[dict[str, Any]]) -> RootVolume | None:
+    """The launch template's first EBS volume with a size: its type, performance, encryption
+    and KMS key (``Ebs.KmsKeyId``, Karpenter's ``kmsKeyID``)."""
+    for mapping in mappings:
+        ebs = mapping.get("Ebs") or {}
+        if "VolumeSize" in ebs:
+            return RootVolume(
+                size_gib=int(ebs["VolumeSize"]),
+                volume_type=ebs.get("VolumeType", "gp3"),
+                iops=ebs.get("Iops"),
+                throughput=ebs.get("Throughput"),
+                device_name=mapping["DeviceName"],
+                encrypted=ebs.get("Encrypted"),
+                kms_key_id=ebs.get("KmsKeyId"),
+            )
+    return None
+
+
+# Launch template MetadataOptions -> EC2NodeClass metadataOptions (karpenter-provider-aws
+# pkg/apis/v1/ec2nodeclass.go MetadataOptions; its defaults, hop limit 1 among them, apply to
+# whatever is not written, so everything the template says is carried).
+_METADATA_KEYS = (
+    ("HttpEndpoint", "httpEndpoint"),
+    ("HttpProtocolIpv6", "httpProtocolIPv6"),
+    ("HttpPutResponseHopLimit", "httpPutResponseHopLimit"),
+    ("HttpTokens", "httpTokens"),
+)
+
+
+def metadata_options(options: dict[str, Any]) -> dict[str, object]:
+    carried: dict[str, object] = {}
+    for aws_key, karpenter_key in _METADATA_KEYS:
+        value = options.get(aws_key)
+        if value is None or value == -1:  # -1: "no preference" in ModifyInstanceMetadata
+            continue
+        carried[karpenter_key] = int(value) if aws_key == "HttpPutResponseHopLimit" else value
+    return carried
+
+
+def _alias_version(family: str, release: str | None) -> str | None:
+    """EKS's releaseVersion as the alias version of the release the group runs:
+    ``1.31.2-20241121`` -> ``v20241121`` (AL2, AL2023), ``1.20.3-5d9ac849`` -> ``v1.20.3``
+    (Bottlerocket); None when it says none (Windows aliases take only ``latest``)."""
+    if family.startswith("windows"):
+        return None
+    if family == "bottlerocket":
+        found = re.fullmatch(r"([0-9]+\.[0-9]+\.[0-9]+)-[0-9a-f]+", release or "")
+    else:
+        found = re.fullmatch(r"[0-9.]+-([0-9]{8})", release or "")
+    return f"v{found.group(1)}" if found else None
 
 
 def _asg_taint(key: str, value: str) -> Taint:

@@ -16,7 +16,20 @@ from typing import Any
 
 from lifeboat_local.convert.model import ConversionError
 
+# karpenter-provider-aws pkg/apis/v1/labels.go AWSToKubeArchitectures.
 _ARCH = {"x86_64": "amd64", "arm64": "arm64"}
+
+
+def kube_arch(supported: list[str]) -> str:
+    """The ``kubernetes.io/arch`` of an instance type as Karpenter gives it: the first of its
+    SupportedArchitectures that it knows (``getArchitecture`` in karpenter-provider-aws
+    pkg/providers/instancetype/types.go), so t2.micro's ``[i386, x86_64]`` is amd64."""
+    for architecture in supported:
+        if architecture in _ARCH:
+            return _ARCH[architecture]
+    raise ConversionError(
+        f"architectures {supported}: none is one Karpenter launches (x86_64, arm64)"
+    )
 
 
 @dataclass(frozen=True)
@@ -36,7 +49,7 @@ def from_describe(answer: dict[str, Any]) -> dict[str, Capacity]:
         found[item["InstanceType"]] = Capacity(
             vcpu=int(item["VCpuInfo"]["DefaultVCpus"]),
             memory_mib=int(item["MemoryInfo"]["SizeInMiB"]),
-            arch=_ARCH.get(arches[0], arches[0]),
+            arch=kube_arch(arches),
             gpus=gpus,
         )
     return found
@@ -45,7 +58,7 @@ def from_describe(answer: dict[str, Any]) -> dict[str, Capacity]:
 def shipped() -> dict[str, Capacity]:
     text = (package_files.files("lifeboat_local.convert") / "instance_types.json").read_text()
     return {
-        name: Capacity(t["vcpu"], t["memory_mib"], _ARCH.get(t["arch"], t["arch"]), t["gpus"])
+        name: Capacity(t["vcpu"], t["memory_mib"], kube_arch([t["arch"]]), t["gpus"])
         for name, t in json.loads(text)["instance_types"].items()
     }
 
@@ -54,7 +67,7 @@ def read_file(path: Path) -> dict[str, Capacity]:
     """``--instance-types FILE``: describe-instance-types output; a clear error otherwise."""
     try:
         return from_describe(json.loads(path.read_text()))
-    except (OSError, ValueError, KeyError, TypeError) as error:
+    except (OSError, ValueError, KeyError, TypeError, RecursionError, ConversionError) as error:
         raise ConversionError(
             f"{path}: not the output of `aws ec2 describe-instance-types --output json`"
             f" ({type(error).__name__}: {error})"

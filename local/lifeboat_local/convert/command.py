@@ -7,12 +7,13 @@ API server with Karpenter's CRDs would check it before it is printed. Notes (wha
 NodePool equivalent, the choices made) go to stderr.
 
 Exit status: 0 converted; 2 some group could not be converted (each named with the fix; the
-others are still printed); 1 usage error.
+others are still printed); 1 usage error; 3 with --strict, a warning was said.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 from typing import Any, TextIO
@@ -24,15 +25,25 @@ from lifeboat_local.common import (
     EXIT_REJECTED,
     UsageError,
     add_command,
+    add_strict_flag,
     check_output_file,
     note,
+    strict_status,
+    warn,
+    warnings_said,
     write_output,
     zone_name,
 )
 from lifeboat_local.convert import nodes, settings
 from lifeboat_local.convert.capacity import Capacities, Capacity, read_file, shipped
 from lifeboat_local.convert.model import ConversionError, NodeGroup
-from lifeboat_local.convert.render import CHOICE, convert
+from lifeboat_local.convert.render import CHOICE, NEVER, convert
+
+# spec.expireAfter's pattern in Karpenter's NodePool CRD.
+EXPIRE_AFTER = re.compile(r"^(([0-9]+(s|m|h))+|Never)$")
+LATEST = "latest"
+# The alias families of the EC2NodeClass CRD (amiSelectorTerms[].alias).
+ALIAS_FAMILIES = ("al2", "al2023", "bottlerocket", "windows2019", "windows2022", "windows2025")
 
 EXAMPLES = """
     lifeboat convert --settings node-groups.yaml --cluster-name prod-a --zone eu-west-1a
@@ -48,8 +59,10 @@ def add_parser(commands: Any) -> None:
         summary="node groups to Karpenter NodePools and EC2NodeClasses",
         description="Write a NodePool (karpenter.sh/v1) and an EC2NodeClass "
         "(karpenter.k8s.aws/v1) per node group, as one YAML List, checked against the CRDs' "
-        "schemas and CEL rules. " + CHOICE + ". Exit status: 0 converted; 2 a group could "
-        "not be converted (named, with the fix); 1 usage error.",
+        "schemas and CEL rules. " + CHOICE + "; expireAfter: Never unless --expire-after. "
+        "The AMI is pinned (the group's AMI id or release) unless --ami-alias latest. "
+        "Exit status: 0 converted; 2 a group could not be converted (named, with the fix); "
+        "1 usage error; 3 with --strict, a warning was said.",
         examples=EXAMPLES,
     )
     source = parser.add_mutually_exclusive_group(required=True)
@@ -86,21 +99,86 @@ def add_parser(commands: Any) -> None:
         help="the nodes' IAM role (settings and cluster file; default "
         "KarpenterNodeRole-CLUSTER_NAME)",
     )
+    _add_choices(parser)
+
+
+def _add_choices(parser: argparse.ArgumentParser) -> None:
+    """The options that choose what the pools get where the group does not say."""
     parser.add_argument(
         "--ami-alias",
-        default="al2023@latest",
         metavar="FAMILY@VERSION",
-        help="the AMI alias (settings form; default al2023@latest)",
+        help="the AMI, as an alias pinned to a release (e.g. al2023@v20241121), for groups "
+        "that do not name theirs (the settings form; nodes without "
+        "eks.amazonaws.com/nodegroup-image); 'latest' follows every release of the group's "
+        "family, which drifts (replaces) every node at each release: a warning",
     )
+    parser.add_argument(
+        "--expire-after",
+        default=NEVER,
+        metavar="DURATION",
+        help="the pools' expireAfter (default Never, as a node group: Karpenter's expiry is "
+        "forceful, past budgets and do-not-disrupt), e.g. 720h",
+    )
+    parser.add_argument(
+        "--name",
+        metavar="POOL",
+        help="the NodePool and EC2NodeClass name (one group only; default: the group's name, "
+        "made valid: lower case, '-' for other characters, a hash when changed)",
+    )
+    add_strict_flag(parser)  # a settings key convert does not know, an AMI on latest: exit 3
 
 
 def check_args(args: argparse.Namespace) -> None:
     if args.node_group is not None and not args.cluster_name:
         raise UsageError("convert: --node-group needs --cluster-name")
+    if not EXPIRE_AFTER.match(args.expire_after):
+        raise UsageError(
+            f"convert: --expire-after {args.expire_after!r}: a duration such as 720h or 90m, "
+            "or Never"
+        )
+    if args.ami_alias is not None:
+        check_alias(args.ami_alias)
     if args.region is not None and args.node_group is None:
         raise UsageError("convert: --region goes with --node-group")
     if args.out is not None:
         check_output_file("--out", args.out)
+
+
+def check_alias(alias: str) -> None:
+    """``latest``, or FAMILY@VERSION with a family Karpenter knows (its CRD's list)."""
+    family, at, version = alias.partition("@")
+    if family.startswith("windows") and version not in ("", LATEST):
+        raise UsageError(
+            f"convert: --ami-alias {alias!r}: Windows aliases take no version (the "
+            f"EC2NodeClass CRD): {family}@latest, or --ami-alias latest"
+        )
+    if alias == LATEST or (at and family in ALIAS_FAMILIES and version):
+        return
+    raise UsageError(
+        f"convert: --ami-alias {alias!r}: FAMILY@VERSION (FAMILY one of "
+        f"{', '.join(ALIAS_FAMILIES)}; e.g. al2023@v20241121), or latest"
+    )
+
+
+def choose_ami(group: NodeGroup, alias: str | None) -> None:
+    """Apply ``--ami-alias`` to a group: it names the AMI of a group that does not, and
+    replaces the one a group names (said in a note); ``latest`` is warned about (Karpenter's
+    docs advise against it in production: every release drifts every node)."""
+    if alias is None:
+        return
+    if alias == LATEST or alias.endswith("@latest"):
+        alias = f"{group.alias_family}@latest" if alias == LATEST else alias
+        warn(
+            f"convert: {group.source}: AMI alias {alias}: every new AMI release will replace "
+            "every node of the pool (drift); pin a version (FAMILY@vYYYYMMDD) in production"
+        )
+    if group.ami_id or group.ami_alias:
+        group.notes.append(
+            f"{group.source}: --ami-alias {alias} replaces the group's own AMI "
+            f"({group.ami_id or group.ami_alias})"
+        )
+    group.ami_alias, group.ami_id, group.ami_family = alias, None, None
+    group.more_ami_ids, group.ami_arches = [], {}  # an alias resolves every architecture
 
 
 def _groups(args: argparse.Namespace, errors: list[str]) -> tuple[list[NodeGroup], Capacities]:
@@ -112,10 +190,7 @@ def _groups(args: argparse.Namespace, errors: list[str]) -> tuple[list[NodeGroup
         except ConversionError as error:
             raise UsageError(f"--instance-types {error}") from None
     context = settings.SettingsContext(
-        cluster_name=args.cluster_name,
-        role=args.node_role,
-        zone=args.zone,
-        ami_alias=args.ami_alias,
+        cluster_name=args.cluster_name, role=args.node_role, zone=args.zone
     )
     if args.node_group is not None:
         import boto3
@@ -141,20 +216,24 @@ def _groups(args: argparse.Namespace, errors: list[str]) -> tuple[list[NodeGroup
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     check_args(args)
+    said_before = warnings_said()
     errors: list[str] = []
     try:
         groups, capacities = _groups(args, errors)
     except ConversionError as error:
         groups, capacities = [], Capacities()
         errors.append(str(error))
+    if args.name is not None and len(groups) > 1:
+        raise UsageError(f"convert: --name names one pool, and there are {len(groups)} groups")
     items: list[dict[str, Any]] = []
     for group in groups:
+        group.pool_name = args.name
+        choose_ami(group, args.ami_alias)
         try:
-            items += convert(group, capacities)
+            items += convert(group, capacities, args.expire_after)
         except ConversionError as error:
             errors.append(str(error))
-            continue
-        for text in group.notes:
+        for text in group.notes:  # also for a refused group: they may say why
             note(f"convert: {text}")
     for text in errors:
         print(f"lifeboat: convert: cannot convert: {text}", file=sys.stderr)
@@ -165,4 +244,4 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             note(f"convert: wrote {len(items) // 2} NodePool(s) and EC2NodeClass(es) to {args.out}")
     else:
         (out or sys.stdout).write(document)
-    return EXIT_REJECTED if errors else EXIT_OK
+    return strict_status(args, EXIT_REJECTED if errors else EXIT_OK, said_before)

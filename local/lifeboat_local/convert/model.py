@@ -28,7 +28,8 @@ class RootVolume:
     iops: int | None = None
     throughput: int | None = None
     device_name: str = "/dev/xvda"
-    encrypted: bool | None = None
+    encrypted: bool | None = None  # None: the group did not say (Karpenter's default: true)
+    kms_key_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class Taint:
 class NodeGroup:
     """A group to convert; ``source`` says where it was read (named in errors and notes)."""
 
-    name: str
+    name: str  # the group's own name (kept in the pool's lifeboat.dev/node-group annotation)
     source: str
     instance_types: list[str]
     max_size: int
@@ -55,9 +56,19 @@ class NodeGroup:
     taints: list[Taint] = field(default_factory=list)
     gpu: bool = False
     root_volume: RootVolume | None = None
-    ami_alias: str | None = None  # e.g. al2023@latest; or:
+    ami_alias: str | None = None  # e.g. al2023@v20241121 (pinned); or:
     ami_id: str | None = None
     ami_family: str | None = None  # with ami_id: AL2, AL2023, Bottlerocket, ...
+    alias_family: str = "al2023"  # the alias family ``--ami-alias latest`` follows
+    # More AMI ids, one per architecture, when a mixed group's overrides have their own.
+    more_ami_ids: list[str] = field(default_factory=list)
+    # kubernetes.io/arch -> the AMI id for it, when the AMIs are known by id.
+    ami_arches: dict[str, str] = field(default_factory=dict)
+    # EC2NodeClass metadataOptions (Karpenter's names), from the launch template.
+    metadata_options: dict[str, object] | None = None
     role: str | None = None  # IAM role name; or:
     instance_profile: str | None = None
     notes: list[str] = field(default_factory=list)
+    # Said in the pool's lifeboat.dev/conversion annotation too (e.g. a Spot share not kept).
+    choices: list[str] = field(default_factory=list)
+    pool_name: str | None = None  # --name; else derived from ``name`` (convert.names)

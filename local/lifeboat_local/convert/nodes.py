@@ -44,15 +44,45 @@ def _common(dicts: list[dict[str, str]]) -> dict[str, str]:
     return {k: v for k, v in first.items() if all(d.get(k) == v for d in dicts[1:])}
 
 
-def _alias(nodes: list[dict[str, Any]]) -> str:
+# EKS managed nodes carry the AMI they run; the pool is pinned to it.
+IMAGE_LABEL = "eks.amazonaws.com/nodegroup-image"
+_AMI_FAMILIES = {"al2023": "AL2023", "al2": "AL2", "bottlerocket": "Bottlerocket"}
+
+
+def _alias_family(nodes: list[dict[str, Any]]) -> str | None:
+    """The alias family of the nodes' OS (all of them), None when they differ or it is none
+    of Karpenter's."""
     images = {
         str(((n.get("status") or {}).get("nodeInfo") or {}).get("osImage", "")).lower()
         for n in nodes
     }
     for prefix, family in _OS_ALIASES:
         if all(image.startswith(prefix) for image in images):
-            return f"{family}@latest"
-    return "al2023@latest"
+            return family
+    return None
+
+
+def _pin(group: NodeGroup, labels: list[dict[str, str]], family: str | None) -> None:
+    """Pin the group to the AMI its nodes run, when they all run one Karpenter knows the
+    family of; else the pool needs --ami-alias (the error says so)."""
+    if family is not None:
+        group.alias_family = family
+    images = {lab.get(IMAGE_LABEL) for lab in labels}
+    if len(images) != 1 or None in images:
+        group.notes.append(
+            f"{group.source}: the nodes do not all name one AMI ({IMAGE_LABEL}): "
+            "--ami-alias chooses it"
+        )
+        return
+    if family is None:
+        group.notes.append(
+            f"{group.source}: the nodes' OS (status.nodeInfo.osImage) is not one of "
+            "Amazon Linux 2023, Amazon Linux 2, Bottlerocket: the AMI family of "
+            f"{next(iter(images))} is unknown: --ami-alias chooses the AMI"
+        )
+        return
+    group.ami_id = images.pop()
+    group.ami_family = _AMI_FAMILIES[family]
 
 
 def _label_values(labels: list[dict[str, str]], key: str) -> list[str]:
@@ -98,7 +128,7 @@ def group(name: str, nodes: list[dict[str, Any]], where: str, ctx: SettingsConte
     shared_taints = _shared_taints(nodes)
     cluster = ctx.cluster_name or "CLUSTER_NAME"
     discovery = SelectorTerm(tags=((DISCOVERY_TAG, cluster),))
-    return NodeGroup(
+    found = NodeGroup(
         name=name,
         source=where,
         instance_types=types,
@@ -117,10 +147,11 @@ def group(name: str, nodes: list[dict[str, Any]], where: str, ctx: SettingsConte
         ],
         gpu=any(lab.get("nvidia.com/gpu.present") == "true" for lab in labels)
         or any(t[0] == "nvidia.com/gpu" for t in shared_taints),
-        ami_alias=_alias(nodes),
         role=ctx.role or f"KarpenterNodeRole-{cluster}",
         notes=_group_notes(where, len(nodes), ctx),
     )
+    _pin(found, labels, _alias_family(nodes))
+    return found
 
 
 def read(path: Path, ctx: SettingsContext) -> list[NodeGroup]:

@@ -3,15 +3,18 @@
 Choices, stated (also in each NodePool's ``lifeboat.dev/conversion`` annotation): disruption
 is conservative, ``consolidationPolicy: WhenEmpty`` after 5 minutes and one node at a time
 (``budgets: [{nodes: "1"}]``), so that a converted pool does not start repacking a fleet that
-was sized by hand; loosen it once the pool has run a while. ``limits`` are the group's
-maximum times one instance's vCPU and memory (the largest type's, for a mixed group), so the
-pool never grows past what the group could.
+was sized by hand; loosen it once the pool has run a while. ``expireAfter`` is ``Never`` unless
+``--expire-after`` says otherwise: a node group's nodes never expire, and Karpenter's expiry
+is forceful (its CRD default is 720h; ``nodeclaim/expiration`` deletes the claim with no
+budget, no do-not-disrupt and no replacement first), so a default would force-drain a group
+moved in a few hours almost all at once 30 days later. ``limits`` are the group's maximum
+times one instance's vCPU and memory (the largest type's, for a mixed group), so the pool
+never grows past what the group could.
 """
 
 from __future__ import annotations
 
 import copy
-import re
 from typing import Any
 
 from kubemu import validation
@@ -19,7 +22,9 @@ from kubemu.errors import ApiError
 from kubemu.resources import EC2NODECLASSES, NODEPOOLS
 from lifeboat_local.convert.capacity import Capacities, Capacity
 from lifeboat_local.convert.labels import check_key, check_value
-from lifeboat_local.convert.model import ConversionError, NodeGroup
+from lifeboat_local.convert.mixed import check_bootable
+from lifeboat_local.convert.model import ConversionError, NodeGroup, RootVolume
+from lifeboat_local.convert.names import is_valid, pool_name
 
 DISRUPTION: dict[str, Any] = {
     "consolidationPolicy": "WhenEmpty",
@@ -30,18 +35,36 @@ CHOICE = (
     "disruption: WhenEmpty after 5m, 1 node at a time (conservative; loosen once the pool "
     "has run); limits: max nodes x instance capacity"
 )
+NEVER = "Never"
+
+
+def choice(expire_after: str) -> str:
+    """The pool's ``lifeboat.dev/conversion`` annotation: what was chosen, honestly (the
+    one-at-a-time budget does not hold for expiry, which is forceful)."""
+    if expire_after == NEVER:
+        expiry = "expireAfter: Never (as the node group: nodes do not expire)"
+    else:
+        expiry = (
+            f"expireAfter: {expire_after} (forceful: expired nodes are drained regardless "
+            "of the budget and do-not-disrupt)"
+        )
+    return f"{CHOICE}; {expiry}"
+
+
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 def _name(group: NodeGroup) -> str:
-    if len(group.name) > 253 or not _DNS_SUBDOMAIN.match(group.name):
-        fixed = re.sub(r"[^-a-z0-9.]", "-", group.name.lower()).strip("-.")[:253]
+    """The pool's (and class's) name: ``--name``, else the group's own name mapped to a valid
+    one (``convert.names``)."""
+    if group.pool_name is None:
+        return pool_name(group.name)
+    if not is_valid(group.pool_name):
         raise ConversionError(
-            f"{group.source}: name {group.name!r} is not a valid NodePool name (a DNS "
-            f"subdomain: lower case, digits, '-' and '.'): rename it, e.g. {fixed!r}"
+            f"{group.source}: --name {group.pool_name!r} is not a valid NodePool name (lower "
+            f"case, digits, '-' and '.', at most 63): e.g. {pool_name(group.pool_name)!r}"
         )
-    return group.name
+    return group.pool_name
 
 
 def _quantity_mib(mib: int) -> str:
@@ -102,11 +125,17 @@ def _check_labels_and_taints(group: NodeGroup) -> None:
 
 
 def _template(
-    group: NodeGroup, name: str, requirements: list[dict[str, Any]], taints: list[dict[str, Any]]
+    group: NodeGroup,
+    name: str,
+    requirements: list[dict[str, Any]],
+    taints: list[dict[str, Any]],
+    expire_after: str,
 ) -> dict[str, Any]:
-    """The pool's ``spec.template``: its EC2NodeClass, requirements, taints and labels."""
+    """The pool's ``spec.template``: its EC2NodeClass, requirements, taints, labels and
+    ``expireAfter`` (always written: the CRD's default, 720h, is not a node group's)."""
     template_spec: dict[str, Any] = {
         "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": name},
+        "expireAfter": expire_after,
         "requirements": requirements,
     }
     if taints:
@@ -117,9 +146,22 @@ def _template(
     return template
 
 
-def node_pool(group: NodeGroup, capacities: Capacities) -> dict[str, Any]:
+def _annotations(group: NodeGroup, name: str, expire_after: str) -> dict[str, str]:
+    annotations = {
+        "lifeboat.dev/converted-from": group.source[-253:],
+        "lifeboat.dev/conversion": "; ".join([choice(expire_after), *group.choices]),
+    }
+    if name != group.name:
+        annotations["lifeboat.dev/node-group"] = group.name
+    return annotations
+
+
+def node_pool(
+    group: NodeGroup, capacities: Capacities, expire_after: str = NEVER
+) -> dict[str, Any]:
     name = _name(group)
     found = [capacities.of(t, group.source) for t in group.instance_types]
+    check_bootable(group, {t: c.arch for t, c in zip(group.instance_types, found, strict=True)})
     requirements = _requirements(group, found)
     taints = [
         {"key": t.key, "effect": t.effect, **({"value": t.value} if t.value else {})}
@@ -135,28 +177,52 @@ def node_pool(group: NodeGroup, capacities: Capacities) -> dict[str, Any]:
     return {
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodePool",
-        "metadata": {
-            "name": name,
-            "annotations": {
-                "lifeboat.dev/converted-from": group.source[-253:],
-                "lifeboat.dev/conversion": CHOICE,
-            },
-        },
+        "metadata": {"name": name, "annotations": _annotations(group, name, expire_after)},
         "spec": {
-            "template": _template(group, name, requirements, taints),
+            "template": _template(group, name, requirements, taints, expire_after),
             "limits": limits,
             "disruption": copy.deepcopy(DISRUPTION),
         },
     }
 
 
-def node_class(group: NodeGroup) -> dict[str, Any]:
-    spec: dict[str, Any] = {}
+def _ami(group: NodeGroup) -> dict[str, Any]:
+    """The class's AMI: the group's AMI ids (one per architecture) with their family, or its
+    alias; never a silent ``latest`` (convert refuses a group whose AMI it does not know)."""
     if group.ami_id:
-        spec["amiFamily"] = group.ami_family or "Custom"
-        spec["amiSelectorTerms"] = [{"id": group.ami_id}]
-    else:
-        spec["amiSelectorTerms"] = [{"alias": group.ami_alias or "al2023@latest"}]
+        ids = [group.ami_id, *group.more_ami_ids]
+        return {
+            "amiFamily": group.ami_family or "Custom",
+            "amiSelectorTerms": [{"id": ami} for ami in ids],
+        }
+    if not group.ami_alias:
+        raise ConversionError(
+            f"{group.source}: the group names no AMI: pass --ami-alias FAMILY@VERSION (the "
+            "release it runs, e.g. al2023@v20241121), or --ami-alias latest to follow every "
+            "release (each one drifts every node)"
+        )
+    return {"amiSelectorTerms": [{"alias": group.ami_alias}]}
+
+
+def _ebs(volume: RootVolume) -> dict[str, Any]:
+    """The root volume's EBS settings: encrypted (with the template's KMS key) unless the
+    group's template says it is not. Listing a block device drops Karpenter's own default,
+    which is encrypted (karpenter-provider-aws ``amifamily`` ``DefaultEBS``), so it is
+    written."""
+    ebs: dict[str, Any] = {"volumeSize": f"{volume.size_gib}Gi", "volumeType": volume.volume_type}
+    if volume.iops is not None and volume.volume_type in ("gp3", "io1", "io2"):
+        ebs["iops"] = volume.iops
+    if volume.throughput is not None and volume.volume_type == "gp3":
+        ebs["throughput"] = volume.throughput
+    ebs["encrypted"] = volume.encrypted is not False
+    if volume.kms_key_id and ebs["encrypted"]:
+        ebs["kmsKeyID"] = volume.kms_key_id
+    return ebs
+
+
+def _access(group: NodeGroup) -> dict[str, Any]:
+    """The nodes' IAM role (or instance profile), subnets and security groups."""
+    spec: dict[str, Any] = {}
     if group.instance_profile:
         spec["instanceProfile"] = group.instance_profile
     elif group.role:
@@ -169,21 +235,18 @@ def node_class(group: NodeGroup) -> dict[str, Any]:
     if not group.security_groups:
         raise ConversionError(f"{group.source}: no security groups found")
     spec["securityGroupSelectorTerms"] = [s.as_term() for s in group.security_groups]
+    return spec
+
+
+def node_class(group: NodeGroup) -> dict[str, Any]:
+    spec: dict[str, Any] = {**_ami(group), **_access(group)}
     volume = group.root_volume
     if volume is not None:
-        ebs: dict[str, Any] = {
-            "volumeSize": f"{volume.size_gib}Gi",
-            "volumeType": volume.volume_type,
-        }
-        if volume.iops is not None and volume.volume_type in ("gp3", "io1", "io2"):
-            ebs["iops"] = volume.iops
-        if volume.throughput is not None and volume.volume_type == "gp3":
-            ebs["throughput"] = volume.throughput
-        if volume.encrypted is not None:
-            ebs["encrypted"] = volume.encrypted
         spec["blockDeviceMappings"] = [
-            {"deviceName": volume.device_name, "rootVolume": True, "ebs": ebs}
+            {"deviceName": volume.device_name, "rootVolume": True, "ebs": _ebs(volume)}
         ]
+    if group.metadata_options:
+        spec["metadataOptions"] = dict(group.metadata_options)
     return {
         "apiVersion": "karpenter.k8s.aws/v1",
         "kind": "EC2NodeClass",
@@ -192,10 +255,12 @@ def node_class(group: NodeGroup) -> dict[str, Any]:
     }
 
 
-def convert(group: NodeGroup, capacities: Capacities) -> list[dict[str, Any]]:
+def convert(
+    group: NodeGroup, capacities: Capacities, expire_after: str = NEVER
+) -> list[dict[str, Any]]:
     """The pool and its class, each checked as the API server with Karpenter's CRDs would
     check it (kubemu's validation, fieldValidation=Strict) before anyone applies it."""
-    objects = [node_pool(group, capacities), node_class(group)]
+    objects = [node_pool(group, capacities, expire_after), node_class(group)]
     for obj, resource in zip(objects, (NODEPOOLS, EC2NODECLASSES), strict=True):
         try:
             validation.check(resource, copy.deepcopy(obj), "Strict")

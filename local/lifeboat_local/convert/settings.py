@@ -5,11 +5,17 @@ multi-document YAML or a ``kind: List``)::
     data: {k8s_instance_type: m6i.8xlarge, k8s_root_volume_size: '100', ...}
 
 The form names no subnets, security groups, role or zone: those come from the command line
-(``SettingsContext``) and are listed in the notes.
+(``SettingsContext``) and are listed in the notes. The keys are documented in a table in
+docs/migrating.md ("Settings keys"); a key that is not one of them is warned about with the
+nearest one (``--strict``: exit 3, as for every command's warnings). The file is read
+through the cluster-file reader (``kubemu.clusterfile.read_documents``: nesting depth, alias
+expansion bounded) and numbers are bounded (a node count is an int32, as Kubernetes' and
+Auto Scaling's are).
 """
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,8 +23,15 @@ from typing import Any
 
 import yaml
 
-from lifeboat_local.common import UsageError
-from lifeboat_local.convert.model import ConversionError, NodeGroup, RootVolume, SelectorTerm
+from kubemu.clusterfile import read_documents
+from lifeboat_local.common import UsageError, read_text, warn
+from lifeboat_local.convert.model import (
+    ConversionError,
+    NodeGroup,
+    RootVolume,
+    SelectorTerm,
+    Taint,
+)
 
 KEYS = (
     "k8s_instance_type",
@@ -31,7 +44,17 @@ KEYS = (
     "multi_az_provisioned_workers",
     "asg_launch_type",
     "gpu_enabled",
+    "labels",
+    "taints",
 )
+# The largest node count, volume size or IOPS: an int32 (Auto Scaling's MaxSize, the API's
+# integers); past it a number is a mistake, not a fleet (a 32-digit count was a 3.2e33 cpu limit).
+INT32_MAX = 2**31 - 1
+# Deeper than any settings file (a List of ConfigMaps is four levels deep).
+MAX_DEPTH = 16
+# The largest settings file read (a fleet's settings are kilobytes).
+MAX_BYTES = 16 * 1024 * 1024
+EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 REQUIRED = ("k8s_instance_type", "k8s_max_node_number")
 LAUNCH_TYPES = ("launch_template", "launch_configuration")
 VOLUME_TYPES = ("gp2", "gp3", "io1", "io2", "sc1", "st1", "standard")
@@ -45,15 +68,53 @@ class SettingsContext:
     cluster_name: str | None = None
     role: str | None = None
     zone: str | None = None
-    ami_alias: str = "al2023@latest"
+
+
+def _load(path: Path) -> list[Any]:
+    """The file's documents, read as replay reads a cluster file; a usage error (exit 1)
+    naming the file when it is too big, too deep or not YAML."""
+    where = f"--settings {path}"
+    try:
+        size = path.stat().st_size
+    except OSError as error:
+        raise UsageError(f"{where}: cannot read it ({error.strerror or error})") from None
+    if size > MAX_BYTES:
+        raise UsageError(f"{where}: {size:,} bytes: not settings (at most {MAX_BYTES:,})")
+    text = read_text(path, where)
+    try:
+        loaded = read_documents(text)[0]
+    except yaml.YAMLError as error:
+        raise UsageError(f"{where}: cannot read it ({error})") from None
+    if _deeper_than(loaded, MAX_DEPTH):
+        raise UsageError(
+            f"{where}: nested more than {MAX_DEPTH} levels deep: not settings (a ConfigMap "
+            "is three levels deep: the document, data, its values)"
+        )
+    return loaded
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests more than ``limit`` mappings or sequences (iteratively: a
+    50,000-deep document must not exhaust Python's recursion; each shared value once)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    deepest: dict[int, int] = {}  # an aliased value is walked again only when met deeper
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if not isinstance(item, (dict, list)) or deepest.get(id(item), -1) >= depth:
+            continue
+        deepest[id(item)] = depth
+        if isinstance(item, dict):
+            stack += [(child, depth + 1) for child in item.values()]
+        elif isinstance(item, list):
+            stack += [(child, depth + 1) for child in item]
+    return False
 
 
 def documents(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     """(where, ConfigMap) for each ConfigMap of the file."""
-    try:
-        loaded = list(yaml.safe_load_all(path.read_text()))
-    except (OSError, yaml.YAMLError) as error:  # unreadable input: a usage error (exit 1)
-        raise UsageError(f"--settings {path}: cannot read it ({error})") from None
+    loaded = _load(path)
     index = 0
     for document in loaded:
         items = document.get("items") if isinstance(document, dict) else None
@@ -80,6 +141,8 @@ def _int(data: dict[str, Any], key: str, where: str, low: int = 0) -> int | None
         ) from None
     if number < low:
         raise ConversionError(f"{where}: data.{key}: {number} is below {low}")
+    if number > INT32_MAX:
+        raise UsageError(f"{where}: data.{key}: {value!r} is past {INT32_MAX:,} (an int32)")
     return number
 
 
@@ -121,13 +184,20 @@ def _volume_type(data: dict[str, Any], where: str) -> str:
     return volume_type
 
 
+def _unknown_keys(data: dict[str, Any], where: str) -> None:
+    """Warn about each key convert does not read, with the nearest one it does (a typo
+    changes the pool silently otherwise); ``--strict`` makes the warning exit 3."""
+    said = []
+    for key in sorted(set(map(str, data)) - set(KEYS)):
+        near = difflib.get_close_matches(key, KEYS, n=1, cutoff=0.6)
+        said.append(f"{key!r} (did you mean {near[0]!r}?)" if near else repr(key))
+    if said:
+        warn(f"convert: {where}: data: not a settings key, not converted: {', '.join(said)}")
+
+
 def _settings_notes(data: dict[str, Any], where: str, min_size: int) -> list[str]:
-    """What the NodePool leaves out of the settings: unknown keys, and a minimum size
-    (Karpenter has none)."""
-    unknown = sorted(set(data) - set(KEYS))
+    """What the NodePool leaves out of the settings: a minimum size (Karpenter has none)."""
     notes: list[str] = []
-    if unknown:
-        notes.append(f"{where}: not converted (unknown keys): {', '.join(unknown)}")
     if min_size:
         notes.append(
             f"{where}: k8s_min_node_number {min_size} has no NodePool equivalent: Karpenter "
@@ -143,9 +213,15 @@ def _zones(data: dict[str, Any], where: str, context: SettingsContext) -> list[s
     if _bool(data, "multi_az_provisioned_workers", where):
         return []
     if context.zone is None:
+        said = (
+            "is 'false'"
+            if "multi_az_provisioned_workers" in data
+            else "is absent (default 'false')"
+        )
         raise ConversionError(
-            f"{where}: multi_az_provisioned_workers is 'false' (a single-zone group) but "
-            "the settings name no zone: pass --zone ZONE so the pool stays in it"
+            f"{where}: multi_az_provisioned_workers {said}: a single-zone group, but "
+            "the settings name no zone: pass --zone ZONE so the pool stays in it, or set "
+            "multi_az_provisioned_workers: 'true'"
         )
     return [context.zone]
 
@@ -178,6 +254,7 @@ def node_group(where: str, config_map: dict[str, Any], context: SettingsContext)
     _check_launch_type(data, where)
     volume_type = _volume_type(data, where)
     size = _int(data, "k8s_root_volume_size", where, 1)
+    _unknown_keys(data, where)
     notes = _settings_notes(data, where, min_size)
     zones = _zones(data, where, context)
     cluster = context.cluster_name or "CLUSTER_NAME"
@@ -197,11 +274,56 @@ def node_group(where: str, config_map: dict[str, Any], context: SettingsContext)
         subnets=[discovery],
         security_groups=[discovery],
         gpu=_bool(data, "gpu_enabled", where),
+        labels=labels(data, where),
+        taints=taints(data, where),
         root_volume=_root_volume(data, where, size, volume_type),
-        ami_alias=context.ami_alias,
         role=context.role or f"KarpenterNodeRole-{cluster}",
         notes=notes,
     )
+
+
+def _pairs(data: dict[str, Any], key: str, where: str) -> list[str]:
+    """The comma-separated entries of ``data[key]`` (a string, as a ConfigMap's data is)."""
+    value = data.get(key)
+    if value is None or value == "":
+        return []
+    if not isinstance(value, str):
+        raise ConversionError(
+            f"{where}: data.{key}: a string of comma-separated entries (a ConfigMap's data "
+            f"values are strings), e.g. {EXAMPLES[key]!r}"
+        )
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+EXAMPLES = {"labels": "team=shop,tier=web", "taints": "dedicated=shop:NoSchedule"}
+
+
+def labels(data: dict[str, Any], where: str) -> dict[str, str]:
+    """``labels: "k=v,k2=v2"``, as kubelet's ``--node-labels`` takes them."""
+    found: dict[str, str] = {}
+    for part in _pairs(data, "labels", where):
+        key, equals, value = part.partition("=")
+        if not equals or not key.strip():
+            raise ConversionError(
+                f"{where}: data.labels: {part!r} is not KEY=VALUE (e.g. {EXAMPLES['labels']!r})"
+            )
+        found[key.strip()] = value.strip()
+    return found
+
+
+def taints(data: dict[str, Any], where: str) -> list[Taint]:
+    """``taints: "k=v:Effect,k2:Effect"``, as kubelet's ``--register-with-taints`` takes them."""
+    found = []
+    for part in _pairs(data, "taints", where):
+        key_value, colon, effect = part.rpartition(":")
+        key, _, value = key_value.partition("=")
+        if not colon or not key.strip() or effect not in EFFECTS:
+            raise ConversionError(
+                f"{where}: data.taints: {part!r} is not KEY[=VALUE]:EFFECT with EFFECT one of "
+                f"{', '.join(EFFECTS)} (e.g. {EXAMPLES['taints']!r})"
+            )
+        found.append(Taint(key.strip(), effect, value.strip() or None))
+    return found
 
 
 def read(path: Path, context: SettingsContext) -> list[NodeGroup]:

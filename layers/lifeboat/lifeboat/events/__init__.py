@@ -46,6 +46,12 @@ __all__ = [
     "parse_message",
 ]
 
+STATUS_ON_QUEUE = (
+    "body: a DescribeInstanceStatus answer is never taken from the queue: Lifeboat asks EC2 "
+    "itself at each sweep (replay a saved answer with lifeboat replay)"
+)
+"""Why a raw ``DescribeInstanceStatus`` body on the queue is rejected."""
+
 UNEXPECTED = "body: could not be parsed"
 """Prefix of the reason given when a parser fails in an unforeseen way (a bug, not bad input)."""
 
@@ -77,7 +83,10 @@ def parse_message(body: str | bytes | Mapping[str, Any], *, received_at: datetim
 def _parse(body: str | bytes | Mapping[str, Any], *, received_at: datetime) -> list[Notice]:
     payload = load_body(body)
     if is_status_response(payload):
-        return parse_statuses(payload, received_at=received_at)
+        # It carries no account or region, and a copy of EC2's word is not EC2's word: the
+        # sweep asks EC2 itself (lifeboat.aws.sweep); only ``lifeboat replay`` reads saved
+        # answers, through the same sweep.
+        raise malformed(STATUS_ON_QUEUE)
     if is_reservations_response(payload):
         return parse_reservations(payload, received_at=received_at)
     message = unwrap(payload)
@@ -106,8 +115,8 @@ def _parse(body: str | bytes | Mapping[str, Any], *, received_at: datetime) -> l
 
 
 def parse_statuses(payload: dict[str, Any], *, received_at: datetime) -> list[Notice]:
-    """The notices of a ``DescribeInstanceStatus`` response (what the instance status sweep
-    reads, or a response saved to a file): each instance's status through every
+    """The notices of a ``DescribeInstanceStatus`` answer the sweep read (from EC2, or from
+    a file ``lifeboat replay`` was given): each instance's status through every
     ``registry.STATUS_PARSERS``. A response naming no instance in trouble gives one notice
     ignored with that reason, so that every message ends in a report."""
     with _rejected_as(Kind.INSTANCE_IMPAIRED):

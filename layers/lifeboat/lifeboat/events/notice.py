@@ -56,6 +56,9 @@ class Kind(StrEnum):
 
 
 # One row per kind: adding a kind is adding a row here (and a parser module).
+# What a scheduled change's notice says when its ``startTime`` was empty (its detail).
+EMPTY_START = "startTime empty: due now (Karpenter drains a scheduled change at once)"
+
 _NAMES = {
     Kind.SPOT_INTERRUPTION: ("spot interruption", "SpotInterruption"),
     Kind.REBALANCE_RECOMMENDATION: ("rebalance recommendation", "RebalanceRecommendation"),
@@ -121,6 +124,13 @@ class Notice:
     # Health: a node acted on for it is labelled, and the maintenance ends when the event
     # vanishes from a complete sweep (``lifeboat.aws.sweep.vanished``).
     ec2_event: bool = False
+    # AWS Health's ``eventArn``: which maintenance a Health notice is about, recorded on the
+    # node it holds, so that only that event's closing ends the hold
+    # (``lifeboat.kube.maintenance_holds``).
+    event_arn: str | None = None
+    # EC2 listed this maintenance again after it had ended on the node at this instant: a new
+    # hold, remembered under its own ledger key (``lifeboat.flow.sweep_holds``).
+    after_end: datetime | None = None
     # The capacity reservation the notice is about (a Capacity Block's expiry): before the
     # pipeline looks its instances up the notice names no instance; after, each instance's
     # notice keeps it, and its replacement is kept out of that reservation.
@@ -141,9 +151,16 @@ class Notice:
         AWS Health or EC2's scheduled event (``DescribeInstanceStatus``) tells of it first:
         both name the instance and the maintenance's start (Health ``startTime``, EC2
         ``NotBefore``), so a scheduled change is keyed by those, not by who sent it."""
+        if EMPTY_START in (self.detail or ""):
+            # Its start is its receipt time, new on every delivery: keyed by it, SQS's second
+            # delivery of an event acted on would be a new maintenance, never a duplicate.
+            return self.dedup_key
         if self.kind is Kind.SCHEDULED_CHANGE and self.instance_id and self.deadline:
             start = self.deadline.strftime("%Y%m%dT%H%M%SZ")
-            return f"maintenance#{self.instance_id}#{start}"
+            key = f"maintenance#{self.instance_id}#{start}"
+            if self.after_end is not None:
+                key += "#after-" + self.after_end.strftime("%Y%m%dT%H%M%SZ")
+            return key
         if self.kind is Kind.CAPACITY_BLOCK_EXPIRY and self.instance_id and self.deadline:
             # The same for EC2's warning and the sweep's finding (DescribeCapacityReservations):
             # the instance and when EC2 starts terminating it, whoever told of it first.

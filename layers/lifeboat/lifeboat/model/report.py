@@ -42,7 +42,8 @@ class Report:
     # A voluntary notice let go because its pool never allowed it in time.
     gave_up: bool = False
     # A rotation's change worth telling operators (its Event's reason: RotationCheckpoint,
-    # RotationFailed, RotationCompleted, RotationRolledBack, RotationNodeNotRestored).
+    # RotationFailed, RotationCompleted, RotationRolledBack, RotationNodeNotRestored,
+    # RotationNodeWaiting).
     rotation_change: str | None = None
     # The notice's deadline, and the capacity reservation it is about (an ending Capacity
     # Block's: its notification tells a training job when its node goes).
