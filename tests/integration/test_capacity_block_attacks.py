@@ -325,3 +325,21 @@ def test_a_warning_without_end_date_after_the_sweep_makes_no_second_replacement(
     # Known residual: the two keys differ, so the pods are warned a second time (an Event,
     # harmless); EC2's warning carries end-date in the user guide's sample, so this needs a
     # warning that lost it.
+
+
+def test_describe_instances_throttled_for_an_ending_block_loses_nothing(rig: Rig) -> None:
+    """The sweep finds an ending block but DescribeInstances of its instances is refused:
+    nothing is acted on wrongly and nothing is lost (the message fails, SQS delivers it
+    again, or the next sweep finds the block again); no replacement is made blind."""
+    from lifeboat.aws.sweep import sweep_request
+    from tests.integration.test_capacity_block import NO_SETS
+    from tests.integration.test_instance_status import stub_sweep
+
+    rig.now = END - timedelta(minutes=40)
+    stub_sweep(rig.stubber, *NO_SETS)
+    rig.expect_reservations(capacity_block(BLOCK, END))
+    rig.stubber.add_client_error("describe_instances", "RequestLimitExceeded")
+    [result] = rig.pipeline.process([json.dumps(sweep_request("sweep-t", rig.now.isoformat()))])
+    acted = [r for r in result.reports if str(r.outcome) == "acted"]
+    assert result.error is not None and not acted  # back to the queue, whole
+    assert rig.replacements() == {}
