@@ -19,6 +19,7 @@ Two lookups, both EC2's:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -61,15 +62,17 @@ def find_instances(
     notices: list[Notice],
     directory: ReservationDirectory | None,
     found: dict[str, InstanceInfo],
+    foreign: Callable[[Notice], bool] | None = None,
 ) -> list[Notice]:
     """``notices`` with each ending block's notice replaced by one per instance running in
     it; their facts go into ``found``. Without a ``directory`` a block's notice is ignored
-    with that reason (nothing to look its instances up with)."""
+    with that reason (nothing to look its instances up with). A ``foreign`` notice (another
+    account's or region's, which triage rejects) is kept as it is: EC2 is not asked."""
     out: list[Notice] = []
     looked_up: dict[str, list[str]] = {}
     for notice in notices:
         reservation = notice.reservation_id
-        if not awaits_instances(notice) or reservation is None:
+        if not awaits_instances(notice) or reservation is None or (foreign and foreign(notice)):
             out.append(notice)
             continue
         if directory is None:

@@ -48,7 +48,7 @@ from lifeboat.flow.act import Actor, ActResult, LifecycleActions
 from lifeboat.flow.handover_sweep import Swept, orphaned
 from lifeboat.flow.lanes import lanes as message_lanes
 from lifeboat.flow.resolve import Resolver
-from lifeboat.flow.routing import triage, triage_follow_up
+from lifeboat.flow.routing import foreign_origin, triage, triage_follow_up
 from lifeboat.flow.split import expand, remainders, split
 from lifeboat.flow.sweep_holds import ClusterHolds, listed_events, listing_failed, look_at, relisted
 from lifeboat.flow.sweep_triage import Sorted, sort_out
@@ -141,6 +141,18 @@ class _Batch:
             return self._resolvers[cluster]
 
 
+def _wanted(parsed: list[Parsed], found: Mapping[str, InstanceInfo]) -> list[str]:
+    """The instances of a batch still to be described (not ``found`` while parsing)."""
+    return sorted(
+        {
+            notice.instance_id
+            for item in parsed
+            for notice in _notices_of(item)
+            if notice.instance_id and notice.instance_id not in found
+        }
+    )
+
+
 @dataclass
 class Pipeline:
     clusters: ClusterClients
@@ -207,15 +219,7 @@ class Pipeline:
                 found.update(item.infos)
                 if limit and self.wakeups is not None:
                     item.notices, later[index] = split(item.notices, limit)
-        wanted = sorted(
-            {
-                notice.instance_id
-                for item in parsed
-                for notice in _notices_of(item)
-                if notice.instance_id and notice.instance_id not in found
-            }
-        )
-        described, failed = self._describe(wanted, parsed, time_left)
+        described, failed = self._describe(_wanted(parsed, found), parsed, time_left)
         infos = found | described
         batch = _Batch(infos, self.clusters, time_left)
         results: list[MessageResult] = [MessageResult() for _ in parsed]
@@ -289,7 +293,7 @@ class Pipeline:
             if is_sweep_request(message):
                 return self._with_hand_overs(self._sweep(message, found))
             parsed = parse_message(message, received_at=self.clock())
-            return find_instances(parsed, self.reservations, found)
+            return self._block_instances(parsed, found)
         except MalformedMessage as error:
             return MessageResult([Report.rejected(error.reason, error.event_id, error.kind)])
         except Exception as error:  # the message goes back to the queue, then to the DLQ
@@ -407,6 +411,19 @@ class Pipeline:
         if self.scope is not None:
             named = tuple(dict.fromkeys(named + self.scope.serving()))
         return named or (None,)
+
+    def _block_instances(
+        self, notices: list[Notice], found: dict[str, InstanceInfo]
+    ) -> list[Notice]:
+        """Each ending block's notice as one per instance of it (lifeboat.aws.capacity_blocks).
+        A block named by another account's or region's event is left for triage to reject
+        before EC2 is asked: a forged warning costs no DescribeInstances."""
+        return find_instances(
+            notices,
+            self.reservations,
+            found,
+            foreign=lambda notice: foreign_origin(notice, self.settings) is not None,
+        )
 
     def _ending_blocks(self, now: datetime) -> list[Notice]:
         """The Capacity Blocks ending within 40 minutes (lifeboat.events.capacity_block)."""
