@@ -131,7 +131,7 @@ def _check_acted(where: Stage, count: int) -> None:
     """Each warning was acted on (its node tainted), not ignored: an ignored warning would
     time nothing worth timing."""
     from lifeboat.kube.client import KubeApi
-    from lifeboat.kube.nodes import taint_key
+    from lifeboat.marks.node_marks import taint_key
 
     kube = KubeApi(where.emulator.api_client())
     key = taint_key(Kind.SPOT_INTERRUPTION)

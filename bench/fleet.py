@@ -42,8 +42,8 @@ from lifeboat.aws.discovery import ClusterCatalog
 from lifeboat.events.notice import Kind
 from lifeboat.flow.pipeline import Pipeline
 from lifeboat.kube.eks_auth import ClusterInfo
-from lifeboat.kube.nodes import taint_key
 from lifeboat.kube.rest import RestClient
+from lifeboat.marks.node_marks import taint_key
 from lifeboat.model.instances import InstanceInfo, StaticInstanceDirectory
 from lifeboat.model.ledger import MemoryLedger
 from lifeboat.model.settings import Settings

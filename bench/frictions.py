@@ -35,7 +35,7 @@ from bench.harness import Bench, LambdaContext
 from bench.scenarios import DecisionLog, NullMetrics, _summary_ms
 from lifeboat.events.notice import Kind
 from lifeboat.flow.pipeline import Pipeline
-from lifeboat.kube.nodes import taint_key
+from lifeboat.marks.node_marks import taint_key
 from lifeboat.model.deadline import QUEUE_VISIBILITY_TIMEOUT
 from lifeboat.runtime.handler import handle_batch
 

@@ -34,10 +34,12 @@ from typing import Any
 
 from kubemu import Emulator, load_cluster_file
 from lifeboat.flow.pipeline import OneCluster, Pipeline
-from lifeboat.karpenter.handover import AT_ONCE, WHEN_READY
+from lifeboat.karpenter import disruption_rules
 from lifeboat.karpenter.nodepool_hash import HASH_ANNOTATION, nodepool_hash
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
+from lifeboat.marks import node_marks
+from lifeboat.marks.handover import AT_ONCE, WHEN_READY
 from lifeboat.model.ledger import MemoryLedger
 from lifeboat.model.report import Outcome, Report
 from lifeboat.model.settings import Settings
@@ -86,13 +88,13 @@ def disrupting(emulator: Emulator, marked: frozenset[str], *, lifeboat: bool) ->
         if nodes.labels_of(node).get(nodes.NODEPOOL_LABEL) != POOL:
             continue
         claim = claims.get(node["spec"].get("providerID"))
-        if claim is None or not nodes.is_initialized(node):
+        if claim is None or not disruption_rules.is_initialized(node):
             continue
         if nodes.condition_true(claim, "InstanceTerminating"):
             continue
         keys = {(t.get("key"), t.get("effect")) for t in nodes.taints(node)}
         ours = any(
-            str(key).startswith(f"{nodes.DOMAIN}/") and effect != "PreferNoSchedule"
+            str(key).startswith(f"{node_marks.DOMAIN}/") and effect != "PreferNoSchedule"
             for key, effect in keys
         )
         if (

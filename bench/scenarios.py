@@ -17,7 +17,7 @@ from bench.events import KINDS, sqs_batches
 from bench.harness import Bench, LambdaContext
 from lifeboat.events.notice import Kind
 from lifeboat.flow.pipeline import Pipeline
-from lifeboat.kube.nodes import taint_key
+from lifeboat.marks.node_marks import taint_key
 from lifeboat.runtime.handler import handle_batch
 from lifeboat.telemetry.observability import PowertoolsBatchMetrics
 

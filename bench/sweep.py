@@ -33,14 +33,14 @@ from lifeboat.events.notice import Kind
 from lifeboat.flow.pipeline import ClusterClients, Pipeline
 from lifeboat.flow.split import NOTICES_PER_MESSAGE, split
 from lifeboat.flow.sweep_triage import Sorted
-from lifeboat.kube import nodes
-from lifeboat.kube.maintenance_holds import HOLDS_ANNOTATION
+from lifeboat.marks import node_marks
+from lifeboat.marks.maintenance_holds import HOLDS_ANNOTATION
 from lifeboat.model.instances import Ec2InstanceDirectory
 from lifeboat.model.settings import Settings
 from lifeboat.wakeup.codec import encode
 
 NOW = datetime(2026, 12, 1, 18, 0, tzinfo=UTC)
-SCHEDULED_TAINT = nodes.taint_key(Kind.SCHEDULED_CHANGE)
+SCHEDULED_TAINT = node_marks.taint_key(Kind.SCHEDULED_CHANGE)
 
 
 class _Paginator:
@@ -177,7 +177,7 @@ class MarkedNodes:
         self.by_cluster: dict[str, list[dict[str, Any]]] = {}
         with_events = [s["InstanceId"] for s in ec2.statuses if s.get("Events")]
         without = [s["InstanceId"] for s in ec2.statuses if not s.get("Events")][-ended:]
-        start = nodes.ec2_maintenance_value(NOW + timedelta(days=7))
+        start = node_marks.ec2_maintenance_value(NOW + timedelta(days=7))
         for instance_id in with_events + (without if ended else []):
             index = int(instance_id.removeprefix("i-"), 16)
             # Held for the event; those whose event EC2 no longer lists were missing from
@@ -191,7 +191,7 @@ class MarkedNodes:
             node = {
                 "metadata": {
                     "name": f"node-{index}",
-                    "labels": {nodes.EC2_MAINTENANCE_LABEL: start},
+                    "labels": {node_marks.EC2_MAINTENANCE_LABEL: start},
                     "annotations": {HOLDS_ANNOTATION: hold},
                 },
                 "spec": {

@@ -74,7 +74,7 @@ TARGETS: dict[str, Target] = {
         ),
     ),
     "node_patches": Target(
-        (f"{LAYER}/kube/node_patches.py",),
+        (f"{LAYER}/marks/node_patches.py",),
         (
             "tests/unit/test_taint_operations.py",
             "tests/unit/test_lb_exclusion_patches.py",

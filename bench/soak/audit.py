@@ -16,6 +16,7 @@ from typing import Any
 
 from kubemu import Emulator
 from lifeboat.kube import nodes
+from lifeboat.marks import node_marks
 from lifeboat.model.report import Outcome, Report
 
 from .messages import Sent
@@ -58,16 +59,17 @@ def read_server(emulator: Emulator, original_claims: Iterable[str]) -> ServerLog
 
 def replacements_by_old_claim(server: ServerLog) -> Counter[str]:
     return Counter(
-        nodes.labels_of(claim).get(nodes.REPLACES_LABEL, "?") for claim in server.created_claims
+        nodes.labels_of(claim).get(node_marks.REPLACES_LABEL, "?")
+        for claim in server.created_claims
     )
 
 
 def audit_replacements(server: ServerLog) -> list[str]:
     """One old NodeClaim, at most one replacement (issue 10.1)."""
     problems = [
-        f"NodeClaim {nodes.name_of(claim)} created without {nodes.REPLACES_LABEL}"
+        f"NodeClaim {nodes.name_of(claim)} created without {node_marks.REPLACES_LABEL}"
         for claim in server.created_claims
-        if nodes.REPLACES_LABEL not in nodes.labels_of(claim)
+        if node_marks.REPLACES_LABEL not in nodes.labels_of(claim)
     ]
     if server.claim_creates != len(server.created_claims):
         problems.append(

@@ -17,6 +17,7 @@ from kubemu import Emulator
 from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, RetryPolicy
+from lifeboat.marks import node_marks
 from lifeboat.model.settings import Settings
 from lifeboat.wakeup.codec import MemoryWakeups, encode
 from lifeboat_local.replay import RecordedLifecycle, SimulatedClock
@@ -217,7 +218,7 @@ def launch_replacements(emulator: Emulator) -> None:
     becomes Ready. (``lifeboat_local.karpenter_sim`` does the whole of it, but scans every
     pod per node and would cost more than the soak itself.)"""
     for claim in emulator.objects("NodeClaim"):
-        if nodes.REPLACES_LABEL not in nodes.labels_of(claim):
+        if node_marks.REPLACES_LABEL not in nodes.labels_of(claim):
             continue
         if claim.get("status", {}).get("conditions"):
             continue

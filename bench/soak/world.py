@@ -19,6 +19,7 @@ from typing import Any
 
 from bench.cluster import POD_NAMESPACE, Cluster, Machine, Pool, build_cluster
 from lifeboat.kube import nodes
+from lifeboat.marks import node_marks
 from lifeboat.model.instances import InstanceInfo, StaticInstanceDirectory
 
 from .config import SoakConfig
@@ -34,7 +35,7 @@ POOLS = (
     Pool("batch", ({"nodes": "2"},)),
     Pool("gpu", ({"nodes": "10%"},)),
     Pool("burst", ({"nodes": "100%"},)),
-    Pool("legacy", ({"nodes": "100%"},), {nodes.OPT_OUT_ANNOTATION: "true"}),
+    Pool("legacy", ({"nodes": "100%"},), {node_marks.OPT_OUT_ANNOTATION: "true"}),
 )
 OTHER_CLUSTER = "other"
 # Apps whose pods a PodDisruptionBudget of maxUnavailable 1 covers.

@@ -10,6 +10,7 @@ from typing import Any
 
 from lifeboat.decide import VOLUNTARY_PATIENCE
 from lifeboat.events.notice import Notice
+from lifeboat.karpenter import disruption_rules
 from lifeboat.karpenter.budgets import (
     LIFEBOAT_REASON,
     BudgetError,
@@ -25,6 +26,7 @@ from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
 from lifeboat.kube.objects import Obj
 from lifeboat.kube.selectors import selector_matches
+from lifeboat.marks import node_marks
 from lifeboat.model.instants import format_instant
 from lifeboat.model.settings import Settings
 from lifeboat.model.target import Target
@@ -121,7 +123,7 @@ def do_not_disrupt(node: Obj, pods: Sequence[Obj], at: datetime) -> dict[str, An
         if value is not None:
             who = f"pod {pod['metadata'].get('namespace', 'default')}/{nodes.name_of(pod)}"
             marks.append({"object": who, "value": value, "active_pod": nodes.is_active_pod(pod)})
-    blocker = nodes.do_not_disrupt_blocker(node, pods, at)
+    blocker = disruption_rules.do_not_disrupt_blocker(node, pods, at)
     return {
         "marks": marks,
         "blocking": None if blocker is None else blocker[0],
@@ -168,7 +170,7 @@ def target_facts(kube: KubeApi, target: Target, at: datetime) -> dict[str, Any]:
         "name": nodes.name_of(node),
         "ready": nodes.is_ready(node),
         "unschedulable": bool(node.get("spec", {}).get("unschedulable")),
-        "disrupting": nodes.is_disrupting(node),
+        "disrupting": node_marks.is_disrupting(node),
         "taints": [f"{t.get('key')}:{t.get('effect')}" for t in nodes.taints(node)],
     }
     facts["nodeclaim"] = target.claim.name if target.claim else None
@@ -189,7 +191,7 @@ def target_facts(kube: KubeApi, target: Target, at: datetime) -> dict[str, Any]:
             "nodes": counts.node_count,
             "disrupting": counts.disrupting,
             "disrupting_nodes": [{"node": n, "why": w} for n, w in counts.disrupting_nodes],
-            "opted_out": nodes.annotations_of(nodepool).get(nodes.OPT_OUT_ANNOTATION),
+            "opted_out": nodes.annotations_of(nodepool).get(node_marks.OPT_OUT_ANNOTATION),
             "budgets": budgets,
             "budget_error": error,
             "limit": allowance.limit,

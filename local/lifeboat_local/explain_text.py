@@ -7,6 +7,7 @@ from typing import Any, TextIO
 
 from lifeboat.karpenter.budgets import LIFEBOAT_REASON
 from lifeboat.kube import nodes
+from lifeboat.marks import node_marks
 from lifeboat_local.timeline import action_text
 
 
@@ -115,7 +116,7 @@ def _render_pool(pool: dict[str, Any] | None, add: Any) -> None:
     for item in pool["disrupting_nodes"]:
         add(f"                 disrupting: {item['node']} ({item['why']})")
     if pool["opted_out"]:
-        add(f"                 opted out: {nodes.OPT_OUT_ANNOTATION}={pool['opted_out']}")
+        add(f"                 opted out: {node_marks.OPT_OUT_ANNOTATION}={pool['opted_out']}")
     if pool["budget_error"]:
         add(f"  budgets:     INVALID, pool blocked: {pool['budget_error']}")
     else:

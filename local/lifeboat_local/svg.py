@@ -14,7 +14,7 @@ from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 from lifeboat.karpenter.budgets import Segment
-from lifeboat.kube import nodes
+from lifeboat.marks import node_marks
 from lifeboat.model.instants import format_instant
 from lifeboat_local.common import UsageError
 from lifeboat_local.window_model import (
@@ -162,7 +162,7 @@ def _row(pool: PoolWindows, windows: Windows, x: Any, top: int, plot_width: floa
     left, width = x(windows.at), x(windows.end) - x(windows.at)
     if pool.opted_out or pool.blocked:
         what = (
-            f"opted out ({nodes.OPT_OUT_ANNOTATION}): left alone by Lifeboat"
+            f"opted out ({node_marks.OPT_OUT_ANNOTATION}): left alone by Lifeboat"
             if pool.opted_out
             else f"blocked by invalid budgets: {pool.error}"
         )

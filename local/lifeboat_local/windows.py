@@ -31,6 +31,7 @@ from lifeboat.karpenter.budgets import (
 )
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
+from lifeboat.marks import node_marks
 from lifeboat.model.instants import format_instant
 from lifeboat.model.settings import Settings
 from lifeboat_local.common import (
@@ -101,7 +102,7 @@ def gather(kube: KubeApi, at: datetime, days: int, settings: Settings | None = N
                 budgets,
                 segments,
                 error,
-                nodes.opted_out(nodepool),
+                node_marks.opted_out(nodepool),
             )
         )
     return Windows(at, end, chart_start, chart_end, tuple(pools), settings=settings or Settings())
@@ -146,7 +147,7 @@ def work_text(settings: Settings) -> str:
 
 def opted_out_text() -> str:
     return (
-        f"opted out ({nodes.OPT_OUT_ANNOTATION}=true): Lifeboat leaves this pool alone; its "
+        f"opted out ({node_marks.OPT_OUT_ANNOTATION}=true): Lifeboat leaves this pool alone; its "
         "budgets bind only Karpenter"
     )
 

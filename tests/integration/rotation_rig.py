@@ -18,6 +18,7 @@ from kubemu import Emulator, load_cluster_file
 from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, RetryPolicy
+from lifeboat.marks import node_marks
 from lifeboat.model.ledger import Ledger, MemoryLedger
 from lifeboat.model.report import Report
 from lifeboat.model.settings import Settings
@@ -133,7 +134,7 @@ class Rig:
     def marked(self, name: str) -> bool:
         """The node carries the rotation's waiting mark (PreferNoSchedule)."""
         found = self.node(name)
-        return found is not None and nodes.pending_mark(found, ROTATION_TAINT)
+        return found is not None and node_marks.pending_mark(found, ROTATION_TAINT)
 
     def events(self, reason: str, kind: str | None = None) -> list[dict[str, Any]]:
         return [

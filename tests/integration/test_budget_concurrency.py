@@ -35,6 +35,7 @@ from kubemu import Emulator, load_cluster_file
 from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, RetryPolicy
+from lifeboat.marks import node_marks
 from lifeboat.model.ledger import MemoryLedger
 from lifeboat.model.report import Outcome, Report
 from lifeboat.model.settings import Settings
@@ -136,7 +137,7 @@ def _rebalance(i: int) -> dict[str, Any]:
 def _disrupting(node: dict[str, Any]) -> bool:
     """Acted on by Lifeboat: its NoSchedule taint and cordoned (a deferral's
     PreferNoSchedule mark does not count, as in Karpenter's and Lifeboat's own count)."""
-    taint = nodes.lifeboat_taint(node)
+    taint = node_marks.lifeboat_taint(node)
     acted = taint is not None and taint.get("effect") == "NoSchedule"
     return acted or bool(node.get("spec", {}).get("unschedulable"))
 
@@ -240,10 +241,12 @@ def test_concurrent_rebalances_never_exceed_the_budget(run: int) -> None:
     assert {r.node for r in acted} == {nodes.name_of(n) for n in pool_nodes if _disrupting(n)}
     # The deferred ones are marked PreferNoSchedule, not cordoned.
     pending = [n for n in pool_nodes if not _disrupting(n)]
-    assert all((nodes.lifeboat_taint(n) or {}).get("effect") == "PreferNoSchedule" for n in pending)
+    assert all(
+        (node_marks.lifeboat_taint(n) or {}).get("effect") == "PreferNoSchedule" for n in pending
+    )
     # One replacement per acted node, none for the deferred.
     replacements = [
-        c for c in emu.objects("NodeClaim") if nodes.REPLACES_LABEL in nodes.labels_of(c)
+        c for c in emu.objects("NodeClaim") if node_marks.REPLACES_LABEL in nodes.labels_of(c)
     ]
     assert len(replacements) == BUDGET
     # Every lease taken was given back.

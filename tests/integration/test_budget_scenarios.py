@@ -21,6 +21,7 @@ import pytest
 
 from kubemu import dump_cluster_file, load_cluster_file
 from lifeboat.kube import nodes
+from lifeboat.marks import node_marks
 from lifeboat_local.cli import main
 from lifeboat_local.common import parse_instant
 from lifeboat_local.karpenter_sim import TERMINATE_TIME
@@ -90,7 +91,7 @@ def test_rebalance_after_the_window_acts(
     objects = load_cluster_file(state)
     node = next(o for o in objects if o["kind"] == "Node" and o["metadata"]["name"] == line["node"])
     assert node["spec"]["unschedulable"] is True
-    assert nodes.lifeboat_taint(node) == {
+    assert node_marks.lifeboat_taint(node) == {
         "key": "lifeboat.dev/rebalance-recommendation",
         "effect": "NoSchedule",
     }
@@ -100,7 +101,7 @@ def test_rebalance_after_the_window_acts(
         if o["kind"] == "NodeClaim" and o["metadata"]["name"] == line["actions"][3]["name"]
     )
     assert nodes.labels_of(replacement)[nodes.NODEPOOL_LABEL] == "general"
-    assert nodes.labels_of(replacement)[nodes.REPLACES_LABEL] == "general-b4wpl"
+    assert nodes.labels_of(replacement)[node_marks.REPLACES_LABEL] == "general-b4wpl"
     old = next(
         o for o in objects if o["kind"] == "NodeClaim" and o["metadata"]["name"] == "general-b4wpl"
     )
@@ -247,7 +248,7 @@ def test_follow_acts_on_the_deferred_batch_node_once_the_first_is_replaced(
     assert pods_on == set(by_name)
     for node in by_name.values():
         assert nodes.is_ready(node)
-        assert not nodes.is_disrupting(node)
+        assert not node_marks.is_disrupting(node)
         assert {"key": "workload", "value": "batch", "effect": "NoSchedule"} in nodes.taints(node)
     claims = {nodes.name_of(o): o for o in objects if o["kind"] == "NodeClaim"}
     assert "batch-q2vtn" not in claims

@@ -35,8 +35,8 @@ from lifeboat.aws.sweep import Ec2InstanceStatuses, sweep_request
 from lifeboat.events.notice import Kind
 from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.karpenter.replacement import CAPACITY_RESERVATION_ID_LABEL
-from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, RetryPolicy
+from lifeboat.marks import node_marks
 from lifeboat.model.instances import LIVE_STATES, Ec2InstanceDirectory
 from lifeboat.model.ledger import MemoryLedger
 from lifeboat.model.report import Report
@@ -57,7 +57,7 @@ IN_BLOCK = {  # instance -> (node, NodeClaim, training pod)
     "i-0a1b2c3d4e5f60033": ("ip-10-0-1-33.ec2.internal", "gpu-p5a03", "llm-train-2"),
 }
 OTHER_NODE, OTHER_CLAIM = "ip-10-0-1-34.ec2.internal", "gpu-p5b01"
-TAINT = nodes.taint_key(Kind.CAPACITY_BLOCK_EXPIRY)
+TAINT = node_marks.taint_key(Kind.CAPACITY_BLOCK_EXPIRY)
 NO_SETS: tuple[list[list[dict[str, Any]]], ...] = ([[]], [[]], [[]])
 
 
@@ -163,9 +163,9 @@ class Rig:
     def replacements(self) -> dict[str, dict[str, Any]]:
         """Each new NodeClaim by the claim it replaces."""
         return {
-            c["metadata"]["labels"][nodes.REPLACES_LABEL]: c
+            c["metadata"]["labels"][node_marks.REPLACES_LABEL]: c
             for c in self.emulator.objects("NodeClaim")
-            if nodes.REPLACES_LABEL in (c["metadata"].get("labels") or {})
+            if node_marks.REPLACES_LABEL in (c["metadata"].get("labels") or {})
         }
 
 

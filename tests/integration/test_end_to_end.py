@@ -32,6 +32,7 @@ from lifeboat.events.notice import Kind
 from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, RetryPolicy
+from lifeboat.marks import node_marks
 from lifeboat.model.settings import Settings
 from lifeboat.runtime.handler import handle_batch
 from lifeboat.wakeup.codec import Task, Wakeup, decode
@@ -215,7 +216,7 @@ def _node(emu: Emulator, name: str) -> dict[str, Any]:
 
 def _taint(node: dict[str, Any], kind: Kind) -> str | None:
     for taint in nodes.taints(node):
-        if taint.get("key") == nodes.taint_key(kind):
+        if taint.get("key") == node_marks.taint_key(kind):
             return str(taint.get("effect"))
     return None
 
@@ -227,9 +228,9 @@ def _claims(emu: Emulator) -> dict[str, dict[str, Any]]:
 def _replacements(emu: Emulator) -> dict[str, str]:
     """old NodeClaim -> its replacement."""
     return {
-        str(nodes.labels_of(c)[nodes.REPLACES_LABEL]): name
+        str(nodes.labels_of(c)[node_marks.REPLACES_LABEL]): name
         for name, c in _claims(emu).items()
-        if nodes.REPLACES_LABEL in nodes.labels_of(c)
+        if node_marks.REPLACES_LABEL in nodes.labels_of(c)
     }
 
 

@@ -19,6 +19,7 @@ from kubemu import Emulator
 from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, RetryPolicy
+from lifeboat.marks import node_marks
 from lifeboat.model.instances import InstanceInfo, StaticInstanceDirectory
 from lifeboat.model.ledger import MemoryLedger
 from lifeboat.model.report import Outcome, Report
@@ -175,7 +176,7 @@ def test_what_a_failed_message_did_is_reported_and_its_retry_continues(emu: Emul
     replaced = [
         c
         for c in emu.objects("NodeClaim")
-        if nodes.labels_of(c).get(nodes.REPLACES_LABEL) == _claim(SECOND)
+        if nodes.labels_of(c).get(node_marks.REPLACES_LABEL) == _claim(SECOND)
     ]
     assert len(replaced) == 1
 
@@ -265,7 +266,7 @@ def test_under_30_percent_api_errors_every_instance_acted_on_is_reported_and_non
             pytest.fail("the message never succeeded")
         emu.clear_faults()
         replaced = {
-            nodes.labels_of(c).get(nodes.REPLACES_LABEL) for c in emu.objects("NodeClaim")
+            nodes.labels_of(c).get(node_marks.REPLACES_LABEL) for c in emu.objects("NodeClaim")
         } - {None}
     assert failures > 0  # the faults did make receipts fail midway
     acted = {r["instance_id"] for r in reports if r["outcome"] == "acted"}

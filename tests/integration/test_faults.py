@@ -29,6 +29,7 @@ from kubemu.dispatch import Drop, Response
 from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, KubeError, RetryPolicy, retrying_for
+from lifeboat.marks import node_marks
 from lifeboat.model.deadline import HANDLING_MARGIN
 from lifeboat.model.instances import Ec2InstanceDirectory, InstanceInfo, StaticInstanceDirectory
 from lifeboat.model.ledger import MemoryLedger
@@ -108,7 +109,7 @@ def _replacements(emu: Emulator) -> list[dict[str, Any]]:
     return [
         claim
         for claim in emu.objects("NodeClaim")
-        if nodes.labels_of(claim).get(nodes.REPLACES_LABEL) == CLAIM
+        if nodes.labels_of(claim).get(node_marks.REPLACES_LABEL) == CLAIM
     ]
 
 
@@ -269,7 +270,7 @@ def test_a_named_create_is_resent_after_any_transient_failure(emu: Emulator, sta
     kube = _kube(emu)
     emu.fail_next(status, times=1, verb="create", resource="nodeclaims")
     body = _replacement_body()
-    body["metadata"] = {"name": "general-0123456789", "labels": {nodes.REPLACES_LABEL: CLAIM}}
+    body["metadata"] = {"name": "general-0123456789", "labels": {node_marks.REPLACES_LABEL: CLAIM}}
     created = kube.create_nodeclaim(body)
     assert created["metadata"]["name"] == "general-0123456789"
     assert _calls(emu, "create", "nodeclaims") == 2
@@ -279,7 +280,7 @@ def _replacement_body() -> dict[str, Any]:
     return {
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodeClaim",
-        "metadata": {"generateName": "general-", "labels": {nodes.REPLACES_LABEL: CLAIM}},
+        "metadata": {"generateName": "general-", "labels": {node_marks.REPLACES_LABEL: CLAIM}},
         # What the NodeClaim CRD requires.
         "spec": {
             "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "d"},

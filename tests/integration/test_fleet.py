@@ -23,6 +23,7 @@ from lifeboat.events.notice import Kind
 from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, RetryPolicy
+from lifeboat.marks import node_marks
 from lifeboat.model.instances import Ec2InstanceDirectory
 from lifeboat.model.ledger import MemoryLedger
 from lifeboat.model.settings import Settings
@@ -148,7 +149,7 @@ def test_one_handler_serves_two_clusters_and_counts_the_unmanaged(ec2: Any) -> N
             node = emu.get_object("Node", name)
             assert node is not None
             assert node["spec"].get("unschedulable") is True
-            assert {t["key"] for t in node["spec"]["taints"]} == {nodes.taint_key(Kind(spot))}
+            assert {t["key"] for t in node["spec"]["taints"]} == {node_marks.taint_key(Kind(spot))}
             # Deleted; Karpenter's termination finalizer keeps it until the instance is gone.
             assert present(emu.get_object("NodeClaim", "general-7xkqz"), "NodeClaim general-7xkqz")[
                 "metadata"
@@ -312,7 +313,7 @@ def test_an_opted_out_nodepool_is_left_alone_even_for_spot() -> None:
     objects = copy.deepcopy(load_cluster_file(EVENTS / "cluster.yaml"))
     for obj in objects:
         if obj["kind"] == "NodePool" and obj["metadata"]["name"] == "general":
-            obj["metadata"]["annotations"][nodes.OPT_OUT_ANNOTATION] = "true"
+            obj["metadata"]["annotations"][node_marks.OPT_OUT_ANNOTATION] = "true"
     with Emulator(objects) as emu:
         pipeline = replay_pipeline(emu, objects, Settings())
         [result] = pipeline.process([(EVENTS / "spot-interruption.json").read_text()])
@@ -337,13 +338,13 @@ def test_a_deferred_rebalance_let_go_removes_its_pending_mark() -> None:
         # The operator opts the pool out while the notice waits; its wake-up lets it go.
         pool = emu.get_object("NodePool", "general")
         assert pool is not None
-        pool["metadata"]["annotations"][nodes.OPT_OUT_ANNOTATION] = "true"
+        pool["metadata"]["annotations"][node_marks.OPT_OUT_ANNOTATION] = "true"
         emu.put_object(pool)
         later = replay_pipeline(emu, objects, Settings(), freeze)
         [let_go] = later.process([rebalance])[0].reports
         assert let_go.outcome == "ignored"
         assert let_go.actions == (
-            {"type": "untaint", "key": nodes.taint_key(Kind.REBALANCE_RECOMMENDATION)},
+            {"type": "untaint", "key": node_marks.taint_key(Kind.REBALANCE_RECOMMENDATION)},
         )
         cleared = emu.get_object("Node", node_name)
         assert cleared is not None

@@ -28,8 +28,8 @@ from lifeboat.aws.scheduler import SchedulerWakeups
 from lifeboat.events.notice import Kind
 from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.flow.split import NOTICES_PER_MESSAGE
-from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, RetryPolicy
+from lifeboat.marks import node_marks
 from lifeboat.model.settings import Settings
 from lifeboat.runtime.handler import handle_batch
 from lifeboat.runtime.service import BATCH_WORKERS, utc_now
@@ -154,7 +154,7 @@ def _event(world: World, count: int) -> dict[str, Any]:
 
 def _acted_per_pool(world: World) -> Counter[str]:
     """Nodes Lifeboat took (its NoSchedule taint for scheduled maintenance), per NodePool."""
-    key = nodes.taint_key(Kind.SCHEDULED_CHANGE)
+    key = node_marks.taint_key(Kind.SCHEDULED_CHANGE)
     acted: Counter[str] = Counter()
     for node in world.emulator.objects("Node"):
         taints = node.get("spec", {}).get("taints") or []

@@ -34,6 +34,7 @@ from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.karpenter.forceful import TERMINATION_TIMESTAMP
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, RetryPolicy
+from lifeboat.marks import node_marks
 from lifeboat.model.instances import Ec2InstanceDirectory
 from lifeboat.model.ledger import MemoryLedger
 from lifeboat.model.report import Report
@@ -54,7 +55,7 @@ KARPENTER_CLAIM = "general-b4wpl"
 NODE_GROUP_INSTANCE = "i-0a1b2c3d4e5f60006"  # managed node group, node ip-10-0-3-16
 NODE_GROUP_NODE = "ip-10-0-3-16.ec2.internal"
 MAINTENANCE = datetime(2026, 12, 8, 9, 0, tzinfo=UTC)
-SCHEDULED_TAINT = nodes.taint_key(Kind.SCHEDULED_CHANGE)
+SCHEDULED_TAINT = node_marks.taint_key(Kind.SCHEDULED_CHANGE)
 
 
 # --- DescribeInstanceStatus as boto3 returns it ------------------------------------------
@@ -225,7 +226,9 @@ def test_impaired_past_karpenters_unhealthy_threshold_replaces_the_node_at_once(
     assert "create-nodeclaim" in types(report) and "delete-nodeclaim" in types(report)
     assert rig.claim(KARPENTER_CLAIM)["metadata"].get("deletionTimestamp")
     node = rig.node(KARPENTER_NODE)
-    assert nodes.taint_key(Kind.INSTANCE_IMPAIRED) in {t["key"] for t in node["spec"]["taints"]}
+    assert node_marks.taint_key(Kind.INSTANCE_IMPAIRED) in {
+        t["key"] for t in node["spec"]["taints"]
+    }
 
 
 def test_a_system_status_failure_counts_like_an_instance_status_failure(rig: Rig) -> None:
@@ -439,7 +442,7 @@ def test_a_finished_event_uncordons_a_node_that_was_only_cordoned(
     assert not node["spec"].get("unschedulable")
     assert SCHEDULED_TAINT not in {t["key"] for t in node["spec"].get("taints") or []}
     assert not nodes.excluded_from_load_balancers(node)
-    assert not nodes.excluded_by_lifeboat(node)
+    assert not node_marks.excluded_by_lifeboat(node)
 
     # Reported again by the next sweep: nothing left to undo.
     rig.now += timedelta(minutes=1)
@@ -610,7 +613,7 @@ def test_a_sweep_across_two_clusters_and_an_unmanaged_instance(aws: boto3.Sessio
             node = emu.get_object("Node", name)
             assert node is not None
             assert node["spec"]["unschedulable"] is True
-            assert {t["key"] for t in node["spec"]["taints"]} == {nodes.taint_key(taint)}
+            assert {t["key"] for t in node["spec"]["taints"]} == {node_marks.taint_key(taint)}
 
 
 def test_a_sweep_request_without_an_ec2_reader_is_ignored_with_its_reason(rig: Rig) -> None:
@@ -750,7 +753,7 @@ def test_a_maintenance_cancelled_while_deferred_is_not_acted_on_when_its_wake_up
         assert undone.outcome == "acted" and types(undone)[0] == "untaint"
         node = rig.node(KARPENTER_NODE)
         assert SCHEDULED_TAINT not in {t["key"] for t in node["spec"].get("taints") or []}
-        assert node["metadata"]["annotations"][nodes.MAINTENANCE_ENDED_ANNOTATION] == (
+        assert node["metadata"]["annotations"][node_marks.MAINTENANCE_ENDED_ANNOTATION] == (
             "2026-12-01T16:00:00Z"
         )
 

@@ -36,7 +36,8 @@ from lifeboat.flow.pipeline import Pipeline
 from lifeboat.flow.sweep_holds import ABSENCE, ABSENT_SWEEPS
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
-from lifeboat.kube.maintenance_holds import holds_of
+from lifeboat.marks import node_marks
+from lifeboat.marks.maintenance_holds import holds_of
 from lifeboat.model.instances import Ec2InstanceDirectory, InstanceInfo
 from lifeboat.model.ledger import MemoryLedger
 from lifeboat.model.report import Report
@@ -60,7 +61,7 @@ from tests.integration.test_instance_status import (
 )
 from tests.support.events import aws_event, health_time
 
-LABEL = nodes.EC2_MAINTENANCE_LABEL
+LABEL = node_marks.EC2_MAINTENANCE_LABEL
 KUBECTL = shutil.which("kubectl")
 
 
@@ -113,7 +114,7 @@ def test_an_event_that_vanishes_uncordons_the_node_as_a_cancelled_one(cordon_onl
     assert not node["spec"].get("unschedulable")
     assert SCHEDULED_TAINT not in taint_keys(node)
     assert not nodes.excluded_from_load_balancers(node)
-    assert nodes.maintenance_ended(node, MAINTENANCE)
+    assert node_marks.maintenance_ended(node, MAINTENANCE)
     # The label stays with the ended hold: EC2 listing the event again is a new hold.
     [hold] = holds_of(node)
     assert hold.start == MAINTENANCE and hold.ended == rig.now
@@ -329,7 +330,7 @@ def test_a_deferral_for_a_vanished_event_does_nothing_when_it_wakes() -> None:
         assert ended.outcome == "acted" and types(ended)[0] == "untaint"
         node = rig.node(KARPENTER_NODE)
         assert SCHEDULED_TAINT not in taint_keys(node)
-        assert nodes.maintenance_ended(node, start)
+        assert node_marks.maintenance_ended(node, start)
 
         wakeups = rig.pipeline.wakeups
         assert isinstance(wakeups, MemoryWakeups)
@@ -421,7 +422,7 @@ def test_a_deferral_whose_event_vanished_while_the_node_was_not_ready_still_lets
         rig.now += timedelta(minutes=1)
         [ended] = [r for r in rig.sweep() if r.instance_id]
         assert ended.outcome == "acted"
-        assert nodes.maintenance_ended(rig.node(KARPENTER_NODE), start)
+        assert node_marks.maintenance_ended(rig.node(KARPENTER_NODE), start)
 
 
 def test_through_moto_a_running_instance_is_restored_and_a_stopped_one_left(

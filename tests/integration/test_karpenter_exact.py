@@ -20,6 +20,7 @@ import kubemu
 from kubemu import load_cluster_file
 from lifeboat.karpenter.nodepool_hash import HASH_ANNOTATION, nodepool_hash
 from lifeboat.kube import nodes
+from lifeboat.marks import node_marks
 from lifeboat_local import replay as replay_module
 from lifeboat_local.karpenter_sim import KarpenterSimulation, SimStep
 from lifeboat_local.karpenter_sim.disruption import drift_reason
@@ -54,7 +55,9 @@ INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 
 def _replacements(objects: list[Obj]) -> list[Obj]:
     """Lifeboat's replacements in a cluster; each must be one the API server accepts."""
-    found = [c for c in of_kind(objects, "NodeClaim") if nodes.REPLACES_LABEL in nodes.labels_of(c)]
+    found = [
+        c for c in of_kind(objects, "NodeClaim") if node_marks.REPLACES_LABEL in nodes.labels_of(c)
+    ]
     for claim in found:
         assert crd_problems(claim) == [], claim["metadata"]["name"]
     return found

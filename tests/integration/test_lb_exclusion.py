@@ -29,6 +29,7 @@ from lifeboat.events.notice import Kind
 from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, RetryPolicy
+from lifeboat.marks import node_marks
 from lifeboat.model.ledger import MemoryLedger
 from lifeboat.model.report import Report
 from lifeboat.model.settings import Settings
@@ -39,7 +40,7 @@ from tests.support.events import SAMPLE_TIME, aws_event
 from tests.support.paths import EVENTS
 
 LABEL = nodes.EXCLUDE_FROM_LOAD_BALANCERS_LABEL
-OWNED = nodes.EXCLUDED_BY_LIFEBOAT_ANNOTATION
+OWNED = node_marks.EXCLUDED_BY_LIFEBOAT_ANNOTATION
 SPOT_NODE = "ip-10-0-1-11.ec2.internal"
 REBALANCE_NODE = "ip-10-0-1-12.ec2.internal"
 REBALANCE_INSTANCE = "i-0a1b2c3d4e5f60002"
@@ -98,7 +99,7 @@ class Cluster:
     def opt_out_general(self) -> None:
         pool = self.emulator.get_object("NodePool", "general")
         assert pool is not None
-        pool["metadata"]["annotations"][nodes.OPT_OUT_ANNOTATION] = "true"
+        pool["metadata"]["annotations"][node_marks.OPT_OUT_ANNOTATION] = "true"
         self.emulator.put_object(pool)
 
 
@@ -186,7 +187,7 @@ def _cordoned_then_returned_to_service(cluster: Cluster) -> None:
     assert acted.outcome == "acted"
     assert label_actions(acted) == [{"type": "label", "key": LABEL, "value": "true"}]
     cluster.kubectl("uncordon", REBALANCE_NODE)
-    taint = nodes.taint_key(Kind.REBALANCE_RECOMMENDATION)
+    taint = node_marks.taint_key(Kind.REBALANCE_RECOMMENDATION)
     cluster.kubectl("taint", "nodes", REBALANCE_NODE, f"{taint}-")
 
 
@@ -209,7 +210,7 @@ def test_letting_a_deferred_notice_go_removes_the_label_lifeboat_added(cluster: 
     assert cluster.excluded_nodes() == {REBALANCE_NODE}
     let_go = _deferred_then_let_go(cluster)
     assert let_go.actions == (
-        {"type": "untaint", "key": nodes.taint_key(Kind.REBALANCE_RECOMMENDATION)},
+        {"type": "untaint", "key": node_marks.taint_key(Kind.REBALANCE_RECOMMENDATION)},
         {"type": "unlabel", "key": LABEL},
     )
     assert cluster.excluded_nodes() == set()
@@ -221,7 +222,7 @@ def test_letting_a_deferred_notice_go_keeps_the_operators_label(cluster: Cluster
     cluster.kubectl("label", "node", REBALANCE_NODE, f"{LABEL}=true")
     let_go = _deferred_then_let_go(cluster)
     assert let_go.actions == (
-        {"type": "untaint", "key": nodes.taint_key(Kind.REBALANCE_RECOMMENDATION)},
+        {"type": "untaint", "key": node_marks.taint_key(Kind.REBALANCE_RECOMMENDATION)},
     )
     assert cluster.excluded_nodes() == {REBALANCE_NODE}
     assert nodes.labels_of(cluster.node(REBALANCE_NODE))[LABEL] == "true"

@@ -31,9 +31,9 @@ from lifeboat.events import STATUS_ON_QUEUE
 from lifeboat.events.notice import Kind
 from lifeboat.flow.pipeline import Pipeline
 from lifeboat.flow.sweep_holds import ABSENCE
-from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
-from lifeboat.kube.maintenance_holds import HOLDS_ANNOTATION, holds_of
+from lifeboat.marks import node_marks
+from lifeboat.marks.maintenance_holds import HOLDS_ANNOTATION, holds_of
 from lifeboat.model.instances import Ec2InstanceDirectory
 from lifeboat.model.ledger import MemoryLedger
 from lifeboat.model.report import Report
@@ -269,7 +269,7 @@ def test_a_cluster_found_by_its_tag_ends_a_vanished_event(aws: boto3.Session) ->
         nodepool=None,
         nodeclaim=None,
     )
-    held["metadata"]["labels"][nodes.EC2_MAINTENANCE_LABEL] = "20261208T090000Z"
+    held["metadata"]["labels"][node_marks.EC2_MAINTENANCE_LABEL] = "20261208T090000Z"
     held["metadata"].setdefault("annotations", {})[HOLDS_ANNOTATION] = json.dumps(
         [
             {

@@ -25,6 +25,7 @@ from kubemu import Emulator, load_cluster_file
 from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, RetryPolicy
+from lifeboat.marks import node_marks
 from lifeboat.model.instances import InstanceInfo, StaticInstanceDirectory
 from lifeboat.model.ledger import MemoryLedger
 from lifeboat.model.settings import Settings
@@ -83,7 +84,9 @@ def _claim_kept(after: list[Obj]) -> bool:
 
 
 def _replacements(after: list[Obj]) -> list[Obj]:
-    return [c for c in of_kind(after, "NodeClaim") if nodes.REPLACES_LABEL in nodes.labels_of(c)]
+    return [
+        c for c in of_kind(after, "NodeClaim") if node_marks.REPLACES_LABEL in nodes.labels_of(c)
+    ]
 
 
 def test_rebalance_on_a_pool_whose_node_class_is_not_ready_keeps_the_claim(

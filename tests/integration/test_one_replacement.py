@@ -23,6 +23,7 @@ from kubemu import Emulator, load_cluster_file
 from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, RetryPolicy
+from lifeboat.marks import node_marks
 from lifeboat.model.ledger import MemoryLedger
 from lifeboat.model.settings import Settings
 from lifeboat.wakeup.codec import MemoryWakeups, Task, encode
@@ -67,7 +68,7 @@ def replacements_of(emu: Emulator, old: str) -> list[str]:
     return [
         nodes.name_of(claim)
         for claim in emu.objects("NodeClaim")
-        if nodes.labels_of(claim).get(nodes.REPLACES_LABEL) == old
+        if nodes.labels_of(claim).get(node_marks.REPLACES_LABEL) == old
     ]
 
 

@@ -21,6 +21,7 @@ import pytest
 
 from kubemu import Emulator
 from lifeboat.kube import nodes
+from lifeboat.marks import node_marks
 from lifeboat.model.report import Outcome
 from lifeboat.model.settings import Settings
 from lifeboat.rotation import store
@@ -173,7 +174,7 @@ def disrupting_general(emu: Emulator) -> int:
         owner = nodes.nodeclaim_owner(node)
         claim = claims.get(owner[0]) if owner else None
         deleting = claim is None or bool(claim["metadata"].get("deletionTimestamp"))
-        if nodes.is_disrupting(node) or deleting:
+        if node_marks.is_disrupting(node) or deleting:
             count += 1
     return count
 
@@ -199,7 +200,7 @@ def test_karpenter_nodes_wait_for_the_window_then_are_replaced_within_the_budget
         assert rotation.phase is Phase.COMPLETED, rotation.summary()
         assert max(seen_disrupting) == 2  # the budget: 2 at once, never more
         replacements = [
-            c for c in r.emu.objects("NodeClaim") if nodes.REPLACES_LABEL in nodes.labels_of(c)
+            c for c in r.emu.objects("NodeClaim") if node_marks.REPLACES_LABEL in nodes.labels_of(c)
         ]
         assert len(replacements) == 2
         # Karpenter drains and removes them (its termination controller, simulated, goes on

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from lifeboat.kube import nodes
+from lifeboat.marks import node_marks
 from lifeboat.model.report import Outcome
 from lifeboat.rotation.model import NodePhase, Phase
 from lifeboat.rotation.request import Verb, parse_command
@@ -26,7 +27,7 @@ def in_service(node: dict[str, Any] | None) -> bool:
         not node.get("spec", {}).get("unschedulable")
         and not any(str(t.get("key", "")).startswith("lifeboat.dev/") for t in nodes.taints(node))
         and nodes.EXCLUDE_FROM_LOAD_BALANCERS_LABEL not in nodes.labels_of(node)
-        and nodes.EXCLUDED_BY_LIFEBOAT_ANNOTATION not in nodes.annotations_of(node)
+        and node_marks.EXCLUDED_BY_LIFEBOAT_ANNOTATION not in nodes.annotations_of(node)
     )
 
 

@@ -18,8 +18,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from lifeboat.karpenter.handover import PROTECTED_ANNOTATION
 from lifeboat.kube import nodes
+from lifeboat.marks import node_marks
+from lifeboat.marks.handover import PROTECTED_ANNOTATION
 from lifeboat.model.report import Outcome
 from lifeboat.model.settings import Settings
 from lifeboat.rotation.model import NodePhase, Phase
@@ -85,7 +86,7 @@ def test_a_rollback_cancels_a_pending_when_ready_hand_over_first() -> None:
         [replacement] = [
             c
             for c in r.emu.objects("NodeClaim")
-            if nodes.labels_of(c).get(nodes.REPLACES_LABEL) == node.nodeclaim
+            if nodes.labels_of(c).get(node_marks.REPLACES_LABEL) == node.nodeclaim
         ]
         r.clock.now += timedelta(seconds=20)  # the replacement is not initialized yet
         rollback = control("rollback", "a1000000-0000-4000-8000-0000000000o2")

@@ -26,6 +26,7 @@ from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.karpenter.nodepool_hash import HASH_ANNOTATION, nodepool_hash
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
+from lifeboat.marks import node_marks
 from lifeboat.model.ledger import MemoryLedger
 from lifeboat.model.report import Outcome
 from lifeboat.model.settings import Settings
@@ -222,7 +223,7 @@ def test_the_sampling_catches_lifeboat_blind_to_karpenters_commands(
     from lifeboat.karpenter import counting
 
     monkeypatch.setattr(counting, "DISRUPTION_REASON", "(not looked at)")
-    blind = nodes.disruption_reason
+    blind = node_marks.disruption_reason
 
     def without_karpenters_taint(node: Obj) -> str | None:
         why = blind(node)

@@ -13,7 +13,7 @@ from lifeboat.decide import FOLLOW_UP_INTERVAL, RECHECK_INTERVAL, Decision, Step
 from lifeboat.decide.notice import replacement_refused
 from lifeboat.decide.staleness import Stale
 from lifeboat.events.notice import Kind, Notice
-from lifeboat.kube import nodes
+from lifeboat.marks import node_marks
 from lifeboat.model.report import Outcome
 from lifeboat.model.settings import Settings
 from lifeboat.model.target import ClaimRef, PoolCounts, Target
@@ -971,11 +971,15 @@ def test_a_maintenance_that_ended_while_its_notice_waited_is_let_go() -> None:
     maintenance's end on the same node does not count."""
     start = SATURDAY + timedelta(days=2)
     maintenance = notice(Kind.SCHEDULED_CHANGE, at=SATURDAY - timedelta(hours=1), deadline=start)
-    ended = {nodes.MAINTENANCE_ENDED_ANNOTATION: nodes.maintenance_stamp(start)}
+    ended = {node_marks.MAINTENANCE_ENDED_ANNOTATION: node_marks.maintenance_stamp(start)}
     decision = decide(maintenance, target(node(annotations=ended)), Settings(), SATURDAY)
     assert decision.outcome is Outcome.IGNORED
     assert "the maintenance ended" in decision.reason
-    other = {nodes.MAINTENANCE_ENDED_ANNOTATION: nodes.maintenance_stamp(start - timedelta(days=9))}
+    other = {
+        node_marks.MAINTENANCE_ENDED_ANNOTATION: node_marks.maintenance_stamp(
+            start - timedelta(days=9)
+        )
+    }
     still = decide(maintenance, target(node(annotations=other)), Settings(), SATURDAY)
     assert still.outcome is Outcome.ACTED
 

@@ -15,8 +15,8 @@ from typing import Any
 
 from kubemu.patch import apply_json_patch
 from lifeboat.events.notice import Kind, Notice
-from lifeboat.kube import nodes
-from lifeboat.kube.node_patches import (
+from lifeboat.marks import node_marks
+from lifeboat.marks.node_patches import (
     ec2_maintenance_operations,
     restore_operations,
     taint_operations,
@@ -25,8 +25,8 @@ from lifeboat.model.instances import info_from_ec2
 from lifeboat.wakeup.codec import Task, Wakeup, decode, encode
 
 START = datetime(2026, 12, 8, 9, 0, tzinfo=UTC)
-SCHEDULED = nodes.taint_key(Kind.SCHEDULED_CHANGE)
-LABEL = nodes.EC2_MAINTENANCE_LABEL
+SCHEDULED = node_marks.taint_key(Kind.SCHEDULED_CHANGE)
+LABEL = node_marks.EC2_MAINTENANCE_LABEL
 
 
 def node(labels: dict[str, str] | None = None, taint: str | None = None) -> dict[str, Any]:
@@ -41,11 +41,11 @@ def node(labels: dict[str, str] | None = None, taint: str | None = None) -> dict
 
 
 def test_the_label_value_is_a_valid_label_value_and_reads_back() -> None:
-    value = nodes.ec2_maintenance_value(START)
+    value = node_marks.ec2_maintenance_value(START)
     assert value == "20261208T090000Z"
-    assert nodes.ec2_maintenance_start(node({LABEL: value})) == START
-    assert nodes.ec2_maintenance_start(node({LABEL: "not-a-start"})) is None
-    assert nodes.ec2_maintenance_start(node()) is None
+    assert node_marks.ec2_maintenance_start(node({LABEL: value})) == START
+    assert node_marks.ec2_maintenance_start(node({LABEL: "not-a-start"})) is None
+    assert node_marks.ec2_maintenance_start(node()) is None
 
 
 def test_the_taint_patch_labels_the_node_with_or_without_a_labels_map() -> None:
@@ -65,7 +65,7 @@ def test_the_restore_takes_the_label_off_only_for_the_scheduled_change_taint() -
     assert restored["metadata"]["labels"] == {"keep": "me"}
     assert not restored["spec"].get("unschedulable")
 
-    rebalance = nodes.taint_key(Kind.REBALANCE_RECOMMENDATION)
+    rebalance = node_marks.taint_key(Kind.REBALANCE_RECOMMENDATION)
     other = node({LABEL: "20261208T090000Z"}, taint=rebalance)
     released = apply_json_patch(other, restore_operations(other, rebalance))
     assert released["metadata"]["labels"] == {LABEL: "20261208T090000Z"}

@@ -1,5 +1,5 @@
 """The when-ready hand-over's decisions and follow-ups (lifeboat.decide.wakeups,
-lifeboat.decide.followups, lifeboat.karpenter.handover). Pure: hand-built wake-ups and claims, the
+lifeboat.decide.followups, lifeboat.marks.handover). Pure: hand-built wake-ups and claims, the
 clock injected. Each follows Karpenter's disruption queue (``Queue.waitOrTerminate``: the
 candidate goes once every replacement has the ``Initialized`` condition; after
 ``minRetryDuration`` the command is rolled back by ``CompleteCommand``)."""
@@ -12,8 +12,8 @@ from typing import Any
 from lifeboat.decide import FOLLOW_UP_INTERVAL, Decision, Step, follow_ups
 from lifeboat.decide.wakeups import hand_over_when_ready
 from lifeboat.events.notice import Kind, Notice
-from lifeboat.karpenter import handover
 from lifeboat.kube import nodes
+from lifeboat.marks import handover
 from lifeboat.model.report import Outcome
 from lifeboat.model.target import ClaimRef, Target
 from lifeboat.wakeup.codec import Task, Wakeup

@@ -19,7 +19,8 @@ import pytest
 from kubemu import ApiError
 from kubemu.patch import apply_json_patch
 from lifeboat.kube import nodes
-from lifeboat.kube.node_patches import (
+from lifeboat.marks import node_marks
+from lifeboat.marks.node_patches import (
     releases_exclusion,
     taint_operations,
     unread_taint_variants,
@@ -29,7 +30,7 @@ from lifeboat.kube.node_patches import (
 KEY = "lifeboat.dev/spot-interruption"
 MARK = "lifeboat.dev/rebalance-recommendation"
 LABEL = nodes.EXCLUDE_FROM_LOAD_BALANCERS_LABEL
-OWNED = nodes.EXCLUDED_BY_LIFEBOAT_ANNOTATION
+OWNED = node_marks.EXCLUDED_BY_LIFEBOAT_ANNOTATION
 PROVIDER = "aws:///us-east-1a/i-0a1b2c3d4e5f60001"
 
 

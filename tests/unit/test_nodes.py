@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from lifeboat.kube import nodes
+from lifeboat.karpenter import disruption_rules
+from lifeboat.marks import node_marks
 
 
 def node_with(*taints: dict[str, Any]) -> dict[str, Any]:
@@ -22,15 +23,15 @@ def test_a_node_acted_on_after_another_notice_marked_it_is_acted_on() -> None:
     taint alone once made it look merely marked)."""
     for order in ((MARK, ACTED), (ACTED, MARK)):
         node = node_with(*order)
-        assert nodes.acted_on(node)
-        assert nodes.lifeboat_taint(node) == ACTED
+        assert node_marks.acted_on(node)
+        assert node_marks.lifeboat_taint(node) == ACTED
 
 
 def test_a_marked_node_is_not_acted_on() -> None:
     node = node_with({"key": "team", "value": "a", "effect": "NoSchedule"}, MARK)
-    assert not nodes.acted_on(node)
-    assert nodes.lifeboat_taint(node) == MARK
-    assert nodes.lifeboat_taint(node_with()) is None
+    assert not node_marks.acted_on(node)
+    assert node_marks.lifeboat_taint(node) == MARK
+    assert node_marks.lifeboat_taint(node_with()) is None
 
 
 def test_stuck_terminating_is_more_than_a_minute_past_the_deletion_timestamp() -> None:
@@ -38,9 +39,11 @@ def test_stuck_terminating_is_more_than_a_minute_past_the_deletion_timestamp() -
     ``IsTerminating(pod) && clk.Since(pod.DeletionTimestamp.Time) > time.Minute``."""
     ends = datetime(2026, 12, 1, 14, 0, 30, tzinfo=UTC)
     pod: dict[str, Any] = {"metadata": {"name": "p", "deletionTimestamp": "2026-12-01T14:00:30Z"}}
-    assert not nodes.stuck_terminating(pod, ends + timedelta(seconds=60))
-    assert nodes.stuck_terminating(pod, ends + timedelta(seconds=61))
-    assert not nodes.stuck_terminating({"metadata": {"name": "p"}}, ends + timedelta(hours=1))
+    assert not disruption_rules.stuck_terminating(pod, ends + timedelta(seconds=60))
+    assert disruption_rules.stuck_terminating(pod, ends + timedelta(seconds=61))
+    assert not disruption_rules.stuck_terminating(
+        {"metadata": {"name": "p"}}, ends + timedelta(hours=1)
+    )
 
 
 def test_a_node_is_unresponsive_when_not_ready_or_tainted_impaired() -> None:
@@ -49,13 +52,13 @@ def test_a_node_is_unresponsive_when_not_ready_or_tainted_impaired() -> None:
         "spec": {},
         "status": {"conditions": [{"type": "Ready", "status": "True"}]},
     }
-    assert not nodes.unresponsive(ready)
+    assert not node_marks.unresponsive(ready)
     unknown = {**ready, "status": {"conditions": [{"type": "Ready", "status": "Unknown"}]}}
-    assert nodes.unresponsive(unknown)
+    assert node_marks.unresponsive(unknown)
     impaired = {
         **ready,
         "spec": {"taints": [{"key": "lifeboat.dev/instance-impaired", "effect": "NoSchedule"}]},
     }
-    assert nodes.unresponsive(impaired)
+    assert node_marks.unresponsive(impaired)
     other = {**ready, "spec": {"taints": [{"key": "lifeboat.dev/spot-interruption"}]}}
-    assert not nodes.unresponsive(other)
+    assert not node_marks.unresponsive(other)

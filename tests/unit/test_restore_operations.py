@@ -19,7 +19,8 @@ from kubemu import ApiError
 from kubemu.patch import apply_json_patch
 from lifeboat.events.notice import Kind
 from lifeboat.kube import nodes
-from lifeboat.kube.node_patches import (
+from lifeboat.marks import node_marks
+from lifeboat.marks.node_patches import (
     ec2_maintenance_operations,
     releases_exclusion,
     restore_operations,
@@ -27,11 +28,11 @@ from lifeboat.kube.node_patches import (
     untaint_operations,
 )
 
-MAINTENANCE = nodes.taint_key(Kind.SCHEDULED_CHANGE)
-REBALANCE = nodes.taint_key(Kind.REBALANCE_RECOMMENDATION)
-ROTATION = nodes.taint_key(Kind.ROTATION)
+MAINTENANCE = node_marks.taint_key(Kind.SCHEDULED_CHANGE)
+REBALANCE = node_marks.taint_key(Kind.REBALANCE_RECOMMENDATION)
+ROTATION = node_marks.taint_key(Kind.ROTATION)
 LABEL = nodes.EXCLUDE_FROM_LOAD_BALANCERS_LABEL
-OWNED = nodes.EXCLUDED_BY_LIFEBOAT_ANNOTATION
+OWNED = node_marks.EXCLUDED_BY_LIFEBOAT_ANNOTATION
 # An operator's taints on both sides of Lifeboat's keys in sort order ("a..." < "lifeboat.dev/"
 # < "z..."), so a filter that compares keys by order, not equality, is seen.
 BEFORE = {"key": "a.example.com/dedicated", "value": "gpu", "effect": "NoSchedule"}
@@ -88,7 +89,7 @@ def test_a_restore_of_a_taint_the_node_does_not_carry_is_no_patch() -> None:
 def test_a_restore_leaves_the_node_out_while_another_lifeboat_taint_holds_it() -> None:
     """A Spot warning came on top of the maintenance: only the maintenance's taint goes;
     cordon and exclusion stay for the Spot warning."""
-    spot = lifeboat_taint(nodes.taint_key(Kind.SPOT_INTERRUPTION))
+    spot = lifeboat_taint(node_marks.taint_key(Kind.SPOT_INTERRUPTION))
     before = excluded_by_us(lifeboat_taint(MAINTENANCE), spot)
     after = apply_json_patch(before, restore_operations(before, MAINTENANCE))
     assert after["spec"]["taints"] == [spot]
@@ -100,14 +101,14 @@ def test_a_restore_records_the_end_and_drops_the_sweeps_label() -> None:
     """``ended`` goes in ``lifeboat.dev/maintenance-ended``; the EC2 maintenance label is
     taken off so the sweep no longer looks at the node."""
     before = node(
-        lifeboat_taint(MAINTENANCE), labels={nodes.EC2_MAINTENANCE_LABEL: "2026-12-01T14.00Z"}
+        lifeboat_taint(MAINTENANCE), labels={node_marks.EC2_MAINTENANCE_LABEL: "2026-12-01T14.00Z"}
     )
     ops = restore_operations(before, MAINTENANCE, ended="2026-12-01T14:00:00Z")
     after = apply_json_patch(before, ops)
     assert after["metadata"]["annotations"] == {
-        nodes.MAINTENANCE_ENDED_ANNOTATION: "2026-12-01T14:00:00Z"
+        node_marks.MAINTENANCE_ENDED_ANNOTATION: "2026-12-01T14:00:00Z"
     }
-    assert nodes.EC2_MAINTENANCE_LABEL not in after["metadata"]["labels"]
+    assert node_marks.EC2_MAINTENANCE_LABEL not in after["metadata"]["labels"]
 
 
 def test_a_restore_on_a_node_uncordoned_since_leaves_it_schedulable() -> None:
@@ -136,7 +137,7 @@ def test_a_rollback_returns_the_node_to_service_and_keeps_the_operators_taints()
     operator's taints and another notice's waiting mark (issue 35) stay."""
     before = excluded_by_us(
         BEFORE,
-        lifeboat_taint(nodes.taint_key(Kind.ROTATION)),
+        lifeboat_taint(node_marks.taint_key(Kind.ROTATION)),
         lifeboat_taint(REBALANCE, "PreferNoSchedule"),
         AFTER,
     )
@@ -182,7 +183,7 @@ def test_only_the_scheduled_change_taint_gets_the_sweeps_label() -> None:
         assert ec2_maintenance_operations(node(other), START) == []
     marked = node(BEFORE, lifeboat_taint(MAINTENANCE, "PreferNoSchedule"))
     after = apply_json_patch(marked, ec2_maintenance_operations(marked, START))
-    assert after["metadata"]["labels"][nodes.EC2_MAINTENANCE_LABEL] == "20261208T090000Z"
+    assert after["metadata"]["labels"][node_marks.EC2_MAINTENANCE_LABEL] == "20261208T090000Z"
 
 
 def test_a_waiting_mark_of_another_notice_does_not_keep_the_node_out_of_service() -> None:

@@ -10,7 +10,8 @@ import pytest
 from kubemu import ApiError
 from kubemu.patch import apply_json_patch
 from lifeboat.kube import nodes
-from lifeboat.kube.node_patches import other_hold, rollback_operations
+from lifeboat.marks import node_marks
+from lifeboat.marks.node_patches import other_hold, rollback_operations
 
 
 def node(**spec: Any) -> dict[str, Any]:
@@ -30,7 +31,7 @@ def test_the_rotations_taint_goes_others_stay_and_the_node_is_uncordoned() -> No
     ]
     before = node(taints=taints, unschedulable=True)
     before["metadata"]["labels"][nodes.EXCLUDE_FROM_LOAD_BALANCERS_LABEL] = "true"
-    before["metadata"]["annotations"][nodes.EXCLUDED_BY_LIFEBOAT_ANNOTATION] = "true"
+    before["metadata"]["annotations"][node_marks.EXCLUDED_BY_LIFEBOAT_ANNOTATION] = "true"
     after = apply_json_patch(before, rollback_operations(before, ROTATION))
     assert after["spec"] == {"taints": taints[1:]}
     assert after["metadata"] == {"name": "n", "labels": {}, "annotations": {}}
@@ -43,7 +44,7 @@ def test_a_node_an_aws_notice_holds_stays_cordoned_and_excluded() -> None:
     taints = [{"key": ROTATION, "effect": "NoSchedule"}, retirement]
     before = node(taints=taints, unschedulable=True)
     before["metadata"]["labels"][nodes.EXCLUDE_FROM_LOAD_BALANCERS_LABEL] = "true"
-    before["metadata"]["annotations"][nodes.EXCLUDED_BY_LIFEBOAT_ANNOTATION] = "true"
+    before["metadata"]["annotations"][node_marks.EXCLUDED_BY_LIFEBOAT_ANNOTATION] = "true"
     assert other_hold(before, ROTATION) == "lifeboat.dev/scheduled-change"
     after = apply_json_patch(before, rollback_operations(before, ROTATION))
     assert after["spec"] == {"taints": [retirement], "unschedulable": True}

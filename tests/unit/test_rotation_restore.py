@@ -13,9 +13,10 @@ from typing import Any, cast
 import pytest
 
 from kubemu.patch import apply_json_patch
-from lifeboat.karpenter.handover import PROTECTED_ANNOTATION
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, KubeError
+from lifeboat.marks import node_marks
+from lifeboat.marks.handover import PROTECTED_ANNOTATION
 from lifeboat.rotation.model import NodePhase, Rotation, RotationNode
 from lifeboat.rotation.request import RotationSpec
 from lifeboat.rotation.rollback import restore
@@ -128,7 +129,7 @@ def test_other_errors_and_a_conflict_on_every_attempt_are_reported() -> None:
 
 def test_a_pending_hand_over_is_cancelled_before_the_node_returns() -> None:
     held = node(**{nodes.DO_NOT_DISRUPT: "true", PROTECTED_ANNOTATION: "true"})
-    replacement = claim("c-2", labels={nodes.REPLACES_LABEL: "c-1"})
+    replacement = claim("c-2", labels={node_marks.REPLACES_LABEL: "c-1"})
     replacement["metadata"]["annotations"] = {
         nodes.DO_NOT_DISRUPT: "true",
         PROTECTED_ANNOTATION: "true",

@@ -1,5 +1,5 @@
 """The holds a node records and what a complete sweep does with them
-(``lifeboat.kube.maintenance_holds``, ``lifeboat.flow.sweep_holds``).
+(``lifeboat.marks.maintenance_holds``, ``lifeboat.flow.sweep_holds``).
 
 Patches are applied with the emulator's RFC 6902 implementation behind a small stand-in for
 the two requests the sweep makes (LIST by label, JSON PATCH), as ``test_taint_operations``
@@ -24,15 +24,15 @@ from lifeboat.flow.sweep_holds import (
     look_at,
     relisted,
 )
-from lifeboat.kube import nodes
-from lifeboat.kube.maintenance_holds import Hold, active_holds, ended_for, hold_for, holds_of
-from lifeboat.kube.node_patches import restore_operations, taint_operations
+from lifeboat.marks import node_marks
+from lifeboat.marks.maintenance_holds import Hold, active_holds, ended_for, hold_for, holds_of
+from lifeboat.marks.node_patches import restore_operations, taint_operations
 
 INSTANCE = "i-0123456789abcdef0"
 START = datetime(2026, 12, 8, 9, 0, tzinfo=UTC)
 LATER = datetime(2026, 12, 15, 9, 0, tzinfo=UTC)
 NOW = datetime(2026, 12, 1, 18, 0, tzinfo=UTC)
-SCHEDULED = nodes.taint_key(Kind.SCHEDULED_CHANGE)
+SCHEDULED = node_marks.taint_key(Kind.SCHEDULED_CHANGE)
 ARN = "arn:aws:health:us-east-1::event/EC2/AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED/A1"
 
 
@@ -74,7 +74,7 @@ def held_for(*notices: Notice) -> dict[str, Any]:
     node = bare_node()
     for notice in notices:
         start = notice.deadline
-        marker = nodes.ec2_maintenance_value(start) if notice.ec2_event and start else None
+        marker = node_marks.ec2_maintenance_value(start) if notice.ec2_event and start else None
         operations = taint_operations(
             node, SCHEDULED, "NoSchedule", True, False, marker, hold_for(notice)
         )
@@ -257,7 +257,7 @@ def test_a_maintenance_known_only_from_health_never_ends_by_absence() -> None:
 
 def test_a_node_labelled_before_holds_were_recorded_ends_by_its_label() -> None:
     node = bare_node()
-    node["metadata"]["labels"][nodes.EC2_MAINTENANCE_LABEL] = "20261208T090000Z"
+    node["metadata"]["labels"][node_marks.EC2_MAINTENANCE_LABEL] = "20261208T090000Z"
     node["spec"]["taints"] = [{"key": SCHEDULED, "effect": "NoSchedule"}]
     cluster = Cluster(node)
     for minute in (0, 3, 6):

@@ -13,7 +13,7 @@ import pytest
 
 from kubemu import ApiError
 from kubemu.patch import apply_json_patch
-from lifeboat.kube.node_patches import taint_operations, unread_taint_variants
+from lifeboat.marks.node_patches import taint_operations, unread_taint_variants
 
 KEY = "lifeboat.dev/spot-interruption"
 
@@ -115,7 +115,7 @@ def test_stale_read_makes_the_patch_fail() -> None:
 
 
 def test_untaint_removes_only_the_pending_mark_of_its_key() -> None:
-    from lifeboat.kube.node_patches import untaint_operations
+    from lifeboat.marks.node_patches import untaint_operations
 
     taints = [
         {"key": "lifeboat.dev/rebalance-recommendation", "effect": "PreferNoSchedule"},

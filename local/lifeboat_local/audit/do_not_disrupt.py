@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Final
 
+from lifeboat.karpenter import disruption_rules
 from lifeboat.karpenter.budgets import parse_go_duration
 from lifeboat.kube import nodes
 from lifeboat.kube.objects import Obj
@@ -35,7 +36,7 @@ def is_spot(node: Obj) -> bool:
 
 def _pod_blocks(pod: Obj, view: ClusterView) -> bool:
     """Whether the pod's annotation is active now (Lifeboat's reading of Karpenter's rule)."""
-    return nodes.do_not_disrupt_blocker(_BARE_NODE, [pod], view.at) is not None
+    return disruption_rules.do_not_disrupt_blocker(_BARE_NODE, [pod], view.at) is not None
 
 
 def _node_marked(node: Obj) -> bool:

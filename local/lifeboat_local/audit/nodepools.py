@@ -25,6 +25,7 @@ from lifeboat.karpenter.budgets import (
 )
 from lifeboat.kube import nodes
 from lifeboat.kube.objects import Obj
+from lifeboat.marks import node_marks
 from lifeboat_local.audit.findings import Issue
 from lifeboat_local.audit.view import ClusterView, ref
 
@@ -137,10 +138,10 @@ def _zero_budgets(pool: Obj, count: int, at: datetime) -> list[str]:
 def lifeboat_disabled(view: ClusterView) -> Iterator[Issue]:
     """Pools Lifeboat leaves alone (``lifeboat.dev/disabled: "true"``)."""
     for pool in view.inventory.nodepools:
-        if nodes.opted_out(pool):
+        if node_marks.opted_out(pool):
             yield Issue(
                 ref(pool),
-                f'{nodes.OPT_OUT_ANNOTATION}: "true": Lifeboat takes no action on its nodes '
+                f'{node_marks.OPT_OUT_ANNOTATION}: "true": Lifeboat takes no action on its nodes '
                 "(Karpenter's own interruption handling, if enabled, still does)",
-                f"remove the {nodes.OPT_OUT_ANNOTATION} annotation to let Lifeboat handle it",
+                f"remove the {node_marks.OPT_OUT_ANNOTATION} annotation to let Lifeboat handle it",
             )

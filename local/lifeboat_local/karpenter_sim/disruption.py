@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from lifeboat.karpenter import disruption_rules
 from lifeboat.karpenter.budgets import allowed_disruptions, earliest_permitted, parse_go_duration
 from lifeboat.karpenter.counting import View, count_pool
 from lifeboat.karpenter.nodepool_hash import HASH_ANNOTATION, HASH_VERSION_ANNOTATION
@@ -157,7 +158,7 @@ class _View:
         return 10**9 if allowance.allowed is None else allowance.allowed
 
     def empty(self, node: Obj) -> bool:
-        return not any(nodes.is_reschedulable(p) for p in self.pods_on(node))
+        return not any(disruption_rules.is_reschedulable(p) for p in self.pods_on(node))
 
     def candidates(self) -> list[tuple[Obj, Obj, Obj]]:
         """(claim, node, pool) of every disruption candidate, oldest claim first."""
@@ -173,7 +174,7 @@ class _View:
             if node is None or pool is None or nodes.is_deleting(claim) or nodes.is_deleting(node):
                 continue
             if (
-                not nodes.is_initialized(node)
+                not disruption_rules.is_initialized(node)
                 or name in self.state.marked
                 or name in self.in_commands
             ):
@@ -183,7 +184,7 @@ class _View:
             if nodes.annotations_of(node).get(nodes.DO_NOT_DISRUPT) == "true":
                 continue
             pods = self.pods_on(node)
-            if any(nodes.do_not_disrupt_until(p, now) is not None for p in pods):
+            if any(disruption_rules.do_not_disrupt_until(p, now) is not None for p in pods):
                 continue
             if self._pdb_blocks(nodes.name_of(node), pods):
                 continue

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from lifeboat.karpenter.replacement import replacement_nodeclaim
-from lifeboat.kube import nodes
 from lifeboat.kube.objects import MutableObj as Obj
 from lifeboat.kube.selectors import selector_matches
+from lifeboat.marks import node_marks
 
 from .state import pod_key, requests_of
 
@@ -42,9 +42,9 @@ def template_claim(pool: Obj) -> Obj | None:
         return None
     claim = dict(built)
     meta = dict(claim["metadata"])
-    meta["labels"] = {k: v for k, v in meta["labels"].items() if k != nodes.REPLACES_LABEL}
+    meta["labels"] = {k: v for k, v in meta["labels"].items() if k != node_marks.REPLACES_LABEL}
     meta["annotations"] = {
-        k: v for k, v in meta["annotations"].items() if k != nodes.NOTICE_ANNOTATION
+        k: v for k, v in meta["annotations"].items() if k != node_marks.NOTICE_ANNOTATION
     }
     claim["metadata"] = meta
     return claim

@@ -17,6 +17,7 @@ from datetime import datetime
 
 from lifeboat.kube import nodes
 from lifeboat.kube.objects import MutableObj as Obj
+from lifeboat.marks import node_marks
 
 from . import instances
 from .state import (
@@ -106,7 +107,7 @@ def _register(state: SimState, claim: Obj) -> None:
         _REGISTERED: "true",
         nodes.INITIALIZED_LABEL: "true",
     }
-    labels.pop(nodes.REPLACES_LABEL, None)
+    labels.pop(node_marks.REPLACES_LABEL, None)
     stamp = state.stamp()
     node = {
         "apiVersion": "v1",

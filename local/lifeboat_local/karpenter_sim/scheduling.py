@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from lifeboat.karpenter import disruption_rules
 from lifeboat.kube import nodes
 from lifeboat.kube.objects import MutableObj as Obj
 
@@ -266,8 +267,8 @@ def _waiting(state: SimState, pods: list[Obj], deleting: set[str | None]) -> lis
         p
         for p in pods
         if p.get("spec", {}).get("nodeName") in deleting
-        and nodes.is_reschedulable(p)
-        and nodes.do_not_disrupt_until(p, state.now) is None
+        and disruption_rules.is_reschedulable(p)
+        and disruption_rules.do_not_disrupt_until(p, state.now) is None
     ]
 
 
@@ -398,6 +399,6 @@ def due(state: SimState) -> list[datetime]:
     waiting = _pending(pods) or [
         p
         for p in pods
-        if p.get("spec", {}).get("nodeName") in deleting and nodes.is_reschedulable(p)
+        if p.get("spec", {}).get("nodeName") in deleting and disruption_rules.is_reschedulable(p)
     ]
     return [state.now + PROVISIONING_POLL] if waiting else []

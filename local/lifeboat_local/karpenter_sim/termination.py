@@ -18,15 +18,17 @@ from __future__ import annotations
 from datetime import datetime
 
 from lifeboat.events.notice import Kind
+from lifeboat.karpenter import disruption_rules
 from lifeboat.karpenter.godurations import parse_go_duration
 from lifeboat.kube import nodes
 from lifeboat.kube.objects import MutableObj as Obj
 from lifeboat.kube.pdbs import pdb_blocker
+from lifeboat.marks import node_marks
 
 from .state import TERMINATE_TIME, SimState, by_name, editable, pod_key
 
 # A rotation's out-of-service taint: the node it drains is the operator's to scale down.
-ROTATION_TAINT = nodes.taint_key(Kind.ROTATION)
+ROTATION_TAINT = node_marks.taint_key(Kind.ROTATION)
 
 
 def reconcile(state: SimState) -> None:
@@ -78,7 +80,7 @@ def _grace_ends(claim: Obj, deleted: datetime) -> datetime | None:
 
 def _taint(state: SimState, node: Obj) -> Obj:
     """The node with ``karpenter.sh/disrupted`` (written when it was not there yet)."""
-    if nodes.karpenter_disrupting(node):
+    if disruption_rules.karpenter_disrupting(node):
         return node
     node = editable(node)
     taints = [t for t in nodes.taints(node) if t.get("key") != nodes.KARPENTER_DISRUPTED_TAINT]
@@ -94,13 +96,13 @@ def _taint(state: SimState, node: Obj) -> Obj:
 def _drain(state: SimState, node: Obj, pods: list[Obj], grace_ends: datetime | None) -> bool:
     """Evict what may be evicted now; True when nothing is left to wait for."""
     forced = grace_ends is not None and state.now >= grace_ends
-    waiting = [p for p in pods if nodes.drained_by_karpenter(p)]
+    waiting = [p for p in pods if disruption_rules.drained_by_karpenter(p)]
     first_tier = [p for p in waiting if not nodes.is_daemonset_pod(p)]
     if not first_tier:
         return True
     for pod in sorted(first_tier, key=pod_key):
         if not forced:
-            if not nodes.is_evictable(pod, state.now):
+            if not disruption_rules.is_evictable(pod, state.now):
                 _waiting(state, node, f"pod {pod_key(pod)} has karpenter.sh/do-not-disrupt")
                 continue
             blocker = pdb_blocker([pod], state.view("PodDisruptionBudget"), state.now)
@@ -147,12 +149,12 @@ def _node_group_node_done(state: SimState, node: Obj, claims: set[str], pods: li
         out_of_service = [
             t
             for t in nodes.taints(node)
-            if str(t.get("key", "")).startswith(f"{nodes.DOMAIN}/")
+            if str(t.get("key", "")).startswith(f"{node_marks.DOMAIN}/")
             and t.get("effect") != "PreferNoSchedule"
         ]
         if not out_of_service or all(t.get("key") == ROTATION_TAINT for t in out_of_service):
             return False
-        if nodes.evictable_pods(pods):
+        if disruption_rules.evictable_pods(pods):
             return False
     drained = state.first_seen(f"drained/{nodes.name_of(node)}")
     return state.now >= drained + TERMINATE_TIME

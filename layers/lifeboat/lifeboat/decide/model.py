@@ -36,7 +36,7 @@ class Step(StrEnum):
     CLEAR_PENDING = "clear-pending"  # that mark, removed when the notice is let go
     CREATE_REPLACEMENT = "create-nodeclaim"
     DELETE_NODECLAIM = "delete-nodeclaim"  # Karpenter drains (honouring PDBs) and terminates
-    # The when-ready hand-over (lifeboat.karpenter.handover): the replacement's protection from
+    # The when-ready hand-over (lifeboat.marks.handover): the replacement's protection from
     # consolidation removed, and, when the replacement never initialized, the old node
     # put back in service (taint and cordon off; its claim is kept).
     RELEASE_REPLACEMENT = "release-replacement"
@@ -63,7 +63,7 @@ class Decision:
     # True when a voluntary notice is let go because its pool never allowed it in time.
     gave_up: bool = False
     # True while a when-ready hand-over waits for its replacement to be initialized: the
-    # follow-up looks again (lifeboat.karpenter.handover).
+    # follow-up looks again (lifeboat.marks.handover).
     awaits_replacement: bool = False
 
 

@@ -24,12 +24,14 @@ from lifeboat.decide.model import (
 from lifeboat.decide.staleness import Stale
 from lifeboat.errors import BrokenInvariant
 from lifeboat.events.notice import Kind, Notice
+from lifeboat.karpenter import disruption_rules
 from lifeboat.karpenter.forceful import in_effect
 from lifeboat.karpenter.replacement import replacement_blocker
 from lifeboat.kube import nodes
-from lifeboat.kube.maintenance_holds import active_holds, ended_for
 from lifeboat.kube.objects import Obj
 from lifeboat.kube.pdbs import pdb_blocker
+from lifeboat.marks import node_marks
+from lifeboat.marks.maintenance_holds import active_holds, ended_for
 from lifeboat.model.instants import format_instant
 from lifeboat.model.outcome import Outcome
 from lifeboat.model.settings import Settings
@@ -58,7 +60,7 @@ def decide(
         decision.outcome is Outcome.IGNORED
         and not notice.ends_maintenance
         and target.node is not None
-        and nodes.pending_mark(target.node, nodes.taint_key(notice.kind))
+        and node_marks.pending_mark(target.node, node_marks.taint_key(notice.kind))
     ):
         return replace(decision, steps=(Step.CLEAR_PENDING,))
     return decision
@@ -83,9 +85,9 @@ def _decide(
         return ignore(f"no Kubernetes node for instance {target.instance_id} in this cluster")
     # The NodePool object is known for every kind (its counts only for voluntary ones): an
     # opted-out pool is left alone whatever AWS announced.
-    if target.nodepool is not None and nodes.opted_out(target.nodepool):
+    if target.nodepool is not None and node_marks.opted_out(target.nodepool):
         return ignore(
-            f"NodePool {nodes.name_of(target.nodepool)} opted out ({nodes.OPT_OUT_ANNOTATION})"
+            f"NodePool {nodes.name_of(target.nodepool)} opted out ({node_marks.OPT_OUT_ANNOTATION})"
         )
     # Karpenter is already terminating the node (its interruption queue, or an earlier notice
     # of ours): say so, and send no second delete and no replacement. An Auto Scaling hook
@@ -143,10 +145,10 @@ def _stale(
     if action == "ignore":
         return ignore(f"{what}: configured to ignore {notice.kind}")
     act = _voluntary_action(notice, action, target)
-    if nodes.acted_on(target.node):
+    if node_marks.acted_on(target.node):
         return replace(act, reason=f"{what}: node already being replaced; continuing")
     letting_go = "; a stale notice is never forced: letting it go"
-    blocker = nodes.do_not_disrupt_blocker(target.node, target.pods or (), now)
+    blocker = disruption_rules.do_not_disrupt_blocker(target.node, target.pods or (), now)
     if blocker is not None:
         return give_up(f"{what}: blocked by {blocker[0]}{letting_go}")
     held = _pdb_blocker(act, target, now)
@@ -239,7 +241,7 @@ def _maintenance_over(notice: Notice, target: Target) -> Decision:
         raise BrokenInvariant("lifeboat.decide.notice: a maintenance's end without a node")
     start = _fmt(notice.deadline) if notice.deadline else "with no given start"
     what = f"{_describe(notice)} starting {start} is over"
-    key = nodes.taint_key(notice.kind)
+    key = node_marks.taint_key(notice.kind)
     if not any(t.get("key") == key for t in nodes.taints(target.node)):
         return ignore(f"{what}: node {target.node_name} carries no {key} taint; nothing to undo")
     holds = active_holds(target.node)
@@ -306,10 +308,10 @@ def _underway(what: str, act: Decision, target: Target, now: datetime) -> Decisi
     """The node is already being replaced, by Lifeboat or by Karpenter (None: it is not)."""
     if target.node is None:
         raise BrokenInvariant("lifeboat.decide.notice._underway: target.node is None")
-    if nodes.acted_on(target.node):
+    if node_marks.acted_on(target.node):
         # Already acted on (an earlier delivery or notice): carry on, it holds its budget slot.
         return replace(act, reason=f"{what}: node already being replaced; continuing")
-    if target.claim is not None and nodes.karpenter_disrupting(target.node):
+    if target.claim is not None and disruption_rules.karpenter_disrupting(target.node):
         # Karpenter's own command (drift, consolidation) is replacing it: no second
         # replacement, no slot taken twice; look again in case its command is abandoned.
         return Decision(
@@ -358,7 +360,7 @@ def _held(
     or no replacement able to launch (None: nothing holds it)."""
     if target.node is None:
         raise BrokenInvariant("lifeboat.decide.notice._held: target.node is None")
-    blocker = nodes.do_not_disrupt_blocker(target.node, target.pods or (), now)
+    blocker = disruption_rules.do_not_disrupt_blocker(target.node, target.pods or (), now)
     if blocker is not None:
         who, until = blocker
         return _defer(f"{what}: blocked by {who}", until, latest, now)
@@ -447,7 +449,7 @@ def _holder(act: Decision, target: Target, now: datetime) -> str | None:
     PDB (None when it is the budget, or nothing known)."""
     if target.node is None:
         return None
-    blocker = nodes.do_not_disrupt_blocker(target.node, target.pods or (), now)
+    blocker = disruption_rules.do_not_disrupt_blocker(target.node, target.pods or (), now)
     if blocker is not None:
         return blocker[0]
     return _pdb_blocker(act, target, now)
@@ -550,7 +552,7 @@ def _no_replacement(target: Target) -> str | None:
     """Why the node gets no replacement from Lifeboat (None: it gets one)."""
     if target.node is None:
         raise BrokenInvariant("lifeboat.decide.notice._no_replacement: target.node is None")
-    if nodes.karpenter_disrupting(target.node):
+    if disruption_rules.karpenter_disrupting(target.node):
         return (
             f"Karpenter is already replacing node {target.node_name} "
             f"({nodes.KARPENTER_DISRUPTED_TAINT})"

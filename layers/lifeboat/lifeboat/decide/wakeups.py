@@ -22,8 +22,8 @@ from typing import Any
 
 from lifeboat.decide.model import Decision, Step
 from lifeboat.events.notice import Kind
-from lifeboat.karpenter import handover
 from lifeboat.kube import nodes
+from lifeboat.marks import handover, node_marks
 from lifeboat.model.instances import instance_id_from_provider_id
 from lifeboat.model.outcome import Outcome
 from lifeboat.model.target import Target
@@ -55,7 +55,7 @@ def finish_replacement(wakeup: Wakeup, replacement: Mapping[str, Any] | None) ->
 def hand_over_when_ready(
     wakeup: Wakeup, replacement: Mapping[str, Any] | None, now: datetime
 ) -> Decision:
-    """The when-ready hand-over (``Task.HAND_OVER``, lifeboat.karpenter.handover), as Karpenter's
+    """The when-ready hand-over (``Task.HAND_OVER``, lifeboat.marks.handover), as Karpenter's
     disruption queue finishes a drift command (``Queue.waitOrTerminate``): the old claim is
     deleted once every replacement has the ``Initialized`` condition; until then it waits
     (looked at again every ``FOLLOW_UP_INTERVAL``); a replacement that is gone or being
@@ -124,7 +124,7 @@ def continue_drain(target: Target) -> Decision:
     A node already gone has nothing left to drain: only the lifecycle action remains."""
     if target.node is None:
         return Decision(Outcome.ACTED, "continuing the drain", (Step.COMPLETE_LIFECYCLE,))
-    if not nodes.acted_on(target.node):
+    if not node_marks.acted_on(target.node):
         # A drain Lifeboat started left its NoSchedule (or NoExecute) taint on the node; a
         # wake-up for a node without it (forged, or the taint removed by an operator) would
         # evict pods from a node nobody took out of service.
@@ -147,7 +147,7 @@ def release_cordon(target: Target) -> Decision:
     name = target.node_name
     if nodes.is_deleting(node) or (target.claim is not None and target.claim.deleting):
         return Decision(Outcome.IGNORED, f"node {name} is being deleted; nothing to release")
-    key = nodes.taint_key(Kind.REBALANCE_RECOMMENDATION)
+    key = node_marks.taint_key(Kind.REBALANCE_RECOMMENDATION)
     if not any(t.get("key") == key for t in nodes.taints(node)):
         return Decision(Outcome.IGNORED, f"node {name} no longer carries {key}; nothing to release")
     if not nodes.is_ready(node):

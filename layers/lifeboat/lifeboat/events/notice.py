@@ -126,7 +126,7 @@ class Notice:
     ec2_event: bool = False
     # AWS Health's ``eventArn``: which maintenance a Health notice is about, recorded on the
     # node it holds, so that only that event's closing ends the hold
-    # (``lifeboat.kube.maintenance_holds``).
+    # (``lifeboat.marks.maintenance_holds``).
     event_arn: str | None = None
     # EC2 listed this maintenance again after it had ended on the node at this instant: a new
     # hold, remembered under its own ledger key (``lifeboat.flow.sweep_holds``).

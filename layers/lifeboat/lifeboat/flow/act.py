@@ -18,6 +18,7 @@ from lifeboat.decide import Decision, Step
 from lifeboat.errors import BrokenInvariant
 from lifeboat.events.asg_lifecycle import lifecycle_expired
 from lifeboat.events.notice import Kind, LifecycleHook, Notice
+from lifeboat.karpenter import disruption_rules
 from lifeboat.karpenter.forceful import (
     TERMINATION_TIMESTAMP,
     annotate_operations,
@@ -26,7 +27,12 @@ from lifeboat.karpenter.forceful import (
     shown,
     termination_timestamp,
 )
-from lifeboat.karpenter.handover import (
+from lifeboat.karpenter.replacement import replacement_nodeclaim
+from lifeboat.kube import nodes
+from lifeboat.kube.client import Conflict, Eviction, KubeApi, KubeError
+from lifeboat.kube.objects import Obj
+from lifeboat.marks import node_marks
+from lifeboat.marks.handover import (
     PATIENCE,
     SWEEP_GRACE,
     WHEN_READY,
@@ -36,11 +42,8 @@ from lifeboat.karpenter.handover import (
     protect,
     unprotect_operations,
 )
-from lifeboat.karpenter.replacement import replacement_nodeclaim
-from lifeboat.kube import nodes
-from lifeboat.kube.client import Conflict, Eviction, KubeApi, KubeError
-from lifeboat.kube.maintenance_holds import hold_for
-from lifeboat.kube.node_patches import (
+from lifeboat.marks.maintenance_holds import hold_for
+from lifeboat.marks.node_patches import (
     ec2_maintenance_operations,
     releases_exclusion,
     restore_operations,
@@ -48,7 +51,6 @@ from lifeboat.kube.node_patches import (
     unread_taint_variants,
     untaint_operations,
 )
-from lifeboat.kube.objects import Obj
 from lifeboat.model.settings import Settings
 from lifeboat.model.target import ClaimRef, Target
 from lifeboat.wakeup.codec import Task, Wakeup, encode
@@ -192,7 +194,7 @@ class Actor:
         balancers) or only mark (``mode`` "prefer", a deferred notice), in one patch."""
         if target.node is None:
             raise BrokenInvariant("lifeboat.flow.act._taint: target.node is None")
-        key = nodes.taint_key(notice.kind)
+        key = node_marks.taint_key(notice.kind)
         effect = self._settings.taint_effect if mode == "cordon" else "PreferNoSchedule"
         cordon = mode == "cordon"
         exclude = cordon and self._settings.exclude_from_load_balancers
@@ -201,7 +203,7 @@ class Actor:
             actions.append({"type": "cordon"})
         marker = None
         if notice.ec2_event and notice.kind is Kind.SCHEDULED_CHANGE and notice.deadline:
-            marker = nodes.ec2_maintenance_value(notice.deadline)
+            marker = node_marks.ec2_maintenance_value(notice.deadline)
         # The maintenance the node is held for, so that only its own end releases it.
         hold = hold_for(notice) if notice.kind is Kind.SCHEDULED_CHANGE else None
         node = self._patch_node(
@@ -216,7 +218,7 @@ class Actor:
         # Reported when Lifeboat labels the node (now, or at an earlier delivery), not for
         # a label the operator set: Lifeboat neither added that one nor will remove it.
         if exclude and (
-            nodes.excluded_by_lifeboat(node) or not nodes.excluded_from_load_balancers(node)
+            node_marks.excluded_by_lifeboat(node) or not nodes.excluded_from_load_balancers(node)
         ):
             actions.append(dict(EXCLUSION_ACTION))
         return actions
@@ -238,7 +240,7 @@ class Actor:
         guarded JSON patch, see ``unread_taint_variants``); the node as patched, or None
         when neither patch fits it (not this instance's node, our taint already there, no
         such node): the caller then reads it and decides as usual."""
-        key = nodes.taint_key(notice.kind)
+        key = node_marks.taint_key(notice.kind)
         variants = unread_taint_variants(
             provider_id,
             key,
@@ -260,7 +262,7 @@ class Actor:
         Lifeboat added it and no other of its taints keeps the node out of service."""
         if target.node is None:
             raise BrokenInvariant("lifeboat.flow.act._clear_pending: target.node is None")
-        key = nodes.taint_key(notice.kind)
+        key = node_marks.taint_key(notice.kind)
         node = self._patch_node(target.node, lambda n: untaint_operations(n, key), dry)
         if node is None:
             return []
@@ -274,10 +276,10 @@ class Actor:
         (``node_patches.restore_operations``); the actions as the node was before."""
         if target.node is None:
             raise BrokenInvariant("lifeboat.flow.act._restore: target.node is None")
-        key = nodes.taint_key(notice.kind)
+        key = node_marks.taint_key(notice.kind)
         ended = None
         if notice.ends_maintenance and notice.deadline is not None:
-            ended = nodes.maintenance_stamp(notice.deadline)
+            ended = node_marks.maintenance_stamp(notice.deadline)
         end = (notice, self._clock()) if notice.ends_maintenance else None
         before = target.node
         node = self._patch_node(before, lambda n: restore_operations(n, key, ended, end), dry)
@@ -389,7 +391,7 @@ class Actor:
         """Put the old node back in service: a hand-over given up on keeps its claim."""
         if target.node is None:
             return []
-        key = nodes.taint_key(notice.kind)
+        key = node_marks.taint_key(notice.kind)
         node = self._patch_node(target.node, lambda n: give_back_operations(n, key), dry)
         return [] if node is None else [{"type": "uncordon"}, {"type": "untaint", "key": key}]
 
@@ -423,7 +425,7 @@ class Actor:
         action: Action = {"type": "create-nodeclaim", "name": name}
         body = dict(built.claim)
         if protected:
-            # Kept out of consolidation until the hand-over (lifeboat.karpenter.handover).
+            # Kept out of consolidation until the hand-over (lifeboat.marks.handover).
             body = protect(built.claim, self._hand_over(notice, target, name))
             action["protection"] = f"{nodes.DO_NOT_DISRUPT} until initialized"
         if built.note:
@@ -457,12 +459,12 @@ class Actor:
         claim (or none) is not this one's replacement, and this one gets none from Lifeboat
         (Karpenter's provisioner makes capacity for the drained pods)."""
         existing = self._kube.get_nodeclaim(name)
-        replaces = nodes.labels_of(existing or {}).get(nodes.REPLACES_LABEL)
+        replaces = nodes.labels_of(existing or {}).get(node_marks.REPLACES_LABEL)
         if existing is None or replaces == old_claim:
             return None
         return (
             f"409: NodeClaim {name} exists and is not the replacement of "
-            f"{old_claim} ({nodes.REPLACES_LABEL}={replaces or '(none)'})"
+            f"{old_claim} ({node_marks.REPLACES_LABEL}={replaces or '(none)'})"
         )
 
     def _delete_claim(
@@ -549,14 +551,16 @@ class Actor:
         if notice.lifecycle is not None and not dry:
             # NTH issue #355: completing the action while the evicted pods still run their
             # preStop hooks and grace periods lets the instance go under them.
-            terminating = nodes.terminating_pods(self._kube.list_pods_on_node(node_name))
-            if nodes.unresponsive(target.node):
+            terminating = disruption_rules.terminating_pods(self._kube.list_pods_on_node(node_name))
+            if node_marks.unresponsive(target.node):
                 # No kubelet will ever confirm them: a pod a minute past its deletionTimestamp
                 # holds nothing up, as Karpenter's drain stops waiting (IsStuckTerminating).
                 now = self._clock()
-                stuck = [p for p in terminating if nodes.stuck_terminating(p, now)]
+                stuck = [p for p in terminating if disruption_rules.stuck_terminating(p, now)]
                 outcome.pods_stuck = len(stuck)
-                terminating = [p for p in terminating if not nodes.stuck_terminating(p, now)]
+                terminating = [
+                    p for p in terminating if not disruption_rules.stuck_terminating(p, now)
+                ]
             outcome.pods_terminating = len(terminating)
         waiting = outcome.pods_remaining or outcome.pods_terminating
         if waiting and not dry and notice.lifecycle and self._lifecycle:
@@ -591,7 +595,7 @@ class Actor:
     def _evict_round(self, node_name: str, outcome: ActResult, dry: bool) -> int:
         """One eviction request per pod on the node; how many a PDB refused (429)."""
         blocked = 0
-        for pod in nodes.evictable_pods(self._kube.list_pods_on_node(node_name)):
+        for pod in disruption_rules.evictable_pods(self._kube.list_pods_on_node(node_name)):
             meta = pod["metadata"]
             namespace, name = meta.get("namespace", "default"), meta["name"]
             result = Eviction.EVICTED if dry else self._kube.evict_pod(namespace, name)

@@ -1,6 +1,6 @@
 """Hand-overs whose wake-up chain broke, found by each instance status sweep (issue 33.3).
 
-A when-ready hand-over (``lifeboat.karpenter.handover``) holds the old node (do-not-disrupt,
+A when-ready hand-over (``lifeboat.marks.handover``) holds the old node (do-not-disrupt,
 taint, cordon) and protects its replacement until its ``HAND_OVER`` wake-up finishes or
 gives it up. Were that wake-up never scheduled (Scheduler failing through every delivery of
 the message, which then goes to the dead-letter queue) or dead-lettered itself, nothing
@@ -25,15 +25,15 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from lifeboat.events.notice import MalformedMessage, Notice
-from lifeboat.karpenter.handover import (
+from lifeboat.kube import nodes
+from lifeboat.kube.client import KubeApi
+from lifeboat.kube.objects import Obj
+from lifeboat.marks.handover import (
     HAND_OVER_ANNOTATION,
     HAND_OVER_LABEL,
     taken_over_at,
     unprotect_operations,
 )
-from lifeboat.kube import nodes
-from lifeboat.kube.client import KubeApi
-from lifeboat.kube.objects import Obj
 from lifeboat.model.instances import InstanceInfo, instance_id_from_provider_id
 from lifeboat.model.report import Report
 from lifeboat.wakeup.codec import Task, Wakeup, decode

@@ -55,6 +55,7 @@ from lifeboat.flow.sweep_triage import Sorted, sort_out
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, retrying_for
 from lifeboat.kube.pool_lock import PoolLock
+from lifeboat.marks import node_marks
 from lifeboat.model.deadline import INVOCATION_RESERVE, is_near, retry_window
 from lifeboat.model.instances import InstanceDirectory, InstanceInfo, ReservationDirectory
 from lifeboat.model.ledger import Ledger
@@ -662,7 +663,7 @@ class Pipeline:
             return None
         if info.nodepool:
             nodepool = resolver.nodepool(info.nodepool)
-            if nodepool is not None and nodes.opted_out(nodepool):
+            if nodepool is not None and node_marks.opted_out(nodepool):
                 return None
         provider_id = f"aws:///{info.zone}/{info.instance_id}"
         return self._actor(resolver.kube).taint_unread(info.node_name, provider_id, notice)

@@ -1,7 +1,7 @@
 """What a complete sweep learns about the EC2 maintenances holding nodes.
 
 Each complete sweep lists, per cluster, the nodes labelled ``lifeboat.dev/ec2-maintenance``
-(one LIST, whatever the fleet) and compares their holds (``lifeboat.kube.maintenance_holds``)
+(one LIST, whatever the fleet) and compares their holds (``lifeboat.marks.maintenance_holds``)
 with the events EC2 lists:
 
 * **an event missing** ends its hold only once it has been missing from
@@ -30,8 +30,9 @@ from lifeboat.events.instance_status import InstanceStatus
 from lifeboat.events.notice import Kind, Notice
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, KubeError
-from lifeboat.kube.maintenance_holds import Hold, holds_of, holds_operations
 from lifeboat.kube.objects import Obj
+from lifeboat.marks import node_marks
+from lifeboat.marks.maintenance_holds import Hold, holds_of, holds_operations
 from lifeboat.model.instances import instance_id_from_provider_id
 from lifeboat.model.instants import format_instant
 from lifeboat.model.report import Outcome, Report
@@ -70,7 +71,7 @@ def look_at(
     """The cluster's marked nodes against ``listed``: absences counted (written on the
     node), the holds missing long enough ended. Listing errors are the caller's."""
     found = ClusterHolds()
-    for node in kube.list_nodes(nodes.EC2_MAINTENANCE_LABEL):
+    for node in kube.list_nodes(node_marks.EC2_MAINTENANCE_LABEL):
         instance = instance_id_from_provider_id(str(node.get("spec", {}).get("providerID", "")))
         if instance is None:
             continue
@@ -134,21 +135,21 @@ def _from_ec2(hold: Hold, node: Obj) -> bool:
     labelled before holds were recorded, the label names its start."""
     if hold.code is not None:
         return True
-    return hold.arn is None and hold.start == nodes.ec2_maintenance_start(node)
+    return hold.arn is None and hold.start == node_marks.ec2_maintenance_start(node)
 
 
 def _from_label(node: Obj) -> list[Hold]:
-    start = nodes.ec2_maintenance_start(node)
+    start = node_marks.ec2_maintenance_start(node)
     return [Hold(start)] if start is not None else []
 
 
 def _tainted(node: Obj) -> bool:
-    key = nodes.taint_key(Kind.SCHEDULED_CHANGE)
+    key = node_marks.taint_key(Kind.SCHEDULED_CHANGE)
     return any(t.get("key") == key for t in nodes.taints(node))
 
 
 def _vanished(instance: str, hold: Hold, now: datetime) -> Notice:
-    stamp = nodes.ec2_maintenance_value(hold.start) if hold.start else "-"
+    stamp = node_marks.ec2_maintenance_value(hold.start) if hold.start else "-"
     return Notice(
         kind=Kind.SCHEDULED_CHANGE,
         event_id=f"vanished:{instance}:{stamp}",
@@ -163,7 +164,7 @@ def _vanished(instance: str, hold: Hold, now: datetime) -> Notice:
 
 def _still_counting(instance: str, hold: Hold, cluster: str | None) -> Report:
     since = format_instant(hold.missing_since) if hold.missing_since else "-"
-    stamp = nodes.ec2_maintenance_value(hold.start) if hold.start else "-"
+    stamp = node_marks.ec2_maintenance_value(hold.start) if hold.start else "-"
     return Report(
         event_id=f"vanished:{instance}:{stamp}",
         kind=str(Kind.SCHEDULED_CHANGE),
@@ -188,7 +189,7 @@ def listing_failed(cluster: str | None, error: Exception, now: datetime) -> Repo
         outcome=Outcome.IGNORED,
         reason=(
             f"error: could not look at the nodes of {where} labelled "
-            f"{nodes.EC2_MAINTENANCE_LABEL} ({type(error).__name__}: {str(error)[:300]}); "
+            f"{node_marks.EC2_MAINTENANCE_LABEL} ({type(error).__name__}: {str(error)[:300]}); "
             "EC2 events no longer reported there are looked at again at the next sweep"
         ),
         cluster=cluster,

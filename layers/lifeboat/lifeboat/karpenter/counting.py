@@ -17,7 +17,7 @@ Pure: the caller lists the pool's Nodes and NodeClaims. Two views of the same ob
 - ``KARPENTER``: what Karpenter itself counts (the replay's simulation uses it, with the
   in-memory marks of its own commands passed as ``marked``);
 - ``LIFEBOAT``: Karpenter's count, plus what Lifeboat can see of work Karpenter keeps in
-  memory or cannot see at all (:func:`lifeboat.kube.nodes.disruption_reason`): a Node being
+  memory or cannot see at all (:func:`lifeboat.marks.node_marks.disruption_reason`): a Node being
   deleted, Karpenter's ``karpenter.sh/disrupted`` taint and ``DisruptionReason`` condition
   (written before Karpenter launches its replacements), and Lifeboat's own NoSchedule taint.
 """
@@ -27,8 +27,10 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from enum import Enum
 
+from lifeboat.karpenter import disruption_rules
 from lifeboat.kube import nodes
 from lifeboat.kube.objects import Obj
+from lifeboat.marks import node_marks
 from lifeboat.model.target import PoolCounts
 
 INSTANCE_TERMINATING = "InstanceTerminating"
@@ -63,7 +65,7 @@ def count_pool(
     disrupting: list[tuple[str, str]] = []
     for node in sorted(pool_nodes, key=nodes.name_of):
         claim = by_provider.get(nodes.provider_id(node) or "")
-        if claim is None or not nodes.is_initialized(node):
+        if claim is None or not disruption_rules.is_initialized(node):
             continue  # not managed, or not initialized: no slot at all
         if nodes.condition_true(claim, INSTANCE_TERMINATING):
             continue
@@ -88,4 +90,4 @@ def _why_disrupting(node: Obj, claim: Obj, view: View, marked: Collection[str]) 
         return None
     if nodes.condition_true(claim, DISRUPTION_REASON):
         return f"NodeClaim {name} being disrupted by Karpenter"
-    return nodes.disruption_reason(node)
+    return node_marks.disruption_reason(node)

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
 
+from lifeboat.karpenter import disruption_rules
 from lifeboat.karpenter.quantities import parse_resources
 from lifeboat.kube import nodes
 from lifeboat.kube.objects import Obj
@@ -62,7 +63,7 @@ def pool_usage(pool_nodes: Iterable[Obj], claims: Iterable[Obj]) -> dict[str, Fr
 def _capacity(node: Obj | None, claim: Obj | None) -> dict[str, Fraction]:
     """``StateNode.Capacity``."""
     node_capacity = parse_resources((node or {}).get("status", {}).get("capacity"))
-    if claim is not None and (node is None or not nodes.is_initialized(node)):
+    if claim is not None and (node is None or not disruption_rules.is_initialized(node)):
         claim_capacity = parse_resources((claim.get("status") or {}).get("capacity"))
         merged = dict(node_capacity)
         for name, quantity in claim_capacity.items():

@@ -43,6 +43,7 @@ from lifeboat.karpenter.quantities import parse_quantity, parse_resources
 from lifeboat.karpenter.requirements import Unsatisfiable, custom_labels, entries, exclude, merge
 from lifeboat.kube import nodes
 from lifeboat.kube.objects import Obj
+from lifeboat.marks import node_marks
 
 # A replacement should hold what the old node held: ask for most of its allocatable cpu and
 # memory (not all: Karpenter's estimate of an instance type's allocatable is conservative,
@@ -213,7 +214,7 @@ def replacement_nodeclaim(
     if dropped:
         notes.append(f"requirements left out to stay within 100: {', '.join(dropped)}")
     labels.update(custom_labels(requirements, nodes.labels_of(node)))
-    labels[nodes.REPLACES_LABEL] = old_claim
+    labels[node_marks.REPLACES_LABEL] = old_claim
 
     claim = {
         "apiVersion": "karpenter.sh/v1",
@@ -246,7 +247,7 @@ def _annotations(nodepool: Obj, template_meta: Obj, notice_key: str) -> dict[str
     annotations = {str(k): str(v) for k, v in (template_meta.get("annotations") or {}).items()}
     annotations.update(hash_annotations(nodepool))
     annotations[MIN_VALUES_RELAXED] = "false"
-    annotations[nodes.NOTICE_ANNOTATION] = notice_key
+    annotations[node_marks.NOTICE_ANNOTATION] = notice_key
     return annotations
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
+from lifeboat.karpenter import disruption_rules
 from lifeboat.kube import nodes
 from lifeboat.kube.objects import Obj
 from lifeboat.kube.selectors import selector_matches
@@ -38,7 +39,7 @@ def pdb_blocker(pods: Iterable[Obj], pdbs: Iterable[Obj], now: datetime) -> str 
     """Why a PDB keeps these pods' node from voluntary disruption now (None: none does)."""
     budgets = list(pdbs)
     for pod in pods:
-        if not nodes.is_evictable(pod, now):
+        if not disruption_rules.is_evictable(pod, now):
             continue
         namespace = pod["metadata"].get("namespace", "default")
         matching = [
@@ -62,5 +63,9 @@ def pdb_blocker(pods: Iterable[Obj], pdbs: Iterable[Obj], now: datetime) -> str 
 def pdb_namespaces(pods: Iterable[Obj]) -> list[str]:
     """The namespaces whose PDBs can matter: those of the pods a drain would evict."""
     return sorted(
-        {p["metadata"].get("namespace", "default") for p in pods if nodes.drained_by_karpenter(p)}
+        {
+            p["metadata"].get("namespace", "default")
+            for p in pods
+            if disruption_rules.drained_by_karpenter(p)
+        }
     )

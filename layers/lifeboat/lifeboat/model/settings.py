@@ -71,7 +71,7 @@ class Settings:
     cluster_tag_key: str | None = None
     # How long a cluster's tag is trusted before it is described again.
     discovery_ttl: timedelta = timedelta(minutes=5)
-    # How a voluntary notice hands a Karpenter node over (lifeboat.karpenter.handover): "at-once"
+    # How a voluntary notice hands a Karpenter node over (lifeboat.marks.handover): "at-once"
     # deletes the old claim as the replacement is created; "when-ready" once the
     # replacement is initialized, protecting it from consolidation until then.
     hand_over: str = "at-once"
@@ -195,7 +195,7 @@ def _cluster_tag_key(raw: str) -> str | None:
 
 
 def _hand_over(env: Mapping[str, str]) -> str:
-    from lifeboat.karpenter.handover import AT_ONCE, HAND_OVERS
+    from lifeboat.marks.handover import AT_ONCE, HAND_OVERS
 
     value = env.get("LIFEBOAT_HAND_OVER") or AT_ONCE
     if value not in HAND_OVERS:

@@ -20,9 +20,11 @@ from dataclasses import replace
 from typing import Any
 
 from lifeboat.events.notice import Kind
+from lifeboat.karpenter import disruption_rules
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
 from lifeboat.kube.objects import Obj
+from lifeboat.marks import node_marks
 from lifeboat.model.instances import InstanceInfo, instance_id_from_provider_id
 from lifeboat.model.instants import parse_timestamp
 from lifeboat.rotation.model import RotationNode, Workload
@@ -40,7 +42,7 @@ PER_POD_LABELS = frozenset(
 # Controllers the health gate does not wait for: a DaemonSet's pods are not evicted (a drain
 # leaves them), a Job's pods end Succeeded rather than Ready, a mirror pod's owner is its Node.
 UNGATED_OWNERS = frozenset({"DaemonSet", "Job", "Node"})
-ROTATION_TAINT = nodes.taint_key(Kind.ROTATION)
+ROTATION_TAINT = node_marks.taint_key(Kind.ROTATION)
 
 Describe = Callable[[Sequence[str]], Mapping[str, InstanceInfo]]
 
@@ -75,7 +77,7 @@ def snapshot(kube: KubeApi, node: RotationNode) -> Snapshot:
     going = _already_going(kube, node, current)
     if going is not None:
         return Snapshot(present=True, going=going)
-    pods = nodes.evictable_pods(kube.list_pods_on_node(node.name))
+    pods = disruption_rules.evictable_pods(kube.list_pods_on_node(node.name))
     workloads: dict[str, Workload] = {}
     unmanaged = []
     for pod in pods:
@@ -98,7 +100,7 @@ def view(kube: KubeApi, node: RotationNode) -> NodeView:
     """What the cluster shows of ``node`` in flight: a waiting node costs one GET; a node
     out of service also its pods, its claim, and its workloads' pods."""
     current = _same_node(kube, node)
-    if current is not None and not nodes.acted_on(current):
+    if current is not None and not node_marks.acted_on(current):
         if node.gate_started is None:
             return NodeView(present=True)
         # Held back with no known end (a PDB, typically): are its workloads' pods waiting
@@ -112,7 +114,9 @@ def view(kube: KubeApi, node: RotationNode) -> NodeView:
         waiting += [_pending(p) for p in pods if _on(p) is None and nodes.is_active_pod(p)]
     if current is None:
         return NodeView(present=False, ready_elsewhere=ready, unplaced=tuple(waiting[:3]))
-    left = tuple(pod_name(p) for p in nodes.evictable_pods(kube.list_pods_on_node(node.name)))
+    left = tuple(
+        pod_name(p) for p in disruption_rules.evictable_pods(kube.list_pods_on_node(node.name))
+    )
     drain_started = node.nodeclaim is None or _claim_going(kube, node.nodeclaim)
     return NodeView(True, True, drain_started, left, ready, unplaced=tuple(waiting[:3]))
 
@@ -219,7 +223,9 @@ def _already_going(kube: KubeApi, node: RotationNode, current: Obj) -> str | Non
         if key == nodes.KARPENTER_DISRUPTED_TAINT:
             return "Karpenter is disrupting it"
         # Another notice acted on it; an earlier rotation's taint is carried on with.
-        acted = key.startswith(f"{nodes.DOMAIN}/") and taint.get("effect") != "PreferNoSchedule"
+        acted = (
+            key.startswith(f"{node_marks.DOMAIN}/") and taint.get("effect") != "PreferNoSchedule"
+        )
         if acted and key != ROTATION_TAINT:
             return f"Lifeboat acted on it ({key})"
     if node.nodeclaim is not None and _claim_going(kube, node.nodeclaim):

@@ -17,15 +17,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lifeboat.events.notice import Kind
-from lifeboat.karpenter.handover import PROTECTED_ANNOTATION, unprotect_operations
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, KubeError
-from lifeboat.kube.node_patches import other_hold, rollback_operations
 from lifeboat.kube.objects import MutableObj, Obj
+from lifeboat.marks import node_marks
+from lifeboat.marks.handover import PROTECTED_ANNOTATION, unprotect_operations
+from lifeboat.marks.node_patches import other_hold, rollback_operations
 from lifeboat.rotation.model import Rotation, RotationNode
 
 PATCH_ATTEMPTS = 3
-ROTATION_TAINT = nodes.taint_key(Kind.ROTATION)
+ROTATION_TAINT = node_marks.taint_key(Kind.ROTATION)
 GONE = "not undone: the node is gone"
 
 
@@ -75,7 +76,7 @@ def _cancel_hand_over(kube: KubeApi, claim: str, node: Obj) -> str | None:
         return None
     try:
         kube.patch_node(nodes.name_of(node), unprotect_operations(node))
-        for replacement in kube.list_nodeclaims(f"{nodes.REPLACES_LABEL}={claim}"):
+        for replacement in kube.list_nodeclaims(f"{node_marks.REPLACES_LABEL}={claim}"):
             operations = unprotect_operations(replacement)
             if operations:
                 kube.patch_nodeclaim(nodes.name_of(replacement), operations)

@@ -32,14 +32,14 @@ from datetime import datetime
 from typing import TypeVar
 
 from lifeboat import errors
-from lifeboat.kube import nodes
 from lifeboat.kube.client import Conflict, KubeApi
 from lifeboat.kube.objects import MutableObj, Obj
+from lifeboat.marks import node_marks
 from lifeboat.rotation.model import Rotation, StateError, compact, from_json, to_json
 
 PREFIX = "lifeboat-rotation-"
-NAME_LABEL = f"{nodes.DOMAIN}/rotation"
-PHASE_LABEL = f"{nodes.DOMAIN}/rotation-phase"
+NAME_LABEL = f"{node_marks.DOMAIN}/rotation"
+PHASE_LABEL = f"{node_marks.DOMAIN}/rotation-phase"
 STATE_KEY = "state.json"
 COMPRESSED_KEY = "state.json.gz"
 # Past this many bytes of JSON the state is stored gzipped (readable as is below it).

@@ -24,7 +24,7 @@ MAX_REMAINDER = 50
 class Task(StrEnum):
     DECIDE = "decide"  # a deferred voluntary notice: decide again against today's cluster
     FINISH_REPLACEMENT = "finish-replacement"  # delete the old claim once replaced
-    # The when-ready hand-over (lifeboat.karpenter.handover): delete the old claim once its
+    # The when-ready hand-over (lifeboat.marks.handover): delete the old claim once its
     # replacement is initialized, give up after ``handover.PATIENCE``.
     HAND_OVER = "hand-over"
     CONTINUE_DRAIN = "continue-drain"  # evictions a PDB held back

@@ -26,9 +26,10 @@ from typing import Any
 from lifeboat.events.notice import Kind, Notice
 from lifeboat.kube import nodes
 from lifeboat.kube.objects import Obj
+from lifeboat.marks import node_marks
 from lifeboat.model.instants import format_instant
 
-HOLDS_ANNOTATION = f"{nodes.DOMAIN}/maintenance-holds"
+HOLDS_ANNOTATION = f"{node_marks.DOMAIN}/maintenance-holds"
 # Entries kept on a node (the newest): holds and recent ends, far more than ever coexist.
 MAX_HOLDS = 8
 
@@ -225,4 +226,4 @@ def ended_for(node: Obj, notice: Notice) -> bool:
         return any(
             hold.ended is not None and notice.event_time <= hold.ended for hold in named
         ) and not any(hold.active for hold in named)
-    return notice.deadline is not None and nodes.maintenance_ended(node, notice.deadline)
+    return notice.deadline is not None and node_marks.maintenance_ended(node, notice.deadline)

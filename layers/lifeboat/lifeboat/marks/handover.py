@@ -32,13 +32,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from lifeboat.kube import nodes
-from lifeboat.kube.node_patches import release_operations
 from lifeboat.kube.objects import Obj
+from lifeboat.marks import node_marks
+from lifeboat.marks.node_patches import release_operations
 
 AT_ONCE = "at-once"
 WHEN_READY = "when-ready"
 HAND_OVERS = (AT_ONCE, WHEN_READY)
-PROTECTED_ANNOTATION = f"{nodes.DOMAIN}/protected-until-hand-over"
+PROTECTED_ANNOTATION = f"{node_marks.DOMAIN}/protected-until-hand-over"
 # Karpenter's disruption queue gives a command's replacements at least this long to
 # initialize (``minRetryDuration``) before it rolls the command back.
 PATIENCE = timedelta(minutes=10)
@@ -48,8 +49,8 @@ PATIENCE = timedelta(minutes=10)
 SWEEP_GRACE = timedelta(minutes=5)
 # On the old node and the replacement claim while a hand-over waits: the instant the sweep
 # takes over (label value ``20261201T141500Z``), and the hand-over's wake-up (JSON).
-HAND_OVER_LABEL = f"{nodes.DOMAIN}/hand-over-until"
-HAND_OVER_ANNOTATION = f"{nodes.DOMAIN}/hand-over"
+HAND_OVER_LABEL = f"{node_marks.DOMAIN}/hand-over-until"
+HAND_OVER_ANNOTATION = f"{node_marks.DOMAIN}/hand-over"
 _LABEL_FORMAT = "%Y%m%dT%H%M%SZ"
 
 Operation = dict[str, Any]

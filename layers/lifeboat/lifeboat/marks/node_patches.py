@@ -22,14 +22,15 @@ from typing import Any
 
 from lifeboat.events.notice import Kind, Notice
 from lifeboat.kube import nodes
-from lifeboat.kube.maintenance_holds import (
+from lifeboat.kube.objects import Obj
+from lifeboat.marks import node_marks
+from lifeboat.marks.maintenance_holds import (
     Hold,
     ended_holds,
     holds_of,
     holds_operations,
     with_hold,
 )
-from lifeboat.kube.objects import Obj
 
 Operation = dict[str, Any]
 
@@ -47,7 +48,7 @@ def taint_operations(
     excludes it from load balancers ([] if done); ``ec2_maintenance``: the start of the EC2
     scheduled event acted on, set as ``lifeboat.dev/ec2-maintenance`` in the same patch;
     ``hold``: the maintenance the node is held for, added to its record
-    (``lifeboat.kube.maintenance_holds``) in the same patch.
+    (``lifeboat.marks.maintenance_holds``) in the same patch.
 
     ``spec.taints`` is an atomic list in the API (a patch replaces it whole), so the patch
     tests the list it read: a concurrent writer makes it fail rather than lose its taint.
@@ -74,7 +75,7 @@ def taint_operations(
     if exclude_from_load_balancers:
         operations += exclusion_operations(node)
     if ec2_maintenance is not None:
-        operations += _set_label(node, nodes.EC2_MAINTENANCE_LABEL, ec2_maintenance)
+        operations += _set_label(node, node_marks.EC2_MAINTENANCE_LABEL, ec2_maintenance)
     return operations
 
 
@@ -86,15 +87,15 @@ def ec2_maintenance_operations(
     or the label already): the maintenance was first told by AWS Health, and the sweep has
     now seen EC2's event for it, so it may end by that event vanishing. EC2's ``code`` is
     added to the maintenance's entry in the node's holds (when one is recorded)."""
-    key = nodes.taint_key(Kind.SCHEDULED_CHANGE)
+    key = node_marks.taint_key(Kind.SCHEDULED_CHANGE)
     if not any(t.get("key") == key for t in nodes.taints(node)):
         return []
     operations: list[Operation] = []
     holds = holds_of(node)
     if holds:
         operations += holds_operations(node, with_hold(holds, Hold(start, code=code)))
-    value = nodes.ec2_maintenance_value(start)
-    return operations + _set_label(node, nodes.EC2_MAINTENANCE_LABEL, value)
+    value = node_marks.ec2_maintenance_value(start)
+    return operations + _set_label(node, node_marks.EC2_MAINTENANCE_LABEL, value)
 
 
 def _with_annotations_map(node: Obj, operations: list[Operation]) -> Obj:
@@ -166,7 +167,7 @@ def restore_operations(
     the maintenance's start, recorded in ``lifeboat.dev/maintenance-ended``.
 
     ``end``: the notice of the maintenance that ended, and when. With holds recorded on the
-    node (``lifeboat.kube.maintenance_holds``) only the entries it names end; while another
+    node (``lifeboat.marks.maintenance_holds``) only the entries it names end; while another
     maintenance still holds the node, only the record changes and the node stays out."""
     existing = nodes.taints(node)
     kept = [t for t in existing if t.get("key") != key]
@@ -178,7 +179,7 @@ def restore_operations(
         return []  # names no maintenance the node is held for: decide said so already
     operations: list[Operation] = holds_operations(node, after) if holds else []
     if ended is not None:
-        operations += _set_annotation(node, nodes.MAINTENANCE_ENDED_ANNOTATION, ended)
+        operations += _set_annotation(node, node_marks.MAINTENANCE_ENDED_ANNOTATION, ended)
     if any(hold.active for hold in after):
         return operations  # still held for another maintenance: the node stays out
     operations = [
@@ -187,14 +188,16 @@ def restore_operations(
         *operations,
     ]
     if (
-        key == nodes.taint_key(Kind.SCHEDULED_CHANGE)
-        and nodes.EC2_MAINTENANCE_LABEL in nodes.labels_of(node)
+        key == node_marks.taint_key(Kind.SCHEDULED_CHANGE)
+        and node_marks.EC2_MAINTENANCE_LABEL in nodes.labels_of(node)
         and not any(hold.code for hold in after)
     ):
         # Undone, and no EC2 event's end to remember: no longer one of the nodes each sweep
         # looks at (lifeboat.flow.sweep_holds). An ended EC2 hold keeps the label, so that the
         # sweep tells a re-listed event for a new hold.
-        operations.append({"op": "remove", "path": _pointer("labels", nodes.EC2_MAINTENANCE_LABEL)})
+        operations.append(
+            {"op": "remove", "path": _pointer("labels", node_marks.EC2_MAINTENANCE_LABEL)}
+        )
     if any(_out_of_service(t) for t in kept):
         return operations
     if node.get("spec", {}).get("unschedulable"):
@@ -222,7 +225,7 @@ def releases_exclusion(node: Obj, key: str) -> bool:
     return (
         len(kept) < len(existing)
         and not any(_out_of_service(t) for t in kept)
-        and nodes.excluded_by_lifeboat(node)
+        and node_marks.excluded_by_lifeboat(node)
         and nodes.excluded_from_load_balancers(node)
     )
 
@@ -237,10 +240,10 @@ def release_operations(node: Obj) -> list[Operation]:
     """Take the exclusion label off ``node`` if Lifeboat put it there ([] otherwise: an
     operator's label is theirs). The recorded ownership is tested in the patch, so a
     concurrent change makes it fail (422, read again) rather than remove the wrong label."""
-    if not nodes.excluded_by_lifeboat(node):
+    if not node_marks.excluded_by_lifeboat(node):
         return []
-    annotation = _pointer("annotations", nodes.EXCLUDED_BY_LIFEBOAT_ANNOTATION)
-    owned = nodes.annotations_of(node)[nodes.EXCLUDED_BY_LIFEBOAT_ANNOTATION]
+    annotation = _pointer("annotations", node_marks.EXCLUDED_BY_LIFEBOAT_ANNOTATION)
+    owned = nodes.annotations_of(node)[node_marks.EXCLUDED_BY_LIFEBOAT_ANNOTATION]
     operations: list[Operation] = [
         {"op": "test", "path": annotation, "value": owned},
         {"op": "remove", "path": annotation},
@@ -258,7 +261,7 @@ def release_operations(node: Obj) -> list[Operation]:
 def _out_of_service(taint: Mapping[str, Any]) -> bool:
     """One of Lifeboat's taints that takes a node out of service (not a waiting mark)."""
     key = str(taint.get("key", ""))
-    return key.startswith(f"{nodes.DOMAIN}/") and taint.get("effect") != "PreferNoSchedule"
+    return key.startswith(f"{node_marks.DOMAIN}/") and taint.get("effect") != "PreferNoSchedule"
 
 
 def _pointer(field: str, key: str) -> str:
@@ -269,7 +272,7 @@ def _pointer(field: str, key: str) -> str:
 # What the exclusion adds: the well-known label, and the record that Lifeboat added it.
 _EXCLUSION = {
     "labels": nodes.EXCLUDE_FROM_LOAD_BALANCERS_LABEL,
-    "annotations": nodes.EXCLUDED_BY_LIFEBOAT_ANNOTATION,
+    "annotations": node_marks.EXCLUDED_BY_LIFEBOAT_ANNOTATION,
 }
 
 
