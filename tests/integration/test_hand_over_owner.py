@@ -22,9 +22,9 @@ import pytest
 from kubemu import Emulator
 from lifeboat.aws.sweep import sweep_request
 from lifeboat.flow.pipeline import OneCluster, Pipeline
-from lifeboat.karpenter import handover
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, RetryPolicy
+from lifeboat.marks import handover, node_marks
 from lifeboat.model.ledger import MemoryLedger
 from lifeboat.model.report import Outcome
 from lifeboat.model.settings import Settings
@@ -122,6 +122,12 @@ class NoTrouble:
     def pages(self) -> list[dict[str, Any]]:
         return [{"InstanceStatuses": []} for _ in range(3)]
 
+    def describe(self, instance_ids: list[str]) -> list[dict[str, Any]]:
+        return [{"InstanceStatuses": []}]
+
+    def complete(self, pages: list[dict[str, Any]]) -> bool:
+        return True
+
 
 @pytest.fixture
 def rig() -> Iterator[Rig]:
@@ -156,8 +162,8 @@ def _dead_lettered_hand_over(rig: Rig) -> str:
     assert "interrupted (SchedulerDown" in first["reason"]
     (replacement,) = [
         nodes.name_of(c)
-        for c in rig.kube.list_nodeclaims(nodes.REPLACES_LABEL)
-        if nodes.labels_of(c)[nodes.REPLACES_LABEL] == CLAIM
+        for c in rig.kube.list_nodeclaims(node_marks.REPLACES_LABEL)
+        if nodes.labels_of(c)[node_marks.REPLACES_LABEL] == CLAIM
     ]
     for obj in (rig.node(), rig.claim(replacement)):
         assert _held(obj) and handover.HAND_OVER_LABEL in nodes.labels_of(obj)

@@ -3,7 +3,8 @@ lifecycle actions (lifecycle), EventBridge Scheduler wake-ups (scheduler), SNS
 notifications (notify), the Powertools idempotency ledger on DynamoDB (idempotency) and
 SQS visibility changes for early redelivery (redelivery).
 
-May import boto3/botocore (clients are passed in), lifeboat's top-level data modules
-(report, wakeup, events) and nothing of kube/ or karpenter/. Imported by the wiring
-(service, handler, pipeline), never by decide/ or karpenter/.
+May import boto3/botocore (clients are passed in), model/, events/, wakeup/, kube/ and
+marks/ (the sweep lists nodes by Lifeboat's labels; discovery reads EKS's CA as kube's
+client wants it); never decide/, flow/, rotation/ or runtime/. Imported by the wiring
+(flow, runtime), never by decide/ or karpenter/.
 """

@@ -17,6 +17,8 @@ One module per event kind (``spot_interruption``, ``rebalance_recommendation``,
 small model of its ``detail`` read with :class:`~lifeboat.events.base.Fields` and a parser
 object (:class:`Parser`) listed in
 :mod:`lifeboat.events.registry`; :mod:`lifeboat.events.envelope` tells the body's forms apart.
+
+May import model/ and errors only.
 """
 
 from __future__ import annotations

@@ -2,10 +2,11 @@
 
 I/O: the client (client: KubeApi, retries, the retry window), its REST transport (rest),
 EKS authentication (eks_auth: STS-presigned tokens) and the per-NodePool Lease
-(pool_lock). Pure views and edits of objects as read: objects, selectors, labels, nodes
-(taints, ownership, readiness), pdbs, node_patches (the RFC 6902 patches Lifeboat sends).
+(pool_lock). Pure views of objects as read: objects, selectors, labels, nodes (taints,
+ownership, readiness and the well-known names Kubernetes and Karpenter use), pdbs.
+Lifeboat's own marks and patches are in marks/; Karpenter's disruption rules in karpenter/.
 
-The pure modules import only each other, lifeboat.model.instants, lifeboat.errors and
-lifeboat.events.notice: decide/ and karpenter/ may use them. Only client, rest, eks_auth
-and pool_lock may import kubernetes, urllib3 or boto3 (tests/unit/test_layer_rooms.py).
+May import model/ and errors: decide/, marks/ and karpenter/ use the pure modules. Only
+client, rest, eks_auth and pool_lock may import kubernetes, urllib3 or boto3
+(tests/unit/test_layer_rooms.py).
 """

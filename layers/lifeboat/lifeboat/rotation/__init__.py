@@ -9,4 +9,7 @@ What is the rotation's own: which node goes next and how many at once, the healt
 cancel. ``plan`` decides (pure), ``observe`` reads the cluster, ``store`` keeps the state in
 a ConfigMap, ``look`` and ``runner`` carry it out. ``messages`` tells which messages are
 the rotation's without loading the rest: the pipeline imports the rest only for those.
+
+May import everything below flow/ (model, events, kube, marks, karpenter, wakeup, decide,
+telemetry, aws); the flow passes in what it needs of it.
 """
