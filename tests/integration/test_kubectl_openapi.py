@@ -70,7 +70,7 @@ def _converted(tmp_path: Path, cli: Callable[..., CliRun]) -> Path:
     pools = tmp_path / "pools.yaml"
     run = cli(
         "convert", "--settings", settings, "--cluster-name", "prod-a", "--zone", "eu-west-1a",
-        "--out", pools,
+        "--ami-alias", "al2023@v20241121", "--out", pools,
     )  # fmt: skip
     assert run.code == 0, run.err
     assert yaml.safe_load(pools.read_text())["kind"] == "List"
