@@ -13,8 +13,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.aws_endpoints import Ec2Endpoint
 from bench.cluster import CLUSTER, REGION, Cluster
+from bench.dynamodb import DynamoDbTable
 from kubemu import Emulator
+from lifeboat.aws.retries import client_config, retry_within_deadline
 from lifeboat.events.notice import LifecycleHook
 from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube.client import KubeApi
@@ -128,10 +131,12 @@ _AWS_ENV = {
 }
 
 
-def boto_client(service: str, counter: AwsCallCounter | None = None) -> Any:
+def boto_client(
+    service: str, counter: AwsCallCounter | None = None, config: Any = None, **options: Any
+) -> Any:
     import boto3
 
-    client = boto3.Session().client(service, region_name=REGION)
+    client = boto3.Session().client(service, region_name=REGION, config=config, **options)
     return counter.attach(client) if counter is not None else client
 
 
@@ -150,8 +155,18 @@ def create_idempotency_table() -> None:
 class Endpoints:
     """Which local stand-in serves each dependency."""
 
-    directory: str = "moto"  # "moto": Ec2InstanceDirectory on moto; "static"
-    ledger: str = "memory"  # "powertools": PowertoolsLedger on moto DynamoDB; "memory"
+    # "moto": Ec2InstanceDirectory on moto; "static"; "ec2": Ec2InstanceDirectory on
+    # bench.aws_endpoints.Ec2Endpoint (EC2's latency and, with a bucket, its throttling)
+    directory: str = "moto"
+    # "powertools": PowertoolsLedger on moto DynamoDB in this process; "dynamodb": on
+    # bench.dynamodb's table, a round trip away; "memory"
+    ledger: str = "memory"
+    ec2: Ec2Endpoint | None = None
+    dynamodb: DynamoDbTable | None = None
+
+    @property
+    def label(self) -> tuple[str, str]:
+        return self.directory, self.ledger
 
 
 class Bench:
@@ -170,32 +185,41 @@ class Bench:
 
     def pipeline(self, name: str = "lifeboat-bench") -> Pipeline:
         """A pipeline with its own clients, as a separate Lambda container would have."""
-        directory: InstanceDirectory
-        if self.endpoints.directory == "moto":
-            directory = Ec2InstanceDirectory(boto_client("ec2", self.aws))
-        else:
-            directory = CountingDirectory(self._static, self.aws)
-        ledger: Ledger
-        if self.endpoints.ledger == "powertools":
-            from lifeboat.aws.idempotency import PowertoolsLedger
-
-            ledger = PowertoolsLedger(
-                IDEMPOTENCY_TABLE, boto3_client=boto_client("dynamodb", self.aws)
-            )
-        else:
-            ledger = MemoryLedger()
         return Pipeline(
             clusters=OneCluster(KubeApi(self.emulator.api_client())),
-            directory=directory,
+            directory=self._directory(),
             settings=Settings(clusters=(CLUSTER,), region=REGION),
             clock=utc_now,
             lifecycle=self.lifecycle,
             wakeups=self.wakeups,
-            ledger=ledger,
+            ledger=self._ledger(),
             drain_patience=DRAIN_PATIENCE,
             holder=name,
             workers=BATCH_WORKERS,
         )
+
+    def _directory(self) -> InstanceDirectory:
+        if self.endpoints.directory == "moto":
+            return Ec2InstanceDirectory(boto_client("ec2", self.aws))
+        if self.endpoints.directory == "ec2":
+            if self.endpoints.ec2 is None:
+                raise ValueError("an ec2 directory needs its Ec2Endpoint")
+            client = retry_within_deadline(boto_client("ec2", self.aws, client_config()))
+            return Ec2InstanceDirectory(self.endpoints.ec2.attach(client))
+        return CountingDirectory(self._static, self.aws)
+
+    def _ledger(self) -> Ledger:
+        from lifeboat.aws.idempotency import PowertoolsLedger
+
+        if self.endpoints.ledger == "powertools":
+            client = boto_client("dynamodb", self.aws)
+            return PowertoolsLedger(IDEMPOTENCY_TABLE, boto3_client=client)
+        if self.endpoints.ledger == "dynamodb":
+            if self.endpoints.dynamodb is None:
+                raise ValueError("a dynamodb ledger needs its DynamoDbTable")
+            client = self.endpoints.dynamodb.client(self.aws)
+            return PowertoolsLedger(IDEMPOTENCY_TABLE, boto3_client=client)
+        return MemoryLedger()
 
     def restore(self) -> None:
         """Put the cluster back as generated: Nodes and NodeClaims as they were, pods back,

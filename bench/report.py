@@ -37,6 +37,8 @@ def table(summary: dict[str, Any]) -> str:
                     "node LISTs",
                     "notices",
                     "to clusters",
+                    "acted in its message",
+                    "handed on (sweep parts)",
                     "ms (EC2 and node LIST calls at 50 ms)",
                     "ms Lifeboat",
                 ],
@@ -50,6 +52,8 @@ def table(summary: dict[str, Any]) -> str:
                         r.get("node_list_calls", "-"),
                         r["notices"],
                         r["to_clusters"],
+                        r.get("acted_in_message", "-"),
+                        f"{r['handed_on']} ({r['sweep_parts']})" if "handed_on" in r else "-",
                         r["sweep_ms"],
                         r["lifeboat_ms"],
                     ]
@@ -137,6 +141,7 @@ def table(summary: dict[str, Any]) -> str:
             )
         )
         out.append("")
+    out.extend(_throttled(summary.get("throttled_storm")))
     cold = summary.get("cold_start")
     if cold:
         out.append(
@@ -253,6 +258,29 @@ def table(summary: dict[str, Any]) -> str:
     rows = []
     for name, v in summary.get("verdicts", {}).items():
         met = {True: "met", False: "MISSED", None: "not measured"}[v["met"]]
-        rows.append([name, v["value"], f"<= {v['target']}", met])
-    out.append(_table(["target", "measured", "limit", ""], rows))
+        limit = f"{'>=' if v.get('at_least') else '<='} {v['target']}"
+        rows.append([name, v["value"], limit, met, "checked" if v.get("checked") else "info"])
+    out.append(_table(["target", "measured", "limit", "", "--check"], rows))
     return "\n".join(out)
+
+
+def _throttled(storm: dict[str, Any] | None) -> list[str]:
+    """bench.frictions' storm: the warnings over a minute on a throttled account."""
+    if not storm:
+        return []
+    receipt, arrival = storm["receipt_to_tainted_ms"], storm["arrival_to_tainted_ms"]
+    return [
+        f"Throttled storm: {storm['events']} Spot warnings over {storm['spread_seconds']} s, "
+        f"{storm['nodes']} nodes, {storm['directory']} directory, {storm['ledger']} ledger",
+        f"  tainted {storm['tainted_and_cordoned']}/{storm['events']}; before the deadline "
+        f"{storm['tainted_before_deadline_share']:.1%}, at least 30 s before "
+        f"{storm['tainted_30s_before_deadline_share']:.1%}",
+        f"  receipt -> tainted p50 {receipt['p50']} ms, p99 {receipt['p99']} ms, max "
+        f"{receipt['max']} ms; arrival -> tainted p99 {arrival['p99']} ms",
+        f"  EC2 DescribeInstances {storm['ec2_describe_calls']} calls, "
+        f"{storm['ec2_throttled']} RequestLimitExceeded ({storm['ec2_throttled_share']}); "
+        f"Kubernetes 429s {storm['k8s_429_answers']} of {storm['k8s_requests']} requests; "
+        f"batch item failures {storm['batch_item_failures']}, redeliveries asked "
+        f"{storm['redeliveries_asked']}",
+        "",
+    ]

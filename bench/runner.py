@@ -18,6 +18,7 @@ from bench import (
     coldstart,
     first_message,
     fleet,
+    frictions,
     hand_over,
     layer,
     marginal,
@@ -26,8 +27,17 @@ from bench import (
     report,
     sweep,
 )
+from bench.aws_endpoints import Ec2Endpoint, TokenBucket
 from bench.cluster import build_cluster
-from bench.harness import Bench, Endpoints, boto_client, create_idempotency_table, moto_aws
+from bench.dynamodb import DynamoDbTable
+from bench.harness import (
+    IDEMPOTENCY_TABLE,
+    Bench,
+    Endpoints,
+    boto_client,
+    create_idempotency_table,
+    moto_aws,
+)
 from bench.scenarios import requests_per_kind, storm
 from kubemu import Emulator
 from kubemu.gcpause import heap_frozen
@@ -38,7 +48,7 @@ TARGETS = {
     "cold_start_ratio": 1.3,
     # 5,000-node replay vs (10-node replay + json.load of the 5,000-node file)
     "replay_yaml_ratio": 2.0,
-    "replay_json_ratio": 2.0,
+    "replay_json_ratio": 1.3,
     # marginal cost per Spot warning, 5,000-node vs 500-node cluster (CPU ms per warning,
     # the same warnings one batch after another: bench.marginal)
     "marginal_per_warning_ratio": 1.5,
@@ -47,12 +57,41 @@ TARGETS = {
     "fleet_worst_cluster_max_s": 2.0,
     # 500 clusters found by their tag x 20 warnings, 10 invocations, 10 ms: p99 receipt -> tainted
     "organisation_p99_receipt_to_tainted_s": 1.0,
-    "spot_k8s_requests_per_event": 5,
+    # Kubernetes requests per Spot warning: PATCH the node (taint, cordon and load-balancer
+    # label in one guarded JSON patch, the node not read first), GET the owning NodeClaim
+    # (its NodePool is the one judged by, not the node's relabelable label), GET the
+    # NodePool, POST the replacement, DELETE the old claim, POST the Event. Was 5 before the
+    # NodePool came from the owning claim (restated in issue 36): one GET more is the price
+    # of judging a node by the pool that owns it.
+    "spot_k8s_requests_per_event": 6,
     # one EMF document per batch and (cluster, nodepool, kind, outcome) among its reports
     "emf_documents_per_dimension_group": 1.0,
     "storm_p99_receipt_to_tainted_s": 10.0,
+    # The largest cluster's burst storm with the Powertools ledger on DynamoDB (a round trip
+    # away, its cost off the bench's GIL: bench.dynamodb), no throttling: p99 receipt -> tainted.
+    "dynamodb_storm_p99_receipt_to_tainted_s": 1.0,
+    # 1,000 warnings over a minute with EC2 throttled, 429s and DynamoDB (bench.frictions).
+    "throttled_storm_p99_receipt_to_tainted_s": 2.0,
+    "throttled_storm_tainted_before_deadline_share": 1.0,
     "layer_mb": 70.0,
 }
+# Targets that are ratios or counts (cold start against its floor, replay against its floor,
+# marginal cost 5,000 vs 500 nodes, requests and EMF documents per event, the share tainted
+# before the deadline): a miss fails ``--check`` (make bench-check). Absolute times depend on
+# the machine and its load: reported, never failing.
+CHECKED = frozenset(
+    {
+        "cold_start_ratio",
+        "replay_yaml_ratio",
+        "replay_json_ratio",
+        "marginal_per_warning_ratio",
+        "spot_k8s_requests_per_event",
+        "emf_documents_per_dimension_group",
+        "throttled_storm_tainted_before_deadline_share",
+    }
+)
+# Targets that are a floor (at least), not a ceiling.
+AT_LEAST = frozenset({"throttled_storm_tainted_before_deadline_share"})
 
 
 @dataclass
@@ -91,7 +130,17 @@ class Options:
     sweep_clusters: int = 50
     # The two hand-overs of a voluntary notice in the Karpenter simulation (bench.hand_over).
     hand_over: bool = True
+    # The burst storm at each size with the ledger on DynamoDB a round trip away (bench.dynamodb).
+    dynamodb_storms: bool = True
+    # The storm over a minute at the largest size, EC2 throttled (bench.frictions).
+    throttled_storm: bool = True
+    throttled_spread_s: float = 60.0
+    # The account's other callers' share of EC2's Describe* refill (20 a second).
+    ec2_others_per_second: float = 15.0
+    k8s_429_rate: float = 0.02
     quick: bool = False
+    # Whether main() fails on a missed ratio or count target (--check).
+    check: bool = False
 
     @classmethod
     def quick_options(cls) -> Options:
@@ -108,6 +157,7 @@ class Options:
             fleet_invocations=3,
             organisation_sizes=(3, 6),
             marginal_warnings=20,
+            throttled_spread_s=10.0,
             quick=True,
         )
 
@@ -141,6 +191,9 @@ def run(options: Options) -> dict[str, Any]:
     }
     with moto_aws():
         create_idempotency_table()
+        dynamodb = None
+        if options.dynamodb_storms or options.throttled_storm:
+            dynamodb = DynamoDbTable(IDEMPOTENCY_TABLE)
 
         # 1. Per kind, on a cluster launched in moto: Ec2InstanceDirectory + PowertoolsLedger.
         _log(f"launching {small} instances in moto EC2")
@@ -166,13 +219,17 @@ def run(options: Options) -> dict[str, Any]:
                 summary["storms"].append(storm(bench, options.events, options.concurrency))
 
         # 2. The storm at each size on the same footing (static directory, memory ledger),
-        #    then the ledger's cost at the smallest size.
+        #    then the ledger's cost: on DynamoDB a round trip away at each size, on moto's
+        #    in-process DynamoDB (what it cost before) at the smallest; then the storm over
+        #    a minute on a throttled account at the largest.
         for size in sorted(options.nodes):
             cluster = build_cluster(size, pools=options.pools, pods_per_node=options.pods_per_node)
             with Emulator(cluster.objects, latency=latency) as emu:
                 variants = [Endpoints("static", "memory")]
                 if options.moto_storms and size == small:
                     variants.append(Endpoints("static", "powertools"))
+                if dynamodb is not None:
+                    variants.append(Endpoints("static", "dynamodb", dynamodb=dynamodb))
                 for endpoints in variants:
                     bench = Bench(cluster, emu, endpoints)
                     bench.restore()
@@ -188,6 +245,8 @@ def run(options: Options) -> dict[str, Any]:
                     with heap_frozen():
                         result = storm(bench, options.events, options.concurrency)
                     summary["storms"].append(result)
+                if options.throttled_storm and dynamodb is not None and size == max(options.nodes):
+                    summary["throttled_storm"] = _throttled_storm(options, cluster, emu, dynamodb)
             _log(f"marginal cost: {options.marginal_warnings} Spot warnings, {size} nodes")
             summary["marginal"].append(
                 marginal.cost_per_warning(cluster, options.marginal_warnings)
@@ -240,6 +299,44 @@ def run(options: Options) -> dict[str, Any]:
     summary["verdicts"] = verdicts(summary)
     summary["bench_seconds"] = round(time.perf_counter() - started, 1)
     return summary
+
+
+def _throttled_storm(
+    options: Options, cluster: Any, emu: Emulator, dynamodb: DynamoDbTable
+) -> dict[str, Any]:
+    """bench.frictions: the storm over a minute, EC2 throttled, 429s, DynamoDB's ledger."""
+    bucket = TokenBucket(others_per_second=options.ec2_others_per_second, tokens=0)
+    infos = {m.instance_id: m.info() for m in cluster.machines}
+    ec2 = Ec2Endpoint(infos, latency=frictions.EC2_LATENCY, bucket=bucket)
+    bench = Bench(cluster, emu, Endpoints("ec2", "dynamodb", ec2=ec2, dynamodb=dynamodb))
+    bench.restore()
+    _log(
+        f"throttled storm: {options.events} Spot warnings over {options.throttled_spread_s} s, "
+        f"{len(cluster.machines)} nodes, EC2 Describe* bucket with "
+        f"{bucket.refill_per_second - bucket.others_per_second}/s to spare, "
+        f"{options.k8s_429_rate:.0%} of Kubernetes requests 429"
+    )
+    gc.collect()
+    with heap_frozen():
+        result = frictions.spread_storm(
+            bench,
+            options.events,
+            options.throttled_spread_s,
+            options.concurrency,
+            k8s_429_rate=options.k8s_429_rate,
+        )
+    result["ec2_spare_tokens_per_second"] = bucket.refill_per_second - bucket.others_per_second
+    result["k8s_429_rate"] = options.k8s_429_rate
+    bench.restore()
+    return result
+
+
+def failed_checks(verdicts: dict[str, Any]) -> list[str]:
+    """The checked targets (:data:`CHECKED`: ratios and counts) that were measured and
+    missed; an absolute time missed is reported, not failed."""
+    return sorted(
+        name for name, verdict in verdicts.items() if name in CHECKED and verdict["met"] is False
+    )
 
 
 def verdicts(summary: dict[str, Any]) -> dict[str, Any]:
@@ -301,12 +398,37 @@ def verdicts(summary: dict[str, Any]) -> dict[str, Any]:
     verdict["all_events_tainted"] = all_storms_tainted
     verdict["met"] = bool(verdict["met"] and all_storms_tainted)
     out["storm_p99_receipt_to_tainted_s"] = verdict
+    out.update(_ledger_and_throttled_verdicts(summary))
     out["layer_mb"] = _verdict(summary.get("layer", {}).get("unpacked_mb"), TARGETS["layer_mb"])
+    for name, verdict in out.items():
+        verdict["checked"] = name in CHECKED
     return out
 
 
-def _verdict(value: float | None, limit: float) -> dict[str, Any]:
-    return {"value": value, "target": limit, "met": None if value is None else value <= limit}
+def _ledger_and_throttled_verdicts(summary: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    on_dynamodb = [s for s in summary["storms"] if s["ledger"] == "dynamodb"]
+    largest = max(on_dynamodb, key=lambda s: s["nodes"], default=None)
+    p99 = None if largest is None else round(largest["receipt_to_tainted_ms"]["p99"] / 1000, 3)
+    verdict = _verdict(p99, TARGETS["dynamodb_storm_p99_receipt_to_tainted_s"])
+    verdict["nodes"] = None if largest is None else largest["nodes"]
+    out["dynamodb_storm_p99_receipt_to_tainted_s"] = verdict
+    throttled = summary.get("throttled_storm") or {}
+    p99 = throttled.get("receipt_to_tainted_ms", {}).get("p99")
+    out["throttled_storm_p99_receipt_to_tainted_s"] = _verdict(
+        None if p99 is None else round(p99 / 1000, 3),
+        TARGETS["throttled_storm_p99_receipt_to_tainted_s"],
+    )
+    share = throttled.get("tainted_before_deadline_share")
+    out["throttled_storm_tainted_before_deadline_share"] = _verdict(
+        share, TARGETS["throttled_storm_tainted_before_deadline_share"], at_least=True
+    )
+    return out
+
+
+def _verdict(value: float | None, limit: float, *, at_least: bool = False) -> dict[str, Any]:
+    met = None if value is None else (value >= limit if at_least else value <= limit)
+    return {"value": value, "target": limit, "at_least": at_least, "met": met}
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[Options, Path | None]:
@@ -343,6 +465,19 @@ def parse_args(argv: list[str] | None = None) -> tuple[Options, Path | None]:
         help="skip the storms with moto EC2 / PowertoolsLedger on moto DynamoDB",
     )
     parser.add_argument("--no-hand-over", action="store_true", help="skip the hand-over comparison")
+    parser.add_argument(
+        "--no-throttled-storm", action="store_true", help="skip the storm on a throttled account"
+    )
+    parser.add_argument(
+        "--no-dynamodb-storms",
+        action="store_true",
+        help="skip the storms with the ledger on DynamoDB in a process of its own",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1 when a ratio or count target is missed (absolute times never fail)",
+    )
     parser.add_argument("--out", type=Path, help="also write the JSON summary here")
     args = parser.parse_args(argv)
     options = Options.quick_options() if args.quick else Options()
@@ -362,6 +497,9 @@ def parse_args(argv: list[str] | None = None) -> tuple[Options, Path | None]:
     options.layer_build &= not args.no_layer_build
     options.moto_storms &= not args.no_moto_storms
     options.hand_over &= not args.no_hand_over
+    options.throttled_storm &= not args.no_throttled_storm
+    options.dynamodb_storms &= not args.no_dynamodb_storms
+    options.check = args.check
     return options, args.out
 
 
@@ -375,4 +513,8 @@ def main(argv: list[str] | None = None) -> int:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text + "\n")
         _log(f"summary written to {out}")
+    missed = failed_checks(summary["verdicts"])
+    if options.check and missed:
+        _log(f"ratio or count targets missed: {', '.join(missed)}")
+        return 1
     return 0

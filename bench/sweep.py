@@ -9,12 +9,14 @@ and ``DescribeInstances`` filtered by ``instance-id``. moto cannot serve here: i
 these filters and knows neither ``Events`` nor impairment. Each call is counted, and a fixed
 latency per call (``call_ms``) stands for EC2's round trip.
 
-What is timed is the sweep up to the clusters: the paginated reads, the parse of every
-status into notices, the LIST of each managed cluster's nodes labelled
+What is timed is the sweep up to the clusters and past the split: the paginated reads, the
+parse of every status into notices, the LIST of each managed cluster's nodes labelled
 ``lifeboat.dev/ec2-maintenance`` (for EC2 events no longer reported; :class:`MarkedNodes`
-answers them, ``call_ms`` each), the one directory lookup per batch and the triage that
-keeps only the managed clusters' instances. What each notice then costs in its cluster is what the
-per-kind measure (``bench.scenarios.requests_per_kind``) reports for a state change or a
+answers them, ``call_ms`` each), the one directory lookup and the triage that keeps only the
+managed clusters' instances, then the split: the first ``NOTICES_PER_MESSAGE`` managed
+instances acted on in the sweep's message, the rest handed on as sweep parts (wake-ups
+naming instances, for which EC2 is asked again). What each notice then costs in its cluster
+is what the per-kind measure (``bench.scenarios.requests_per_kind``) reports for a state change or a
 scheduled change.
 """
 
@@ -26,13 +28,16 @@ from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
-from lifeboat.aws.sweep import Ec2InstanceStatuses
+from lifeboat.aws.sweep import Ec2InstanceStatuses, sweep_request
 from lifeboat.events.notice import Kind
 from lifeboat.flow.pipeline import ClusterClients, Pipeline
-from lifeboat.flow.routing import triage
+from lifeboat.flow.split import NOTICES_PER_MESSAGE, split
+from lifeboat.flow.sweep_triage import Sorted
 from lifeboat.kube import nodes
+from lifeboat.kube.maintenance_holds import HOLDS_ANNOTATION
 from lifeboat.model.instances import Ec2InstanceDirectory
 from lifeboat.model.settings import Settings
+from lifeboat.wakeup.codec import encode
 
 NOW = datetime(2026, 12, 1, 18, 0, tzinfo=UTC)
 SCHEDULED_TAINT = nodes.taint_key(Kind.SCHEDULED_CHANGE)
@@ -163,6 +168,7 @@ class MarkedNodes:
     def __init__(self, ec2: FleetEc2, clusters: int, ended: int, call_ms: float) -> None:
         self.call_ms = call_ms
         self.lists = 0
+        self.patches = 0  # the absence counts written on nodes
         # When the first LIST started and the last ended: the clusters are listed side by
         # side, so this span (not the sum of the calls) is what the lists add to a sweep.
         self.first: float | None = None
@@ -174,10 +180,19 @@ class MarkedNodes:
         start = nodes.ec2_maintenance_value(NOW + timedelta(days=7))
         for instance_id in with_events + (without if ended else []):
             index = int(instance_id.removeprefix("i-"), 16)
+            # Held for the event; those whose event EC2 no longer lists were missing from
+            # the sweeps of the last ten minutes already, so this sweep ends them.
+            missing = (
+                ',"missing_since":"2026-12-01T17:50:00Z","missing_sweeps":2'
+                if instance_id in without
+                else ""
+            )
+            hold = f'[{{"code":"system-reboot","start":"2026-12-08T18:00:00Z"{missing}}}]'
             node = {
                 "metadata": {
                     "name": f"node-{index}",
                     "labels": {nodes.EC2_MAINTENANCE_LABEL: start},
+                    "annotations": {HOLDS_ANNOTATION: hold},
                 },
                 "spec": {
                     "providerID": f"aws:///us-east-1a/{instance_id}",
@@ -208,6 +223,13 @@ class MarkedNodes:
                     marked.last = time.perf_counter()
                 return list(marked.by_cluster.get(cluster or "", []))
 
+            def patch_node(self, name: str, operations: list[dict[str, Any]]) -> dict[str, Any]:
+                with marked._lock:
+                    marked.patches += 1
+                if marked.call_ms:
+                    time.sleep(marked.call_ms / 1000)
+                return {}
+
         return _Kube()
 
 
@@ -234,15 +256,16 @@ def sweep_cost(
         statuses=statuses,
     )
     started = time.perf_counter()
-    # The sweep request's answer (Pipeline._sweep): the statuses read and parsed, and the
-    # managed clusters' labelled nodes listed for vanished events.
-    parsed = pipeline._sweep()
-    assert isinstance(parsed, list), parsed
-    notices = parsed
-    infos = directory.describe(sorted({n.instance_id for n in notices if n.instance_id}))
-    routed = [triage(n, infos.get(n.instance_id or ""), settings, NOW) for n in notices]
+    # The sweep request's answer (Pipeline._sweep): the statuses read and parsed, the
+    # managed clusters' labelled nodes listed for vanished events, every notice triaged
+    # (one directory lookup); then the split past what one message acts on.
+    swept = pipeline._sweep(sweep_request("bench", NOW.isoformat()), {})
+    assert isinstance(swept, Sorted), swept
+    now, parts = split(swept.notices, NOTICES_PER_MESSAGE)
+    encoded = [encode(part) for part in parts]
     elapsed = time.perf_counter() - started
-    to_clusters = [t for t in routed if t.outcome is None]
+    to_clusters = swept.notices
+    handed_on = sum(len(part.instances) for part in parts)
     return {
         "instances": instances,
         "clusters": clusters,
@@ -253,11 +276,20 @@ def sweep_cost(
         "describe_instances_calls": ec2.calls.get("describe_instances", 0),
         # One LIST of labelled nodes per managed cluster, for EC2 events no longer reported.
         "node_list_calls": marked.lists,
-        "ended": sum(1 for n in notices if n.ends_maintenance),
-        "notices": len(notices),
+        "ended": sum(1 for n in to_clusters if n.ends_maintenance),
+        "notices": len(to_clusters) + sum(1 for r in swept.reports if r.instance_id),
         "to_clusters": len(to_clusters),
-        "unmanaged": sum(1 for t in routed if t.unmanaged),
-        "clusters_reached": len({t.cluster for t in to_clusters}),
+        "unmanaged": sum(1 for r in swept.reports if r.unmanaged),
+        "clusters_reached": len(
+            {swept.infos[n.instance_id].cluster for n in to_clusters if n.instance_id}
+        ),
+        # Past NOTICES_PER_MESSAGE instances: acted on in the sweep's message, and handed on
+        # as sweep parts (each asks EC2 again about its instances). Their sum is every
+        # managed instance in trouble: none waits for a later sweep.
+        "acted_in_message": len({n.instance_id for n in now if n.instance_id}),
+        "handed_on": handed_on,
+        "sweep_parts": len(parts),
+        "part_bytes": max((len(body) for body in encoded), default=0),
         "sweep_ms": round(elapsed * 1000, 1),
         "node_lists_ms": round(marked.span * 1000, 1),
         # Lifeboat's own time: the sweep less EC2's side of its calls and the node lists.
@@ -266,9 +298,11 @@ def sweep_cost(
 
 
 def sweeps(instances: int = 5000, clusters: int = 50) -> list[dict[str, Any]]:
-    """A usual sweep (2 % of the fleet in trouble) and the worst case (every instance)."""
+    """A usual sweep (2 % of the fleet in trouble), one just past what a message acts on
+    (60 impaired), and the worst case (every instance)."""
     half = instances // 2
     return [
         sweep_cost(instances, clusters, impaired=instances // 100, scheduled=instances // 100),
+        sweep_cost(instances, clusters, impaired=66, scheduled=0),
         sweep_cost(instances, clusters, impaired=half, scheduled=instances - half),
     ]

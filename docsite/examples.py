@@ -72,6 +72,19 @@ EXAMPLE_LIST = (
     Example(
         "instance-status", "lifeboat replay events/status/describe-instance-status.json " + SAMPLE
     ),
+    # Capacity Blocks for ML: EC2's warning, the sweep's DescribeCapacityReservations alone,
+    # and both (each node once).
+    Example("capacity-block", "lifeboat replay events/capacity-block-expiry.json " + SAMPLE),
+    Example(
+        "capacity-block-sweep",
+        "lifeboat replay events/status/describe-capacity-reservations.json "
+        "--cluster events/cluster.yaml --at 2026-12-01T14:06:00Z",
+    ),
+    Example(
+        "capacity-block-both",
+        "lifeboat replay events/capacity-block-expiry.json "
+        "events/status/describe-capacity-reservations.json " + SAMPLE + " --same-instant",
+    ),
     # Waking up later.
     Example(
         "follow-scheduled-change",
@@ -101,7 +114,7 @@ EXAMPLE_LIST = (
     Example(
         "rotate-out",
         "lifeboat rotate legacy-to-karpenter --cluster-name prod-a --node-group legacy "
-        "--out rotation.json",
+        "--uid 2b7c4e1a-5d3f-4a6b-9c8d-0e1f2a3b4c5d --out rotation.json",
     ),
     Example(
         "rotation-follow",
@@ -135,7 +148,8 @@ EXAMPLE_LIST = (
     Example("waves-status", "lifeboat status --cluster wave-1.yaml", exit=EXIT_NOT_DONE),
     Example(
         "rollback-out",
-        "lifeboat rotate legacy-in-waves --cluster-name prod-a --rollback --out rollback.json",
+        "lifeboat rotate legacy-in-waves --cluster-name prod-a --rollback "
+        "--uid 6f3d9a2e-4b1c-4e8f-9a7d-2c5b8e1f0a47 --out rollback.json",
     ),
     Example(
         "rollback-replay",

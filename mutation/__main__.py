@@ -95,6 +95,32 @@ TARGETS: dict[str, Target] = {
         (f"{LAYER}/model/deadline.py",),
         ("tests/unit/test_deadline.py", "tests/integration/test_faults.py"),
     ),
+    # Planned rotation: the pure plan, the rollback, the commands' wire format first (unit
+    # tests, fast), then the looks and the runner through the emulator.
+    "rotation": Target(
+        (
+            f"{LAYER}/rotation/plan.py",
+            f"{LAYER}/rotation/rollback.py",
+            f"{LAYER}/rotation/request.py",
+            f"{LAYER}/rotation/messages.py",
+            f"{LAYER}/rotation/model.py",
+            f"{LAYER}/rotation/store.py",
+            f"{LAYER}/rotation/observe.py",
+            f"{LAYER}/rotation/look.py",
+            f"{LAYER}/rotation/runner.py",
+        ),
+        (
+            "tests/unit/test_rotation_plan.py",
+            "tests/unit/test_rotation_request.py",
+            "tests/unit/test_rotation_properties.py",
+            "tests/unit/test_rotation_restore.py",
+            "tests/integration/test_rotation_rollback_own.py",
+            "tests/integration/test_rotation_waits.py",
+            "tests/integration/test_rotation_stuck.py",
+            "tests/integration/test_rotation_rollback.py",
+            "tests/integration/test_rotation.py",
+        ),
+    ),
 }
 
 

@@ -22,7 +22,7 @@ import yaml
 from .gcpause import collector_paused
 from .names import name_problem
 from .resources import ALL_RESOURCES, Obj, resource_for_object
-from .yamlfast import has_alias, plain_data_documents
+from .yamlfast import MAX_EXPANDED_NODES, has_alias, plain_data_documents
 from .yamlload import LOADER, load_documents
 
 # libyaml-backed loader (what load_documents reads with) and dumper where PyYAML was built
@@ -36,6 +36,7 @@ SUPPORTED_KINDS = (
     "PodDisruptionBudget",
     "NodePool",
     "NodeClaim",
+    "EC2NodeClass",
     "Lease",
     "ConfigMap",
     "Event",
@@ -49,6 +50,7 @@ SUPPORTED_KINDS = (
 _DUMP_ORDER = (
     "Namespace",
     "Node",
+    "EC2NodeClass",
     "NodePool",
     "NodeClaim",
     "Deployment",
@@ -164,12 +166,6 @@ def read_documents(text: str) -> tuple[list[Any], bool]:
 class UnsafeYaml(yaml.YAMLError):
     """A document that is valid YAML but not data a cluster file holds: aliases that expand
     past :data:`MAX_EXPANDED_NODES`, or nesting deeper than Python's recursion allows."""
-
-
-# The most values the documents may hold once every alias is expanded. A 5,000-node dump
-# holds about 1.8 million; an alias bomb of ~1 KB holds billions. (Kubernetes' own reader,
-# go-yaml, refuses "excessive aliasing" likewise.)
-MAX_EXPANDED_NODES = 20_000_000
 
 
 def _check_expansion(documents: list[Any]) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from .clock import Clock, rfc3339
@@ -98,6 +98,11 @@ class Store:
         # PDB uid -> the expected pods its exported status said, for PDBs whose pods'
         # controllers a cluster file lacks (see pdb.py); empty unless an emulator is told.
         self.exported_scales: dict[str, int] = {}
+        # What is computed from stored objects, with the revision it was computed at (a
+        # PDB's status: pdb.refreshed); valid while the revision stays the same.
+        self.derived: dict[tuple[object, ...], tuple[object, object]] = {}
+        # Pods by (namespace, label key, value): what a PDB's matchLabels narrow to.
+        self._pod_labels: dict[tuple[str, str, str], set[Key]] = {}
         self._by_uid: dict[str, Ref] = {}
         self._dependents: dict[str, set[Ref]] = {}
         self._objects: dict[ResourceType, dict[str, dict[str, Obj]]] = {}
@@ -183,6 +188,19 @@ class Store:
                 return list(stored.get(namespace, {}).values())
             return [obj for by_name in stored.values() for obj in by_name.values()]
 
+    def pods_labelled(self, namespace: str, labels: Mapping[str, str]) -> list[Obj] | None:
+        """The pods of ``namespace`` carrying every one of ``labels`` (None: no labels to
+        narrow by; the caller scans the namespace). The caller still applies its selector."""
+        if not labels:
+            return None
+        with self.lock:
+            keys = min(
+                (self._pod_labels.get((namespace, k, str(v)), set()) for k, v in labels.items()),
+                key=len,
+            )
+            stored = self._objects.get(PODS, {}).get(namespace, {})
+            return [obj for ns, name in keys if ns == namespace and (obj := stored.get(name))]
+
     def all_objects(self, kind: str | None = None) -> list[tuple[ResourceType, Obj]]:
         """Every stored object (of ``kind``: only that kind's resources are read)."""
         with self.lock:
@@ -205,6 +223,9 @@ class Store:
         for index_name, read in _INDEXES_OF.get(resource, ()):
             if (value := read(obj)) is not None:
                 self._index[(resource, index_name)].setdefault(value, set()).add(key)
+        if resource is PODS:
+            for label in (metadata.get("labels") or {}).items():
+                self._pod_labels.setdefault((key[0], *label), set()).add(key)
 
     def _unindex(self, resource: ResourceType, obj: Obj | None) -> None:
         if obj is None:
@@ -219,3 +240,6 @@ class Store:
         for index_name, read in _INDEXES_OF.get(resource, ()):
             if (value := read(obj)) is not None:
                 self._index[(resource, index_name)].get(value, set()).discard(key)
+        if resource is PODS:
+            for label in (metadata.get("labels") or {}).items():
+                self._pod_labels.get((key[0], *label), set()).discard(key)

@@ -27,6 +27,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from .yamlaliases import expansion_bound
+from .yamlaliases import has_alias as has_alias  # re-exported: clusterfile's import
+
 # A plain scalar either reader may take for something other than a string (YAML 1.1's bool,
 # null, int, float, timestamp, merge and value patterns; rapidyaml's numbers, true/false/null
 # and the inf/nan spellings it rewrites), or more: a superset errs towards PyYAML.
@@ -80,14 +83,20 @@ def plain_data_documents(text: str) -> list[Any] | None:
         return None
     body = text[1:] if text.startswith("\ufeff") else text
     data = body.encode()
-    if _ALIAS.search(body) or not _plain_data_only(body, data):
-        # An alias is left to PyYAML's loader too: rapidyaml's resolve() copies what it
-        # names, so ~1 KB of nested aliases would expand to gigabytes before any check;
-        # PyYAML shares what an alias names, and read_documents caps its expansion.
+    if not _plain_data_only(body, data):
+        return None
+    aliased = has_alias(body)
+    if aliased and not _expands_within_limit(body):
+        # rapidyaml's resolve() copies what an alias names, so ~1 KB of nested aliases
+        # would expand to gigabytes before any check: such a text (or one whose expansion
+        # the text alone cannot bound) is left to PyYAML's loader, which shares what an
+        # alias names, and read_documents counts its expansion exactly.
         return None
     try:
         with _stderr_silenced():  # rapidyaml prints its parse errors itself; PyYAML reports
             tree = ryml.parse_in_arena(data)
+            if aliased:
+                tree.resolve()  # bounded above: every alias a copy of its anchor's node
             root = tree.root_id()
             emitted = ryml.emit_json_malloc(tree, root)
         if emitted is None:  # nothing but comments
@@ -98,9 +107,15 @@ def plain_data_documents(text: str) -> list[Any] | None:
     return parsed if tree.is_stream(root) else [parsed]
 
 
-def has_alias(text: str) -> bool:
-    """Whether ``text`` may hold a YAML alias (errs towards yes)."""
-    return _ALIAS.search(text) is not None
+# The most values the documents may hold once every alias is expanded. A 5,000-node dump
+# holds about 1.8 million; an alias bomb of ~1 KB holds billions. (Kubernetes' own reader,
+# go-yaml, refuses "excessive aliasing" likewise.)
+MAX_EXPANDED_NODES = 20_000_000
+
+
+def _expands_within_limit(text: str) -> bool:
+    bound = expansion_bound(text)
+    return bound is not None and bound <= MAX_EXPANDED_NODES
 
 
 def _rapidyaml() -> Any:
@@ -125,7 +140,7 @@ def _plain_data_only(text: str, data: bytes) -> bool:
 def _characters_agree(text: str, data: bytes) -> bool:
     if data and not data.endswith(b"\n"):
         return False  # a block scalar ending the file: PyYAML keeps no final line break
-    if (text.startswith("---") or "\n---" in text or "\n..." in text) and _ALIAS.search(text):
+    if (text.startswith("---") or "\n---" in text or "\n..." in text) and has_alias(text):
         return False  # several documents: rapidyaml resolves an alias across them, PyYAML not
     if _long_simple_key(text):
         return False
@@ -143,8 +158,6 @@ def _characters_agree(text: str, data: bytes) -> bool:
     return True
 
 
-# What may be an alias: "*" starting a token and followed by a name (not cron's "* * *").
-_ALIAS = re.compile(r"(?:^|[\s\[{,])\*[^\s,\[\]{}]")
 # PyYAML's scanner refuses a simple key longer than this; rapidyaml has no such limit.
 _SIMPLE_KEY_LIMIT = 1024
 _KEY_INDICATOR = re.compile(r":(?:[ \t]|$)")

@@ -31,7 +31,7 @@ from lifeboat_local.common import EventFile
 from lifeboat_local.event_times import file_time
 
 _ISO = re.compile(
-    r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?P<fraction>\.\d+)?(?P<zone>Z|[+-]\d{2}:\d{2})?"
+    r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?P<fraction>\.\d+)?(?P<zone>Z|[+-]\d{2}:\d{2})?"
 )
 _RFC1123 = re.compile(r"[A-Z][a-z]{2}, \d{1,2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT")
 _TIMESPEC = {0: "seconds", 3: "milliseconds", 6: "microseconds"}

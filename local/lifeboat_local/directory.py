@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from lifeboat.karpenter.replacement import CAPACITY_RESERVATION_ID_LABEL
 from lifeboat.kube import nodes
 from lifeboat.model.instances import (
     InstanceInfo,
@@ -65,6 +66,9 @@ def directory_from_objects(
             tags=tags,
             image_id=node_labels.get(NODEGROUP_IMAGE_LABEL)
             or (claim or {}).get("status", {}).get("imageID"),
+            # EC2's CapacityReservationId, as Karpenter labels its nodes with it (a cluster
+            # file's node-group node may carry the same label to say it runs in a block).
+            capacity_reservation_id=node_labels.get(CAPACITY_RESERVATION_ID_LABEL),
         )
     for instance, claim in claims_by_instance.items():
         if instance not in infos:
@@ -76,5 +80,6 @@ def directory_from_objects(
                 cluster=cluster,
                 tags=tags,
                 image_id=claim.get("status", {}).get("imageID"),
+                capacity_reservation_id=nodes.labels_of(claim).get(CAPACITY_RESERVATION_ID_LABEL),
             )
     return StaticInstanceDirectory(infos.values())

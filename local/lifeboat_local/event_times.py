@@ -28,6 +28,9 @@ def body_time(body: str) -> datetime | None:
         return None
     if not isinstance(message, dict):
         return None
+    answered = _answer_date(message)
+    if answered is not None:
+        return answered
     for field in TIME_FIELDS:
         text = message.get(field)
         if isinstance(text, str):
@@ -37,6 +40,27 @@ def body_time(body: str) -> datetime | None:
                 return None  # the parser rejects it, naming the field
             return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
     return None
+
+
+def _answer_date(message: dict[str, object]) -> datetime | None:
+    """When EC2 sent a saved DescribeInstanceStatus answer (the ``date`` header boto3 keeps
+    in ``ResponseMetadata``, of its first page): a timeline of saved answers is the sweeps'."""
+    from email.utils import parsedate_to_datetime
+
+    pages = message.get("Pages")
+    first = pages[0] if isinstance(pages, list) and pages else message
+    if not isinstance(first, dict) or "InstanceStatuses" not in first:
+        return None
+    meta = first.get("ResponseMetadata")
+    headers = meta.get("HTTPHeaders") if isinstance(meta, dict) else None
+    date = headers.get("date") if isinstance(headers, dict) else None
+    if not isinstance(date, str):
+        return None
+    try:
+        moment = parsedate_to_datetime(date)
+    except (ValueError, TypeError, IndexError, OverflowError):
+        return None  # the sweep's reader rejects it, naming the field
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
 
 
 def file_time(file: EventFile) -> datetime | None:

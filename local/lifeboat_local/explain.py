@@ -25,13 +25,14 @@ from pathlib import Path
 from typing import Any, TextIO
 from zoneinfo import ZoneInfo
 
+from lifeboat.aws.capacity_blocks import find_instances
 from lifeboat.decide import Decision
 from lifeboat.events import parse_message
 from lifeboat.events.notice import MalformedMessage, Notice
 from lifeboat.flow.pipeline import MessageResult
 from lifeboat.flow.resolve import Resolver
 from lifeboat.kube.client import KubeApi
-from lifeboat.model.instances import InstanceDirectory
+from lifeboat.model.instances import InstanceDirectory, ReservationDirectory
 from lifeboat.model.report import Outcome, Report
 from lifeboat.model.target import Target
 from lifeboat.wakeup.codec import MemoryWakeups
@@ -199,7 +200,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
                     "where": file.where(index),
                     "shifted_by": shifted_by,
                 }
-                entries = _entries(file.bodies[index], result, observer, tool, clock.now)
+                entries = _entries(
+                    file.bodies[index], result, observer, tool, clock.now, pipeline.reservations
+                )
                 for entry in entries:
                     entry = in_file_entry(entry, missing)
                     rejected |= entry["decision"]["outcome"] == str(Outcome.REJECTED)
@@ -219,11 +222,17 @@ RETRIED = "retried"
 
 
 def _entries(
-    body: str, result: MessageResult, observer: Observer, tool: ToolSettings, at: datetime
+    body: str,
+    result: MessageResult,
+    observer: Observer,
+    tool: ToolSettings,
+    at: datetime,
+    reservations: ReservationDirectory | None = None,
 ) -> list[dict[str, Any]]:
-    """One entry per notice of the message (one for a message rejected whole)."""
+    """One entry per notice of the message (one for a message rejected whole); an ending
+    Capacity Block's notice is one per instance of the block, as the pipeline made them."""
     try:
-        notices = parse_message(body, received_at=at)
+        notices = find_instances(parse_message(body, received_at=at), reservations, {})
     except MalformedMessage:
         notices = []
     if result.error is not None:

@@ -14,7 +14,7 @@ from lifeboat.decide import Decision
 from lifeboat.events.notice import LifecycleHook, Notice
 from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube.client import KubeApi
-from lifeboat.model.instances import InstanceDirectory
+from lifeboat.model.instances import InstanceDirectory, ReservationDirectory
 from lifeboat.model.ledger import MemoryLedger
 from lifeboat.model.settings import Settings
 from lifeboat.model.target import Target
@@ -62,4 +62,7 @@ def local_pipeline(
         wakeups=wakeups,
         ledger=MemoryLedger(),
         on_decision=on_decision,
+        # An ending Capacity Block's instances, as EC2 would find them: those the cluster file's
+        # nodes say run in it (lifeboat_local.directory).
+        reservations=directory if isinstance(directory, ReservationDirectory) else None,
     )

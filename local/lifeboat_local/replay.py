@@ -23,6 +23,7 @@ from lifeboat.model.instances import InstanceDirectory
 from lifeboat.model.instants import format_instant
 from lifeboat.model.report import Outcome, Report
 from lifeboat.wakeup.codec import MemoryWakeups, encode
+from lifeboat_local import progress
 from lifeboat_local.arrival import arriving_at
 from lifeboat_local.common import (
     EXIT_INCOMPLETE,
@@ -50,6 +51,7 @@ from lifeboat_local.event_times import schedule
 from lifeboat_local.harness import RecordedLifecycle, SimulatedClock, local_pipeline
 from lifeboat_local.karpenter_sim import KarpenterSimulation, SimStep
 from lifeboat_local.partial import MissingKind, in_file_reason, kinds_of
+from lifeboat_local.saved_statuses import SavedStatuses
 from lifeboat_local.serve import add_serve_flags, serve
 from lifeboat_local.source import live_directory, open_cluster
 from lifeboat_local.timeline import WIDTH, Timeline
@@ -131,14 +133,20 @@ def add_parser(commands: Any) -> None:
         help="advance the clock through all deferred work until none is left, with a small "
         "Karpenter simulation launching replacements and removing nodes; prints a timeline",
     )
+    _add_display_flags(parser)
+    add_strict_flag(parser)
+    add_settings_flags(parser)
+    add_serve_flags(parser)
+
+
+def _add_display_flags(parser: argparse.ArgumentParser) -> None:
+    """How a long replay shows itself: --wide rows, --progress on stderr."""
     parser.add_argument(
         "--wide",
         action="store_true",
         help=f"with --follow: one line per row, however long (default: wrap at {WIDTH})",
     )
-    add_strict_flag(parser)
-    add_settings_flags(parser)
-    add_serve_flags(parser)
+    progress.add_flag(parser)
 
 
 def check_args(args: argparse.Namespace) -> None:
@@ -243,6 +251,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         tool.announce()
         output.dry_run = tool.settings.dry_run
         pipeline = local_pipeline(kube, directory, tool.one_cluster, clock, wakeups)
+        # Saved DescribeInstanceStatus answers go through the Lambda's own sweep.
+        saved = SavedStatuses()
+        pipeline.statuses = saved
+        pipeline.capacity_reservations = saved.reservations
         # No Karpenter to simulate on a live cluster (--kubeconfig): the real one runs there.
         # Built before the first event, so that it knows the pods Lifeboat may evict (the
         # workload controllers it plays recreate them).
@@ -250,16 +262,22 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         if emulator is not None:
             emulator.clock.set(clock.now, frozen=True)  # pods terminate on replay time
         runner = _Runner(clock, wakeups, pipeline, karpenter, emulator, output)
+        if progress.wanted(getattr(args, "progress", False), sys.stderr):
+            runner.progress = progress.Progress(sys.stderr)
         for when, original in timeline:
             runner.run_until(when)  # the simulation runs between two events
             file, _ = arriving_at(when, original)  # its deadline kept from ``when``
-            for index, result in enumerate(pipeline.process(file.bodies)):
+            bodies = [saved.sweep_body(body) for body in file.bodies]
+            for index, result in enumerate(pipeline.process(bodies)):
                 origin = file.origin(index)
                 if spread:
                     origin = {**origin, "at": format_instant(clock.now)}
                 output.result(result, clock.now, origin, file.where(index))
         if args.follow:
             runner.run_until(None)
+        if runner.progress is not None:
+            runner.progress.report(clock.now, runner.steps, emulator, last=True)
+            runner.progress.finish()
         status = output.finish()
         status = strict_status(args, status, said_before)
         if runner.limit_hit is not None:
@@ -295,6 +313,7 @@ class _Runner:
         self.limit_hit: str | None = None
         # What was done, to name the loop when the limit is hit.
         self.done: Counter[str] = Counter()
+        self.progress: progress.Progress | None = None  # --progress (or stderr a terminal)
 
     def run_until(self, until: datetime | None) -> None:
         """Everything due before ``until`` (None: until nothing is pending), then the
@@ -362,6 +381,8 @@ class _Runner:
             self.done[f"Lifeboat's {wakeup.task} wake-up"] += 1
         for result in self.pipeline.process([encode(w) for w in batch]):
             self.output.result(result, clock.now, None)
+        if self.progress is not None:
+            self.progress.report(clock.now, self.steps, self.emulator)
 
     def _limit_text(self, due: datetime) -> str:
         loop = ", ".join(f"{what} {count} times" for what, count in self.done.most_common(3))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import uuid
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from pathlib import Path
@@ -46,7 +47,7 @@ def add_parser(commands: Any) -> None:
         "windows. Puts a 'Lifeboat Rotation ... Requested' event on the EventBridge bus.",
         examples="""
             lifeboat rotate legacy-to-karpenter --cluster-name prod-a --node-group legacy
-            lifeboat rotate legacy-to-karpenter --cluster-name prod-a --pause
+            lifeboat rotate legacy-to-karpenter --cluster-name prod-a --pause --uid UID
             lifeboat rotate legacy-to-karpenter --cluster-name prod-a --node-group legacy \\
                 --out events/rotation/legacy-to-karpenter.json
         """,
@@ -115,7 +116,16 @@ def _add_pacing(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_control_verbs(parser: argparse.ArgumentParser) -> None:
-    """--pause, --resume, --cancel, --rollback: mutually exclusive, each sets ``verb``."""
+    """--pause, --resume, --cancel, --rollback: mutually exclusive, each sets ``verb``;
+    --uid names the rotation they are for."""
+    parser.add_argument(
+        "--uid",
+        metavar="UID",
+        help="the rotation's uid (printed when it was requested; `lifeboat status` shows it): "
+        "required with --pause, --resume, --cancel and --rollback, so that a command never "
+        "reaches another rotation of the same name; with a new rotation, the uid to give it "
+        "(default: a new UUID)",
+    )
     control = parser.add_mutually_exclusive_group()
     for verb in (Verb.PAUSE, Verb.RESUME, Verb.CANCEL, Verb.ROLLBACK):
         control.add_argument(
@@ -150,6 +160,11 @@ def check_args(args: argparse.Namespace) -> None:
         raise UsageError("rotate: a new rotation needs --node-group, --label or --ami")
     if args.verb is not None and selects:
         raise UsageError(f"rotate: --{args.verb} names a rotation; it takes no node selector")
+    if args.verb is not None and not args.uid:
+        raise UsageError(
+            f"rotate: --{args.verb} needs --uid (the rotation's uid: `lifeboat status "
+            f"{args.name}` shows it)"
+        )
     if args.waves:
         check_waves(args.waves)
 
@@ -189,8 +204,11 @@ def build_event(args: argparse.Namespace, now: datetime) -> dict[str, Any]:
             health_timeout=timedelta(seconds=args.health_timeout),
             waves=tuple(w.strip() for w in (args.waves or "").split(",") if w.strip()),
             allowed_amis=tuple(args.allowed_ami),
+            uid=args.uid or str(uuid.uuid4()),  # what its commands will name it by
         )
-    event = command_event(verb, args.name, cluster=args.cluster_name, spec=spec, now=now)
+    event = command_event(
+        verb, args.name, cluster=args.cluster_name, spec=spec, now=now, uid=args.uid or ""
+    )
     try:
         parse_command(event)
     except MalformedMessage as error:
@@ -206,7 +224,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             args.out.write_text(json.dumps(event, indent=2) + "\n", encoding="utf-8")
         except OSError as error:
             raise UsageError(f"--out {args.out}: {error.strerror or error}") from None
-        out.write(f"wrote {event['detail-type']} for rotation {args.name} to {args.out}\n")
+        out.write(
+            f"wrote {event['detail-type']} for rotation {args.name} "
+            f"(uid {event['detail']['uid']}) to {args.out}\n"
+        )
         return EXIT_OK
     return put_event(event, args.event_bus, args.region, out)
 
@@ -232,8 +253,11 @@ def put_event(event: dict[str, Any], bus: str, region: str | None, out: TextIO) 
         why = f"{result.get('ErrorCode', '?')}: {result.get('ErrorMessage', '')}".strip()
         print(f"lifeboat: error: PutEvents on bus {bus} refused the event: {why}", file=sys.stderr)
         return EXIT_USAGE
-    name = event["detail"]["rotation"]
-    out.write(f"put {event['detail-type']} for rotation {name} on bus {bus}: {result['EventId']}\n")
+    name, uid = event["detail"]["rotation"], event["detail"]["uid"]
+    out.write(
+        f"put {event['detail-type']} for rotation {name} (uid {uid}) on bus {bus}: "
+        f"{result['EventId']}\n"
+    )
     return EXIT_OK
 
 
@@ -254,6 +278,7 @@ def _flag_names(reason: str) -> str:
         ("detail.maxInFlight", "--max-in-flight"),
         ("detail.healthGate.timeoutSeconds", "--health-timeout"),
         ("detail.cluster", "--cluster-name"),
+        ("detail.uid", "--uid"),
     ):
         if reason.startswith(field):
             return flag + reason[len(field) :]

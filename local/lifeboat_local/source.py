@@ -2,7 +2,7 @@
 or a live cluster through a kubeconfig. Either way, the tools talk to it through ``KubeApi``.
 
 A cluster file is usually what ``kubectl get ... -o yaml`` printed, so it may hold kinds the
-emulator does not serve (Services, ConfigMaps, EC2NodeClasses): those are skipped and counted,
+emulator does not serve (Services, Secrets, ...): those are skipped and counted,
 never fatal. What cannot be a cluster file (nothing at all, a kubeconfig, Karpenter's older
 API, broken YAML) is a usage error that says what to do instead. The emulator is asked which
 kinds it serves, so a kind it learns to serve is read from then on.
@@ -150,9 +150,9 @@ def _served(obj: Any, index: int, where: str, skipped: Counter[tuple[str, str]])
     if not isinstance(obj, dict) or not obj.get("apiVersion") or not obj.get("kind"):
         return True
     api_version, kind = str(obj["apiVersion"]), str(obj["kind"])
-    # EC2NodeClasses are served (created through the API, `kubectl apply --dry-run=server`)
-    # but not loaded from cluster files: Lifeboat reads nothing in them.
-    if resource_for_object(api_version, kind) is not None and kind != "EC2NodeClass":
+    # EC2NodeClasses are loaded too: the replay's simulated Karpenter finds a NodePool's node
+    # class there (a pool whose class is missing is not Ready, and provisions nothing).
+    if resource_for_object(api_version, kind) is not None:
         return True
     if api_version.startswith(f"{KARPENTER_GROUP}/") and api_version != KARPENTER_API:
         name = (obj.get("metadata") or {}).get("name", "?")

@@ -136,7 +136,8 @@ def describe(rotation: Rotation) -> str:
     lines = [
         f"rotation {spec.name}: {rotation.phase}"
         + (f" ({rotation.reason})" if rotation.reason else ""),
-        f"  requested {format_instant(rotation.requested_at)} (event {rotation.request_id})"
+        f"  requested {format_instant(rotation.requested_at)} (event {rotation.request_id}; "
+        f"uid {rotation.uid}, what its commands name: lifeboat rotate --uid)"
         + (f" for cluster {spec.cluster}" if spec.cluster else ""),
         f"  nodes: {spec.describe_selector()}; at most {spec.max_in_flight} in flight; "
         f"health gate {int(spec.health_timeout.total_seconds())}s",

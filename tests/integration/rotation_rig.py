@@ -156,6 +156,9 @@ def rig(
     clock = Clock(start)
     wakeups = MemoryWakeups()
     with Emulator(objects) as emu:
+        # The API server's clock reads the simulated one from the start, as in replay: a pod
+        # evicted before the first move terminates after its grace period in simulated time.
+        emu.clock.set(start, frozen=True)
         kube = KubeApi(emu.api_client(), RetryPolicy(attempts=2, base_delay=0.01))
         pipeline = Pipeline(
             clusters=OneCluster(kube),

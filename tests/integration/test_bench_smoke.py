@@ -35,6 +35,7 @@ def tiny_options() -> Options:
     options.organisation = False
     options.sweep = False
     options.hand_over = False
+    options.throttled_spread_s = 2.0  # the storm on a throttled account, over 2 s
     return options
 
 
@@ -102,8 +103,58 @@ def _check_storms(storms: list[dict[str, Any]], events: int) -> None:
 
 def test_storms_taint_every_node(summary: Summary) -> None:
     storms = summary["storms"]
-    assert {(s["directory"], s["ledger"]) for s in storms} == {("static", "memory")}
+    assert {(s["directory"], s["ledger"]) for s in storms} == {
+        ("static", "memory"),
+        ("static", "dynamodb"),
+    }
     _check_storms(storms, tiny_options().events)
+
+
+def test_the_throttled_storm_acts_on_every_warning_before_its_deadline(summary: Summary) -> None:
+    """bench.frictions, tiny: every warning through the queue, EC2's bucket refusing some
+    DescribeInstances, the API server some requests (429 with Retry-After), the ledger on
+    bench.dynamodb; every warning tainted before its deadline, each counted once."""
+    storm = summary["throttled_storm"]
+    events = tiny_options().events
+    assert storm["events"] == storm["tainted_and_cordoned"] == events
+    assert storm["outcomes"] == {"acted": events}
+    assert storm["tainted_before_deadline_share"] == 1.0
+    assert storm["ec2_describe_calls"] >= storm["ec2_throttled"] > 0  # it was throttled
+    assert storm["deliveries"] >= events
+    latency = storm["receipt_to_tainted_ms"]
+    assert 0 < latency["p50"] <= latency["p99"] <= latency["max"]
+    verdict = summary["verdicts"]["throttled_storm_tainted_before_deadline_share"]
+    assert verdict["met"] is True and verdict["checked"] is True
+
+
+def test_a_missed_ratio_fails_the_check_and_a_missed_time_does_not() -> None:
+    """make bench-check: a ratio or count target missed fails (--check exits 1); an
+    absolute time missed is reported only."""
+    from bench.runner import failed_checks
+
+    missed_ratio = {"value": 4.3, "target": 2.0, "met": False}
+    missed_time = {"value": 7.9, "target": 2.0, "met": False}
+    assert failed_checks({"replay_yaml_ratio": missed_ratio}) == ["replay_yaml_ratio"]
+    assert failed_checks({"throttled_storm_p99_receipt_to_tainted_s": missed_time}) == []
+    assert failed_checks({"replay_yaml_ratio": {**missed_ratio, "met": None}}) == []
+
+
+def test_the_check_exits_1_on_a_missed_ratio(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bench import report, runner
+
+    summary: Summary = {"verdicts": {"replay_json_ratio": {"value": 1.6, "met": False}}}
+    monkeypatch.setattr(runner, "run", lambda options: summary)
+    monkeypatch.setattr(report, "table", lambda summary: "")
+    assert runner.main(["--quick", "--check"]) == 1
+    assert runner.main(["--quick"]) == 0
+
+
+def test_the_tiny_run_meets_its_checked_targets(summary: Summary) -> None:
+    """The quick configuration's counts in make test: a Spot warning's 6 requests, one EMF
+    document per dimension group, every throttled warning before its deadline."""
+    from bench.runner import failed_checks
+
+    assert failed_checks(summary["verdicts"]) == []
 
 
 @pytest.mark.bench
@@ -120,6 +171,7 @@ def test_the_storm_on_moto_ec2_and_dynamodb_taints_every_node(quick_summary: Sum
         ("moto", "powertools"),
         ("static", "memory"),
         ("static", "powertools"),
+        ("static", "dynamodb"),
     }
     _check_storms(storms, 100)
 

@@ -153,10 +153,22 @@ def test_the_aws_clock_tells_awss_time_within_a_second(skew: timedelta) -> None:
 
 @pytest.mark.parametrize(
     "date",
-    ["", "yesterday", "Tue, 01 Dec 2026 14:05:30", stamp(AWS_NOW), "Sat, 01 Dec 2029 14:05:30 GMT"],
-    ids=["empty", "words", "no-zone", "iso", "years-off"],
+    [
+        "",
+        "yesterday",
+        "Tue, 01 Dec 2026 14:05:30",
+        stamp(AWS_NOW),
+        "Sat, 01 Dec 2029 14:05:30 GMT",
+        format_datetime(AWS_NOW + SKEW + timedelta(hours=11), usegmt=True),
+        format_datetime(AWS_NOW + SKEW - timedelta(minutes=17), usegmt=True),
+    ],
+    ids=["empty", "words", "no-zone", "iso", "years-off", "hours-off", "17-minutes-off"],
 )
 def test_a_date_that_is_no_believable_http_date_is_ignored(date: str) -> None:
+    """Hostile review of 33.6 (``hours-off``, ``17-minutes-off``): a Date from an endpoint
+    that is not AWS (a proxy, a cache replaying an old answer) moved "now" by up to 12 hours
+    from one answer. AWS refuses a SigV4 request signed more than 15 minutes off its clock, so
+    a real answer is never further off than that: the bound is 16 minutes."""
     clock = AwsClock(lambda: AWS_NOW + SKEW)
     clock.observe(date)
     assert clock.skew == timedelta(0)

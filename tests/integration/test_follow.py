@@ -85,13 +85,13 @@ def test_every_row_names_its_node_and_pool_follow_ups_too(make_follow: list[str]
         assert row[4].startswith("ip-10-0-"), row
         # A node group's node has no pool: its drain's follow-up (the lifecycle action is
         # completed once the evicted pods have terminated, issue 22) shows "-".
-        pools = {"batch", "general", "-"} if row[2] == "asg-termination" else {"batch", "general"}
+        pools = {"batch", "general", "gpu"} | ({"-"} if row[2] == "asg-termination" else set())
         assert row[5] in pools, row
     assert any(row[2] == "asg-termination" and row[1] == "acted" for row in later)
     simulated = [c for c in cells if c[2] == "(simulated)"]
     assert len(simulated) >= 10
     for row in simulated:
-        assert row[5] in {"batch", "general", "-"}, row
+        assert row[5] in {"batch", "general", "gpu", "-"}, row
         if row[1] not in {"launched", "nominated"}:
             assert row[4] != "-", row
     # A step's detail lines sit under the row of the node they are about.
@@ -151,7 +151,8 @@ def test_without_follow_one_aligned_line_per_decision(capsys: pytest.CaptureFixt
     argv = ["replay", *map(str, samples), "--cluster", str(CLUSTER), "--at", AT, "--same-instant"]
     assert main(argv) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == len(samples) + 1  # the retirement names two instances
+    # The retirement names two instances, the Capacity Block's warning three.
+    assert len(lines) == len(samples) + 3
     starts = {line.index(" i-0a1b2c3d4e5f6") for line in lines}
     assert len(starts) == 1  # the INSTANCE column is aligned
 

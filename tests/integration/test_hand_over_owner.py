@@ -294,3 +294,62 @@ def test_a_hand_over_record_that_is_not_lifeboats_is_reported_and_left(rig: Rig)
     (problem,) = [line for line in logged if "hand-over" in line["reason"]]
     assert problem["outcome"] == str(Outcome.IGNORED)
     assert "is no hand-over Lifeboat wrote" in problem["reason"]
+
+
+def test_a_hand_over_record_copied_onto_another_node_acts_on_nothing_it_names(
+    rig: Rig,
+) -> None:
+    """Hostile review of 33.3: a well-formed record, Lifeboat's own (taken from a real
+    hand-over in another cluster), written by whoever may patch a Node (its own kubelet) onto
+    a Node of another instance, naming the victim's claim and uid, past its take-over time.
+    The sweep reads a Node's record about another instance as a replacement's copy: it
+    never finishes or gives up the hand-over it names (no delete of the victim's claim, no
+    write to the victim's node), and only removes the copy."""
+    objects = sample_cluster()
+    with Emulator(objects) as elsewhere:
+        donor = Rig(elsewhere, objects)
+        _dead_lettered_hand_over(donor)
+        donor_node = donor.node()
+    record = nodes.annotations_of(donor_node)[handover.HAND_OVER_ANNOTATION]
+    until = nodes.labels_of(donor_node)[handover.HAND_OVER_LABEL]
+    attacker = "ip-10-0-1-11.ec2.internal"
+    rig.kube.patch_node(
+        attacker,
+        [
+            {"op": "add", "path": "/metadata/labels/lifeboat.dev~1hand-over-until", "value": until},
+            {"op": "add", "path": "/metadata/annotations/lifeboat.dev~1hand-over", "value": record},
+        ],
+    )
+    victim_claim, victim_node = rig.claim(CLAIM), rig.node()
+    rig.now = START + handover.PATIENCE + handover.SWEEP_GRACE + timedelta(minutes=5)
+    assert rig.sweep() == []
+    assert rig.claim(CLAIM) == victim_claim and rig.node() == victim_node
+    copy = rig.kube.get_node(attacker)
+    assert copy is not None
+    assert handover.HAND_OVER_ANNOTATION not in nodes.annotations_of(copy)
+    assert handover.HAND_OVER_LABEL not in nodes.labels_of(copy)
+
+
+def test_a_crash_between_the_give_up_wake_up_and_the_release_is_given_up_once(
+    rig: Rig,
+) -> None:
+    """Hostile review of 33.3: the give-up schedules the maintenance's wake-up, then the
+    API server fails the patch that releases the old node. The node stays held and the
+    record stays, so the next sweep gives it up again: the node back in service, and still
+    one wake-up for the maintenance (the same key: scheduling it twice makes no second)."""
+    _dead_lettered_hand_over(rig)
+    rig.wakeups.down = False
+    rig.now = START + handover.PATIENCE + handover.SWEEP_GRACE + timedelta(minutes=1)
+    rig.emulator.fail_next(500, times=1, verb="patch", resource="nodes", name=NODE)
+    (line,) = rig.sweep()
+    assert "could not finish or give up the hand-over (KubeError" in line["reason"]
+    assert "the next sweep tries again" in line["reason"]
+    assert _held(rig.node()) and rig.node()["spec"]["unschedulable"] is True
+    assert [w.task for w in rig.wakeups.held.pending.values()] == [Task.DECIDE]
+    rig.now += timedelta(minutes=1)
+    (line,) = rig.sweep()
+    assert "hand-over given up" in line["reason"]
+    assert not _held(rig.node()) and not rig.node()["spec"].get("unschedulable")
+    assert handover.HAND_OVER_LABEL not in nodes.labels_of(rig.node())
+    assert [w.task for w in rig.wakeups.held.pending.values()] == [Task.DECIDE]
+    assert rig.sweep() == []

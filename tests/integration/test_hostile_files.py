@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from kubemu.clusterfile import MAX_EXPANDED_NODES, UnsafeYaml, read_documents
-from kubemu.yamlfast import plain_data_documents
+from kubemu.clusterfile import UnsafeYaml, read_documents
+from kubemu.yamlfast import MAX_EXPANDED_NODES, plain_data_documents
 from tests.conftest import CliRun
 from tests.support.paths import EVENTS
 

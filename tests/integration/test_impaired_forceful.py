@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from lifeboat.aws.sweep import sweep_request
 from lifeboat.karpenter.forceful import TERMINATION_TIMESTAMP
 from tests.integration.test_instance_status import (
     KARPENTER_CLAIM,
@@ -32,6 +33,8 @@ from tests.integration.test_instance_status import (
     Rig,
     instance_status,
     make_rig,
+    one_set,
+    stub_sweep,
     types,
 )
 from tests.support.paths import EVENTS
@@ -170,3 +173,103 @@ def test_a_claim_karpenter_deletes_gently_is_forced_without_a_second_delete(rig:
     assert rig.claim(KARPENTER_CLAIM)["metadata"]["annotations"][TERMINATION_TIMESTAMP] == STAMP
     assert rig.claims() == before
     assert _claim_writes(rig) == [("patch", KARPENTER_CLAIM)]
+
+
+@pytest.mark.parametrize(
+    "forged",
+    [
+        "2099-01-01T00:00:00Z",  # far future: the gentle drain would go on for decades
+        "not-a-time",  # core's nodeTerminationTime fails "parsing annotation" forever
+        "2026-12-01",  # a date alone: Go's time.Parse(time.RFC3339) refuses it
+        "x" * 100_000,  # huge: replaced, and reported shortened
+    ],
+    ids=["future", "words", "date-only", "huge"],
+)
+def test_a_forged_termination_timestamp_is_replaced_by_now(rig: Rig, forged: str) -> None:
+    """Hostile review of issue 34.1: a stamp in the future or unparsable on an impaired
+    claim. The provider's ``annotateTerminationTimestamp`` keeps any value, but core's
+    termination controller (``nodeTerminationTime``) fails on one it cannot parse and the node
+    is never deleted, and a future one keeps the gentle drain going. Lifeboat follows core's
+    node repair (``annotateTerminationGracePeriod``, pkg/controllers/node/health: only a
+    parsable past time is kept): the stamp becomes now, the forged value reported shortened."""
+    claim = rig.claim(KARPENTER_CLAIM)
+    claim["metadata"]["annotations"][TERMINATION_TIMESTAMP] = forged
+    rig.emulator.put_object(claim)
+    [report] = rig.sweep(
+        instance_status(KARPENTER_INSTANCE, impaired_since=NOW - timedelta(minutes=3))
+    )
+    [annotate] = [a for a in report.actions if a["type"] == "annotate-nodeclaim"]
+    assert annotate["value"] == STAMP and "existing" not in annotate
+    assert annotate["replaced"] == (forged if len(forged) <= 64 else forged[:64] + "...")
+    after = rig.claim(KARPENTER_CLAIM)
+    assert after["metadata"]["annotations"][TERMINATION_TIMESTAMP] == STAMP
+    assert after["metadata"].get("deletionTimestamp")
+
+
+def test_a_claim_being_deleted_with_a_future_grace_deadline_is_forced_now(rig: Rig) -> None:
+    """Karpenter's lifecycle controller deletes a claim with a ``terminationGracePeriod`` of
+    48 h and stamps deletion + 48 h; then its instance is impaired. That stamp is not in
+    effect: Lifeboat sets now (core's ``annotateTerminationGracePeriod`` overwrites a future
+    time) rather than leave the broken node draining gently for two days; no second delete."""
+    for obj in (rig.claim(KARPENTER_CLAIM), rig.node(KARPENTER_NODE)):
+        obj["metadata"]["deletionTimestamp"] = "2026-12-01T17:59:00Z"
+        obj["metadata"]["finalizers"] = ["karpenter.sh/termination"]
+        if obj["kind"] == "NodeClaim":
+            obj["metadata"]["annotations"][TERMINATION_TIMESTAMP] = "2026-12-03T17:59:00Z"
+        rig.emulator.put_object(obj)
+    rig.emulator.reset_counts()
+    [report] = rig.sweep(
+        instance_status(KARPENTER_INSTANCE, impaired_since=NOW - timedelta(minutes=3))
+    )
+    assert report.outcome == "acted" and "forcing it" in report.reason
+    assert types(report) == ["annotate-nodeclaim", "delete-nodeclaim"]
+    assert report.actions[0]["replaced"] == "2026-12-03T17:59:00Z"
+    assert rig.claim(KARPENTER_CLAIM)["metadata"]["annotations"][TERMINATION_TIMESTAMP] == STAMP
+    assert _claim_writes(rig) == [("patch", KARPENTER_CLAIM)]
+
+
+def test_a_past_stamp_with_an_offset_is_kept(rig: Rig) -> None:
+    """A parsable past time in another zone is in effect: kept, never moved (both
+    ``annotateTerminationTimestamp`` and ``annotateTerminationGracePeriod`` keep it)."""
+    claim = rig.claim(KARPENTER_CLAIM)
+    claim["metadata"]["annotations"][TERMINATION_TIMESTAMP] = "2026-12-01T18:30:00+01:00"
+    rig.emulator.put_object(claim)
+    [report] = rig.sweep(
+        instance_status(KARPENTER_INSTANCE, impaired_since=NOW - timedelta(minutes=3))
+    )
+    [annotate] = [a for a in report.actions if a["type"] == "annotate-nodeclaim"]
+    assert annotate["existing"] is True and annotate["value"] == "2026-12-01T18:30:00+01:00"
+
+
+def test_a_crash_between_the_annotation_and_the_delete_is_finished_by_the_next_sweep(
+    rig: Rig,
+) -> None:
+    """Hostile review of 34.1: the delete fails (500 through every retry) after the
+    annotation was written. The next sweep, two minutes later, keeps the first stamp (in
+    effect: ``annotateTerminationTimestamp`` never moves it) and deletes the claim; the
+    replacement made the first time is not made again."""
+    rig.emulator.fail_next(
+        500, times=10, verb="delete", resource="nodeclaims", name=KARPENTER_CLAIM
+    )
+    stub_sweep(
+        rig.stubber,
+        *one_set([instance_status(KARPENTER_INSTANCE, impaired_since=NOW - timedelta(minutes=3))]),
+    )
+    request = sweep_request("sweep-crash", rig.now.isoformat())
+    [first] = rig.pipeline.process([json.dumps(request)])
+    assert first.error is not None
+    claim = rig.claim(KARPENTER_CLAIM)
+    assert claim["metadata"]["annotations"][TERMINATION_TIMESTAMP] == STAMP
+    assert not claim["metadata"].get("deletionTimestamp")
+    claims_before = {c["metadata"]["name"] for c in rig.emulator.objects("NodeClaim")}
+    rig.emulator.clear_faults()
+    rig.now = NOW + timedelta(minutes=2)
+    [report] = rig.sweep(
+        instance_status(KARPENTER_INSTANCE, impaired_since=NOW - timedelta(minutes=3))
+    )
+    [annotate] = [a for a in report.actions if a["type"] == "annotate-nodeclaim"]
+    assert annotate == {**annotate, "value": STAMP, "existing": True}
+    after = rig.claim(KARPENTER_CLAIM)
+    assert after["metadata"]["annotations"][TERMINATION_TIMESTAMP] == STAMP
+    assert after["metadata"].get("deletionTimestamp")
+    assert {c["metadata"]["name"] for c in rig.emulator.objects("NodeClaim")} == claims_before

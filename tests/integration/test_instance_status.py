@@ -399,14 +399,15 @@ def test_a_rescheduled_maintenance_is_a_new_one(rig: Rig) -> None:
         instance_status(KARPENTER_INSTANCE, events=[scheduled_event("system-reboot")])
     )
     later = MAINTENANCE + timedelta(days=2)
-    # The first start no longer reported ends that maintenance (before the new one is
-    # looked at); the node is being replaced, so nothing is undone.
-    ended, second = rig.sweep(
+    # The first start no longer reported is counted missing (it ends only once missing
+    # from complete sweeps for a while: lifeboat.flow.sweep_holds); the new start is a new
+    # maintenance, not a duplicate.
+    missing, second = rig.sweep(
         instance_status(KARPENTER_INSTANCE, events=[scheduled_event("system-reboot", later)])
     )
     assert first.outcome == "acted"
-    assert ended.event_id == f"vanished:{KARPENTER_INSTANCE}:20261208T090000Z"
-    assert ended.outcome == "ignored" and "already being deleted" in ended.reason
+    assert missing.event_id == f"vanished:{KARPENTER_INSTANCE}:20261208T090000Z"
+    assert missing.outcome == "ignored" and "missing from 1 complete sweep(s)" in missing.reason
     assert "duplicate" not in second.reason
 
 
@@ -621,11 +622,11 @@ def test_a_sweep_request_without_an_ec2_reader_is_ignored_with_its_reason(rig: R
 def test_the_sample_response_replays_one_impaired_and_one_scheduled_event_notice() -> None:
     """``events/status/describe-instance-status.json`` (``make demo``): a response as boto3
     returns it, times written as ``json.dumps(..., default=str)`` writes them; EC2's
-    ``date`` header is when it answered."""
-    from lifeboat.events import parse_message
+    ``date`` header is when it answered. Read as the sweep reads EC2's pages."""
+    from lifeboat.events import parse_statuses
 
     text = (EVENTS / "status" / "describe-instance-status.json").read_text(encoding="utf-8")
-    impaired, scheduled = parse_message(text, received_at=NOW)
+    impaired, scheduled = parse_statuses({"Pages": [json.loads(text)]}, received_at=NOW)
     assert (impaired.kind, impaired.instance_id) == (Kind.INSTANCE_IMPAIRED, "i-0a1b2c3d4e5f60008")
     assert impaired.event_time == datetime(2026, 12, 1, 13, 58, tzinfo=UTC)
     assert impaired.deadline == datetime(2026, 12, 1, 14, 5, tzinfo=UTC)

@@ -33,10 +33,13 @@ from kubemu import Emulator
 from lifeboat.aws.sweep import Ec2InstanceStatuses, complete, sweep_request
 from lifeboat.events.notice import Kind
 from lifeboat.flow.pipeline import Pipeline
+from lifeboat.flow.sweep_holds import ABSENCE, ABSENT_SWEEPS
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
+from lifeboat.kube.maintenance_holds import holds_of
 from lifeboat.model.instances import Ec2InstanceDirectory, InstanceInfo
 from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.report import Report
 from lifeboat.model.settings import Settings
 from lifeboat.wakeup.codec import MemoryWakeups, Task, encode
 from tests.integration.test_fleet import PerCluster, cluster_objects, launch
@@ -75,6 +78,20 @@ def cordoned_for(rig: Rig, event: dict[str, Any]) -> None:
     assert acted.outcome == "acted" and types(acted) == ["taint", "cordon", "label"]
 
 
+def gone(rig: Rig, *statuses: dict[str, Any]) -> list[Report]:
+    """Complete sweeps that no longer list the event, as many and as long as it takes to
+    end it (``lifeboat.flow.sweep_holds``: ABSENT_SWEEPS over ABSENCE): the last one's
+    reports. The first two say the event is missing and end nothing."""
+    start = rig.now
+    for step in range(ABSENT_SWEEPS):
+        rig.now = start + ABSENCE * step / (ABSENT_SWEEPS - 1)
+        reports = rig.sweep(*statuses)
+        if step < ABSENT_SWEEPS - 1:
+            ended = [r for r in reports if r.outcome == "acted" and "is over" in r.reason]
+            assert not ended, ended
+    return reports
+
+
 def node_list_requests(rig: Rig) -> int:
     return sum(1 for e in rig.emulator.request_log if e[0] == "list" and e[2] == "nodes")
 
@@ -86,8 +103,8 @@ def test_an_event_that_vanishes_uncordons_the_node_as_a_cancelled_one(cordon_onl
     assert nodes.labels_of(node)[LABEL] == "20261208T090000Z"
 
     rig.now = NOW + timedelta(hours=1)
-    # EC2 no longer reports it: the sweep finds no instance in trouble at all.
-    reports = rig.sweep()
+    # EC2 no longer reports it: the sweeps find no instance in trouble at all.
+    reports = gone(rig)
     [ended] = [r for r in reports if r.instance_id == KARPENTER_INSTANCE]
     assert ended.outcome == "acted", ended.reason
     assert "EC2 event no longer reported" in ended.reason and "is over" in ended.reason
@@ -96,8 +113,10 @@ def test_an_event_that_vanishes_uncordons_the_node_as_a_cancelled_one(cordon_onl
     assert not node["spec"].get("unschedulable")
     assert SCHEDULED_TAINT not in taint_keys(node)
     assert not nodes.excluded_from_load_balancers(node)
-    assert LABEL not in nodes.labels_of(node)
     assert nodes.maintenance_ended(node, MAINTENANCE)
+    # The label stays with the ended hold: EC2 listing the event again is a new hold.
+    [hold] = holds_of(node)
+    assert hold.start == MAINTENANCE and hold.ended == rig.now
 
     # Undone: the node is no candidate any more; the next sweep says nothing about it.
     rig.now += timedelta(minutes=1)
@@ -176,7 +195,7 @@ def test_seen_by_the_sweep_first_then_health_it_ends_by_vanishing(cordon_only: R
     [duplicate] = rig.send(health)
     assert duplicate.reason == "duplicate delivery: already handled"
     rig.now += timedelta(minutes=1)
-    [ended] = [r for r in rig.sweep() if r.instance_id]
+    [ended] = [r for r in gone(rig) if r.instance_id]
     assert ended.outcome == "acted"
     assert not rig.node(KARPENTER_NODE)["spec"].get("unschedulable")
 
@@ -203,6 +222,12 @@ class CutShort:
 
     def pages(self) -> list[dict[str, Any]]:
         return [{"InstanceStatuses": []}] * 3 + [{"InstanceStatuses": [], "NextToken": "more"}]
+
+    def complete(self, pages: list[dict[str, Any]]) -> bool:
+        return complete(pages)
+
+    def describe(self, instance_ids: list[str]) -> list[dict[str, Any]]:
+        return [{"InstanceStatuses": []}]
 
 
 def test_an_answer_cut_short_ends_nothing(cordon_only: Rig) -> None:
@@ -231,10 +256,13 @@ def test_complete_answer(pages: list[dict[str, Any]], whole: bool) -> None:
 def test_a_node_listing_that_fails_ends_nothing_there_and_says_so(cordon_only: Rig) -> None:
     rig = cordon_only
     cordoned_for(rig, scheduled_event("system-reboot"))
-    rig.emulator.fail_next(500, times=2, verb="list", resource="nodes")
-    reports = rig.sweep()
-    [unlisted] = [r for r in reports if r.event_id == "vanished:-"]
-    assert unlisted.outcome == "ignored" and "looked at next sweep" in unlisted.reason
+    for minute in (1, 2):  # an error each time, never "duplicate delivery"
+        rig.now = NOW + timedelta(minutes=minute)
+        rig.emulator.fail_next(500, times=2, verb="list", resource="nodes")
+        reports = rig.sweep()
+        [unlisted] = [r for r in reports if r.event_id == "vanished:-"]
+        assert unlisted.outcome == "ignored" and unlisted.reason.startswith("error: ")
+        assert "looked at again at the next sweep" in unlisted.reason
     assert rig.node(KARPENTER_NODE)["spec"]["unschedulable"] is True
 
 
@@ -256,7 +284,7 @@ def test_an_instance_that_is_not_running_is_left_as_is(cordon_only: Rig) -> None
     cordoned_for(rig, scheduled_event("instance-stop"))
     rig.pipeline.directory = Stopped(rig.pipeline.directory)
     rig.now += timedelta(minutes=1)
-    [left] = [r for r in rig.sweep() if r.instance_id]
+    [left] = [r for r in gone(rig) if r.instance_id]
     assert left.outcome == "ignored" and "is stopped, not running" in left.reason
     assert rig.node(KARPENTER_NODE)["spec"]["unschedulable"] is True
 
@@ -270,11 +298,12 @@ def test_a_vanished_event_waits_for_the_node_to_be_ready(cordon_only: Rig) -> No
         if condition["type"] == "Ready":
             condition["status"] = "False"
     rig.emulator.put_object(node)
-    [waiting] = [r for r in rig.sweep() if r.instance_id]
+    [waiting] = [r for r in gone(rig) if r.instance_id]
     assert waiting.outcome == "ignored" and "not Ready yet" in waiting.reason
     node = rig.node(KARPENTER_NODE)
     node["status"]["conditions"] = ready
     rig.emulator.put_object(node)
+    rig.now += timedelta(minutes=1)
     [ended] = [r for r in rig.sweep() if r.instance_id]
     assert ended.outcome == "acted"
     assert not rig.node(KARPENTER_NODE)["spec"].get("unschedulable")
@@ -296,7 +325,7 @@ def test_a_deferral_for_a_vanished_event_does_nothing_when_it_wakes() -> None:
         assert nodes.labels_of(rig.node(KARPENTER_NODE))[LABEL] == "20261201T160000Z"
 
         rig.now = datetime(2026, 12, 1, 10, 30, tzinfo=UTC)
-        [ended] = [r for r in rig.sweep() if r.instance_id]
+        [ended] = [r for r in gone(rig) if r.instance_id]
         assert ended.outcome == "acted" and types(ended)[0] == "untaint"
         node = rig.node(KARPENTER_NODE)
         assert SCHEDULED_TAINT not in taint_keys(node)
@@ -320,15 +349,20 @@ def test_a_rescheduled_event_ends_the_old_start_and_keeps_the_node_out(cordon_on
     rig = cordon_only
     cordoned_for(rig, scheduled_event("system-reboot"))
     later = MAINTENANCE + timedelta(days=2)
+    moved = instance_status(KARPENTER_INSTANCE, events=[scheduled_event("system-reboot", later)])
     rig.now += timedelta(minutes=1)
-    ended, acted = rig.sweep(
-        instance_status(KARPENTER_INSTANCE, events=[scheduled_event("system-reboot", later)])
-    )
-    assert (ended.event_id or "").startswith("vanished:") and ended.outcome == "acted"
-    assert acted.outcome == "acted" and types(acted)[:2] == ["taint", "cordon"]
+    missing, acted = rig.sweep(moved)
+    assert (missing.event_id or "").startswith("vanished:") and missing.outcome == "ignored"
+    assert acted.outcome == "acted" and types(acted)[:2] == ["taint", "cordon"]  # held for both
+    rig.now += timedelta(minutes=1)
+    [ended] = [r for r in gone(rig, moved) if (r.event_id or "").startswith("vanished:")]
+    assert ended.outcome == "acted", ended.reason
+    assert "still held for system-reboot starting 2026-12-10T09:00:00Z" in ended.reason
     node = rig.node(KARPENTER_NODE)
     assert node["spec"]["unschedulable"] is True
+    assert SCHEDULED_TAINT in taint_keys(node)
     assert nodes.labels_of(node)[LABEL] == "20261210T090000Z"
+    assert [h.start for h in holds_of(node) if h.active] == [later]
 
 
 def test_told_by_health_then_seen_by_the_sweep_it_ends_by_vanishing(cordon_only: Rig) -> None:
@@ -354,7 +388,7 @@ def test_told_by_health_then_seen_by_the_sweep_it_ends_by_vanishing(cordon_only:
     assert nodes.labels_of(rig.node(KARPENTER_NODE))[LABEL] == "20261208T090000Z"
 
     rig.now += timedelta(minutes=1)
-    [ended] = [r for r in rig.sweep() if r.instance_id]
+    [ended] = [r for r in gone(rig) if r.instance_id]
     assert ended.outcome == "acted" and types(ended) == ["untaint", "uncordon", "unlabel"]
     assert not rig.node(KARPENTER_NODE)["spec"].get("unschedulable")
 
@@ -376,7 +410,7 @@ def test_a_deferral_whose_event_vanished_while_the_node_was_not_ready_still_lets
         rig.emulator.put_object(node)
 
         rig.now = datetime(2026, 12, 1, 10, 30, tzinfo=UTC)
-        [later] = [r for r in rig.sweep() if r.instance_id]
+        [later] = [r for r in gone(rig) if r.instance_id]
         assert later.outcome == "ignored" and "not Ready yet" in later.reason
         assert not later.actions
         assert SCHEDULED_TAINT in taint_keys(rig.node(KARPENTER_NODE))
@@ -417,16 +451,20 @@ def test_through_moto_a_running_instance_is_restored_and_a_stopped_one_left(
             assert claim is not None
             claim["status"]["nodeName"] = node_name
             emulator.put_object(claim)
-        stub_sweep(stubber, [[]], [[]], [[]])
+        clock = [NOW]
         pipeline = Pipeline(
             clusters=PerCluster({"prod": KubeApi(emulator.api_client())}),
             directory=Ec2InstanceDirectory(moto_ec2),
             settings=Settings(clusters=("prod",)),
-            clock=lambda: NOW,
+            clock=lambda: clock[0],
             ledger=MemoryLedger(),
             statuses=Ec2InstanceStatuses(status_ec2),
         )
-        [result] = pipeline.process([json.dumps(sweep_request("moto", NOW.isoformat()))])
+        for minute in (0, 3, 6):  # missing from three complete sweeps over five minutes
+            clock[0] = NOW + timedelta(minutes=minute)
+            stub_sweep(stubber, [[]], [[]], [[]])
+            request = sweep_request(f"moto-{minute}", clock[0].isoformat())
+            [result] = pipeline.process([json.dumps(request)])
         assert result.error is None
         by_instance = {r.instance_id: r for r in result.reports if r.instance_id}
         assert by_instance[running].outcome == "acted", by_instance[running].reason
@@ -436,5 +474,4 @@ def test_through_moto_a_running_instance_is_restored_and_a_stopped_one_left(
         left = emulator.get_object("Node", "node-prod-1")
         assert restored is not None and left is not None
         assert not restored["spec"].get("unschedulable")
-        assert LABEL not in nodes.labels_of(restored)
         assert left["spec"]["unschedulable"] is True and nodes.labels_of(left)[LABEL]

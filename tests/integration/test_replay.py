@@ -45,6 +45,7 @@ KINDS = {
     "state-change",
     "asg-termination",
     "capacity-reservation-interruption",
+    "capacity-block-expiry",
     "unsupported",
 }
 OUTCOMES = {"acted", "deferred", "ignored", "rejected"}
@@ -117,7 +118,8 @@ def test_every_sample_gives_json_lines_with_the_contract_keys_and_where_it_came_
     assert run.code == 0, run.err
     records = run.records
     # One record per (event, instance): the scheduled change names two instances.
-    assert len(records) == len(EVENTBRIDGE_SAMPLES) + 1
+    # The retirement names two instances, the Capacity Block's warning three.
+    assert len(records) == len(EVENTBRIDGE_SAMPLES) + 3
     for record in records:
         # The contract's keys, extended by the file (and SQS record) the message came from.
         assert set(record) == CONTRACT_KEYS | ORIGIN_KEYS
@@ -444,6 +446,7 @@ def test_an_event_is_recorded_on_each_affected_node(
         ("state-change", "acted"): "InstanceStateChange",
         ("asg-termination", "acted"): "AutoScalingTermination",
         ("capacity-reservation-interruption", "acted"): "CapacityReservationInterruption",
+        ("capacity-block-expiry", "acted"): "CapacityBlockExpiry",
         ("scheduled-change", "acted"): "ScheduledMaintenance",
         ("scheduled-change", "deferred"): "ScheduledMaintenanceDeferred",
         ("rebalance-recommendation", "deferred"): "RebalanceRecommendationDeferred",
@@ -461,7 +464,15 @@ def test_an_event_is_recorded_on_each_affected_node(
         # Involuntary notices warn; voluntary ones, acted on within budgets or deferred, don't.
         involuntary = record["kind"] not in ("rebalance-recommendation", "scheduled-change")
         assert event["type"] == ("Warning" if involuntary else "Normal")
-    assert len(events) == len(affected)
+    # And one on each training pod of the ending Capacity Block's nodes (issue 37).
+    pod_events = [e for e in events if e["involvedObject"]["kind"] == "Pod"]
+    assert sorted(e["involvedObject"]["name"] for e in pod_events) == [
+        "llm-train-0",
+        "llm-train-1",
+        "llm-train-2",
+    ]
+    assert {e["reason"] for e in pod_events} == {"CapacityBlockExpiring"}
+    assert len(events) == len(affected) + len(pod_events)
 
 
 def test_replay_is_deterministic_apart_from_generated_names(

@@ -185,11 +185,21 @@ def test_a_node_whose_name_now_belongs_to_another_instance_is_not_touched(rig: R
     assert report.reason == "no Kubernetes node for instance i-0a1b2c3d4e5f60001 in this cluster"
 
 
-def test_redelivered_spot_interruption_costs_nothing(rig: Rig) -> None:
+def test_redelivered_spot_interruption_changes_nothing(rig: Rig) -> None:
+    """A duplicate is told so by the ledger; its taint, tried before the ledger's record
+    (issue 36: the node stops taking pods without waiting on DynamoDB), is refused by the
+    API server because the taint is there: the NodePool read and the two guarded patches,
+    both answered 422, and nothing else."""
     rig.process("spot-interruption.json")
+    node = rig.emulator.get_object("Node", "ip-10-0-1-11.ec2.internal")
     again = rig.process("spot-interruption.json")
     assert [r.outcome for r in again] == [Outcome.IGNORED]
-    assert sum(rig.emulator.requests.values()) == 0
+    assert dict(rig.emulator.requests_by_resource) == {
+        ("get", "nodepools"): 1,
+        ("patch", "nodes"): 2,
+    }
+    assert rig.emulator.answers.get("422") == 2
+    assert rig.emulator.get_object("Node", "ip-10-0-1-11.ec2.internal") == node
 
 
 def test_voluntary_notice_lists_only_by_selector(rig: Rig) -> None:

@@ -172,6 +172,7 @@ def test_lifeboat_rotate_to_the_bus_to_the_queue_to_the_handler(
     assert stack.handle(records) == {"batchItemFailures": []}
     rotation = stack.rotation()
     assert rotation.phase is Phase.RUNNING
+    assert f"(uid {rotation.uid})" in out  # the uid its commands must name
     assert rotation.node(LEGACY[0]).phase is NodePhase.DRAINING
     node = stack.emulator.get_object("Node", LEGACY[0])
     assert node is not None and node["spec"].get("unschedulable") is True
@@ -191,7 +192,7 @@ def test_lifeboat_rotate_to_the_bus_to_the_queue_to_the_handler(
     assert len(stack.emulator.objects("Event")) == requested
     assert stack.rotation().node(LEGACY[1]).phase is NodePhase.PENDING
 
-    code, out, _ = rotate(capsys, "--pause")
+    code, out, _ = rotate(capsys, "--pause", "--uid", stack.rotation().uid)
     assert (code, out.split(" for ")[0]) == (0, "put Lifeboat Rotation Pause Requested")
     assert stack.handle(stack.deliver()) == {"batchItemFailures": []}
     assert stack.rotation().phase is Phase.PAUSED

@@ -160,10 +160,14 @@ def test_rotate_out_writes_an_event_replay_acts_on(
         event,
     )
     assert run.code == 0, run.err
-    assert run.out == f"wrote Lifeboat Rotation Requested for rotation legacy-2 to {event}\n"
     written: dict[str, Any] = json.loads(event.read_text())
+    uid = written["detail"]["uid"]  # generated: what the rotation's commands name
+    assert run.out == (
+        f"wrote Lifeboat Rotation Requested for rotation legacy-2 (uid {uid}) to {event}\n"
+    )
     assert written["detail"] == {
         "rotation": "legacy-2",
+        "uid": uid,
         "selector": {
             "labels": {
                 "eks.amazonaws.com/nodegroup": "legacy",
@@ -189,6 +193,8 @@ def test_rotate_out_writes_an_event_replay_acts_on(
             ["--node-group", "legacy", "--cancel"],
             "--cancel names a rotation; it takes no node selector",
         ),
+        (["--pause"], "--pause needs --uid (the rotation's uid: `lifeboat status legacy`"),
+        (["--pause", "--uid", "not a uid"], "--uid: string should match pattern"),
         (["--label", "team"], "--label 'team': expected KEY=VALUE"),
         (
             ["--node-group", "legacy", "--max-in-flight", "0"],

@@ -103,10 +103,22 @@ def test_lifeboat_rotate_rollback_writes_the_rollback_request(
 ) -> None:
     out = tmp_path / "rollback.json"
     run = cli(
-        "rotate", "legacy-to-karpenter", "--cluster-name", "prod-a", "--rollback", "--out", out
+        "rotate",
+        "legacy-to-karpenter",
+        "--cluster-name",
+        "prod-a",
+        "--rollback",
+        "--uid",
+        "6f3d9a2e-4b1c-4e8f-9a7d-2c5b8e1f0a41",
+        "--out",
+        out,
     )
     assert run.code == 0, run.err
     event = json.loads(out.read_text())
     assert event["detail-type"] == "Lifeboat Rotation Rollback Requested"
-    assert event["detail"] == {"rotation": "legacy-to-karpenter", "cluster": "prod-a"}
+    assert event["detail"] == {
+        "rotation": "legacy-to-karpenter",
+        "uid": "6f3d9a2e-4b1c-4e8f-9a7d-2c5b8e1f0a41",
+        "cluster": "prod-a",
+    }
     assert parse_command(event).verb is Verb.ROLLBACK

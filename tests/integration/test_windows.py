@@ -88,7 +88,7 @@ def test_json_timeline() -> None:
     document = json.loads(text)
     assert document["at"] == "2026-12-01T14:05:00Z"
     pools = {p["nodepool"]: p for p in document["nodepools"]}
-    assert set(pools) == {"batch", "general"}
+    assert set(pools) == {"batch", "general", "gpu"}
     general = pools["general"]
     assert (general["limit"], general["allowed"], general["blocked"]) == (0, 0, False)
     assert general["opted_out"] is False
@@ -128,7 +128,7 @@ def test_svg_plot_has_one_row_per_pool(tmp_path: Path) -> None:
     assert root.tag == f"{SVG}svg"
     assert "2026-12-01T14:05:00Z" in (root.findtext(f"{SVG}title") or "")
     rows = root.findall(f".//{SVG}g[@class='pool']")
-    assert [row.get("data-pool") for row in rows] == ["batch", "general"]
+    assert [row.get("data-pool") for row in rows] == ["batch", "general", "gpu"]
     general = rows[1]
     fills = {rect.get("fill") for rect in general.findall(f"{SVG}rect")}
     assert fills == {svg.FROZEN, svg.colour(2)}
@@ -290,6 +290,7 @@ def test_check_gates_ci_on_invalid_budgets(tmp_path: Path) -> None:
     assert text.splitlines() == [
         "ok       NodePool batch: 1 budget(s)",
         "ok       NodePool general: 2 budget(s)",
+        "ok       NodePool gpu: 1 budget(s)",
     ]
     invalid = cluster_with(tmp_path, "general", broken)
     status, text = windows("--cluster", str(invalid), "--check")

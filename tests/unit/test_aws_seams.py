@@ -22,6 +22,7 @@ from lifeboat.aws.idempotency import RECORD_TTL, PowertoolsLedger
 from lifeboat.aws.lifecycle import AutoScalingLifecycle
 from lifeboat.aws.notify import (
     ACTION,
+    CAPACITY_BLOCK_ENDING,
     DETAIL_TYPES,
     FORCED_ACTION,
     GIVE_UP,
@@ -594,13 +595,26 @@ def test_actions_forced_actions_and_give_ups_reach_rule_routed_queues(aws: None)
         Report.rejected("detail.instance-id: field required"),
         replace(acted, event_id="e-no-action", actions=()),  # acted with nothing done
     ]
-    ids = ["m-1", "m-2", "m-3", "m-4", "m-5", "m-6", "m-7", "m-8"]
-    published = [acted, *quiet, forced, gave_up, checkpoint]
+    # A node of an ending Capacity Block (issue 37): its action, and the block's ending.
+    block = replace(
+        acted,
+        event_id="e-block",
+        kind="capacity-block-expiry",
+        deadline=datetime(2026, 12, 1, 14, 15, tzinfo=UTC),
+        reservation_id="cr-0b1c2d3e4f5a60001",
+    )
+    ids = ["m-1", "m-2", "m-3", "m-4", "m-5", "m-6", "m-7", "m-8", "m-9"]
+    published = [acted, *quiet, forced, gave_up, checkpoint, block]
     assert EventBridgeNotifier(events).publish(published, message_ids=ids) == 0
 
     received = _drain(sqs, everything)
-    by_type = {event["detail-type"]: event for event in received}
-    assert len(received) == 4 and sorted(by_type) == sorted(DETAIL_TYPES)
+    by_type: dict[str, Any] = {}
+    for event in received:  # the first of each: the block's own action comes last
+        by_type.setdefault(event["detail-type"], event)
+    assert len(received) == 6 and sorted(by_type) == sorted(DETAIL_TYPES)
+    ending = by_type[CAPACITY_BLOCK_ENDING]["detail"]
+    assert ending["capacity_reservation_id"] == "cr-0b1c2d3e4f5a60001"
+    assert ending["termination_starts"] == "2026-12-01T14:15:00+00:00"
     assert {event["source"] for event in received} == {"lifeboat"}
     action = by_type[ACTION]["detail"]
     assert action["event_id"] == acted.event_id and action["cluster"] == "prod"
@@ -610,7 +624,7 @@ def test_actions_forced_actions_and_give_ups_reach_rule_routed_queues(aws: None)
     assert by_type[GIVE_UP]["detail"]["reason"] == "giving up"
     assert by_type[ROTATION_CHANGE]["detail"]["rotation_change"] == "RotationCheckpoint"
     routed = sorted(event["detail-type"] for event in _drain(sqs, topic_rule))
-    assert routed == sorted([FORCED_ACTION, GIVE_UP, ROTATION_CHANGE])
+    assert routed == sorted([FORCED_ACTION, GIVE_UP, ROTATION_CHANGE, CAPACITY_BLOCK_ENDING])
 
 
 def test_notifications_go_ten_to_a_put_events_call(aws: None) -> None:

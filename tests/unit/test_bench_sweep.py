@@ -48,3 +48,18 @@ def test_vanished_events_cost_one_node_list_per_managed_cluster_whatever_the_fle
     assert small["node_list_calls"] == large["node_list_calls"] == 45
     # Every tenth cluster is not managed: its marked nodes are never listed.
     assert (small["ended"], large["ended"]) == (4, 45)
+
+
+def test_past_fifty_every_managed_instance_is_acted_on_or_handed_on_in_the_sweep() -> None:
+    """66 impaired, every tenth cluster unmanaged: 60 managed. 50 in the sweep's message,
+    10 in one sweep part; before, triage came after the split and the impaired remainder
+    was refused, so some were never reached."""
+    result = sweep_cost(5000, 50, impaired=66, scheduled=0, call_ms=0)
+    assert result["to_clusters"] == 60
+    assert (result["acted_in_message"], result["handed_on"], result["sweep_parts"]) == (50, 10, 1)
+
+
+def test_every_instance_in_trouble_is_handed_on_in_parts_of_fifty() -> None:
+    result = sweep_cost(5000, 50, impaired=2500, scheduled=2500, call_ms=0)
+    assert result["acted_in_message"] + result["handed_on"] == result["to_clusters"] == 4500
+    assert result["sweep_parts"] == 89

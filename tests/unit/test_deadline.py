@@ -105,3 +105,20 @@ def test_the_in_process_patience_is_a_third_of_the_functions_timeout() -> None:
     timeout = template["Resources"]["InterruptionFunction"]["Properties"]["Timeout"]
     window = retry_window(NOW + QUEUE_VISIBILITY_TIMEOUT - seconds(1), NOW)
     assert window == seconds(timeout / 3)
+
+
+@pytest.mark.parametrize(
+    ("time_left", "window"),
+    [
+        (None, RETRY_PATIENCE),  # no invocation limit known: the deadline's window
+        (60.0, RETRY_PATIENCE),  # a fresh invocation leaves more than the patience
+        (15.0, seconds(15) - HANDLING_MARGIN),  # the invocation ends first
+        (HANDLING_MARGIN.total_seconds(), None),  # nothing left to retry in
+    ],
+)
+def test_the_window_ends_before_the_invocation_does(
+    time_left: float | None, window: timedelta | None
+) -> None:
+    """What the invocation leaves bounds the window too, so a message that waited it out is
+    still reported failed (and brought back early) instead of lost with a timed-out run."""
+    assert retry_window(NOW + seconds(110), NOW, time_left) == window

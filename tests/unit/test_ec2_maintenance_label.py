@@ -1,5 +1,5 @@
 """The ``lifeboat.dev/ec2-maintenance`` label: set with the taint for an EC2 scheduled event,
-taken off by the restore, read back by the sweep (``lifeboat.aws.sweep.vanished``); and what
+taken off by the restore, read back by the sweep (``lifeboat.flow.sweep_holds``); and what
 else the end of a vanished event relies on (the wake-up keeps the notice's source, the
 directory the instance's state).
 
@@ -14,8 +14,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kubemu.patch import apply_json_patch
-from lifeboat.aws.sweep import VANISHED, vanished
-from lifeboat.events.instance_status import Check, InstanceStatus, ScheduledEvent
 from lifeboat.events.notice import Kind, Notice
 from lifeboat.kube import nodes
 from lifeboat.kube.node_patches import (
@@ -74,45 +72,11 @@ def test_the_restore_takes_the_label_off_only_for_the_scheduled_change_taint() -
 
 
 def test_a_node_is_labelled_later_only_if_it_carries_the_scheduled_change_taint() -> None:
-    assert ec2_maintenance_operations(node(), "20261208T090000Z") == []
+    assert ec2_maintenance_operations(node(), START) == []
     tainted = node(taint=SCHEDULED)
-    labelled = apply_json_patch(tainted, ec2_maintenance_operations(tainted, "20261208T090000Z"))
+    labelled = apply_json_patch(tainted, ec2_maintenance_operations(tainted, START))
     assert labelled["metadata"]["labels"] == {LABEL: "20261208T090000Z"}
-    assert ec2_maintenance_operations(labelled, "20261208T090000Z") == []
-
-
-def status(instance: str, *starts: datetime, description: str = "reboot") -> InstanceStatus:
-    return InstanceStatus(
-        instance_id=instance,
-        zone="us-east-1a",
-        state="running",
-        instance=Check("ok", ()),
-        system=Check("ok", ()),
-        ebs=Check("not-applicable", ()),
-        events=tuple(
-            ScheduledEvent("system-reboot", description, start, None, None) for start in starts
-        ),
-        observed_at=START,
-        path="",
-    )
-
-
-def test_vanished_picks_only_marked_tainted_nodes_whose_event_is_gone() -> None:
-    instance = "i-0123456789abcdef0"
-    marked = node({LABEL: "20261208T090000Z"}, taint=SCHEDULED)
-    deleting = json.loads(json.dumps(marked))
-    deleting["metadata"]["deletionTimestamp"] = "2026-12-01T18:00:00Z"
-    untainted = node({LABEL: "20261208T090000Z"})
-    now = datetime(2026, 12, 1, 18, 0, tzinfo=UTC)
-
-    [gone] = vanished([], [marked, deleting, untainted], now)
-    assert (gone.instance_id, gone.deadline, gone.detail) == (instance, START, VANISHED)
-    assert gone.ends_maintenance and gone.ec2_event and gone.ledger_key.startswith("maintenance#")
-    # Still reported (finished or not: a finished one is its own notice's business).
-    assert vanished([status(instance, START)], [marked], now) == []
-    assert vanished([status(instance, START, description="[Completed] x")], [marked], now) == []
-    # Another start of the same instance: this one is gone.
-    assert len(vanished([status(instance, datetime(2026, 12, 9, tzinfo=UTC))], [marked], now)) == 1
+    assert ec2_maintenance_operations(labelled, START) == []
 
 
 def test_a_wake_up_keeps_that_its_notice_came_from_ec2() -> None:

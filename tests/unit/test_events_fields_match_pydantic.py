@@ -84,6 +84,7 @@ class RefHead(Model):
     event_type_code: str = Field(alias="eventTypeCode")
     event_type_category: str = Field(alias="eventTypeCategory")
     status_code: str | None = Field(None, alias="statusCode")
+    event_arn: str | None = Field(None, alias="eventArn")
 
 
 class RefEntity(Model):

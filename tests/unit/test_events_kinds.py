@@ -468,5 +468,24 @@ def test_registry() -> None:
     assert ("aws.ec2", "EC2 Capacity Reservation Instance Interruption Warning") in pairs
     assert ("aws.health", "AWS Health Event") in pairs
     assert ("aws.autoscaling", "EC2 Instance-terminate Lifecycle Action") in pairs
-    assert len(pairs) == len(set(pairs)) == 7
+    # Both spellings of the Capacity Block's two detail-types (the EC2 guide's revisions).
+    assert ("aws.ec2", "Capacity Block Reservation Expiration Warning") in pairs
+    assert ("aws.ec2", "Capacity Block Expiration Warning") in pairs
+    assert len(pairs) == len(set(pairs)) == 11
     assert lookup("aws.ec2", "nope") is None
+
+
+def test_an_empty_start_time_keys_the_ledger_by_the_event_not_by_its_receipt() -> None:
+    """Hostile review of 34.5: the ledger keys a maintenance by instance and start, so that
+    Health and EC2's scheduled event are one maintenance. An empty ``startTime`` is the
+    receipt time, which differs on every delivery: keyed by it, SQS's second delivery of an
+    event already acted on was a new maintenance, never a duplicate. It is keyed by the event
+    (and instance) instead."""
+    event = sample("scheduled-change.json")
+    event["detail"]["startTime"] = ""
+    text = json.dumps(event)
+    first = parse_message(text, received_at=RECEIVED)
+    again = parse_message(text, received_at=RECEIVED + timedelta(minutes=7))
+    assert [n.deadline for n in again] == [RECEIVED + timedelta(minutes=7)] * 2
+    assert [n.ledger_key for n in first] == [n.ledger_key for n in again]
+    assert [n.ledger_key for n in first] == [n.dedup_key for n in first]

@@ -19,7 +19,7 @@ from tests.support.paths import EVENTS
 
 RECEIVED = datetime(2026, 12, 1, 15, 0, tzinfo=UTC)
 
-EXPECTED: dict[str, tuple[Kind, list[str]]] = {
+EXPECTED: dict[str, tuple[Kind, list[str | None]]] = {
     "spot-interruption.json": (Kind.SPOT_INTERRUPTION, ["i-0a1b2c3d4e5f60001"]),
     "rebalance-recommendation.json": (Kind.REBALANCE_RECOMMENDATION, ["i-0a1b2c3d4e5f60002"]),
     "state-change.json": (Kind.STATE_CHANGE, ["i-0a1b2c3d4e5f60003"]),
@@ -32,6 +32,8 @@ EXPECTED: dict[str, tuple[Kind, list[str]]] = {
         Kind.CAPACITY_RESERVATION_INTERRUPTION,
         ["i-0a1b2c3d4e5f60007"],
     ),
+    # A Capacity Block's warning names its reservation, no instance: the pipeline finds them.
+    "capacity-block-expiry.json": (Kind.CAPACITY_BLOCK_EXPIRY, [None]),
 }
 SAMPLES = sorted(path.name for path in EVENTS.glob("*.json"))
 

@@ -222,6 +222,8 @@ def test_the_pipeline_is_told_how_much_of_the_invocation_is_left() -> None:
 # Placeholders for what CloudFormation resolves (ARNs, names of created resources).
 RESOLVED = {
     "LIFEBOAT_CLUSTERS": "prod",
+    # !If [SweepCapacityBlocks, ...]: the sweep and the Capacity Block kind are on by default.
+    "LIFEBOAT_SWEEP_CAPACITY_BLOCKS": "true",
     "LIFEBOAT_ACCOUNT_ID": "123456789012",
     "LIFEBOAT_REGION": "us-east-1",
     "LIFEBOAT_IDEMPOTENCY_TABLE": "lifeboat-IdempotencyTable-1",
@@ -231,6 +233,9 @@ RESOLVED = {
     "LIFEBOAT_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/lifeboat-Queue-1",
     "LIFEBOAT_DEAD_LETTER_QUEUE_ARN": "arn:aws:sqs:us-east-1:123456789012:lifeboat-DLQ-1",
     "LIFEBOAT_NOTIFICATION_BUS": "default",
+    "LIFEBOAT_SWEEP_SCHEDULE_ARN": (
+        "arn:aws:scheduler:us-east-1:123456789012:schedule/lifeboat-ScheduleGroup-1/sweep"
+    ),
 }
 
 

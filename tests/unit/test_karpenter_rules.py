@@ -268,7 +268,7 @@ def test_sample_cluster_pools_carry_the_hash_karpenter_would_write() -> None:
 
     cluster = Path(__file__).resolve().parents[2] / "events" / "cluster.yaml"
     pools = [o for o in yaml.safe_load(cluster.read_text())["items"] if o["kind"] == "NodePool"]
-    assert len(pools) == 2
+    assert len(pools) == 3  # general, batch, gpu
     for pool in pools:
         annotations = pool["metadata"]["annotations"]
         assert hash_annotations(pool) == {

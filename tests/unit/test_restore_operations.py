@@ -10,6 +10,7 @@ it would fail it there (422), and the node is checked as the API server would st
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -28,12 +29,16 @@ from lifeboat.kube.node_patches import (
 
 MAINTENANCE = nodes.taint_key(Kind.SCHEDULED_CHANGE)
 REBALANCE = nodes.taint_key(Kind.REBALANCE_RECOMMENDATION)
+ROTATION = nodes.taint_key(Kind.ROTATION)
 LABEL = nodes.EXCLUDE_FROM_LOAD_BALANCERS_LABEL
 OWNED = nodes.EXCLUDED_BY_LIFEBOAT_ANNOTATION
 # An operator's taints on both sides of Lifeboat's keys in sort order ("a..." < "lifeboat.dev/"
 # < "z..."), so a filter that compares keys by order, not equality, is seen.
 BEFORE = {"key": "a.example.com/dedicated", "value": "gpu", "effect": "NoSchedule"}
 AFTER = {"key": "z.example.com/batch", "effect": "NoSchedule"}
+
+
+START = datetime(2026, 12, 8, 9, 0, tzinfo=UTC)
 
 
 def node(
@@ -127,27 +132,27 @@ def test_a_restore_built_from_a_stale_read_fails_rather_than_undo_a_newer_cordon
 
 
 def test_a_rollback_returns_the_node_to_service_and_keeps_the_operators_taints() -> None:
-    """Every taint in Lifeboat's domain (out of service and waiting marks) off, uncordoned,
-    Lifeboat's load balancer exclusion off; the operator's taints stay."""
+    """The rotation's taint off, uncordoned, Lifeboat's load balancer exclusion off; the
+    operator's taints and another notice's waiting mark (issue 35) stay."""
     before = excluded_by_us(
         BEFORE,
         lifeboat_taint(nodes.taint_key(Kind.ROTATION)),
         lifeboat_taint(REBALANCE, "PreferNoSchedule"),
         AFTER,
     )
-    after = apply_json_patch(before, rollback_operations(before))
-    assert after["spec"]["taints"] == [BEFORE, AFTER]
+    after = apply_json_patch(before, rollback_operations(before, ROTATION))
+    assert after["spec"]["taints"] == [BEFORE, lifeboat_taint(REBALANCE, "PreferNoSchedule"), AFTER]
     assert "unschedulable" not in after["spec"]
     assert LABEL not in after["metadata"]["labels"]
 
 
 def test_a_rollback_of_a_node_with_nothing_of_lifeboats_is_no_patch() -> None:
-    assert rollback_operations(node(BEFORE, AFTER, cordoned=False)) == []
+    assert rollback_operations(node(BEFORE, AFTER, cordoned=False), ROTATION) == []
 
 
 def test_a_rollback_of_a_node_only_cordoned_uncordons_it() -> None:
     before = node(BEFORE)
-    after = apply_json_patch(before, rollback_operations(before))
+    after = apply_json_patch(before, rollback_operations(before, ROTATION))
     assert after["spec"]["taints"] == [BEFORE]
     assert "unschedulable" not in after["spec"]
 
@@ -174,9 +179,9 @@ def test_only_the_scheduled_change_taint_gets_the_sweeps_label() -> None:
     """``ec2_maintenance_operations``: a node carrying only an operator's taints (whatever
     their keys' order against Lifeboat's) is not one the sweep may end a maintenance on."""
     for other in (BEFORE, AFTER):
-        assert ec2_maintenance_operations(node(other), "20261208T090000Z") == []
+        assert ec2_maintenance_operations(node(other), START) == []
     marked = node(BEFORE, lifeboat_taint(MAINTENANCE, "PreferNoSchedule"))
-    after = apply_json_patch(marked, ec2_maintenance_operations(marked, "20261208T090000Z"))
+    after = apply_json_patch(marked, ec2_maintenance_operations(marked, START))
     assert after["metadata"]["labels"][nodes.EC2_MAINTENANCE_LABEL] == "20261208T090000Z"
 
 

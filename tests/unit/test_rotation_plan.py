@@ -359,3 +359,124 @@ def test_a_node_held_back_past_the_health_gate_fails_the_rotation_naming_the_blo
     resumed = plan.command(step.rotation, Verb.RESUME, NOW + TIMEOUT * 2)
     assert not isinstance(resumed, str)
     assert resumed.rotation.node("n-001").gate_started is None
+
+
+# -- issue 35: waiting is not failing; commands name their rotation --------------------------
+
+
+def test_a_node_waiting_for_a_window_that_opens_waits_past_the_gate_without_failing() -> None:
+    """Issue 35, item 1: a budget of 0 until 17:00 (its window opens then) ended the rotation
+    ``failed`` after 10 minutes. A deferral with a known end (``deferred_until``) waits for
+    it, without a health gate; one Event says what for and until when."""
+    r = rotation(node("n-001", NodePhase.WAITING), node("n-002"))
+    opens = NOW + timedelta(hours=3)
+    why = "NodePool general budget: 0 allowed; next permitted at 2026-12-01T17:00:00Z"
+    step = plan.decided(r, "n-001", Outcome.DEFERRED, why, NOW, opens)
+    held = step.rotation.node("n-001")
+    assert (held.gate_started, held.waits_until) == (None, opens)
+    assert held.note == f"waiting until 2026-12-01T17:05:00Z: {why}"
+    (change,) = step.changes
+    assert (change.reason, change.ok, change.warning) == (plan.NODE_WAITING, True, False)
+    assert "waiting until 2026-12-01T17:05:00Z" in change.message and "budget" in change.message
+    # Decided again with the same end: no second Event.
+    again = plan.decided(step.rotation, "n-001", Outcome.DEFERRED, why, NOW + TIMEOUT, opens)
+    assert again.changes == ()
+    # Hours later, far past the gate's timeout: still waiting, the rotation running.
+    late = plan.advance(again.rotation, {"n-001": NodeView(True)}, opens - timedelta(seconds=1))
+    assert late.rotation.node("n-001").phase is NodePhase.WAITING
+    assert late.rotation.phase is Phase.RUNNING and late.changes == ()
+    # The window opens and it is acted on: out of service, nothing left of the wait.
+    acted = plan.decided(late.rotation, "n-001", Outcome.ACTED, "allowed", opens)
+    assert acted.rotation.node("n-001").waits_until is None
+
+
+def test_a_known_end_then_an_open_ended_blocker_starts_the_gate_then() -> None:
+    r = rotation(node("n-001", NodePhase.WAITING))
+    r = plan.decided(r, "n-001", Outcome.DEFERRED, "dnd", NOW, NOW + TIMEOUT).rotation
+    pdb = "PDB shop/web allows no disruption now"
+    r = plan.decided(r, "n-001", Outcome.DEFERRED, pdb, NOW + TIMEOUT).rotation
+    assert (r.node("n-001").gate_started, r.node("n-001").waits_until) == (NOW + TIMEOUT, None)
+    failed = plan.advance(r, {"n-001": NodeView(True)}, NOW + 2 * TIMEOUT)
+    assert failed.rotation.phase is Phase.FAILED and pdb in failed.rotation.reason
+    # A deferral whose "end" is already past is no known end either.
+    r = rotation(node("n-001", NodePhase.WAITING))
+    r = plan.decided(r, "n-001", Outcome.DEFERRED, pdb, NOW, NOW).rotation
+    assert (r.node("n-001").gate_started, r.node("n-001").waits_until) == (NOW, None)
+
+
+def test_a_paused_wake_up_is_due_at_the_same_instant_whenever_it_is_handled() -> None:
+    """Issue 35, item 4: a paused rotation's waiting node got its wake-up twice (17:05:00 and
+    17:05:01): the next one was counted from the clock, not from the wake-up's due time."""
+    due = NOW
+    interval = plan.WAITING_INTERVAL
+    assert plan.next_after(due, NOW, interval) == NOW + interval
+    assert plan.next_after(due, NOW + timedelta(seconds=1), interval) == NOW + interval
+    assert plan.next_after(due, NOW + interval, interval) == NOW + 2 * interval
+    assert plan.next_after(due, NOW - timedelta(minutes=1), interval) == NOW + interval
+
+
+def test_a_command_for_another_uid_or_older_than_the_rotation_is_refused() -> None:
+    """Issue 35, item 4: a Resume dated a week before the rotation passed its checkpoint; a
+    Rollback dated a week earlier rolled it back; a command bound only to the name."""
+    r = rotation(node("n-001", NodePhase.DONE), phase=Phase.PAUSED)
+    week = timedelta(days=7)
+    assert plan.refusal(r, Verb.RESUME, r.uid, NOW) is None
+    assert r.uid == "request-1"  # no uid in the request: its event's id
+    other = plan.refusal(r, Verb.RESUME, "another-uid", NOW)
+    assert other is not None and "for rotation uid another-uid" in other
+    old = plan.refusal(r, Verb.ROLLBACK, r.uid, r.requested_at - week)
+    assert old is not None and "before the rotation was requested" in old
+    commanded = replace(r, commanded_at=NOW)
+    stale = plan.refusal(commanded, Verb.PAUSE, r.uid, NOW - timedelta(seconds=1))
+    assert stale is not None and "before the last command applied" in stale
+    assert plan.refusal(commanded, Verb.PAUSE, r.uid, NOW) is None
+    named = replace(r, spec=replace(r.spec, uid="u-1"))
+    assert named.uid == "u-1" and plan.refusal(named, Verb.PAUSE, "u-1", NOW) is None
+
+
+@pytest.mark.parametrize("phase", [Phase.COMPLETED, Phase.COMPLETED_WITH_SKIPS])
+def test_a_completed_rotation_cannot_be_rolled_back(phase: Phase) -> None:
+    r = rotation(node("n-001", NodePhase.DONE), phase=phase)
+    why = plan.refusal(r, Verb.ROLLBACK, r.uid, NOW)
+    assert why is not None and "cannot be rolled back" in why and "kubectl uncordon" in why
+    assert plan.refusal(r, Verb.PAUSE, r.uid, NOW) is None  # weighed (and ignored) later
+
+
+@pytest.mark.parametrize(("waves", "wave"), [(("1",), 1), (("1", "100%"), 1), (("50%", "3"), 1)])
+def test_no_checkpoint_after_the_last_wave(waves: tuple[str, ...], wave: int) -> None:
+    """Issue 35, item 5 (a surviving mutant, ``limit >= len(nodes)``): once the last wave's
+    nodes are done there is nothing to resume into, so no extra checkpoint (nor Event)."""
+    r = rotation(*(node(f"n-00{i}", NodePhase.DONE) for i in range(1, 4)))
+    r = replace(r, spec=replace(r.spec, waves=waves), wave=wave)
+    assert plan.wave_limit(r) == 3
+    step = plan.checkpoint(r, NOW)
+    assert (step.rotation, step.changes) == (r, ())
+
+
+def test_the_gate_counts_from_the_act_not_from_an_earlier_hold_back() -> None:
+    """Issue 35, item 1: the health gate applies once a node is taken out of service. A node
+    held back 9 minutes by a PDB waiting for the previous node's pods, then drained, failed
+    at once in the 200-node rehearsal (its gate counted from the hold-back)."""
+    pdb = "PDB shop/web109 allows no disruption now"
+    for claim in (None, "claim-1"):
+        r = rotation(node("n-001", NodePhase.WAITING, claim=claim))
+        r = plan.decided(r, "n-001", Outcome.DEFERRED, pdb, NOW).rotation
+        later = NOW + TIMEOUT - timedelta(minutes=1)
+        acted = plan.decided(r, "n-001", Outcome.ACTED, "allowed", later).rotation
+        assert acted.node("n-001").gate_started == (later if claim is None else None)
+
+
+def test_another_blocker_starts_the_hold_back_clock_again() -> None:
+    """One blocker giving way to the next is progress (a ring of PDBs clearing one by one):
+    only the same blocker past the gate fails the node."""
+    r = rotation(node("n-001", NodePhase.WAITING))
+    r = plan.decided(r, "n-001", Outcome.DEFERRED, "PDB shop/a allows no disruption", NOW).rotation
+    later = NOW + TIMEOUT / 2
+    r = plan.decided(
+        r, "n-001", Outcome.DEFERRED, "PDB shop/b allows no disruption", later
+    ).rotation
+    assert r.node("n-001").gate_started == later
+    kept = plan.advance(r, {"n-001": NodeView(True)}, NOW + TIMEOUT)
+    assert kept.rotation.phase is Phase.RUNNING
+    failed = plan.advance(r, {"n-001": NodeView(True)}, later + TIMEOUT)
+    assert failed.rotation.phase is Phase.FAILED and "PDB shop/b" in failed.rotation.reason

@@ -55,6 +55,8 @@ def test_the_sample_request_parses_to_its_spec() -> None:
     assert command.spec == RotationSpec(
         name="legacy-to-karpenter",
         cluster="prod-a",
+        # No uid in the request: the rotation is named by its event's id.
+        uid="6f3d9a2e-4b1c-4e8f-9a7d-2c5b8e1f0a41",
         labels={"eks.amazonaws.com/nodegroup": "legacy"},
         max_in_flight=1,
         health_timeout=timedelta(seconds=600),
@@ -121,8 +123,26 @@ def test_a_bad_request_is_rejected_naming_the_field(changes: dict[str, Any], exp
 
 def test_a_bad_control_is_rejected_naming_the_field() -> None:
     event = sample("pause")
-    event["detail"] = {"rotation": "legacy-to-karpenter", "selector": {"labels": {"a": "b"}}}
+    event["detail"]["selector"] = {"labels": {"a": "b"}}
     assert reason_of(event).startswith("detail.selector: extra inputs are not permitted")
+
+
+def test_a_control_command_must_name_its_rotation_by_uid() -> None:
+    """Issue 35, item 4: a command bound to a name only reached any rotation of that name."""
+    event = sample("pause")
+    del event["detail"]["uid"]
+    assert reason_of(event).startswith("detail.uid: field required")
+    event["detail"]["uid"] = "not a uid!"
+    assert reason_of(event).startswith("detail.uid:")
+    event["detail"]["uid"] = "6f3d9a2e-4b1c-4e8f-9a7d-2c5b8e1f0a41"
+    assert parse_command(event).uid == "6f3d9a2e-4b1c-4e8f-9a7d-2c5b8e1f0a41"
+
+
+def test_a_request_may_give_its_rotation_a_uid() -> None:
+    event = sample()
+    event["detail"]["uid"] = "0f6b2c1e-9a8d-4c3b-8e7f-6a5d4c3b2a10"
+    command = parse_command(event)
+    assert command.spec is not None and command.spec.uid == command.uid == event["detail"]["uid"]
 
 
 def test_only_the_five_commands_of_source_lifeboat_are_rotation_events() -> None:
@@ -150,11 +170,15 @@ def test_command_event_is_what_parse_command_reads_back() -> None:
         amis=("ami-0123456789abcdef0",),
         max_in_flight=3,
         health_timeout=timedelta(minutes=20),
+        uid="0f6b2c1e-9a8d-4c3b-8e7f-6a5d4c3b2a10",
     )
     event = command_event(Verb.REQUEST, spec.name, cluster=spec.cluster, spec=spec, now=NOW)
     command = parse_command(json.loads(json.dumps(event)))
     assert (command.spec, command.event_time, command.event_id) == (spec, NOW, event["id"])
-    cancel = parse_command(command_event(Verb.CANCEL, "ami-roll", cluster="prod-b", now=NOW))
+    cancel = parse_command(
+        command_event(Verb.CANCEL, "ami-roll", cluster="prod-b", now=NOW, uid=spec.uid)
+    )
     assert (cancel.verb, cancel.name, cancel.cluster) == (Verb.CANCEL, "ami-roll", "prod-b")
+    assert cancel.uid == spec.uid
     with pytest.raises(ValueError, match="needs its spec"):
         command_event(Verb.REQUEST, "x", now=NOW)

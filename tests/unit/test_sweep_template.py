@@ -73,3 +73,46 @@ def test_the_threshold_parameter_reaches_the_setting() -> None:
     assert load_settings({}).impaired_threshold == timedelta(seconds=120)
     read = load_settings({"LIFEBOAT_IMPAIRED_THRESHOLD_SECONDS": "300"})
     assert read.impaired_threshold == timedelta(seconds=300)
+
+
+def _function_statements(parameters: dict[str, str]) -> list[dict[str, Any]]:
+    from tests.support.cfn_resolve import resolve, resources
+
+    role = resources(resolve(_template(), parameters))["InterruptionFunctionRole"]
+    return [
+        statement
+        for policy in role["Properties"]["Policies"]
+        for statement in policy["PolicyDocument"]["Statement"]
+    ]
+
+
+def _function_env(parameters: dict[str, str]) -> dict[str, Any]:
+    from tests.support.cfn_resolve import resolve, resources
+
+    function = resources(resolve(_template(), parameters))["InterruptionFunction"]
+    variables: dict[str, Any] = function["Properties"]["Environment"]["Variables"]
+    return variables
+
+
+def test_describe_capacity_reservations_only_with_the_sweep_and_the_capacity_block_kind() -> None:
+    """Least privilege (issue 37): the sweep's look at ending Capacity Blocks is the only
+    caller of DescribeCapacityReservations; with the sweep off, or the kind left to
+    Karpenter's expiration controller, the grant is gone and the setting says so."""
+    on = [s for s in _function_statements({}) if s.get("Sid") == "DescribeCapacityReservations"]
+    assert on == [
+        {
+            "Sid": "DescribeCapacityReservations",
+            "Effect": "Allow",
+            "Action": "ec2:DescribeCapacityReservations",
+            "Resource": "*",
+        }
+    ]
+    assert _function_env({})["LIFEBOAT_SWEEP_CAPACITY_BLOCKS"] == "true"
+    for off in ({"InstanceStatusSweepMinutes": "0"}, {"HandleCapacityBlockExpiries": "false"}):
+        granted = [str(s.get("Action")) for s in _function_statements(off)]
+        assert not any("DescribeCapacityReservations" in action for action in granted), off
+        assert _function_env(off)["LIFEBOAT_SWEEP_CAPACITY_BLOCKS"] == "false"
+        assert (
+            load_settings({"LIFEBOAT_SWEEP_CAPACITY_BLOCKS": "false"}).sweep_capacity_blocks
+            is False
+        )

@@ -36,6 +36,7 @@ RULE_SAMPLES = {
     "ScheduledChangeRule": "scheduled-change.json",
     "AsgTerminationRule": "asg-termination.json",
     "CapacityReservationInterruptionRule": "capacity-reservation-interruption.json",
+    "CapacityBlockRule": "capacity-block-expiry.json",
     "RotationRule": "rotation/legacy-to-karpenter.json",
 }
 
@@ -46,6 +47,8 @@ STAR_RESOURCE_ACTIONS = {
     "ec2:DescribeNetworkInterfaces",
     "ec2:DescribeSubnets",
     "ec2:DescribeInstanceStatus",
+    # The sweep's look at ending Capacity Blocks (lifeboat.aws.capacity_blocks).
+    "ec2:DescribeCapacityReservations",
     "xray:PutTraceSegments",
     "xray:PutTelemetryRecords",
     # Discovering the clusters tagged ClusterTagKey (lifeboat.aws.discovery).
@@ -62,6 +65,7 @@ INFRA_ENV = {
     "LIFEBOAT_QUEUE_URL",
     "LIFEBOAT_DEAD_LETTER_QUEUE_ARN",
     "LIFEBOAT_NOTIFICATION_BUS",
+    "LIFEBOAT_SWEEP_SCHEDULE_ARN",
 }
 
 
@@ -695,7 +699,13 @@ def test_notifications_may_only_be_put_on_the_default_bus_as_lifeboat() -> None:
 
 
 def test_the_optional_topic_gets_forced_actions_and_give_ups_from_one_rule() -> None:
-    from lifeboat.aws.notify import FORCED_ACTION, GIVE_UP, ROTATION_CHANGE, SOURCE
+    from lifeboat.aws.notify import (
+        CAPACITY_BLOCK_ENDING,
+        FORCED_ACTION,
+        GIVE_UP,
+        ROTATION_CHANGE,
+        SOURCE,
+    )
 
     resources = _resources()
     for name in ("NotificationTopic", "NotificationTopicPolicy", "NotificationRule"):
@@ -703,7 +713,7 @@ def test_the_optional_topic_gets_forced_actions_and_give_ups_from_one_rule() -> 
     rule = resources["NotificationRule"]["Properties"]
     assert rule["EventPattern"] == {
         "source": [SOURCE],
-        "detail-type": [FORCED_ACTION, GIVE_UP, ROTATION_CHANGE],
+        "detail-type": [FORCED_ACTION, GIVE_UP, ROTATION_CHANGE, CAPACITY_BLOCK_ENDING],
     }
     [target] = rule["Targets"]
     assert target["Arn"] == {"Ref": "NotificationTopic"}

@@ -37,6 +37,7 @@ KIND_SWITCHES = {
     "HandleScheduledChanges": "ScheduledChangeRule",
     "HandleAsgTerminations": "AsgTerminationRule",
     "HandleCapacityReservationInterruptions": "CapacityReservationInterruptionRule",
+    "HandleCapacityBlockExpiries": "CapacityBlockRule",
 }
 HOOK_ROLE = f"arn:aws:iam::{ACCOUNT}:role/asg-lifecycle-hooks"
 POLICIES = ("QueuePolicy", "DeadLetterQueuePolicy")

@@ -15,6 +15,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from lifeboat_local.audit import karpenter_access
 from lifeboat_local.audit.findings import Finding, Severity
 from lifeboat_local.audit.inventory import Inventory
 from lifeboat_local.audit.registry import CHECK_NAMES, run_checks
@@ -66,6 +67,12 @@ def add_parser(commands: Any) -> None:
         help="leave a check out (repeatable)",
     )
     parser.add_argument(
+        "--karpenter-role-arn",
+        metavar="ARN",
+        help="Karpenter's controller role: asks IAM's policy simulator "
+        "(iam:SimulatePrincipalPolicy) whether it is denied ec2:DescribeInstanceStatus",
+    )
+    parser.add_argument(
         "--node-group-label",
         action="append",
         default=[],
@@ -103,6 +110,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     at = args.at or datetime.now(UTC)
     inventory, source = read_inventory(args)
     view = ClusterView(inventory, at, args.node_group_label)
+    role = getattr(args, "karpenter_role_arn", None)
+    if role:
+        view.karpenter_access = karpenter_access.simulate(role)
     findings = run_checks(view, args.skip)
     status = exit_status(findings, args.strict)
     report = Report(source, at, tuple(findings), status, inventory.notes, tuple(sorted(args.skip)))

@@ -17,6 +17,7 @@ from typing import Final
 
 from lifeboat.kube.objects import Obj
 from lifeboat_local.audit.findings import Issue
+from lifeboat_local.audit.karpenter_access import Access, command_that_tells
 from lifeboat_local.audit.view import ClusterView, ref
 
 # The first Karpenter release with the instance status poller (aws/karpenter-provider-aws #9064).
@@ -42,7 +43,11 @@ def _containers(deployment: Obj) -> list[Obj]:
 
 def instance_status_poller(view: ClusterView) -> Iterator[Issue]:
     """A Karpenter controller of v1.12 or later, whose poller drains scheduled maintenance
-    at once unless its role is denied ``ec2:DescribeInstanceStatus``."""
+    at once unless its role is denied ``ec2:DescribeInstanceStatus`` (asked of IAM when the
+    role is given: ``lifeboat_local.audit.karpenter_access``; nothing to say once denied)."""
+    access = view.karpenter_access
+    if access is not None and access.denied:
+        return
     for workload in view.inventory.workloads:
         if workload.get("kind") != "Deployment":
             continue
@@ -55,9 +60,30 @@ def instance_status_poller(view: ClusterView) -> Iterator[Issue]:
                 ref(workload),
                 f"Karpenter {version[0]}.{version[1]} ({image.split('@', 1)[0]}) polls "
                 "ec2:DescribeInstanceStatus every minute and deletes the NodeClaim of every "
-                "instance with an EC2 scheduled event at once, ignoring budgets and windows",
-                "deny ec2:DescribeInstanceStatus to Karpenter's controller role and restart it "
-                '(docs/karpenter.md, "Running with Karpenter"); Lifeboat\'s instance status '
-                "sweep then handles scheduled events and impaired instances",
+                "instance with an EC2 scheduled event at once, ignoring budgets and windows"
+                + _what_iam_says(access),
+                "deny ec2:DescribeInstanceStatus to Karpenter's controller role (it stops "
+                "polling at its next call, no restart needed; lifting the deny later needs a "
+                'restart of its pods) (docs/karpenter.md, "Running with Karpenter"); '
+                "Lifeboat's instance status sweep then handles scheduled events and impaired "
+                "instances" + _how_to_tell(access),
             )
             break
+
+
+def _what_iam_says(access: Access | None) -> str:
+    if access is None:
+        return "; whether its role is denied the action is not known here"
+    if access.allowed:
+        return f"; IAM's policy simulator says role {access.role_arn} is allowed it"
+    why = access.error or f"the simulator answered {access.decision}"
+    return f"; IAM could not say whether role {access.role_arn} is denied it ({why})"
+
+
+def _how_to_tell(access: Access | None) -> str:
+    if access is not None and access.allowed:
+        return ""
+    return (
+        "; to tell whether the deny is in place, give --karpenter-role-arn, or run: "
+        + command_that_tells(access.role_arn if access is not None else None)
+    )

@@ -17,6 +17,7 @@ from lifeboat.kube.objects import Obj
 from lifeboat.kube.selectors import selector_matches
 from lifeboat_local.audit.findings import ObjectRef
 from lifeboat_local.audit.inventory import Inventory
+from lifeboat_local.audit.karpenter_access import Access
 
 Key = tuple[str, str, str]  # (kind, namespace, name)
 T = TypeVar("T")
@@ -68,6 +69,9 @@ class ClusterView:
         self.at = at
         # Labels that name a node's group, beyond the well-known ones (--node-group-label).
         self.node_group_labels = tuple(node_group_labels)
+        # What IAM says of Karpenter's role and ec2:DescribeInstanceStatus, asked before the
+        # checks run (--karpenter-role-arn); None: not asked.
+        self.karpenter_access: Access | None = None
         self._memo: dict[Hashable, Any] = {}
 
     def memo(self, memo_key: Hashable, compute: Callable[[], T]) -> T:

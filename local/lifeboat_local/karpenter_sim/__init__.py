@@ -10,7 +10,8 @@ on the simulated clock, and reports each thing done as a :class:`SimStep`:
 - :mod:`.termination`: a deleted claim's node is tainted, drained (PDBs and do-not-disrupt
   honoured) and removed; a drained node-group node goes too;
 - :mod:`.scheduling`: evicted pods come back Pending and are bound where they fit; Karpenter
-  nominates the nodes they will go to, and launches claims for pods that fit nowhere;
+  nominates the nodes they will go to, and (:mod:`.provisioner`) launches claims from the
+  cluster's NodePools for pods that fit nowhere, or says why none takes them;
 - :mod:`.disruption`: Karpenter's own drift and emptiness consolidation, inside the same
   budgets, counted as Karpenter counts (``disruption=False`` turns it off).
 
@@ -30,7 +31,7 @@ from datetime import datetime, timedelta
 from kubemu import Emulator
 from lifeboat.kube import nodes
 
-from . import disruption, lifecycle, scheduling, termination
+from . import disruption, lifecycle, provisioner, scheduling, termination
 from .state import (
     DISRUPTION_POLL,
     INITIALIZE_TIME,
@@ -129,6 +130,7 @@ class KarpenterSimulation:
         termination.reconcile(state)
         scheduling.recreate_evicted(state)
         scheduling.bind_pending(state)
+        provisioner.pool_status(state)
         scheduling.provision(state)
         if self._disruption:
             disruption.reconcile(state)

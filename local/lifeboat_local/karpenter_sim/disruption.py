@@ -100,6 +100,38 @@ class _View:
             node_name = pod.get("spec", {}).get("nodeName", "")
             self._pods_by_node.setdefault(node_name, []).append(pod)
         self.in_commands = {name for c in state.commands for name in c.candidates}
+        self._blocked: dict[str, bool] = {}
+        self._pdb_index: dict[tuple[str, str, str], list[Obj]] | None = None
+        self._pdb_rest: list[Obj] = []
+
+    def _pdb_blocks(self, node: str, pods: list[Obj]) -> bool:
+        """Whether a PDB keeps the node's pods now (asked once per node per view: the
+        controller asks it of every candidate several times a pass)."""
+        if node not in self._blocked:
+            relevant = self._pdbs_for(pods)
+            self._blocked[node] = pdb_blocker(pods, relevant, self.state.now) is not None
+        return self._blocked[node]
+
+    def _pdbs_for(self, pods: list[Obj]) -> list[Obj]:
+        """The PDBs that may select any of ``pods`` (by one of their matchLabels), and those
+        without matchLabels; ``pdb_blocker`` still judges them all."""
+        if self._pdb_index is None:
+            self._pdb_index, self._pdb_rest = {}, []
+            for pdb in self.pdbs:
+                labels = ((pdb.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+                if not labels:
+                    self._pdb_rest.append(pdb)
+                    continue
+                key, value = sorted(labels.items())[0]
+                namespace = pdb["metadata"].get("namespace", "default")
+                self._pdb_index.setdefault((namespace, key, str(value)), []).append(pdb)
+        found = {id(p): p for p in self._pdb_rest}
+        for pod in pods:
+            namespace = pod["metadata"].get("namespace", "default")
+            for label in nodes.labels_of(pod).items():
+                for pdb in self._pdb_index.get((namespace, *label), ()):
+                    found[id(pdb)] = pdb
+        return list(found.values())
 
     def pods_on(self, node: Obj) -> list[Obj]:
         name = nodes.name_of(node)
@@ -153,7 +185,7 @@ class _View:
             pods = self.pods_on(node)
             if any(nodes.do_not_disrupt_until(p, now) is not None for p in pods):
                 continue
-            if pdb_blocker(pods, self.pdbs, now) is not None:
+            if self._pdb_blocks(nodes.name_of(node), pods):
                 continue
             found.append((claim, node, pool))
         return found

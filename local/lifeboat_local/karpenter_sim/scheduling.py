@@ -18,15 +18,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from lifeboat.karpenter.replacement import replacement_nodeclaim
 from lifeboat.kube import nodes
 from lifeboat.kube.objects import MutableObj as Obj
-from lifeboat.kube.selectors import selector_matches
 
+from . import provisioner
+from .fit import arrival, queue_order, selects, template_claim
 from .state import (
     NOMINATION,
     PROVISIONING_POLL,
@@ -125,7 +124,7 @@ class _Room:
         )
         return (
             tolerated
-            and _selects(pod, nodes.labels_of(self.node or self.claim or {}))
+            and selects(pod, nodes.labels_of(self.node or self.claim or {}))
             and cpu <= self.cpu + 1e-9
             and memory <= self.memory + 1e-9
         )
@@ -144,28 +143,6 @@ class _Room:
         cpu, memory = requests_of(pod)
         self.cpu -= cpu
         self.memory -= memory
-
-
-def _selects(pod: Obj, labels: Mapping[str, str]) -> bool:
-    """The kube-scheduler's NodeAffinity filter: the pod's ``nodeSelector`` and its required
-    node affinity (any of the ``nodeSelectorTerms``, each one's expressions all) match the
-    node's labels (a launched claim's, before its Node joins: registration copies them)."""
-    spec = pod.get("spec", {})
-    wanted = spec.get("nodeSelector") or {}
-    if any(labels.get(key) != value for key, value in wanted.items()):
-        return False
-    required = (
-        ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-            "requiredDuringSchedulingIgnoredDuringExecution"
-        )
-        or {}
-    ).get("nodeSelectorTerms")
-    if not required:
-        return True
-    return any(
-        selector_matches({"matchExpressions": term.get("matchExpressions") or []}, labels)
-        for term in required
-    )
 
 
 def _used(pods: list[Obj]) -> dict[str, tuple[float, float]]:
@@ -210,7 +187,7 @@ def bind_pending(state: SimState) -> None:
                 _node_taints(node),
             )
         )
-    for pod in sorted(_pending(pods), key=pod_key):
+    for pod in sorted(_pending(pods), key=arrival):
         fitting = [r for r in rooms if r.holds(pod)]
         if not fitting:
             continue
@@ -269,7 +246,7 @@ def provision(state: SimState) -> None:
     rooms = _existing_rooms(state, claims, all_nodes, used, deleting)
     homeless = _nominate(state, rooms, waiting)
     pools = by_name(state.view("NodePool"))
-    _launch_for_homeless(state, pools, claims, all_nodes, homeless)
+    _launch_for_homeless(state, pools, claims, pods, homeless)
     _keep_static_counts(state, pools, claims)
 
 
@@ -294,18 +271,15 @@ def _waiting(state: SimState, pods: list[Obj], deleting: set[str | None]) -> lis
     ]
 
 
-def _nominate(state: SimState, rooms: list[_Room], waiting: list[Obj]) -> dict[str, list[Obj]]:
+def _nominate(state: SimState, rooms: list[_Room], waiting: list[Obj]) -> list[Obj]:
     """Place each waiting pod in the first room that holds it, nominating that node (or
-    claim) for a while; return the pods that fit nowhere by the pool they came from."""
-    homeless: dict[str, list[Obj]] = {}
-    for pod in sorted(waiting, key=pod_key):
+    claim) for a while; return the pods that fit nowhere (wherever they came from: the
+    provisioner weighs every pool for them)."""
+    homeless: list[Obj] = []
+    for pod in sorted(waiting, key=queue_order):
         room = next((r for r in rooms if r.holds(pod)), None)
         if room is None:
-            origin = state.origin.get(pod_key(pod)) or state.pool_of_node.get(
-                pod.get("spec", {}).get("nodeName", ""), ""
-            )
-            if origin:
-                homeless.setdefault(origin, []).append(pod)
+            homeless.append(pod)
             continue
         room.take(pod)
         if state.nominated.get(room.name, state.now) <= state.now:
@@ -317,35 +291,48 @@ def _nominate(state: SimState, rooms: list[_Room], waiting: list[Obj]) -> dict[s
 
 
 def _launch_for_homeless(
-    state: SimState,
-    pools: dict[str, Obj],
-    claims: list[Obj],
-    all_nodes: dict[str, Obj],
-    homeless: dict[str, list[Obj]],
+    state: SimState, pools: dict[str, Obj], claims: list[Obj], pods: list[Obj], homeless: list[Obj]
 ) -> None:
-    """Launch a claim in each dynamic pool with pods that fit nowhere but would fit a fresh
-    node of it, unless the pool already has a launch in flight."""
-    for pool_name in sorted(homeless):
-        wanted = pools.get(pool_name)
-        if wanted is None or wanted.get("spec", {}).get("replicas") is not None:
-            continue
-        # One launch at a time per pool, and only for pods a fresh node can hold.
-        in_flight = any(
-            nodes.labels_of(c).get(nodes.NODEPOOL_LABEL) == pool_name
-            and not nodes.is_deleting(c)
-            and (c.get("status") or {}).get("nodeName") not in all_nodes
-            for c in claims
-        )
-        template = _template_claim(wanted)
-        placeable = [
-            p
-            for p in homeless[pool_name]
-            if template is not None
-            and _fits_a_fresh_node(p)
-            and _selects(p, nodes.labels_of(template))
+    """Karpenter's provisioner for the pods that fit no node: new claims from the cluster's
+    pools (``provisioner``), and a word on each pod no pool takes."""
+
+    if not homeless:
+        return
+    usable, left_out = provisioner.options(list(pools.values()), claims)
+    made, unplaced = provisioner.solve(
+        usable, left_out, homeless, provisioner.daemon_overhead(pods)
+    )
+    for new in made:
+        claim = provisioner.claim_for(new)
+        claim["metadata"]["name"] = state.next_name(new.option.name, "NodeClaim")
+        state.put(claim)
+        shown = ", ".join(pod_key(p) for p in new.pods[:3]) + (", ..." if len(new.pods) > 3 else "")
+        state.step("provisioned", claim, f"{len(new.pods)} pod(s) fit no node: {shown}")
+    for key, why in sorted(unplaced.items()):
+        _unschedulable(state, key, why)
+
+
+def _unschedulable(state: SimState, key: str, why: str) -> None:
+    """Said once per reason (the provisioner's "could not schedule pod"), and written on the
+    pod's PodScheduled condition, where ``kubectl describe pod`` shows it."""
+    seen = f"unschedulable/{key}/{why}"
+    if seen in state.seen:
+        return
+    state.seen[seen] = state.now
+    namespace, name = key.split("/", 1)
+    pod = state.emulator.get_object("Pod", name, namespace)
+    if pod is not None and not pod.get("spec", {}).get("nodeName"):
+        message = f"Karpenter: no NodePool can launch a node for it: {why}"
+        pod.setdefault("status", {})["conditions"] = [
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "message": message,
+            }
         ]
-        if placeable and not in_flight:
-            launch_for(state, wanted, f"{len(placeable)} pod(s) fit nowhere")
+        state.put(pod)
+    state.step("unschedulable", None, f"pod {key}: fits no node, and no NodePool takes it: {why}")
 
 
 def _keep_static_counts(state: SimState, pools: dict[str, Obj], claims: list[Obj]) -> None:
@@ -389,34 +376,14 @@ def _existing_rooms(
     return rooms
 
 
-def _template_claim(pool: Obj) -> Obj | None:
-    """A claim as Karpenter's provisioner builds it from the pool's template (unnamed)."""
-    built = replacement_nodeclaim(pool, {"metadata": {"name": "-"}}, "-", "-").claim
-    if built is None:
-        return None
-    claim = dict(built)
-    meta = dict(claim["metadata"])
-    meta["labels"] = {k: v for k, v in meta["labels"].items() if k != nodes.REPLACES_LABEL}
-    meta["annotations"] = {
-        k: v for k, v in meta["annotations"].items() if k != nodes.NOTICE_ANNOTATION
-    }
-    claim["metadata"] = meta
-    return claim
-
-
 def launch_for(state: SimState, pool: Obj, why: str) -> None:
     """A claim as Karpenter's provisioner builds it from the pool's template."""
-    claim = _template_claim(pool)
+    claim = template_claim(pool)
     if claim is None:
         return
     claim["metadata"]["name"] = state.next_name(nodes.name_of(pool), "NodeClaim")
     state.put(claim)
     state.step("provisioned", claim, why)
-
-
-def _fits_a_fresh_node(pod: Obj) -> bool:
-    cpu, memory = requests_of(pod)
-    return cpu <= 7.9 and memory <= 14 * 2**30
 
 
 def due(state: SimState) -> list[datetime]:

@@ -7,6 +7,7 @@ import copy
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import cache
 from typing import Any
 
 from kubemu import Emulator
@@ -170,22 +171,26 @@ def pod_key(pod: Obj) -> str:
     return f"{pod['metadata'].get('namespace', 'default')}/{nodes.name_of(pod)}"
 
 
+@cache
+def _quantity(text: str) -> float:
+    """A quantity as a float, parsed once per spelling: the controllers weigh every pod's
+    requests on every pass, and a fleet spells them a handful of ways."""
+    return float(parse_quantity(text))
+
+
 def requests_of(pod: Obj) -> tuple[float, float]:
     """(cpu cores, memory bytes) a pod requests (its containers' requests summed)."""
     cpu = memory = 0.0
     for container in pod.get("spec", {}).get("containers") or []:
         requests = (container.get("resources") or {}).get("requests") or {}
-        cpu += float(parse_quantity(requests.get("cpu", 0)))
-        memory += float(parse_quantity(requests.get("memory", 0)))
+        cpu += _quantity(str(requests.get("cpu", 0)))
+        memory += _quantity(str(requests.get("memory", 0)))
     return cpu, memory
 
 
 def allocatable_of(obj: Obj) -> tuple[float, float]:
     allocatable = (obj.get("status") or {}).get("allocatable") or {}
-    return (
-        float(parse_quantity(allocatable.get("cpu", 0))),
-        float(parse_quantity(allocatable.get("memory", 0))),
-    )
+    return _quantity(str(allocatable.get("cpu", 0))), _quantity(str(allocatable.get("memory", 0)))
 
 
 def by_name(objects: Iterable[Obj]) -> dict[str, Obj]:

@@ -8,19 +8,25 @@ PodDisruptionBudgets (against their current status, recomputed by the emulator) 
 that are not DaemonSet pods first. Pods still there at the claim's
 ``terminationGracePeriod`` are deleted regardless. Once drained, and at least
 ``TERMINATE_TIME`` after the deletion, the instance is terminated: the Node, its remaining
-(DaemonSet) pods and the claim go.
+(DaemonSet) pods and the claim go. A node-group node Lifeboat drained for a notice whose
+instance goes is terminated by its group; one a rotation drained stays until the group is
+scaled down.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
+from lifeboat.events.notice import Kind
 from lifeboat.karpenter.godurations import parse_go_duration
 from lifeboat.kube import nodes
 from lifeboat.kube.objects import MutableObj as Obj
 from lifeboat.kube.pdbs import pdb_blocker
 
 from .state import TERMINATE_TIME, SimState, by_name, editable, pod_key
+
+# A rotation's out-of-service taint: the node it drains is the operator's to scale down.
+ROTATION_TAINT = nodes.taint_key(Kind.ROTATION)
 
 
 def reconcile(state: SimState) -> None:
@@ -129,16 +135,22 @@ def _remove(state: SimState, node: Obj, pods: list[Obj], claim: Obj | None) -> N
 
 
 def _node_group_node_done(state: SimState, node: Obj, claims: set[str], pods: list[Obj]) -> bool:
-    """A node-group node Lifeboat cordoned for an involuntary notice and fully drained: the
-    Auto Scaling group terminates it once the lifecycle hook completes. A Karpenter Node
-    whose claim is gone entirely goes too."""
+    """A node-group node Lifeboat cordoned for a notice whose instance goes and fully
+    drained: the Auto Scaling group terminates it once the lifecycle hook completes. A node
+    only a rotation drained stays, cordoned and empty, until the group is scaled down, as on
+    a real cluster (nothing terminates it). A Karpenter Node whose claim is gone goes too."""
     owner = nodes.nodeclaim_owner(node)
     if owner is not None:
         if owner[0] in claims:
             return False
     else:
-        taint = nodes.lifeboat_taint(node)
-        if taint is None or taint.get("effect") == "PreferNoSchedule":
+        out_of_service = [
+            t
+            for t in nodes.taints(node)
+            if str(t.get("key", "")).startswith(f"{nodes.DOMAIN}/")
+            and t.get("effect") != "PreferNoSchedule"
+        ]
+        if not out_of_service or all(t.get("key") == ROTATION_TAINT for t in out_of_service):
             return False
         if nodes.evictable_pods(pods):
             return False

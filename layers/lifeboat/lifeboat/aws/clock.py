@@ -28,9 +28,14 @@ from typing import Any
 
 # The resolution of an HTTP Date: skews within it are noise, not drift.
 RESOLUTION = timedelta(seconds=1)
-# A Date this far from the local clock is not believed (a broken proxy, a test double): an
-# NTP-less clock drifts by seconds a day, not by a day.
-BELIEVABLE = timedelta(hours=12)
+# A Date further than this from the local clock is not believed. AWS refuses a request signed
+# (SigV4 ``X-Amz-Date``) more than 15 minutes off its own clock (EC2 ``RequestExpired``,
+# DynamoDB "Signature expired"), and botocore does not correct for skew: no answer of a
+# signed request can come from an AWS further off than that, plus the answer's round trip.
+# Further off is a hostile or broken endpoint (a proxy, a cache replaying an old answer with
+# its old Date): believing it would move every deadline by up to its error (12 hours before
+# the hostile review of issue 33.6).
+BELIEVABLE = timedelta(minutes=16)
 
 
 def _utc_now() -> datetime:

@@ -111,6 +111,9 @@ class ClusterCatalog:
         self._answers: dict[str, _Answer] = {}
         self._lock = threading.Lock()  # guards the dictionaries, names and counters
         self._name_locks: dict[str, threading.Lock] = {}
+        # When :meth:`serving` last ran the full discovery (None: never).
+        self._refreshed_at: float | None = None
+        self._refresh_lock = threading.Lock()
         self.calls = DiscoveryCalls()
 
     # -- asking ------------------------------------------------------------------------------
@@ -148,6 +151,20 @@ class ClusterCatalog:
                     error,
                 )
                 return answer.served
+
+    def serving(self) -> tuple[str, ...]:
+        """Every cluster served now, for work that concerns each of them and no instance
+        (the sweep's look at each cluster's marked nodes): the full discovery, at most once
+        per ``ttl``, else what it found. ``ListClusters`` failing raises (the caller says
+        so); a cluster that cannot be described is left out until it can be."""
+        if self.tag_key is None:
+            return self.served()
+        with self._refresh_lock:
+            at = self._refreshed_at
+            if at is None or self._clock() - at >= self._ttl:
+                self.refresh()
+                self._refreshed_at = self._clock()
+        return self.served()
 
     def served(self) -> tuple[str, ...]:
         """The clusters known to be served (named, or tagged when last described)."""

@@ -18,6 +18,8 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
+from lifeboat.events.capacity_block import TERMINATION_LEAD
+from lifeboat.events.notice import Kind
 from lifeboat.model.report import Outcome, Report
 
 SOURCE = "lifeboat"
@@ -27,7 +29,10 @@ GIVE_UP = "Lifeboat Notice Given Up"
 # A rotation paused at a checkpoint, failed, completed or rolled back (never "... Requested":
 # those are the commands the stack's rotation rule takes in).
 ROTATION_CHANGE = "Lifeboat Rotation Changed"
-DETAIL_TYPES = (ACTION, FORCED_ACTION, GIVE_UP, ROTATION_CHANGE)
+# A node of an ending Capacity Block acted on: published beside its action, with the
+# reservation and the instant EC2 starts terminating, so a training job can checkpoint.
+CAPACITY_BLOCK_ENDING = "Lifeboat Capacity Block Ending"
+DETAIL_TYPES = (ACTION, FORCED_ACTION, GIVE_UP, ROTATION_CHANGE, CAPACITY_BLOCK_ENDING)
 # PutEvents takes at most 10 entries a call.
 ENTRIES_PER_CALL = 10
 
@@ -49,6 +54,25 @@ def detail_type(report: Report) -> str | None:
     if report.outcome is not Outcome.ACTED or not report.actions:
         return None
     return FORCED_ACTION if report.forced else ACTION
+
+
+def block_ending(report: Report) -> dict[str, Any] | None:
+    """The detail of the "Capacity Block Ending" event of ``report`` (None: not one): a
+    node of an ending Capacity Block, acted on."""
+    if report.kind != str(Kind.CAPACITY_BLOCK_EXPIRY) or report.outcome is not Outcome.ACTED:
+        return None
+    if report.instance_id is None or report.deadline is None:
+        return None
+    return {
+        "capacity_reservation_id": report.reservation_id,
+        "instance_id": report.instance_id,
+        "node": report.node,
+        "nodepool": report.nodepool,
+        "cluster": report.cluster,
+        "termination_starts": report.deadline.isoformat(),
+        "end_date": (report.deadline + TERMINATION_LEAD).isoformat(),
+        "event_id": report.event_id,
+    }
 
 
 def detail(report: Report, message_id: str | None = None) -> dict[str, Any]:
@@ -78,19 +102,24 @@ class EventBridgeNotifier:
     def entries(self, reports: Iterable[Report], message_ids: Sequence[str] = ()) -> list[Any]:
         out = []
         for index, report in enumerate(reports):
+            ending = block_ending(report)
+            if ending is not None:
+                out.append(self._entry(CAPACITY_BLOCK_ENDING, ending))
             kind = detail_type(report)
             if kind is None:
                 continue
             body = detail(report, message_ids[index] if index < len(message_ids) else None)
-            body["dry_run"] = self._dry_run
-            entry = {
-                "Source": SOURCE,
-                "DetailType": kind,
-                "Detail": json.dumps(body),
-                "EventBusName": self._bus,
-            }
-            out.append(entry)
+            out.append(self._entry(kind, body))
         return out
+
+    def _entry(self, kind: str, body: dict[str, Any]) -> dict[str, Any]:
+        body["dry_run"] = self._dry_run
+        return {
+            "Source": SOURCE,
+            "DetailType": kind,
+            "Detail": json.dumps(body),
+            "EventBusName": self._bus,
+        }
 
     def publish(self, reports: Iterable[Report], *, message_ids: Sequence[str] = ()) -> int:
         entries = self.entries(reports, message_ids)

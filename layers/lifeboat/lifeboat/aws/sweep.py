@@ -7,9 +7,16 @@ maintenance never waits for a NodePool's budgets and windows; with its permissio
 nobody replaces impaired instances. The sweep gives Lifeboat both: an EventBridge Scheduler
 schedule (template.yaml ``InstanceStatusSweepSchedule``) sends :func:`sweep_request` to the
 queue at the ``InstanceStatusSweepRate``; the pipeline answers it with
-:meth:`Ec2InstanceStatuses.pages` and reads the pages like any other message
-(``lifeboat.events.parse_statuses``), so the notices go through the same triage (only
-instances of the managed clusters go on), resolve, decide, act, ledger and reports.
+:meth:`Ec2InstanceStatuses.pages` and reads the pages (``lifeboat.events.parse_statuses``),
+so the notices go through the same triage (only instances of the managed clusters go on),
+resolve, decide, act, ledger and reports.
+
+The queue carries the trigger, never EC2's word: a sweep request carries nothing and is
+obeyed only from the stack's own schedule (:func:`sweep_request_problem`); a raw answer on
+the queue is rejected (``lifeboat.events``). Every notice is triaged before the split
+(``lifeboat.flow.sweep_triage``); the managed instances one message does not take on are
+handed on as sweep parts, for which EC2 is asked again (:meth:`Ec2InstanceStatuses.describe`).
+``lifeboat replay`` stands a reader of saved answers where EC2 stands.
 
 Each of Karpenter's three filter sets (``lifeboat.events.instance_status.FILTER_SETS``) is
 one paginated call of up to 1,000 results: EC2 filters server-side, so a sweep costs three
@@ -18,22 +25,18 @@ calls whatever the fleet size while fewer than 1,000 instances per set are in tr
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from datetime import datetime
 from typing import Any, Protocol
 
-from lifeboat.events.base import MAX_REASON, clip
-from lifeboat.events.instance_status import FILTER_SETS, InstanceStatus
+from lifeboat.events.instance_status import FILTER_SETS
 from lifeboat.events.notice import Kind, Notice
-from lifeboat.kube import nodes
-from lifeboat.kube.objects import Obj
-from lifeboat.model.instances import instance_id_from_provider_id
 from lifeboat.model.settings import Settings
 
 SOURCE = "lifeboat.aws.sweep"
 DETAIL_TYPE = "Instance Status Sweep"
 # DescribeInstanceStatus's largest page.
 PAGE_SIZE = 1000
+# The most InstanceIds one DescribeInstanceStatus call takes.
+IDS_PER_CALL = 100
 
 
 def is_sweep_request(message: dict[str, Any]) -> bool:
@@ -41,23 +44,55 @@ def is_sweep_request(message: dict[str, Any]) -> bool:
     return message.get("source") == SOURCE and message.get("detail-type") == DETAIL_TYPE
 
 
-def sweep_request(request_id: str, time: str) -> dict[str, Any]:
+def sweep_request(request_id: str, time: str, schedule_arn: str | None = None) -> dict[str, Any]:
     """The message the schedule sends (its ``Input``, with Scheduler's context attributes
-    ``<aws.scheduler.execution-id>`` and ``<aws.scheduler.scheduled-time>`` as id and time)."""
+    ``<aws.scheduler.execution-id>``, ``<aws.scheduler.scheduled-time>`` and
+    ``<aws.scheduler.schedule-arn>`` as id, time and resource)."""
     return {
         "version": "0",
         "id": request_id,
         "source": SOURCE,
         "detail-type": DETAIL_TYPE,
         "time": time,
+        "resources": [schedule_arn] if schedule_arn else [],
         "detail": {},
     }
 
 
-class InstanceStatuses(Protocol):
-    """Where the sweep reads instance status from (EC2, or a test's response)."""
+def sweep_request_problem(message: dict[str, Any], schedule_arn: str | None) -> str | None:
+    """Why a sweep request is not the stack's own schedule's (None: it is). A sweep request
+    carries nothing EC2 said: it only makes the function ask EC2 itself, so a forged one
+    costs three calls at most; still, only the stack's schedule is obeyed. ``schedule_arn``:
+    the stack's sweep schedule (None: not known here, as in replay: not checked)."""
+    if message.get("detail") not in ({}, None):
+        return "detail: a sweep request carries nothing (EC2 is asked, never told)"
+    if schedule_arn is None:
+        return None
+    resources = message.get("resources")
+    if resources != [schedule_arn]:
+        shown = str(resources)[:200]
+        return (
+            f"resources: a sweep request comes from this stack's schedule {schedule_arn} "
+            f"(got {shown})"
+        )
+    return None
 
-    def pages(self) -> list[dict[str, Any]]: ...
+
+class InstanceStatuses(Protocol):
+    """Where the sweep reads instance status from (EC2, or a saved answer in replay)."""
+
+    def pages(self) -> list[dict[str, Any]]:
+        """A whole sweep: every page of each of Karpenter's filter sets."""
+        ...
+
+    def describe(self, instance_ids: list[str]) -> list[dict[str, Any]]:
+        """The status of these instances now (a sweep part: ``lifeboat.flow.split``)."""
+        ...
+
+    def complete(self, pages: list[dict[str, Any]]) -> bool:
+        """Whether ``pages`` (what :meth:`pages` gave) are a whole answer: only a whole
+        answer may end a maintenance by silence."""
+        ...
 
 
 class Ec2InstanceStatuses:
@@ -80,6 +115,21 @@ class Ec2InstanceStatuses:
                 pages.append(page)
         return pages
 
+    def complete(self, pages: list[dict[str, Any]]) -> bool:
+        return complete(pages)
+
+    def describe(self, instance_ids: list[str]) -> list[dict[str, Any]]:
+        """EC2 asked again about named instances (``InstanceIds``, at most 100 a call; EC2
+        takes no ``MaxResults`` beside them): a sweep part's, never a copy of an answer."""
+        pages: list[dict[str, Any]] = []
+        for first in range(0, len(instance_ids), IDS_PER_CALL):
+            chunk = instance_ids[first : first + IDS_PER_CALL]
+            paginator = self._ec2.get_paginator("describe_instance_status")
+            for page in paginator.paginate(InstanceIds=chunk):
+                self.calls += 1
+                pages.append(page)
+        return pages
+
 
 def too_recently_impaired(notice: Notice, settings: Settings) -> str | None:
     """Why an ``instance-impaired`` notice is not acted on yet: impaired for less than the
@@ -98,68 +148,8 @@ def too_recently_impaired(notice: Notice, settings: Settings) -> str | None:
     )
 
 
-# What a vanished event's notice says it is (its ``detail``).
-VANISHED = "EC2 event no longer reported"
-
-
 def complete(pages: list[dict[str, Any]]) -> bool:
     """Whether ``pages`` are a whole sweep's answer: a page per filter set at least, the
     last one without a ``NextToken``. (A call that fails raises, and the sweep's message
     goes back to the queue: only a complete answer may end a maintenance by silence.)"""
     return len(pages) >= len(FILTER_SETS) and not pages[-1].get("NextToken")
-
-
-def vanished(
-    statuses: Iterable[InstanceStatus], marked: Iterable[Obj], observed_at: datetime
-) -> list[Notice]:
-    """The maintenances that ended by vanishing: each node ``marked`` with
-    ``lifeboat.dev/ec2-maintenance`` (Lifeboat acted on or deferred an EC2 scheduled event
-    for it) and still carrying Lifeboat's scheduled-change taint, whose instance has no
-    event starting then in a complete sweep's ``statuses`` (finished or not: a finished one
-    is ended by its own notice). EC2 drops a cancelled event, and a completed one after a
-    while; the notice ends the maintenance as ``[Canceled]`` does. A maintenance known only
-    from AWS Health never carries the label, so it never ends this way."""
-    scheduled = {
-        (status.instance_id, event.not_before)
-        for status in statuses
-        for event in status.events
-        if event.not_before is not None
-    }
-    key = nodes.taint_key(Kind.SCHEDULED_CHANGE)
-    notices = []
-    for node in marked:
-        start = nodes.ec2_maintenance_start(node)
-        instance = instance_id_from_provider_id(str(node.get("spec", {}).get("providerID", "")))
-        if start is None or instance is None or (instance, start) in scheduled:
-            continue
-        if nodes.is_deleting(node) or not any(t.get("key") == key for t in nodes.taints(node)):
-            continue  # going anyway, or undone already (by hand, or the node was let go)
-        notices.append(
-            Notice(
-                kind=Kind.SCHEDULED_CHANGE,
-                event_id=f"vanished:{instance}:{nodes.ec2_maintenance_value(start)}",
-                event_time=observed_at,
-                instance_id=instance,
-                deadline=start,
-                detail=VANISHED,
-                ends_maintenance=True,
-                ec2_event=True,
-            )
-        )
-    return notices
-
-
-def unlisted(cluster: str | None, error: Exception, observed_at: datetime) -> Notice:
-    """The report of a cluster whose marked nodes could not be listed: nothing ends there
-    this time, the next sweep looks again."""
-    where = f"cluster {cluster}" if cluster else "the cluster"
-    return Notice(
-        kind=Kind.SCHEDULED_CHANGE,
-        event_id=f"vanished:{cluster or '-'}",
-        event_time=observed_at,
-        ignore_reason=clip(
-            f"could not list the nodes of {where} labelled {nodes.EC2_MAINTENANCE_LABEL} "
-            f"({type(error).__name__}: {error}); vanished EC2 events looked at next sweep",
-            MAX_REASON,
-        ),
-    )

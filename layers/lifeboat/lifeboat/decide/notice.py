@@ -24,8 +24,10 @@ from lifeboat.decide.model import (
 from lifeboat.decide.staleness import Stale
 from lifeboat.errors import BrokenInvariant
 from lifeboat.events.notice import Kind, Notice
+from lifeboat.karpenter.forceful import in_effect
 from lifeboat.karpenter.replacement import replacement_blocker
 from lifeboat.kube import nodes
+from lifeboat.kube.maintenance_holds import active_holds, ended_for
 from lifeboat.kube.objects import Obj
 from lifeboat.kube.pdbs import pdb_blocker
 from lifeboat.model.instants import format_instant
@@ -90,7 +92,7 @@ def _decide(
     # still needs its answer, which only Lifeboat gives.
     handled = _already_terminating(target)
     if handled is not None and notice.lifecycle is None:
-        return _force_deleting(notice, target, handled)
+        return _force_deleting(notice, target, handled, now)
     if notice.ends_maintenance:
         return _maintenance_over(notice, target)
     if stale is not None:
@@ -196,14 +198,17 @@ def _involuntary(notice: Notice, target: Target) -> Decision:
     )
 
 
-def _force_deleting(notice: Notice, target: Target, handled: str) -> Decision:
+def _force_deleting(notice: Notice, target: Target, handled: str, now: datetime) -> Decision:
     """A claim Karpenter already deletes gets nothing more, unless its instance is impaired
-    and the claim carries no termination timestamp: Karpenter >= 1.13 annotates it then
-    (``annotateTerminationTimestamp`` runs before ``deleteNodeClaim``'s early return for a
-    claim being deleted), so a gentle drain stuck on a PDB is forced; no second delete."""
+    and the claim carries no termination timestamp in effect now: Karpenter >= 1.13 annotates
+    it then (``annotateTerminationTimestamp`` runs before ``deleteNodeClaim``'s early return for
+    a claim being deleted), so a gentle drain stuck on a PDB is forced; no second delete. A
+    stamp in the future or unparsable is no stamp (core's ``annotateTerminationGracePeriod``;
+    :mod:`lifeboat.karpenter.forceful`)."""
     what = _describe(notice)
     claim = target.claim
-    if notice.kind is not Kind.INSTANCE_IMPAIRED or claim is None or claim.terminates_by:
+    forced = claim is not None and in_effect(claim.terminates_by, now)
+    if notice.kind is not Kind.INSTANCE_IMPAIRED or claim is None or forced:
         return ignore(f"{what}: {handled}; nothing to add")
     return Decision(
         Outcome.ACTED,
@@ -232,13 +237,28 @@ def _maintenance_over(notice: Notice, target: Target) -> Decision:
     Ready again (a node that was replaced is being deleted and never gets here)."""
     if target.node is None:
         raise BrokenInvariant("lifeboat.decide.notice: a maintenance's end without a node")
-    what = f"{_describe(notice)} is over"
+    start = _fmt(notice.deadline) if notice.deadline else "with no given start"
+    what = f"{_describe(notice)} starting {start} is over"
     key = nodes.taint_key(notice.kind)
     if not any(t.get("key") == key for t in nodes.taints(target.node)):
         return ignore(f"{what}: node {target.node_name} carries no {key} taint; nothing to undo")
+    holds = active_holds(target.node)
+    named = [hold for hold in holds if hold.names(notice)]
+    others = ", ".join(hold.describe() for hold in holds if not hold.names(notice))
+    if holds and not named:
+        # An old maintenance's end (a [Completed] reboot still listed, a closed Health
+        # event) while a newer one holds the node: it stays out, its wake-up kept.
+        return ignore(f"{what}: node {target.node_name} is held for {others}; it stays out")
     state = target.info.state if target.info is not None else None
     if state not in (None, "running"):
         return ignore(f"{what}: instance {target.instance_id} is {state}, not running; left as is")
+    if others:
+        return Decision(
+            Outcome.ACTED,
+            f"{what}: its hold on node {target.node_name} ends; still held for {others}: "
+            "the node stays out",
+            (Step.RESTORE,),
+        )
     if not nodes.is_ready(target.node):
         return ignore(
             f"{what}: node {target.node_name} is not Ready yet; undone when it is reported Ready"
@@ -261,11 +281,7 @@ def _voluntary(notice: Notice, target: Target, settings: Settings, now: datetime
     action = settings.action_for(notice.kind)
     if action == "ignore":
         return ignore(f"{what}: configured to ignore {notice.kind}")
-    if (
-        notice.kind is Kind.SCHEDULED_CHANGE
-        and notice.deadline is not None
-        and nodes.maintenance_ended(target.node, notice.deadline)
-    ):
+    if notice.kind is Kind.SCHEDULED_CHANGE and ended_for(target.node, notice):
         # Completed or cancelled while this notice waited (its wake-up came due later).
         return ignore(f"{what}: the maintenance ended (completed or cancelled); nothing to do")
     act = _voluntary_action(notice, action, target)
@@ -611,6 +627,8 @@ def _describe(notice: Notice) -> str:
     text = notice.kind.label
     if notice.detail:
         text += f" ({notice.detail})"
+    if notice.kind is Kind.SCHEDULED_CHANGE and notice.ec2_event and notice.deadline is None:
+        text += ", start not given (no NotBefore): due now"
     if notice.kind is Kind.INSTANCE_IMPAIRED:
         # Its deadline is when EC2 reported it; what matters is how long it has been so.
         text += f", impaired since {_fmt(notice.event_time)}"

@@ -6,7 +6,8 @@ urgency is gone, and urgency is the only thing that lets a notice force a node o
 budgets and do-not-disrupt. So, per kind:
 
 - a Spot or capacity reservation warning past its deadline (``instance-action`` time, two
-  minutes after the warning) by more than ``stale_notice_after``;
+  minutes after the warning), or a Capacity Block's expiry past the start of its
+  termination (end - 30 min), by more than ``stale_notice_after``;
 - a state change (stopping, shutting down) whose instance EC2 says is running again (stale
   at any age: nothing is going), or older than ``stale_notice_after``;
 - scheduled maintenance (AWS Health, EC2) past its ``startTime`` by more than
@@ -29,6 +30,12 @@ from lifeboat.model.instances import InstanceInfo
 from lifeboat.model.instants import format_instant
 from lifeboat.model.settings import Settings
 
+# Involuntary warnings whose deadline is when the instance goes.
+_WARNED = (
+    Kind.SPOT_INTERRUPTION,
+    Kind.CAPACITY_RESERVATION_INTERRUPTION,
+    Kind.CAPACITY_BLOCK_EXPIRY,
+)
 # EC2 instance states in which nothing is going away.
 _RUNNING = ("pending", "running")
 
@@ -53,7 +60,7 @@ def staleness(
         if state in _RUNNING:
             return Stale(f"instance {notice.instance_id} is {state} again", nothing_going=True)
         return _older(notice.event_time, limit, now, "the state change")
-    if notice.kind in (Kind.SPOT_INTERRUPTION, Kind.CAPACITY_RESERVATION_INTERRUPTION):
+    if notice.kind in _WARNED:
         return _older(notice.deadline or notice.event_time, limit, now, "its deadline")
     if notice.kind is Kind.SCHEDULED_CHANGE and notice.deadline is not None:
         return _older(notice.deadline, limit, now, "the maintenance's start")

@@ -12,7 +12,8 @@
 (<Kind.SPOT_INTERRUPTION: 'spot-interruption'>, 'i-0a1b2c3d4e5f60001', '2026-12-01T14:04:00+00:00')
 
 One module per event kind (``spot_interruption``, ``rebalance_recommendation``,
-``scheduled_change``, ``state_change``, ``asg_lifecycle``, ``capacity_reservation``), each a
+``scheduled_change``, ``state_change``, ``asg_lifecycle``, ``capacity_reservation``,
+``capacity_block``), each a
 small model of its ``detail`` read with :class:`~lifeboat.events.base.Fields` and a parser
 object (:class:`Parser`) listed in
 :mod:`lifeboat.events.registry`; :mod:`lifeboat.events.envelope` tells the body's forms apart.
@@ -27,6 +28,7 @@ from typing import Any
 
 from lifeboat.events import asg_lifecycle, registry
 from lifeboat.events.base import MAX_REASON, malformed
+from lifeboat.events.capacity_block import is_reservations_response, read_reservations
 from lifeboat.events.envelope import EventBridgeEvent, Form, load_body, unwrap
 from lifeboat.events.instance_status import is_status_response, read_response
 from lifeboat.events.notice import Kind, LifecycleHook, MalformedMessage, Notice
@@ -43,6 +45,19 @@ __all__ = [
     "Parser",
     "parse_message",
 ]
+
+STATUS_ON_QUEUE = (
+    "body: a DescribeInstanceStatus answer is never taken from the queue: Lifeboat asks EC2 "
+    "itself at each sweep (replay a saved answer with lifeboat replay)"
+)
+"""Why a raw ``DescribeInstanceStatus`` body on the queue is rejected."""
+
+RESERVATIONS_ON_QUEUE = (
+    "body: a DescribeCapacityReservations answer is never taken from the queue: Lifeboat asks "
+    "EC2 itself at each sweep (replay a saved answer with lifeboat replay)"
+)
+"""Why a raw ``DescribeCapacityReservations`` body on the queue is rejected (as a status
+answer is: it carries no account or region, and a copy of EC2's word is not EC2's word)."""
 
 UNEXPECTED = "body: could not be parsed"
 """Prefix of the reason given when a parser fails in an unforeseen way (a bug, not bad input)."""
@@ -75,7 +90,12 @@ def parse_message(body: str | bytes | Mapping[str, Any], *, received_at: datetim
 def _parse(body: str | bytes | Mapping[str, Any], *, received_at: datetime) -> list[Notice]:
     payload = load_body(body)
     if is_status_response(payload):
-        return parse_statuses(payload, received_at=received_at)
+        # It carries no account or region, and a copy of EC2's word is not EC2's word: the
+        # sweep asks EC2 itself (lifeboat.aws.sweep); only ``lifeboat replay`` reads saved
+        # answers, through the same sweep.
+        raise malformed(STATUS_ON_QUEUE)
+    if is_reservations_response(payload):
+        raise malformed(RESERVATIONS_ON_QUEUE)
     message = unwrap(payload)
     if message.form is not Form.EVENTBRIDGE:
         hook = Kind.ASG_TERMINATION if message.form is Form.LIFECYCLE_HOOK else None
@@ -102,8 +122,8 @@ def _parse(body: str | bytes | Mapping[str, Any], *, received_at: datetime) -> l
 
 
 def parse_statuses(payload: dict[str, Any], *, received_at: datetime) -> list[Notice]:
-    """The notices of a ``DescribeInstanceStatus`` response (what the instance status sweep
-    reads, or a response saved to a file): each instance's status through every
+    """The notices of a ``DescribeInstanceStatus`` answer the sweep read (from EC2, or from
+    a file ``lifeboat replay`` was given): each instance's status through every
     ``registry.STATUS_PARSERS``. A response naming no instance in trouble gives one notice
     ignored with that reason, so that every message ends in a report."""
     with _rejected_as(Kind.INSTANCE_IMPAIRED):
@@ -120,6 +140,25 @@ def parse_statuses(payload: dict[str, Any], *, received_at: datetime) -> list[No
             event_id="instance-status",
             event_time=received_at,
             ignore_reason=reason,
+        )
+    ]
+
+
+def parse_reservations(payload: dict[str, Any], *, received_at: datetime) -> list[Notice]:
+    """The ending Capacity Blocks of a ``DescribeCapacityReservations`` response (what the
+    sweep reads, or a response saved to a file), one notice naming each reservation
+    (``lifeboat.events.capacity_block.read_reservations``); a response naming none gives one
+    notice ignored with that reason."""
+    with _rejected_as(Kind.CAPACITY_BLOCK_EXPIRY):
+        notices = read_reservations(payload, now=received_at)
+    if notices:
+        return notices
+    return [
+        Notice(
+            kind=Kind.CAPACITY_BLOCK_EXPIRY,
+            event_id="capacity-reservations",
+            event_time=received_at,
+            ignore_reason="capacity reservations described: no capacity block ends within 40 min",
         )
     ]
 

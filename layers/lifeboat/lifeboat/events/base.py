@@ -34,6 +34,8 @@ MAX_ID = 256
 MAX_NAME = 1600
 # \Z, not $: "$" also matches before a trailing newline, and "i-0a1b2c3d\n" is no id.
 INSTANCE_ID_RE = re.compile(r"\Ai-[0-9a-f]{8,17}\Z")
+# A Capacity Reservation (a Capacity Block is one): cr- and 17 hex digits (8 in old ids).
+RESERVATION_ID_RE = re.compile(r"\Acr-[0-9a-f]{8,17}\Z")
 # The instants a message may name. AWS sends nothing outside them, and the arithmetic done
 # on a notice (deadlines, patience, windows weeks ahead) stays far inside what a datetime
 # can hold (year 9999): a time outside is rejected here, not an OverflowError later.
@@ -122,6 +124,14 @@ def shift(when: datetime, delta: timedelta, *, field: str, event_id: str | None)
 def check_instance_id(value: str) -> str:
     if not INSTANCE_ID_RE.match(value):
         raise ValueError(f"not an EC2 instance id (i- and 8 to 17 hex digits): {quote(value)}")
+    return value
+
+
+def check_reservation_id(value: str) -> str:
+    if not RESERVATION_ID_RE.match(value):
+        raise ValueError(
+            f"not an EC2 capacity reservation id (cr- and 8 to 17 hex digits): {quote(value)}"
+        )
     return value
 
 
@@ -222,6 +232,11 @@ class Fields:
     def instance_id(self, name: str) -> str:
         """An EC2 instance id: ``i-`` followed by 8 to 17 lowercase hex digits."""
         value: str = self._checked(name, check_instance_id, self.string(name))
+        return value
+
+    def reservation_id(self, name: str) -> str:
+        """An EC2 capacity reservation id: ``cr-`` followed by 8 to 17 lowercase hex digits."""
+        value: str = self._checked(name, check_reservation_id, self.string(name))
         return value
 
     def time(self, name: str, parse: Any = parse_iso8601, default: Any = REQUIRED) -> Any:

@@ -7,7 +7,9 @@ Health's ``scheduledChange`` (windows, budgets, do-not-disrupt, forced
 ``scheduled_change_lead`` before the start), where Karpenter deletes the NodeClaim at once
 (``instancestatus.go``: "we treat all events as instance degradation"). Health and EC2
 announce the same maintenance with the same instance and start, so the notice's
-``ledger_key`` is the same for both: one maintenance is acted on once.
+``ledger_key`` is the same for both: one maintenance is acted on once. An event that names
+no ``NotBefore`` (only its ``Code``, as Karpenter's controller test sends it) is due now:
+acted on at once where the budgets allow, never dropped.
 
 A description starting ``[Completed]`` or ``[Canceled]`` (EC2 keeps a finished event in the
 list for a while, so marked) ends the maintenance: an ``ends_maintenance`` notice, which
@@ -56,10 +58,10 @@ class Ec2ScheduledEventParser:
                 notices.append(
                     _notice(status, event, deadline=event.not_before, ends_maintenance=True)
                 )
-            elif event.not_before is None:
-                reason = "EC2 scheduled event without NotBefore: no start to prepare for"
-                notices.append(_notice(status, event, ignore_reason=reason))
             else:
+                # No NotBefore (Karpenter's own controller test sends only a Code): due now,
+                # as Karpenter deletes the claim at once; weighed against the budgets with no
+                # start to force it by (lifeboat.decide.notice says "start not given").
                 notices.append(_notice(status, event, deadline=event.not_before))
         return notices
 

@@ -25,6 +25,9 @@ class Kind(StrEnum):
     # EC2's instance or system status check failed (DescribeInstanceStatus, read by the
     # instance status sweep, lifeboat.aws.sweep): involuntary, like a state change.
     INSTANCE_IMPAIRED = "instance-impaired"
+    # A Capacity Block for ML is ending: EC2 terminates its instances from 30 minutes before
+    # its end (lifeboat.events.capacity_block): involuntary, one notice per instance.
+    CAPACITY_BLOCK_EXPIRY = "capacity-block-expiry"
     # A node of a planned rotation (lifeboat.rotation): voluntary, like a scheduled change
     # without a deadline.
     ROTATION = "rotation"
@@ -53,6 +56,9 @@ class Kind(StrEnum):
 
 
 # One row per kind: adding a kind is adding a row here (and a parser module).
+# What a scheduled change's notice says when its ``startTime`` was empty (its detail).
+EMPTY_START = "startTime empty: due now (Karpenter drains a scheduled change at once)"
+
 _NAMES = {
     Kind.SPOT_INTERRUPTION: ("spot interruption", "SpotInterruption"),
     Kind.REBALANCE_RECOMMENDATION: ("rebalance recommendation", "RebalanceRecommendation"),
@@ -65,6 +71,7 @@ _NAMES = {
         "CapacityReservationInterruption",
     ),
     Kind.INSTANCE_IMPAIRED: ("impaired instance", "InstanceImpaired"),
+    Kind.CAPACITY_BLOCK_EXPIRY: ("capacity block expiry", "CapacityBlockExpiry"),
     Kind.ROTATION: ("rotation", "Rotation"),
     Kind.UNSUPPORTED: ("unsupported event", "Unsupported"),
 }
@@ -76,6 +83,7 @@ _INVOLUNTARY = frozenset(
         Kind.ASG_TERMINATION,
         Kind.CAPACITY_RESERVATION_INTERRUPTION,
         Kind.INSTANCE_IMPAIRED,
+        Kind.CAPACITY_BLOCK_EXPIRY,
     }
 )
 
@@ -116,6 +124,17 @@ class Notice:
     # Health: a node acted on for it is labelled, and the maintenance ends when the event
     # vanishes from a complete sweep (``lifeboat.aws.sweep.vanished``).
     ec2_event: bool = False
+    # AWS Health's ``eventArn``: which maintenance a Health notice is about, recorded on the
+    # node it holds, so that only that event's closing ends the hold
+    # (``lifeboat.kube.maintenance_holds``).
+    event_arn: str | None = None
+    # EC2 listed this maintenance again after it had ended on the node at this instant: a new
+    # hold, remembered under its own ledger key (``lifeboat.flow.sweep_holds``).
+    after_end: datetime | None = None
+    # The capacity reservation the notice is about (a Capacity Block's expiry): before the
+    # pipeline looks its instances up the notice names no instance; after, each instance's
+    # notice keeps it, and its replacement is kept out of that reservation.
+    reservation_id: str | None = None
 
     @property
     def involuntary(self) -> bool:
@@ -132,9 +151,21 @@ class Notice:
         AWS Health or EC2's scheduled event (``DescribeInstanceStatus``) tells of it first:
         both name the instance and the maintenance's start (Health ``startTime``, EC2
         ``NotBefore``), so a scheduled change is keyed by those, not by who sent it."""
+        if EMPTY_START in (self.detail or ""):
+            # Its start is its receipt time, new on every delivery: keyed by it, SQS's second
+            # delivery of an event acted on would be a new maintenance, never a duplicate.
+            return self.dedup_key
         if self.kind is Kind.SCHEDULED_CHANGE and self.instance_id and self.deadline:
             start = self.deadline.strftime("%Y%m%dT%H%M%SZ")
-            return f"maintenance#{self.instance_id}#{start}"
+            key = f"maintenance#{self.instance_id}#{start}"
+            if self.after_end is not None:
+                key += "#after-" + self.after_end.strftime("%Y%m%dT%H%M%SZ")
+            return key
+        if self.kind is Kind.CAPACITY_BLOCK_EXPIRY and self.instance_id and self.deadline:
+            # The same for EC2's warning and the sweep's finding (DescribeCapacityReservations):
+            # the instance and when EC2 starts terminating it, whoever told of it first.
+            start = self.deadline.strftime("%Y%m%dT%H%M%SZ")
+            return f"capacity-block#{self.instance_id}#{start}"
         return self.dedup_key
 
 

@@ -6,6 +6,7 @@ from typing import Protocol
 
 from lifeboat.events import (
     asg_lifecycle,
+    capacity_block,
     capacity_reservation,
     ec2_scheduled_event,
     instance_impaired,
@@ -48,6 +49,7 @@ PARSERS: tuple[Parser, ...] = (
     scheduled_change.PARSER,
     state_change.PARSER,
     capacity_reservation.PARSER,
+    *capacity_block.PARSERS,
     *asg_lifecycle.PARSERS,
 )
 

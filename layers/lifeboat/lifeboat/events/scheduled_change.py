@@ -15,10 +15,9 @@ from datetime import datetime
 
 from lifeboat.events.base import INSTANCE_ID_RE, Fields, clip, parse_rfc1123
 from lifeboat.events.envelope import EventBridgeEvent
-from lifeboat.events.notice import Kind, Notice
+from lifeboat.events.notice import EMPTY_START, Kind, Notice
 
 SERVICE = "EC2"
-EMPTY_START = "startTime empty: due now (Karpenter drains a scheduled change at once)"
 CATEGORY = "scheduledChange"
 
 
@@ -30,6 +29,9 @@ class HealthEventHead:
     event_type_code: str
     event_type_category: str
     status_code: str | None = None
+    # Which Health event this is: recorded on the node it holds, so that only its own
+    # closing ends that hold.
+    event_arn: str | None = None
 
     @classmethod
     def read(cls, fields: Fields) -> HealthEventHead:
@@ -38,6 +40,7 @@ class HealthEventHead:
             event_type_code=fields.string("eventTypeCode"),
             event_type_category=fields.string("eventTypeCategory"),
             status_code=fields.string("statusCode", None),
+            event_arn=fields.string("eventArn", None),
         )
 
 
@@ -102,6 +105,7 @@ class ScheduledChangeParser:
                 deadline=detail.start_time,
                 detail=code,
                 ends_maintenance=closed,
+                event_arn=clip(head.event_arn, 1600) if head.event_arn else None,
             )
             for instance_id in instances
         ]

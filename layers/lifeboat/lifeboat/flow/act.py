@@ -22,6 +22,8 @@ from lifeboat.karpenter.forceful import (
     TERMINATION_TIMESTAMP,
     annotate_operations,
     forced_at,
+    in_effect,
+    shown,
     termination_timestamp,
 )
 from lifeboat.karpenter.handover import (
@@ -37,6 +39,7 @@ from lifeboat.karpenter.handover import (
 from lifeboat.karpenter.replacement import replacement_nodeclaim
 from lifeboat.kube import nodes
 from lifeboat.kube.client import Conflict, Eviction, KubeApi, KubeError
+from lifeboat.kube.maintenance_holds import hold_for
 from lifeboat.kube.node_patches import (
     ec2_maintenance_operations,
     releases_exclusion,
@@ -57,6 +60,9 @@ EXCLUSION_ACTION: Action = {
     "key": nodes.EXCLUDE_FROM_LOAD_BALANCERS_LABEL,
     "value": "true",
 }
+
+# Kinds whose reservation is being taken back: the replacement is kept out of it.
+_RESERVATION_RECLAIMED = (Kind.CAPACITY_RESERVATION_INTERRUPTION, Kind.CAPACITY_BLOCK_EXPIRY)
 
 # A JSON patch whose ``test`` fails is answered 422 by the API server; a stale
 # resourceVersion 409. Both mean "re-read the node and try again".
@@ -196,8 +202,12 @@ class Actor:
         marker = None
         if notice.ec2_event and notice.kind is Kind.SCHEDULED_CHANGE and notice.deadline:
             marker = nodes.ec2_maintenance_value(notice.deadline)
+        # The maintenance the node is held for, so that only its own end releases it.
+        hold = hold_for(notice) if notice.kind is Kind.SCHEDULED_CHANGE else None
         node = self._patch_node(
-            target.node, lambda n: taint_operations(n, key, effect, cordon, exclude, marker), dry
+            target.node,
+            lambda n: taint_operations(n, key, effect, cordon, exclude, marker, hold),
+            dry,
         )
         if node is None:
             # The node went away while we were patching: nothing to cordon, nothing to drain.
@@ -217,10 +227,10 @@ class Actor:
         patch was sent."""
         if target.node is None or notice.deadline is None or self._settings.dry_run:
             return False
-        start = nodes.ec2_maintenance_value(notice.deadline)
-        if not ec2_maintenance_operations(target.node, start):
+        start, code = notice.deadline, notice.detail or None
+        if not ec2_maintenance_operations(target.node, start, code):
             return False
-        self._patch_node(target.node, lambda n: ec2_maintenance_operations(n, start), False)
+        self._patch_node(target.node, lambda n: ec2_maintenance_operations(n, start, code), False)
         return True
 
     def taint_unread(self, node_name: str, provider_id: str, notice: Notice) -> Obj | None:
@@ -268,13 +278,15 @@ class Actor:
         ended = None
         if notice.ends_maintenance and notice.deadline is not None:
             ended = nodes.maintenance_stamp(notice.deadline)
+        end = (notice, self._clock()) if notice.ends_maintenance else None
         before = target.node
-        node = self._patch_node(before, lambda n: restore_operations(n, key, ended), dry)
+        node = self._patch_node(before, lambda n: restore_operations(n, key, ended, end), dry)
         if node is None:
             return []
-        operations = restore_operations(node, key, ended)
+        operations = restore_operations(node, key, ended, end)
         paths = {op["path"] for op in operations if op["op"] == "remove"}
-        actions: list[Action] = [{"type": "untaint", "key": key}] if operations else []
+        untainted = any(op["path"] == "/spec/taints" for op in operations)
+        actions: list[Action] = [{"type": "untaint", "key": key}] if untainted else []
         if "/spec/unschedulable" in paths:
             actions.append({"type": "uncordon"})
         if any(p.startswith("/metadata/labels/") for p in paths):
@@ -399,7 +411,8 @@ class Actor:
             target.claim.name,
             notice.dedup_key,
             target.claim.uid,
-            reservation_reclaimed=notice.kind is Kind.CAPACITY_RESERVATION_INTERRUPTION,
+            reservation_reclaimed=notice.kind in _RESERVATION_RECLAIMED,
+            reservation_id=notice.reservation_id,
             usage=target.usage,
         )
         if built.claim is None:
@@ -484,11 +497,14 @@ class Actor:
                 return [], None
             action: Action = {"type": "annotate-nodeclaim", "name": claim.name}
             action["key"] = TERMINATION_TIMESTAMP
-            stamp = forced_at(current)
-            if stamp is not None:
+            stamp, now = forced_at(current), self._clock()
+            if stamp is not None and in_effect(stamp, now):
                 return [{**action, "value": stamp, "existing": True}], current
-            action["value"] = termination_timestamp(self._clock())
-            operations = annotate_operations(current, action["value"])
+            if stamp is not None:
+                # In the future or unparsable (forged, or a grace period's deadline): now.
+                action["replaced"] = shown(stamp)
+            action["value"] = termination_timestamp(now)
+            operations = annotate_operations(current, action["value"], now)
             if dry:
                 return [action], current
             try:

@@ -34,7 +34,8 @@ from lifeboat.karpenter.handover import (
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
 from lifeboat.kube.objects import Obj
-from lifeboat.model.instances import instance_id_from_provider_id
+from lifeboat.model.instances import InstanceInfo, instance_id_from_provider_id
+from lifeboat.model.report import Report
 from lifeboat.wakeup.codec import Task, Wakeup, decode
 
 
@@ -46,6 +47,10 @@ class Swept:
     notices: list[Notice]
     hand_overs: list[Wakeup] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    # What the sweep's triage decided before the split, and the instance facts it looked up
+    # (the batch reuses them): lifeboat.flow.sweep_triage.
+    reports: list[Report] = field(default_factory=list)
+    infos: dict[str, InstanceInfo] = field(default_factory=dict)
 
 
 def orphaned(kube: KubeApi, cluster: str | None, now: datetime) -> tuple[list[Wakeup], list[str]]:

@@ -16,17 +16,16 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
+from lifeboat.aws.capacity_blocks import CapacityReservations, find_instances
 from lifeboat.aws.sweep import (
     InstanceStatuses,
-    complete,
     is_sweep_request,
+    sweep_request_problem,
     too_recently_impaired,
-    unlisted,
-    vanished,
 )
 from lifeboat.decide import Decision, Step, decide, follow_ups
 from lifeboat.decide.followups import decide_again_at
@@ -39,10 +38,11 @@ from lifeboat.decide.wakeups import (
     hand_over_when_ready,
     release_cordon,
 )
-from lifeboat.errors import BrokenInvariant
-from lifeboat.events import parse_message
+from lifeboat.errors import BrokenInvariant, RetryLater
+from lifeboat.events import parse_message, parse_statuses
+from lifeboat.events.capacity_block import read_reservations, unread_reservations
 from lifeboat.events.envelope import load_body
-from lifeboat.events.instance_status import InstanceStatus, read_response
+from lifeboat.events.instance_status import read_response
 from lifeboat.events.notice import Kind, MalformedMessage, Notice
 from lifeboat.flow.act import Actor, ActResult, LifecycleActions
 from lifeboat.flow.handover_sweep import Swept, orphaned
@@ -50,18 +50,20 @@ from lifeboat.flow.lanes import lanes as message_lanes
 from lifeboat.flow.resolve import Resolver
 from lifeboat.flow.routing import triage, triage_follow_up
 from lifeboat.flow.split import expand, remainders, split
+from lifeboat.flow.sweep_holds import ClusterHolds, listed_events, listing_failed, look_at, relisted
+from lifeboat.flow.sweep_triage import Sorted, sort_out
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, retrying_for
 from lifeboat.kube.pool_lock import PoolLock
-from lifeboat.model.deadline import INVOCATION_RESERVE, retry_window
-from lifeboat.model.instances import InstanceDirectory, InstanceInfo
+from lifeboat.model.deadline import INVOCATION_RESERVE, is_near, retry_window
+from lifeboat.model.instances import InstanceDirectory, InstanceInfo, ReservationDirectory
 from lifeboat.model.ledger import Ledger
 from lifeboat.model.report import Outcome, Report, decision_report
 from lifeboat.model.settings import Settings
 from lifeboat.model.target import Target
 from lifeboat.rotation.messages import concerns as rotation_concerns
 from lifeboat.rotation.messages import is_rotation_event
-from lifeboat.telemetry.recorder import record
+from lifeboat.telemetry.recorder import record, warn_pods
 from lifeboat.wakeup.codec import Task, Wakeup, WakeupSink, decode, is_wakeup
 
 if TYPE_CHECKING:  # the rotation loads with its first message (lifeboat.rotation.messages)
@@ -81,6 +83,10 @@ class ClusterScope(Protocol):
     """Whether a cluster is this stack's to serve, found at run time (lifeboat.aws.discovery)."""
 
     def serves(self, cluster: str | None) -> bool: ...
+
+    def serving(self) -> tuple[str, ...]:
+        """Every cluster served now (the sweep looks at each one's marked nodes)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -121,6 +127,9 @@ class _Batch:
     ) -> None:
         self.infos = infos
         self.time_left = time_left
+        # The node each involuntary notice's early taint left, by ledger key (None: the
+        # patch did not fit), taken by _handle instead of tainting again.
+        self.tainted: dict[str, Mapping[str, Any] | None] = {}
         self._clients = clients
         self._resolvers: dict[str | None, Resolver] = {}
         self._lock = threading.Lock()
@@ -161,6 +170,13 @@ class Pipeline:
     statuses: InstanceStatuses | None = None
     # Clusters served by their tag (lifeboat.aws.discovery); None: settings.clusters decide.
     scope: ClusterScope | None = None
+    # The ARN of the stack's sweep schedule: the only sender of sweep requests obeyed
+    # (lifeboat.aws.sweep.sweep_request_problem); None: not checked (replay, tests).
+    sweep_schedule: str | None = None
+    # Where an ending Capacity Block's instances are found (lifeboat.aws.capacity_blocks), and
+    # where the sweep reads the capacity reservations; None: not looked up, not swept.
+    reservations: ReservationDirectory | None = None
+    capacity_reservations: CapacityReservations | None = None
 
     def process(
         self,
@@ -177,29 +193,42 @@ class Pipeline:
         ``ApproximateReceiveCount``; None: once each): a message received again after a
         failure continues where it stopped, and says so, instead of calling what its
         earlier receipt did a duplicate."""
-        parsed = [self._parse(body) for body in bodies]
+        found: dict[str, InstanceInfo] = {}  # instances described already, while parsing
+        parsed = [self._parse(body, found) for body in bodies]
         later: list[list[Wakeup]] = [[] for _ in parsed]
+        # What a sweep's triage decided before the split (lifeboat.flow.sweep_triage).
+        early: list[list[Report]] = [[] for _ in parsed]
         limit = self.notices_per_message
         for index, item in enumerate(parsed):
             if limit and self.wakeups is not None and isinstance(item, list) and len(item) > limit:
                 parsed[index], later[index] = split(item, limit)
-            elif limit and self.wakeups is not None and isinstance(item, Swept):
-                item.notices, later[index] = split(item.notices, limit)
+            elif isinstance(item, Swept):
+                early[index] = item.reports
+                found.update(item.infos)
+                if limit and self.wakeups is not None:
+                    item.notices, later[index] = split(item.notices, limit)
         wanted = sorted(
             {
                 notice.instance_id
                 for item in parsed
                 for notice in _notices_of(item)
-                if notice.instance_id
+                if notice.instance_id and notice.instance_id not in found
             }
         )
-        batch = _Batch(self.directory.describe(wanted) if wanted else {}, self.clusters, time_left)
+        described, failed = self._describe(wanted, parsed, time_left)
+        infos = found | described
+        batch = _Batch(infos, self.clusters, time_left)
         results: list[MessageResult] = [MessageResult() for _ in parsed]
+        if failed is not None:  # those messages fail alone; the rest of the batch goes on
+            for index, item in enumerate(parsed):
+                if any(n.instance_id for n in _notices_of(item)):
+                    parsed[index] = MessageResult(error=failed, deadline=_deadline_of(item))
 
         def run(lane: list[int]) -> None:
             for index in lane:
                 again = receives is not None and receives[index] > 1
                 results[index] = self._one(batch, parsed[index], later[index], again=again)
+                results[index].reports[:0] = early[index]
 
         lanes = message_lanes(
             [[n.instance_id for n in _notices_of(item) if n.instance_id] for item in parsed]
@@ -212,15 +241,41 @@ class Pipeline:
                 list(pool.map(run, lanes))
         return results
 
+    def _describe(
+        self, wanted: list[str], parsed: list[Parsed], time_left: Callable[[], float] | None
+    ) -> tuple[dict[str, InstanceInfo], InstanceLookupFailed | None]:
+        """The batch's one DescribeInstances, retried (``lifeboat.aws.retries``) for as long
+        as the batch's nearest deadline and the invocation allow; if it still fails, the
+        error each message naming an instance fails with. Raising here instead would fail
+        the whole batch, back only after the queue's visibility timeout: past a Spot
+        warning's two minutes."""
+        if not wanted:
+            return {}, None
+        deadline = min(
+            (d for d in (_deadline_of(item) for item in parsed) if d is not None), default=None
+        )
+        try:
+            window = _window(deadline, self.clock(), time_left)
+            with retrying_for(window, clock=self.monotonic):
+                return self.directory.describe(wanted), None
+        except Exception as error:
+            failed = InstanceLookupFailed(f"instance lookup failed: {error!r}"[:500])
+            failed.__cause__ = error
+            return {}, failed
+
     # -- parse -----------------------------------------------------------------------------
 
-    def _parse(self, body: Body) -> Parsed:
+    def _parse(self, body: Body, found: dict[str, InstanceInfo]) -> Parsed:
         """A message's notices or wake-up, or its result already: rejected with a reason,
-        or (a bug, never bad input) failed alone, without failing its batch-mates."""
+        or (a bug, never bad input) failed alone, without failing its batch-mates. An
+        ending Capacity Block's notice becomes one per instance of the block, whose facts
+        go into ``found`` (lifeboat.aws.capacity_blocks)."""
         try:
             message = load_body(body)  # decoded once, for both kinds of message
             if is_wakeup(message):
                 wakeup = decode(message)
+                if wakeup.task is Task.SWEEP_PART:
+                    return self._sweep_part(wakeup, found)
                 if wakeup.task is not Task.REMAINDER:
                     return wakeup
                 late = _remainder_too_late(wakeup, self.clock())
@@ -232,37 +287,147 @@ class Pipeline:
 
                 return parse_command(message)
             if is_sweep_request(message):
-                return self._with_hand_overs(self._sweep())
-            return parse_message(message, received_at=self.clock())
+                return self._with_hand_overs(self._sweep(message, found))
+            parsed = parse_message(message, received_at=self.clock())
+            return find_instances(parsed, self.reservations, found)
         except MalformedMessage as error:
             return MessageResult([Report.rejected(error.reason, error.event_id, error.kind)])
         except Exception as error:  # the message goes back to the queue, then to the DLQ
             return MessageResult(error=error)
 
-    def _sweep(self) -> Parsed:
-        """A sweep request: EC2's instance statuses now, read like any other message."""
+    def _sweep(
+        self, message: dict[str, Any], found: dict[str, InstanceInfo]
+    ) -> Sorted | MessageResult:
+        """A sweep request (a trigger from the stack's own schedule): EC2 asked now, every
+        page of each filter set, and the answer's notices sorted before any split."""
+        problem = sweep_request_problem(message, self.sweep_schedule)
+        if problem is not None:
+            ident = message.get("id")
+            raise MalformedMessage(problem, ident if isinstance(ident, str) else None)
         if self.statuses is None:
             reason = "instance status sweep requested, but this pipeline reads no EC2 status"
             return MessageResult(
                 [Report(None, str(Kind.INSTANCE_IMPAIRED), Outcome.IGNORED, reason)]
             )
         pages = self.statuses.pages()
-        now = self.clock()
-        notices = parse_message({"Pages": pages}, received_at=now)
-        if not complete(pages):
-            return notices
-        # Ends first, so a maintenance EC2 moved to a new start is undone before the new
-        # one is acted on.
-        return self._vanished(read_response({"Pages": pages}, received_at=now), now) + notices
+        return self._swept(pages, found, whole=self.statuses.complete(pages), blocks=True)
 
-    def _with_hand_overs(self, found: Parsed) -> Parsed:
+    def _sweep_part(self, wakeup: Wakeup, found: dict[str, InstanceInfo]) -> Parsed:
+        """A sweep's instances one message did not take on: EC2 asked about them again."""
+        if self.statuses is None:
+            reason = "sweep part, but this pipeline reads no EC2 status"
+            return MessageResult([Report.for_notice(wakeup.notice, Outcome.IGNORED, reason)])
+        part = self._swept(self.statuses.describe(list(wakeup.instances)), found, whole=False)
+        return Swept(part.notices, reports=part.reports, infos=part.infos)
+
+    def _swept(
+        self,
+        pages: list[dict[str, Any]],
+        found: dict[str, InstanceInfo],
+        *,
+        whole: bool,
+        blocks: bool = False,
+    ) -> Sorted:
+        """EC2's answer read: with a sweep request's (``blocks``), the Capacity Blocks ending
+        (each block's notice one per instance: lifeboat.aws.capacity_blocks); with a whole
+        answer, the holds of the marked nodes first (ends first, so a maintenance EC2 moved
+        is undone before the new start is acted on); then every notice triaged with one
+        directory lookup."""
+        now = self.clock()
+        notices = self._recheck_old(parse_statuses({"Pages": pages}, received_at=now), now)
+        ends: list[Notice] = []
+        reports: list[Report] = []
+        if blocks:
+            notices = notices + find_instances(self._ending_blocks(now), self.reservations, found)
+        if whole:
+            holds = self._sweep_holds(read_response({"Pages": pages}, received_at=now), now)
+            ends = [n for found in holds for n in found.ends]
+            reports = [r for found in holds for r in found.reports]
+            by_instance = {i: h for found in holds for i, h in found.holds.items()}
+            notices = relisted(notices, by_instance)
+        notices = ends + notices
+        wanted = sorted({n.instance_id for n in notices if n.instance_id} - found.keys())
+        found.update(self.directory.describe(wanted) if wanted else {})
+        return sort_out(notices, reports, dict(found), self.settings, now, self._managed)
+
+    def _recheck_old(self, notices: list[Notice], now: datetime) -> list[Notice]:
+        """An impairment EC2 reported longer ago than ``stale_notice_after`` (an answer
+        that waited) is not acted on as it was read: EC2 is asked again about those
+        instances, and what it says now replaces it (nothing, if they recovered)."""
+        limit = self.settings.stale_notice_after
+        old = {
+            n.instance_id
+            for n in notices
+            if n.kind is Kind.INSTANCE_IMPAIRED
+            and n.instance_id
+            and n.deadline is not None
+            and now - n.deadline > limit
+        }
+        if not old or self.statuses is None:
+            return notices
+        again = parse_statuses({"Pages": self.statuses.describe(sorted(old))}, received_at=now)
+        kept = [
+            n for n in notices if n.kind is not Kind.INSTANCE_IMPAIRED or n.instance_id not in old
+        ]
+        fresh = [n for n in again if n.kind is Kind.INSTANCE_IMPAIRED and n.instance_id in old]
+        if len(fresh) < len(old):  # said, so the message still ends in a report
+            recovered = ", ".join(sorted(old - {n.instance_id for n in fresh}))
+            why = f"EC2, asked again, no longer reports impaired: {recovered}"
+            kept.append(Notice(Kind.INSTANCE_IMPAIRED, "instance-status", now, ignore_reason=why))
+        return kept + fresh
+
+    def _sweep_holds(self, statuses: list[Any], now: datetime) -> list[ClusterHolds]:
+        """Each served cluster's nodes labelled ``lifeboat.dev/ec2-maintenance`` against a
+        complete sweep (lifeboat.flow.sweep_holds): one LIST per cluster, side by side; a
+        cluster that cannot be looked at is reported as an error, with its name."""
+        listed = listed_events(statuses)
+
+        def one(cluster: str | None) -> ClusterHolds:
+            try:
+                kube = self.clusters.kube(cluster)
+                return look_at(kube, cluster, listed, now, dry_run=self.settings.dry_run)
+            except Exception as error:  # that cluster's ends wait for the next sweep
+                return ClusterHolds(reports=[listing_failed(cluster, error, now)])
+
+        try:
+            clusters = self._served_clusters()
+        except Exception as error:  # discovery failed: nothing ends this time, said so
+            return [ClusterHolds(reports=[listing_failed(None, error, now)])]
+        # The clusters are listed side by side: a sweep's time is not their sum.
+        with ThreadPoolExecutor(max_workers=min(SWEEP_LISTS_AT_ONCE, len(clusters))) as pool:
+            return list(pool.map(one, clusters))
+
+    def _served_clusters(self) -> tuple[str | None, ...]:
+        """The clusters a sweep looks at: those named, and those found by their tag
+        (lifeboat.aws.discovery); neither: the one cluster of replay and tests."""
+        named = tuple(self.settings.clusters)
+        if self.scope is not None:
+            named = tuple(dict.fromkeys(named + self.scope.serving()))
+        return named or (None,)
+
+    def _ending_blocks(self, now: datetime) -> list[Notice]:
+        """The Capacity Blocks ending within 40 minutes (lifeboat.events.capacity_block)."""
+        if self.capacity_reservations is None:
+            return []
+        try:
+            pages = self.capacity_reservations.pages()
+        except Exception as error:  # the instance statuses go on; the next sweep looks again
+            return [unread_reservations(error, now)]
+        return [n for page in pages for n in read_reservations(page, now=now)]
+
+    def _with_hand_overs(self, found: Sorted | MessageResult) -> Parsed:
         """A sweep's notices, and the hand-overs whose own wake-ups no longer run, which
         each sweep takes over (lifeboat.flow.handover_sweep, issue 33.3)."""
-        if not isinstance(found, list):
+        if not isinstance(found, Sorted):
             return found
-        swept = Swept(found)
+        swept = Swept(found.notices, reports=found.reports, infos=found.infos)
         now = self.clock()
-        for cluster in self.settings.clusters or (None,):
+        try:
+            clusters = self._served_clusters()
+        except Exception as error:  # discovery failed: the hand-overs wait, said so
+            swept.problems.append(f"could not find the clusters served: {error}")
+            return swept
+        for cluster in clusters:
             try:
                 wakeups, problems = orphaned(self.clusters.kube(cluster), cluster, now)
             except Exception as error:  # that cluster's hand-overs wait for the next sweep
@@ -271,23 +436,6 @@ class Pipeline:
             swept.hand_overs += wakeups
             swept.problems += problems
         return swept
-
-    def _vanished(self, statuses: list[InstanceStatus], now: datetime) -> list[Notice]:
-        """The EC2 events Lifeboat acted on that a complete sweep no longer reports: one
-        LIST per managed cluster, of the nodes labelled ``lifeboat.dev/ec2-maintenance``
-        (``lifeboat.aws.sweep.vanished``), whatever the fleet's size."""
-
-        def one(cluster: str | None) -> list[Notice]:
-            try:
-                marked = self.clusters.kube(cluster).list_nodes(nodes.EC2_MAINTENANCE_LABEL)
-            except Exception as error:  # that cluster's ends wait for the next sweep
-                return [unlisted(cluster, error, now)]
-            return vanished(statuses, marked, now)
-
-        clusters = self.settings.clusters or (None,)
-        # The clusters are listed side by side: a sweep's time is not their sum.
-        with ThreadPoolExecutor(max_workers=min(SWEEP_LISTS_AT_ONCE, len(clusters))) as pool:
-            return [n for found in pool.map(one, clusters) for n in found]
 
     def _one(
         self, batch: _Batch, item: Parsed, later: Sequence[Wakeup] = (), *, again: bool = False
@@ -298,11 +446,12 @@ class Pipeline:
         done says it continues instead of leaving them unreported."""
         if isinstance(item, MessageResult):
             return item
-        deadline = min((n.deadline for n in _notices_of(item) if n.deadline), default=None)
+        deadline = _deadline_of(item)
         done: list[Report] = []
         token = _DONE.set(done)
         try:
-            with retrying_for(retry_window(deadline, self.clock()), clock=self.monotonic):
+            window = _window(deadline, self.clock(), batch.time_left)
+            with retrying_for(window, clock=self.monotonic):
                 if isinstance(item, list):
                     self._hand_on(later)  # before acting: the message holds them until then
                     return MessageResult(self._notices(batch, item, done, again), deadline=deadline)
@@ -348,6 +497,7 @@ class Pipeline:
             if self.ledger is None or notice.ends_maintenance:
                 reports.append(self._handle(batch, notice))
                 continue
+            self._taint_before_ledger(batch, notice)
             report = self.ledger.once(notice.ledger_key, partial(self._handle, batch, notice))
             if report is None and notice.ec2_event and notice.deadline is not None:
                 # Told by Health first: the sweep has now seen EC2's event (once per
@@ -358,6 +508,24 @@ class Pipeline:
                 report = Report.for_notice(notice, Outcome.IGNORED, _handled_before(again))
             reports.append(report)
         return reports
+
+    def _taint_before_ledger(self, batch: _Batch, notice: Notice) -> None:
+        """An involuntary notice's taint and cordon, before the ledger records the notice as
+        being handled: that record is a DynamoDB write (retried, and slow, when DynamoDB is
+        throttled during a storm), and the node must stop taking pods first. Safe to
+        repeat: a duplicate delivery's guarded patch is refused by the API server because
+        the taint is there (``Actor.taint_unread``) and changes nothing; what must happen
+        once (the replacement, the deletion) stays behind the ledger. The same triage and
+        staleness checks as ``_handle``."""
+        info = batch.infos.get(notice.instance_id or "")
+        if info is None or not notice.involuntary:
+            return
+        now = self.clock()
+        checked = triage(notice, info, self.settings, now, self._managed(info.cluster))
+        if checked.outcome is not None or staleness(notice, info, self.settings, now):
+            return
+        resolver = batch.resolver(checked.cluster)
+        batch.tainted[notice.ledger_key] = self._taint_at_once(resolver, notice, info)
 
     def _take_over(self, batch: _Batch, swept: Swept, reports: list[Report]) -> list[Report]:
         """Do the work of each hand-over whose wake-ups no longer run, as its wake-up would
@@ -426,7 +594,10 @@ class Pipeline:
         # (lifeboat.decide.staleness): never tainted at once, never forced.
         stale = staleness(notice, info, self.settings, self.clock())
         if notice.involuntary and stale is None:
-            node = self._taint_at_once(resolver, notice, info)
+            if notice.ledger_key in batch.tainted:  # tainted before the ledger's record
+                node = batch.tainted.pop(notice.ledger_key)
+            else:
+                node = self._taint_at_once(resolver, notice, info)
             target = resolver.resolve(notice.instance_id, info, node=node)
             return self._decide_and_act(resolver, notice, target, wakeup=wakeup)
         target = resolver.resolve(notice.instance_id, info)
@@ -518,6 +689,8 @@ class Pipeline:
         follow-ups it calls for, record it on the node, and report it."""
         now = self.clock()
         rest = replace(decision, steps=decision.steps[1:]) if done is not None else decision
+        if wakeup is None and target.node is not None and not self.settings.dry_run:
+            warn_pods(kube, target.node, notice, decision, now)  # before the drain starts
         if done is not None and done.node_gone:
             # Deleted under the first step: only a lifecycle action is left to answer.
             kept = tuple(step for step in rest.steps if step is Step.COMPLETE_LIFECYCLE)
@@ -745,6 +918,26 @@ def _notices_of(item: Parsed) -> list[Notice]:
     if isinstance(item, Wakeup):
         return [item.notice]
     return []
+
+
+def _window(
+    deadline: datetime | None, now: datetime, time_left: Callable[[], float] | None
+) -> timedelta | None:
+    """The retry window of a deadline (lifeboat.model.deadline.retry_window), bounded by
+    what is left of the invocation; the invocation is asked only for a near deadline."""
+    if not is_near(deadline, now):
+        return None
+    return retry_window(deadline, now, time_left() if time_left is not None else None)
+
+
+def _deadline_of(item: Parsed) -> datetime | None:
+    """The earliest deadline of a message's notices: how soon a failed message must return."""
+    return min((n.deadline for n in _notices_of(item) if n.deadline), default=None)
+
+
+class InstanceLookupFailed(RetryLater):
+    """The batch's DescribeInstances failed (throttled past its retries, EC2 unreachable):
+    each message naming an instance goes back to the queue, early when its deadline is near."""
 
 
 def _remainder_too_late(wakeup: Wakeup, now: datetime) -> str | None:

@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from lifeboat.events.notice import Notice
+from lifeboat.events.notice import Kind, Notice
 from lifeboat.wakeup.codec import Task, Wakeup
 
 # Instances one message acts on. bench.health_split (10 ms per API request, 20 NodePools with
@@ -43,23 +43,42 @@ from lifeboat.wakeup.codec import Task, Wakeup
 # (0.18 s each); with 50, the event's message took 11 s and the batch of its nine remainders,
 # handled side by side, 16 s: 0.27 of the timeout, on a busy 2-core machine.
 NOTICES_PER_MESSAGE = 50
+# The event id of a sweep part's notice (the sweep's, about no instance).
+SWEEP_PART_ID = "instance-status-sweep"
 
 
 def split(
     notices: Sequence[Notice], limit: int = NOTICES_PER_MESSAGE
 ) -> tuple[list[Notice], list[Wakeup]]:
-    """The first ``limit`` notices (acted on now) and the rest as remainder wake-ups."""
+    """The notices of the first ``limit`` instances (acted on now) and the rest handed on.
+    Counted in instances: a sweep may tell two things of one instance (impaired, and a
+    scheduled event), which stay together."""
     limit = max(1, min(limit, NOTICES_PER_MESSAGE))
-    return list(notices[:limit]), remainders(notices[limit:], limit)
+    first: set[str] = set()
+    now: list[Notice] = []
+    rest: list[Notice] = []
+    for notice in notices:
+        instance = notice.instance_id
+        if instance is None or instance in first or len(first) < limit:
+            if instance is not None:
+                first.add(instance)
+            now.append(notice)
+        else:
+            rest.append(notice)
+    return now, remainders(rest, limit)
 
 
 def remainders(notices: Sequence[Notice], limit: int = NOTICES_PER_MESSAGE) -> list[Wakeup]:
     """``notices`` as wake-ups of at most ``limit`` instances each, one per run of notices
     sharing an event (one message's notices always do), due at the event's time: Scheduler
     delivers a wake-up due in the past a minute from now, and the due time is the same
-    whenever the message is handled."""
+    whenever the message is handled. What an instance status sweep told (EC2's events and
+    impairments) is never copied into a wake-up: its instances are handed on as sweep parts,
+    for which EC2 is asked again (:func:`sweep_parts`)."""
     limit = max(1, min(limit, NOTICES_PER_MESSAGE))
-    planned: list[Wakeup] = []
+    told_by_ec2 = [n for n in notices if _from_status(n)]
+    notices = [n for n in notices if not _from_status(n)]
+    planned: list[Wakeup] = sweep_parts(told_by_ec2, limit)
     chunk: list[Notice] = []
     for notice in notices:
         if notice.instance_id is None:
@@ -71,6 +90,34 @@ def remainders(notices: Sequence[Notice], limit: int = NOTICES_PER_MESSAGE) -> l
     if chunk:
         planned.append(_wakeup(chunk))
     return planned
+
+
+def sweep_parts(notices: Sequence[Notice], limit: int = NOTICES_PER_MESSAGE) -> list[Wakeup]:
+    """The instances of a sweep's ``notices`` (each once, in order) as ``sweep-part``
+    wake-ups of at most ``limit`` instances: the sweep's notice about no instance, due when
+    EC2 answered (the same whenever the message is handled), and the instances' ids."""
+    limit = max(1, min(limit, NOTICES_PER_MESSAGE))
+    instances = list(dict.fromkeys(n.instance_id for n in notices if n.instance_id))
+    if not instances:
+        return []
+    observed = max(_observed(n) for n in notices)
+    sweep = Notice(kind=Kind.INSTANCE_IMPAIRED, event_id=SWEEP_PART_ID, event_time=observed)
+    return [
+        Wakeup(Task.SWEEP_PART, sweep, observed, instances=tuple(instances[at : at + limit]))
+        for at in range(0, len(instances), limit)
+    ]
+
+
+def _from_status(notice: Notice) -> bool:
+    """Told by DescribeInstanceStatus (the sweep): an impairment, or an EC2 event."""
+    return notice.kind is Kind.INSTANCE_IMPAIRED or notice.ec2_event
+
+
+def _observed(notice: Notice) -> datetime:
+    """When EC2 answered about a sweep's notice (an impairment's ``deadline``)."""
+    if notice.kind is Kind.INSTANCE_IMPAIRED and notice.deadline is not None:
+        return notice.deadline
+    return notice.event_time
 
 
 def expand(wakeup: Wakeup) -> list[Notice]:

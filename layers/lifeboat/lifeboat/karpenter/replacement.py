@@ -17,8 +17,8 @@ pkg/controllers/provisioning/scheduling/nodeclaimtemplate.go), and so does the r
 
 Lifeboat adds ``lifeboat.dev/replaces`` (the old claim) and ``lifeboat.dev/notice``, excludes
 the Spot instance type being reclaimed (never below ``minValues``) and, for a capacity
-reservation interruption, the reservation being reclaimed, and asks for most of the
-old node's cpu and memory so the replacement can hold what it held.
+reservation interruption or an ending Capacity Block, the reservation being reclaimed, and
+asks for most of the old node's cpu and memory so the replacement can hold what it held.
 
 No replacement (:func:`replacement_blocker`) for a static NodePool (``spec.replicas``: Karpenter
 keeps the count and replaces the node itself; an extra claim would be deleted by its static
@@ -175,13 +175,13 @@ def replacement_nodeclaim(
     old_uid: str | None = None,
     *,
     reservation_reclaimed: bool = False,
+    reservation_id: str | None = None,
     usage: Mapping[str, Fraction] | None = None,
 ) -> Replacement:
-    """The claim to create in place of ``old_claim`` (uid ``old_uid``; it runs on ``node``).
-    ``reservation_reclaimed``: the notice is a capacity reservation interruption, whose
-    reservation the replacement must not be launched into. ``usage``: the pool's usage as
-    cluster state sums it (else ``status.resources``): the instance types are narrowed to
-    those that fit the pool's remaining limits (:mod:`lifeboat.karpenter.limits`)."""
+    """The claim to create in place of ``old_claim`` (uid ``old_uid``; it runs on ``node``),
+    kept out of the reservation being reclaimed (``reservation_reclaimed``: ``reservation_id``,
+    else the node's label) and narrowed to the instance types that fit the pool's remaining
+    limits (``usage``, else ``status.resources``; :mod:`lifeboat.karpenter.limits`)."""
     pool_name = nodes.name_of(nodepool)
     template = (nodepool.get("spec") or {}).get("template") or {}
     template_meta = template.get("metadata") or {}
@@ -195,7 +195,7 @@ def replacement_nodeclaim(
         if skipped:
             notes.append(f"the reclaimed instance type stays allowed: {skipped}")
         if reservation_reclaimed:
-            unexcludable = _exclude_reclaimed_reservation(requirements, node)
+            unexcludable = _exclude_reclaimed_reservation(requirements, node, reservation_id)
             if unexcludable:
                 return Replacement(
                     None,
@@ -295,13 +295,15 @@ def _exclude_reclaimed_spot_type(requirements: Any, node: Obj) -> str | None:
     return exclude(requirements, nodes.INSTANCE_TYPE_LABEL, instance_type)
 
 
-def _exclude_reclaimed_reservation(requirements: Any, node: Obj) -> str | None:
+def _exclude_reclaimed_reservation(
+    requirements: Any, node: Obj, reservation_id: str | None = None
+) -> str | None:
     """As Karpenter's interruption controller marks the reclaimed reservation unavailable
     (``markUnavailableOfferings``: ``capacityReservationProvider.MarkUnavailable`` of the
     claim's ``karpenter.k8s.aws/capacity-reservation-id``), the replacement excludes it.
     ``NotIn`` also matches offerings without the label (on-demand, Spot, other
     reservations). None when done (or no reservation to exclude), else why it cannot be."""
-    reservation = nodes.labels_of(node).get(CAPACITY_RESERVATION_ID_LABEL)
+    reservation = reservation_id or nodes.labels_of(node).get(CAPACITY_RESERVATION_ID_LABEL)
     if not reservation:
         return None
     return exclude(requirements, CAPACITY_RESERVATION_ID_LABEL, reservation)

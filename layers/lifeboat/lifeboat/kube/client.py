@@ -21,10 +21,7 @@ import random
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass
-from datetime import timedelta
 from enum import StrEnum
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -35,6 +32,8 @@ from urllib3.exceptions import HTTPError as TransportError
 from lifeboat.errors import ClusterError
 from lifeboat.kube.objects import MutableObj
 from lifeboat.kube.rest import ClientLike, disable_transport_retries, user_agent
+from lifeboat.model.patience import may_retry_within_window
+from lifeboat.model.patience import retrying_for as retrying_for  # where callers found it
 
 KARPENTER = "/apis/karpenter.sh/v1"
 JSON = "application/json"
@@ -55,10 +54,20 @@ UNAVAILABLE_STATUSES = frozenset({0, 429, 502, 503, 504})
 class KubeError(ClusterError):
     """A Kubernetes request failed; ``status`` is the HTTP status (0: no answer)."""
 
-    def __init__(self, status: int, message: str, *, method: str = "", path: str = "") -> None:
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        method: str = "",
+        path: str = "",
+        retry_after: float | None = None,
+    ) -> None:
         super().__init__(f"{method} {path}: {status} {message}".strip())
         self.status = status
         self.message = message
+        # Seconds the server asked to wait before trying again (Retry-After), if it said.
+        self.retry_after = retry_after
 
     @property
     def retryable(self) -> bool:
@@ -103,41 +112,17 @@ class RetryPolicy:
     max_delay: float = 2.0
     request_timeout: float = 10.0
 
-    def delay(self, attempt: int, rng: random.Random) -> float:
+    # The longest Retry-After honoured outside a deadline's window; past it, the request
+    # fails and the message's own redelivery takes over.
+    max_retry_after: float = 10.0
+
+    def delay(self, attempt: int, rng: random.Random, retry_after: float | None = None) -> float:
+        """The wait before the next try: jittered backoff, and never less than the server's
+        Retry-After (API Priority and Fairness sends one with its 429s; client-go's
+        ``checkWait`` waits that long too)."""
         # The exponent is capped: a deadline window may allow many more tries than attempts.
-        return rng.uniform(0, min(self.max_delay, self.base_delay * 2 ** min(attempt, 30)))
-
-
-# Until when the current thread's requests keep retrying, on which clock (None: attempts).
-_retry_until: ContextVar[tuple[float, Callable[[], float]] | None] = ContextVar(
-    "lifeboat_kube_retry_until", default=None
-)
-
-
-@contextmanager
-def retrying_for(
-    window: timedelta | None, *, clock: Callable[[], float] = time.monotonic
-) -> Iterator[None]:
-    """Within this block, this thread's transient failures are retried for up to ``window``
-    (from now on ``clock``, the one the client's ``sleep`` moves: real time in production)
-    instead of ``RetryPolicy.attempts`` times; None keeps the attempts.
-
-    ``lifeboat.model.deadline.retry_window`` gives the window of a message with a near deadline.
-    """
-    until = None if window is None else (clock() + window.total_seconds(), clock)
-    token = _retry_until.set(until)
-    try:
-        yield
-    finally:
-        _retry_until.reset(token)
-
-
-def _may_retry_within_window(delay: float) -> bool:
-    window = _retry_until.get()
-    if window is None:
-        return False
-    until, clock = window
-    return clock() + delay < until
+        backoff = rng.uniform(0, min(self.max_delay, self.base_delay * 2 ** min(attempt, 30)))
+        return backoff if retry_after is None else max(backoff, retry_after)
 
 
 class Eviction(StrEnum):
@@ -196,10 +181,10 @@ class KubeApi:
                 ambiguous = not idempotent and error.status != THROTTLED
                 if not error.retryable or ambiguous:
                     raise
-                delay = self._retry.delay(attempt, self._rng)
-                if attempt >= self._retry.attempts and not (
-                    error.status in UNAVAILABLE_STATUSES and _may_retry_within_window(delay)
-                ):
+                delay = self._retry.delay(attempt, self._rng, error.retry_after)
+                windowed = error.status in UNAVAILABLE_STATUSES and may_retry_within_window(delay)
+                too_long = delay > self._retry.max_retry_after
+                if (attempt >= self._retry.attempts or too_long) and not windowed:
                     raise
                 self._sleep(delay)
 
@@ -239,7 +224,8 @@ class KubeApi:
             why = f"no answer from {configuration.host}: {no_answer_reason(error)}"
             raise KubeError(0, why, method=method, path=path) from error
         if not 200 <= response.status <= 299:
-            raise _status_error(response.status, response.data, method, path)
+            answered = getattr(response, "headers", None)  # urllib3's HTTPHeaderDict
+            raise _status_error(response.status, response.data, method, path, answered)
         if not response.data:
             return {}
         decoded: MutableObj = json.loads(response.data)
@@ -403,17 +389,45 @@ def _seg(value: str) -> str:
     return quote(value, safe="")
 
 
-def _status_error(status: int, data: bytes | str | None, method: str, path: str) -> KubeError:
-    message = ""
+def _status_error(
+    status: int,
+    data: bytes | str | None,
+    method: str,
+    path: str,
+    headers: Mapping[str, str] | None = None,
+) -> KubeError:
+    decoded: Any = None
     if data:
         try:
             decoded = json.loads(data)
-            message = str(decoded.get("message", "")) if isinstance(decoded, Mapping) else ""
         except ValueError:
-            message = ""
+            decoded = None
+    status_body = decoded if isinstance(decoded, Mapping) else {}
+    message = str(status_body.get("message", ""))
     cls = {404: NotFound, 409: Conflict}.get(status, KubeError)
-    return cls(status, message[:300], method=method, path=path)
+    retry_after = _retry_after(headers, status_body)
+    return cls(status, message[:300], method=method, path=path, retry_after=retry_after)
+
+
+def _retry_after(headers: Mapping[str, str] | None, status: Mapping[str, Any]) -> float | None:
+    """The Retry-After the server sent, in seconds: the header (an integer, as the API server
+    writes it; an HTTP date is not honoured, the backoff applies), else the Status's
+    ``details.retryAfterSeconds``. None when neither says, or says nonsense."""
+    raw: Any = None
+    if headers is not None:
+        raw = headers.get("Retry-After") or headers.get("retry-after")
+    if raw is None:
+        details = status.get("details")
+        raw = details.get("retryAfterSeconds") if isinstance(details, Mapping) else None
+    try:
+        seconds = float(raw) if raw is not None else None
+    except (TypeError, ValueError):
+        return None
+    if seconds is None or not 0 <= seconds < 3600:  # also refuses nan and inf
+        return None
+    return seconds
 
 
 def _error_from(error: ApiException, method: str, path: str) -> KubeError:
-    return _status_error(int(error.status or 0), error.body, method, path)
+    headers = error.headers if isinstance(error.headers, Mapping) else None
+    return _status_error(int(error.status or 0), error.body, method, path, headers)

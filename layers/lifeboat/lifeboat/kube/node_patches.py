@@ -17,10 +17,18 @@ label is Lifeboat's to remove only if Lifeboat put it there, which
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
-from lifeboat.events.notice import Kind
+from lifeboat.events.notice import Kind, Notice
 from lifeboat.kube import nodes
+from lifeboat.kube.maintenance_holds import (
+    Hold,
+    ended_holds,
+    holds_of,
+    holds_operations,
+    with_hold,
+)
 from lifeboat.kube.objects import Obj
 
 Operation = dict[str, Any]
@@ -33,10 +41,13 @@ def taint_operations(
     cordon: bool,
     exclude_from_load_balancers: bool = False,
     ec2_maintenance: str | None = None,
+    hold: Hold | None = None,
 ) -> list[Operation]:
     """The JSON patch that puts Lifeboat's taint on ``node``, cordons it and (when asked)
     excludes it from load balancers ([] if done); ``ec2_maintenance``: the start of the EC2
-    scheduled event acted on, set as ``lifeboat.dev/ec2-maintenance`` in the same patch.
+    scheduled event acted on, set as ``lifeboat.dev/ec2-maintenance`` in the same patch;
+    ``hold``: the maintenance the node is held for, added to its record
+    (``lifeboat.kube.maintenance_holds``) in the same patch.
 
     ``spec.taints`` is an atomic list in the API (a patch replaces it whole), so the patch
     tests the list it read: a concurrent writer makes it fail rather than lose its taint.
@@ -56,6 +67,10 @@ def taint_operations(
             operations.append({"op": "add", "path": "/spec/taints", "value": updated})
     if cordon and not node.get("spec", {}).get("unschedulable"):
         operations.append({"op": "add", "path": "/spec/unschedulable", "value": True})
+    if hold is not None:
+        recorded = holds_operations(node, with_hold(holds_of(node), hold))
+        operations += recorded
+        node = _with_annotations_map(node, recorded)
     if exclude_from_load_balancers:
         operations += exclusion_operations(node)
     if ec2_maintenance is not None:
@@ -63,15 +78,35 @@ def taint_operations(
     return operations
 
 
-def ec2_maintenance_operations(node: Obj, start: str) -> list[Operation]:
+def ec2_maintenance_operations(
+    node: Obj, start: datetime, code: str | None = None
+) -> list[Operation]:
     """Label a node Lifeboat already acted on or marked for a maintenance (its scheduled-
     change taint, any effect) with the EC2 event's ``start`` ([] if it carries no such taint
     or the label already): the maintenance was first told by AWS Health, and the sweep has
-    now seen EC2's event for it, so it may end by that event vanishing."""
+    now seen EC2's event for it, so it may end by that event vanishing. EC2's ``code`` is
+    added to the maintenance's entry in the node's holds (when one is recorded)."""
     key = nodes.taint_key(Kind.SCHEDULED_CHANGE)
     if not any(t.get("key") == key for t in nodes.taints(node)):
         return []
-    return _set_label(node, nodes.EC2_MAINTENANCE_LABEL, start)
+    operations: list[Operation] = []
+    holds = holds_of(node)
+    if holds:
+        operations += holds_operations(node, with_hold(holds, Hold(start, code=code)))
+    value = nodes.ec2_maintenance_value(start)
+    return operations + _set_label(node, nodes.EC2_MAINTENANCE_LABEL, value)
+
+
+def _with_annotations_map(node: Obj, operations: list[Operation]) -> Obj:
+    """``node`` as seen after ``operations`` added its annotations map (if they did), so
+    that later operations of the same patch do not add the map a second time."""
+    added = [op for op in operations if op["path"] == "/metadata/annotations" and op["op"] == "add"]
+    if not added:
+        return node
+    return {
+        **node,
+        "metadata": {**node.get("metadata", {}), "annotations": dict(added[0]["value"])},
+    }
 
 
 def _set_label(node: Obj, key: str, value: str) -> list[Operation]:
@@ -118,26 +153,47 @@ def untaint_operations(node: Obj, key: str) -> list[Operation]:
     return operations
 
 
-def restore_operations(node: Obj, key: str, ended: str | None = None) -> list[Operation]:
+def restore_operations(
+    node: Obj,
+    key: str,
+    ended: str | None = None,
+    end: tuple[Notice, datetime] | None = None,
+) -> list[Operation]:
     """The JSON patch that undoes Lifeboat's taint ``key`` (any effect) on a node that stays
     ([] if it carries none): the taint removed and, unless another of Lifeboat's taints
     keeps it out of service, the node uncordoned and its exclusion label (if Lifeboat put it
     there) taken off. The cordon Lifeboat set with the taint is undone with it. ``ended``:
-    the maintenance's start, recorded in ``lifeboat.dev/maintenance-ended``."""
+    the maintenance's start, recorded in ``lifeboat.dev/maintenance-ended``.
+
+    ``end``: the notice of the maintenance that ended, and when. With holds recorded on the
+    node (``lifeboat.kube.maintenance_holds``) only the entries it names end; while another
+    maintenance still holds the node, only the record changes and the node stays out."""
     existing = nodes.taints(node)
     kept = [t for t in existing if t.get("key") != key]
     if len(kept) == len(existing):
         return []
-    operations: list[Operation] = [
-        {"op": "test", "path": "/spec/taints", "value": existing},
-        {"op": "replace", "path": "/spec/taints", "value": kept},
-    ]
+    holds = holds_of(node) if end is not None else []
+    after = ended_holds(holds, *end) if end is not None else []
+    if holds and after == holds:
+        return []  # names no maintenance the node is held for: decide said so already
+    operations: list[Operation] = holds_operations(node, after) if holds else []
     if ended is not None:
         operations += _set_annotation(node, nodes.MAINTENANCE_ENDED_ANNOTATION, ended)
-    if key == nodes.taint_key(Kind.SCHEDULED_CHANGE) and (
-        nodes.EC2_MAINTENANCE_LABEL in nodes.labels_of(node)
+    if any(hold.active for hold in after):
+        return operations  # still held for another maintenance: the node stays out
+    operations = [
+        {"op": "test", "path": "/spec/taints", "value": existing},
+        {"op": "replace", "path": "/spec/taints", "value": kept},
+        *operations,
+    ]
+    if (
+        key == nodes.taint_key(Kind.SCHEDULED_CHANGE)
+        and nodes.EC2_MAINTENANCE_LABEL in nodes.labels_of(node)
+        and not any(hold.code for hold in after)
     ):
-        # Undone: no longer one of the nodes each sweep looks at (lifeboat.aws.sweep.vanished).
+        # Undone, and no EC2 event's end to remember: no longer one of the nodes each sweep
+        # looks at (lifeboat.flow.sweep_holds). An ended EC2 hold keeps the label, so that the
+        # sweep tells a re-listed event for a new hold.
         operations.append({"op": "remove", "path": _pointer("labels", nodes.EC2_MAINTENANCE_LABEL)})
     if any(_out_of_service(t) for t in kept):
         return operations
@@ -284,22 +340,34 @@ def unread_taint_variants(
     return no_taints_yet, some_taints
 
 
-def rollback_operations(node: Obj) -> list[Operation]:
-    """The JSON patch that returns ``node`` to service after a rotation's rollback ([] if
-    nothing of Lifeboat's is left on it): every taint in Lifeboat's domain removed (the
-    out-of-service taint and any waiting mark), uncordoned, and the load balancer exclusion
-    taken off if Lifeboat put it there. The taint list read is tested, as everywhere."""
+def rollback_operations(node: Obj, key: str) -> list[Operation]:
+    """The JSON patch that undoes a rotation's marks on ``node`` after its rollback ([] if
+    none is left): its taints (``key``: out of service, and its waiting mark) removed; and,
+    unless another of Lifeboat's holds keeps the node out of service (an AWS notice's taint:
+    :func:`other_hold`), uncordoned and the load balancer exclusion taken off if Lifeboat put
+    it there. The taint list read is tested, as everywhere."""
     existing = nodes.taints(node)
-    kept = [t for t in existing if not str(t.get("key", "")).startswith(f"{nodes.DOMAIN}/")]
+    kept = [t for t in existing if t.get("key") != key]
     operations: list[Operation] = []
     if len(kept) < len(existing):
         operations += [
             {"op": "test", "path": "/spec/taints", "value": existing},
             {"op": "replace", "path": "/spec/taints", "value": kept},
         ]
+    if other_hold(node, key) is not None:
+        return operations  # cordon and exclusion belong to that hold now
     if node.get("spec", {}).get("unschedulable"):
         operations += [
             {"op": "test", "path": "/spec/unschedulable", "value": True},
             {"op": "remove", "path": "/spec/unschedulable"},
         ]
     return operations + release_operations(node)
+
+
+def other_hold(node: Obj, key: str) -> str | None:
+    """The key of a taint of Lifeboat's other than ``key`` that takes ``node`` out of
+    service (another notice's hold: an AWS Health retirement, a Spot warning), if any."""
+    for taint in nodes.taints(node):
+        if _out_of_service(taint) and taint.get("key") != key:
+            return str(taint.get("key"))
+    return None

@@ -40,11 +40,19 @@ def is_near(deadline: datetime | None, now: datetime) -> bool:
     return deadline is not None and now < deadline < now + QUEUE_VISIBILITY_TIMEOUT
 
 
-def retry_window(deadline: datetime | None, now: datetime) -> timedelta | None:
-    """How long transient failures may be retried in-process (None: the policy's attempts)."""
+def retry_window(
+    deadline: datetime | None, now: datetime, time_left: float | None = None
+) -> timedelta | None:
+    """How long transient failures may be retried in-process (None: the policy's attempts).
+
+    ``time_left``: seconds left of the invocation, when known; the window ends
+    :data:`HANDLING_MARGIN` before it, so a message that waited it out is still reported
+    as failed (and made visible again early) rather than lost with a timed-out invocation."""
     if deadline is None or not is_near(deadline, now):
         return None
     window = min(RETRY_PATIENCE, deadline - now - HANDLING_MARGIN)
+    if time_left is not None:
+        window = min(window, timedelta(seconds=time_left) - HANDLING_MARGIN)
     return window if window > timedelta(0) else None
 
 

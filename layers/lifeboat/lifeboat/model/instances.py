@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 CLUSTER_TAG_PREFIX = "kubernetes.io/cluster/"
 EKS_CLUSTER_TAGS = ("eks:cluster-name", "aws:eks:cluster-name", "karpenter.sh/discovery")
@@ -34,12 +34,22 @@ class InstanceInfo:
     # names its group only as EKS labels it, not as EC2 does): then a hook cannot be checked.
     auto_scaling_group_known: bool = True
     tags: Mapping[str, str] = field(default_factory=dict)
+    # The capacity reservation it runs in (a Capacity Block is one): EC2's
+    # ``CapacityReservationId``.
+    capacity_reservation_id: str | None = None
 
 
 class InstanceDirectory(Protocol):
     """Looks instances up in bulk; an id it does not know is simply absent from the answer."""
 
     def describe(self, instance_ids: Sequence[str]) -> dict[str, InstanceInfo]: ...
+
+
+@runtime_checkable
+class ReservationDirectory(Protocol):
+    """Finds the instances of a capacity reservation (an ending Capacity Block's)."""
+
+    def in_reservation(self, reservation_id: str) -> dict[str, InstanceInfo]: ...
 
 
 def cluster_from_tags(tags: Mapping[str, str]) -> str | None:
@@ -67,7 +77,13 @@ def info_from_ec2(instance: Mapping[str, Any]) -> InstanceInfo:
         image_id=instance.get("ImageId"),
         state=(instance.get("State") or {}).get("Name"),
         tags=tags,
+        capacity_reservation_id=instance.get("CapacityReservationId") or None,
     )
+
+
+# The states of an instance a Capacity Block's end still takes away (not shutting-down or
+# terminated: gone already).
+LIVE_STATES = ("pending", "running", "stopping", "stopped")
 
 
 class Ec2InstanceDirectory:
@@ -96,6 +112,21 @@ class Ec2InstanceDirectory:
                         found[info.instance_id] = info
         return found
 
+    def in_reservation(self, reservation_id: str) -> dict[str, InstanceInfo]:
+        """The instances running in a capacity reservation: one DescribeInstances (every
+        page of it) filtered by ``capacity-reservation-id``, whatever the fleet's size."""
+        filters = [
+            {"Name": "capacity-reservation-id", "Values": [reservation_id]},
+            {"Name": "instance-state-name", "Values": list(LIVE_STATES)},
+        ]
+        found: dict[str, InstanceInfo] = {}
+        for page in self._ec2.get_paginator("describe_instances").paginate(Filters=filters):
+            for reservation in page.get("Reservations", []):
+                for instance in reservation.get("Instances", []):
+                    info = info_from_ec2(instance)
+                    found[info.instance_id] = info
+        return found
+
 
 class StaticInstanceDirectory:
     """A directory built from known facts: the sample cluster in replay, and tests."""
@@ -108,6 +139,13 @@ class StaticInstanceDirectory:
 
     def describe(self, instance_ids: Sequence[str]) -> dict[str, InstanceInfo]:
         return {i: self._infos[i] for i in instance_ids if i in self._infos}
+
+    def in_reservation(self, reservation_id: str) -> dict[str, InstanceInfo]:
+        return {
+            i: info
+            for i, info in self._infos.items()
+            if info.capacity_reservation_id == reservation_id
+        }
 
 
 def instance_id_from_provider_id(provider_id: str | None) -> str | None:

@@ -42,8 +42,13 @@ class Report:
     # A voluntary notice let go because its pool never allowed it in time.
     gave_up: bool = False
     # A rotation's change worth telling operators (its Event's reason: RotationCheckpoint,
-    # RotationFailed, RotationCompleted, RotationRolledBack, RotationNodeNotRestored).
+    # RotationFailed, RotationCompleted, RotationRolledBack, RotationNodeNotRestored,
+    # RotationNodeWaiting).
     rotation_change: str | None = None
+    # The notice's deadline, and the capacity reservation it is about (an ending Capacity
+    # Block's: its notification tells a training job when its node goes).
+    deadline: datetime | None = None
+    reservation_id: str | None = None
 
     @classmethod
     def for_notice(cls, notice: Notice, outcome: Outcome, reason: str, **fields: Any) -> Report:
@@ -54,6 +59,8 @@ class Report:
             reason=reason,
             instance_id=notice.instance_id,
             event_time=notice.event_time,
+            deadline=notice.deadline,
+            reservation_id=notice.reservation_id,
             **fields,
         )
 

@@ -63,6 +63,9 @@ class Settings:
     # abandons (terminates) every new instance at its timeout, so only those who created
     # a launch hook for Lifeboat should turn it on.
     complete_launch_hooks: bool = False
+    # Whether the instance status sweep also looks for ending Capacity Blocks
+    # (DescribeCapacityReservations; lifeboat.aws.capacity_blocks): off with the kind's switch.
+    sweep_capacity_blocks: bool = True
     # Clusters tagged <this key>=true are served too, found at run time (lifeboat.aws.discovery);
     # None: only the clusters named in ``clusters``.
     cluster_tag_key: str | None = None
@@ -171,6 +174,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             env, "LIFEBOAT_REBALANCE_CORDON_RELEASE_SECONDS", timedelta(hours=6)
         ),
         complete_launch_hooks=_flag(env, "LIFEBOAT_COMPLETE_LAUNCH_HOOKS", False),
+        sweep_capacity_blocks=_flag(env, "LIFEBOAT_SWEEP_CAPACITY_BLOCKS", True),
         cluster_tag_key=_cluster_tag_key(env.get("LIFEBOAT_CLUSTER_TAG_KEY", "")),
         discovery_ttl=_seconds(env, "LIFEBOAT_DISCOVERY_TTL_SECONDS", timedelta(minutes=5)),
         hand_over=_hand_over(env),

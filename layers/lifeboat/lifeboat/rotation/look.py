@@ -154,7 +154,9 @@ def _settle(
     for report in reports:
         node = _node_of(rotation, report.instance_id)
         if node is not None and node.note.startswith(STARTED):
-            step = plan.decided(rotation, node.name, report.outcome, report.reason, ctx.now)
+            step = plan.decided(
+                rotation, node.name, report.outcome, report.reason, ctx.now, report.deferred_until
+            )
             rotation, more = step.rotation, more + list(step.changes)
     rotation = _schedule_next(ctx, rotation, current.rotation.next_tick, acted=acted)
     return store.stamped(rotation, ctx.now), more
@@ -245,17 +247,21 @@ def record_changes(ctx: Context, rotation: Rotation, changes: Sequence[plan.Chan
 
 
 def change_report(rotation: Rotation, change: plan.Change) -> Report:
-    """A change as a report: progress is ``acted``; a skip or a stop ``ignored`` (given up).
+    """A change as a report: progress is ``acted``; a node waiting for a known end
+    ``deferred`` (until then); a skip or a stop ``ignored`` (given up).
     A warning (a failed gate, a node held back for good, a rotation ending with nodes not
     done) is a give-up, so it is notified as one, naming the blocker."""
     node = change.node
+    outcome = Outcome.ACTED if change.ok else Outcome.IGNORED
+    waiting = change.reason == plan.NODE_WAITING and node is not None
     return Report(
         rotation.request_id,
         str(Kind.ROTATION),
-        Outcome.ACTED if change.ok else Outcome.IGNORED,
+        Outcome.DEFERRED if waiting else outcome,
         f"rotation {rotation.spec.name}: {change.message}",
         instance_id=node.instance_id if node else None,
         node=node.name if node else None,
+        deferred_until=node.waits_until if waiting and node else None,
         event_time=rotation.requested_at,
         rotation_change=change.reason if change.reason in NOTIFIED_CHANGES else None,
         gave_up=change.warning and not change.ok,
@@ -270,6 +276,7 @@ NOTIFIED_CHANGES = frozenset(
         plan.ROTATION_COMPLETED,
         plan.ROTATION_ROLLED_BACK,
         plan.NODE_NOT_RESTORED,
+        plan.NODE_WAITING,
     }
 )
 

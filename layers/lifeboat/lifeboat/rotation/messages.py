@@ -51,4 +51,5 @@ def concerns(wakeup: Wakeup) -> bool:
     return wakeup.notice.kind is Kind.ROTATION and wakeup.task in (
         Task.DECIDE,
         Task.CONTINUE_DRAIN,
+        Task.HAND_OVER,  # a rollback cancels it (lifeboat.rotation.rollback)
     )

@@ -6,10 +6,13 @@ do-not-disrupt) -> ``replacing`` (a Karpenter node out of service while its repl
 launches) -> ``draining`` (its pods are being evicted) -> ``rescheduling`` (drained; its pods
 must run Ready elsewhere) -> ``done``; or ends ``failed`` (its health gate timed out),
 ``skipped`` (gone, already going, or its notice was let go) or ``released`` (the rotation
-stopped before the node was touched). A node held back (its notice deferred) for longer than
-the health gate's timeout ends ``failed`` too, naming what held it: the gate's clock starts
-when the node is first held back, not once it is cordoned. A rollback ends the nodes it took
-out of service ``restored`` (returned to service) and the rotation ``rolled-back``.
+stopped before the node was touched). A node held back by a blocker with a known end (a
+budget window that opens at a known time, a do-not-disrupt that expires) waits for it, for
+days if need be (``waits_until``): waiting is not failing. A node held back by a blocker
+with no known end (a PDB that allows nothing, do-not-disrupt without expiry) for longer than
+the health gate's timeout ends ``failed``, naming what held it: the gate's clock starts when
+such a blocker first holds it. A rollback ends the nodes it took out of service ``restored``
+(returned to service) and the rotation ``rolled-back``.
 """
 
 from __future__ import annotations
@@ -97,8 +100,12 @@ class RotationNode:
     nodeclaim: str | None = None  # a Karpenter node's claim; None for a node group's node
     phase: NodePhase = NodePhase.PENDING
     since: datetime | None = None  # when it entered its phase
-    # The health gate's clock: when the node was first held back, or its drain started.
+    # The health gate's clock: when a blocker with no known end first held the node back,
+    # or when its drain started.
     gate_started: datetime | None = None
+    # Held back by a blocker with a known end: until when (the window opens, the
+    # do-not-disrupt expires). No health gate runs while it waits for it.
+    waits_until: datetime | None = None
     workloads: tuple[Workload, ...] = ()
     unmanaged: tuple[str, ...] = ()  # its pods no controller recreates ("namespace/name")
     note: str = ""  # the latest word about it: a decision's reason, the health gate's verdict
@@ -116,6 +123,13 @@ class Rotation:
     next_tick: datetime | None = None
     updated: datetime | None = None
     wave: int = 0  # the wave now allowed to start nodes (spec.waves; 0: the first)
+    # The time of the last command applied (pause, resume, ...): an older one is refused.
+    commanded_at: datetime | None = None
+
+    @property
+    def uid(self) -> str:
+        """What commands name the rotation by: the request's uid, or its event's id."""
+        return self.spec.uid or self.request_id
 
     def node(self, name: str) -> RotationNode:
         for node in self.nodes:

@@ -99,16 +99,46 @@ def view(kube: KubeApi, node: RotationNode) -> NodeView:
     out of service also its pods, its claim, and its workloads' pods."""
     current = _same_node(kube, node)
     if current is not None and not nodes.acted_on(current):
-        return NodeView(present=True)
-    ready = {
-        w.uid: sum(1 for p in _workload_pods(kube, w) if is_serving(p) and _on(p) != node.name)
-        for w in node.workloads
-    }
+        if node.gate_started is None:
+            return NodeView(present=True)
+        # Held back with no known end (a PDB, typically): are its workloads' pods waiting
+        # for a place? Then the PDB is only waiting for them, and the gate says so.
+        return NodeView(present=True, unplaced=unplaced(kube, node))
+    ready: dict[str, int] = {}
+    waiting: list[str] = []  # its workloads' pods no node took yet, and why
+    for workload in node.workloads:
+        pods = _workload_pods(kube, workload)
+        ready[workload.uid] = sum(1 for p in pods if is_serving(p) and _on(p) != node.name)
+        waiting += [_pending(p) for p in pods if _on(p) is None and nodes.is_active_pod(p)]
     if current is None:
-        return NodeView(present=False, ready_elsewhere=ready)
+        return NodeView(present=False, ready_elsewhere=ready, unplaced=tuple(waiting[:3]))
     left = tuple(pod_name(p) for p in nodes.evictable_pods(kube.list_pods_on_node(node.name)))
     drain_started = node.nodeclaim is None or _claim_going(kube, node.nodeclaim)
-    return NodeView(True, True, drain_started, left, ready)
+    return NodeView(True, True, drain_started, left, ready, unplaced=tuple(waiting[:3]))
+
+
+def unplaced(kube: KubeApi, node: RotationNode, most: int = 3) -> tuple[str, ...]:
+    """Pods of ``node``'s workloads that no node took yet, with the scheduler's word on
+    why (their ``PodScheduled`` condition): ``shop/web-x Pending (Unschedulable: ...)``."""
+    found = [
+        _pending(pod)
+        for workload in node.workloads
+        for pod in _workload_pods(kube, workload)
+        if _on(pod) is None and nodes.is_active_pod(pod)
+    ]
+    return tuple(found[:most])
+
+
+def _pending(pod: Obj) -> str:
+    why = next(
+        (
+            f" ({c.get('reason') or 'not scheduled'}: {c.get('message') or 'no word'})"
+            for c in pod.get("status", {}).get("conditions") or []
+            if c.get("type") == "PodScheduled" and c.get("status") == "False"
+        ),
+        "",
+    )
+    return f"{pod_name(pod)} Pending{why}"
 
 
 def host_amis(kube: KubeApi, node: RotationNode, describe: Describe) -> dict[str, str]:

@@ -12,7 +12,11 @@ What is decided here and nowhere else:
 - the **health gate**: a drained node is done when every workload that had pods on it has
   as many pods Ready elsewhere as it had Ready before; if that takes longer than the
   request's timeout, counted from the start of the drain, the rotation stops (``failed``)
-  and touches no further node, until it is resumed (the failed gates start again);
+  and touches no further node, until it is resumed (the failed gates start again). A node
+  held back before it is taken out of service waits, gate-free, for a blocker with a known
+  end (a budget window opening, a do-not-disrupt expiring); a blocker with no known end (a
+  PDB that allows nothing, do-not-disrupt without expiry) holding it past the timeout fails
+  it the same way;
 - which pending nodes start: only while ``running``, oldest first, up to ``maxInFlight``
   nodes in flight (waiting ones included);
 - when to look again.
@@ -50,6 +54,9 @@ class NodeView:
     # The nodes its workloads' Ready pods run on elsewhere, with their AMI ("" unknown):
     # filled when the request names allowed AMIs (the health gate's AMI validation).
     host_amis: Mapping[str, str] = field(default_factory=dict)
+    # A node held back with no known end: its workloads' pods no node took yet, and why
+    # (a PDB that allows nothing because its pods wait for a place is not the problem).
+    unplaced: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -190,28 +197,49 @@ def start(rotation: Rotation, name: str, snapshot: Snapshot, now: datetime) -> A
     return Advance(rotation.with_nodes([after]), (change,) if change else ())
 
 
-def decided(rotation: Rotation, name: str, outcome: Outcome, reason: str, now: datetime) -> Advance:
+def decided(
+    rotation: Rotation,
+    name: str,
+    outcome: Outcome,
+    reason: str,
+    now: datetime,
+    until: datetime | None = None,
+) -> Advance:
     """What a waiting node's notice was decided: acted on takes it out of service now (a node
     group's drain, and its health gate's clock, start with that act; a Karpenter node's
     replacement launches); let go (ignored: an opted-out pool, patience run out, ...) skips
-    it; deferred leaves it waiting, the reason its latest word."""
+    it; deferred leaves it waiting, the reason its latest word. ``until``: a deferral's known
+    end (a window opens, a do-not-disrupt expires): the node waits for it without a health
+    gate, and a Change says what it waits for and until when (once per end)."""
     node = rotation.node(name)
     if node.phase is not NodePhase.WAITING:
         return Advance(rotation)  # the cluster moved it on already
     if outcome is Outcome.ACTED:
+        # Out of service now: the health gate counts from here (a Karpenter node's from its
+        # drain), whatever held the node back before.
         if node.nodeclaim is not None:
-            after = _to(node, NodePhase.REPLACING, now, reason)
+            after = replace(_to(node, NodePhase.REPLACING, now, reason), gate_started=None)
         else:
-            started = node.gate_started or now
-            after = replace(_to(node, NodePhase.DRAINING, now, reason), gate_started=started)
-        return Advance(rotation.with_nodes([after]))
+            after = replace(_to(node, NodePhase.DRAINING, now, reason), gate_started=now)
+        return Advance(rotation.with_nodes([replace(after, waits_until=None)]))
     if outcome is Outcome.IGNORED:
-        after = _to(node, NodePhase.SKIPPED, now, reason)
+        after = replace(_to(node, NodePhase.SKIPPED, now, reason), waits_until=None)
         skipped = Change(NODE_SKIPPED, f"{name} skipped: {reason}", after, ok=False)
         return Advance(rotation.with_nodes([after]), (skipped,))
-    # Held back: the health gate's clock starts now (a PDB that never allows, a
-    # do-not-disrupt that never ends, a window that never opens fail it, naming it).
-    held = replace(node, note=reason, gate_started=node.gate_started or now)
+    if until is not None and until > now:
+        # A blocker that ends: waiting is what a rotation across days is for. No gate.
+        note = f"waiting until {format_instant(until)}: {reason}"
+        held = replace(node, note=note, gate_started=None, waits_until=until)
+        if node.waits_until == until:
+            return Advance(rotation.with_nodes([held]))
+        waits = Change(NODE_WAITING, f"{name} {note}", held)
+        return Advance(rotation.with_nodes([held]), (waits,))
+    # Held back by a blocker with no known end: the health gate's clock starts now (a PDB
+    # that never allows, a do-not-disrupt that never ends fail it, naming it), and again
+    # when another blocker holds it (the one before gave way: the rotation is moving).
+    same = node.gate_started is not None and node.note == reason
+    started = node.gate_started if same else now
+    held = replace(node, note=reason, gate_started=started, waits_until=None)
     return Advance(rotation.with_nodes([held]))
 
 
@@ -231,6 +259,35 @@ def finish_if_done(rotation: Rotation, now: datetime) -> Advance:
     partial = replace(rotation, phase=Phase.COMPLETED_WITH_SKIPS, reason=why)
     change = Change(ROTATION_COMPLETED, f"completed with skips: {why}", warning=True, ok=False)
     return Advance(partial, (change,))
+
+
+def refusal(rotation: Rotation, verb: Verb, uid: str, sent: datetime) -> str | None:
+    """Why a command is refused before it is weighed (None: it is not): it names another
+    rotation of that name (its uid), it was sent before the rotation was requested or
+    before the last command applied, or it rolls back a rotation that completed."""
+    if uid != rotation.uid:
+        return (
+            f"the command is for rotation uid {uid}, but rotation {rotation.spec.name} is uid "
+            f"{rotation.uid} (requested {format_instant(rotation.requested_at)}): a command "
+            "for an earlier or another rotation of that name; `lifeboat status` shows the uid"
+        )
+    if sent < rotation.requested_at:
+        return (
+            f"the command was sent at {format_instant(sent)}, before the rotation was "
+            f"requested at {format_instant(rotation.requested_at)}"
+        )
+    if rotation.commanded_at is not None and sent < rotation.commanded_at:
+        return (
+            f"the command was sent at {format_instant(sent)}, before the last command "
+            f"applied (sent at {format_instant(rotation.commanded_at)}): out of order"
+        )
+    if verb is Verb.ROLLBACK and rotation.phase in (Phase.COMPLETED, Phase.COMPLETED_WITH_SKIPS):
+        return (
+            f"it is {rotation.phase}: a completed rotation cannot be rolled back (its nodes "
+            "were drained and the group may be scaled down already); to go back, uncordon "
+            "the nodes still there (kubectl uncordon) or request a new rotation the other way"
+        )
+    return None
 
 
 def command(rotation: Rotation, verb: Verb, now: datetime) -> Advance | str:
@@ -313,6 +370,13 @@ def needs_scheduling(planned: datetime | None, due: datetime | None, now: dateti
     return not (planned is not None and now < planned <= due)
 
 
+def next_after(due: datetime, now: datetime, interval: timedelta) -> datetime:
+    """The first of ``due + interval``, ``due + 2 * interval``, ... after ``now``: the same
+    instant for every delivery of one wake-up, whenever each is handled."""
+    steps = max(1, (now - due) // interval + 1)
+    return due + steps * interval
+
+
 def progress_text(rotation: Rotation) -> str:
     """One line on the nodes in flight, for reports: what each waits for."""
     flying = rotation.in_flight
@@ -327,6 +391,7 @@ NODE_DONE = "RotationNodeDone"
 NODE_SKIPPED = "RotationNodeSkipped"
 HEALTH_GATE_FAILED = "RotationHealthGateFailed"
 NODE_BLOCKED = "RotationNodeBlocked"  # held back (never cordoned) past the health gate
+NODE_WAITING = "RotationNodeWaiting"  # held back until a known end (a window, an expiry)
 ROTATION_FAILED = "RotationFailed"
 ROTATION_COMPLETED = "RotationCompleted"
 ROTATION_ROLLED_BACK = "RotationRolledBack"
@@ -353,7 +418,7 @@ def _progress(
             why = "taken back into service (Lifeboat's taint was removed)"
             after = _to(node, NodePhase.SKIPPED, now, why)
             return after, Change(NODE_SKIPPED, f"{node.name} skipped: {why}", after, ok=False)
-        return _held_back(node, timeout, now)  # still waiting for its notice to act
+        return _held_back(node, timeout, now, view.unplaced)  # its notice has not acted
     phase = node.phase
     if not view.present:
         phase = NodePhase.RESCHEDULING  # gone: whatever was on it left
@@ -373,15 +438,19 @@ def _progress(
 
 
 def _held_back(
-    node: RotationNode, timeout: timedelta, now: datetime
+    node: RotationNode, timeout: timedelta, now: datetime, unplaced: tuple[str, ...] = ()
 ) -> tuple[RotationNode, Change | None]:
-    """A waiting node held back past the health gate's timeout fails, naming what held it
-    (its notice's latest deferral: the PDB, the pod with do-not-disrupt, the budget)."""
+    """A waiting node held back past the health gate's timeout by a blocker with no known
+    end fails, naming what held it (its notice's latest deferral: the PDB, the pod with
+    do-not-disrupt without expiry). A node waiting for a known end has no gate running."""
     if node.phase is not NodePhase.WAITING or node.gate_started is None:
         return node, None
     if now < node.gate_started + timeout:
         return node, None
     blocker = node.note or "its notice was deferred"
+    if unplaced:
+        # What the blocker waits for: pods that cannot be placed, not the PDB itself.
+        blocker = f"pods it waits for cannot be placed: {'; '.join(unplaced)} (so: {blocker})"
     why = f"{node.name} failed after {_duration(timeout)} held back, never drained: {blocker}"
     after = _to(node, NodePhase.FAILED, now, f"held back, never drained: {blocker}")
     return after, Change(NODE_BLOCKED, why, after, warning=True, ok=False)
@@ -428,6 +497,8 @@ def _health_gate(
     if left:
         missing.append(f"{len(left)} pod(s) still on the node ({', '.join(left[:3])})")
     missing += [f"{w.describe()} {ready} of {w.ready_before} Ready elsewhere" for w, ready in short]
+    if short and view.unplaced:
+        missing.append(f"pods that cannot be placed: {'; '.join(view.unplaced)}")
     deadline = node.gate_started + timeout
     if now >= deadline:
         why = f"{node.name} failed after {_duration(timeout)}: " + "; ".join(missing)

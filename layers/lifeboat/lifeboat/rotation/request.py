@@ -1,10 +1,13 @@
 """What operators send about rotations: custom EventBridge events with source ``lifeboat``.
 
-- ``Lifeboat Rotation Requested``: ``rotation`` (its name), ``cluster``, ``selector``
-  (``labels`` and/or ``amis``), ``maxInFlight`` (default 1), ``healthGate.timeoutSeconds``
-  (default 600);
-- ``Lifeboat Rotation Pause Requested``, ``... Resume Requested``, ``... Cancel Requested``:
-  ``rotation``, ``cluster``.
+- ``Lifeboat Rotation Requested``: ``rotation`` (its name), ``uid`` (the rotation's identity;
+  default: the event's id), ``cluster``, ``selector`` (``labels`` and/or ``amis``),
+  ``maxInFlight`` (default 1), ``healthGate.timeoutSeconds`` (default 600);
+- ``Lifeboat Rotation Pause Requested``, ``... Resume Requested``, ``... Cancel Requested``,
+  ``... Rollback Requested``: ``rotation``, ``uid`` (required: the rotation the command is
+  for, as ``lifeboat rotate`` printed it and ``lifeboat status`` shows it), ``cluster``. The
+  event's ``time`` is the command's: one older than the rotation, or than the last command
+  it applied, is rejected (a command replayed from last week does not resume this week's).
 
 ``lifeboat rotate`` puts them on the bus, and so may any automation; the stack's rotation rule
 brings them into the queue. Anyone who may put events on the bus can send one, so they are
@@ -56,6 +59,8 @@ class RotationSpec:
 
     name: str
     cluster: str | None = None
+    # The rotation's identity (commands name it); "" in the spec: the request event's id.
+    uid: str = ""
     labels: Mapping[str, str] = field(default_factory=dict)
     amis: tuple[str, ...] = ()
     max_in_flight: int = 1
@@ -85,6 +90,8 @@ class RotationSpec:
         if self.amis:
             selector["amis"] = list(self.amis)
         body: dict[str, Any] = {"rotation": self.name}
+        if self.uid:
+            body["uid"] = self.uid
         if self.cluster:
             body["cluster"] = self.cluster
         body["selector"] = selector
@@ -109,6 +116,8 @@ class RotationCommand:
     account: str | None = None
     region: str | None = None
     spec: RotationSpec | None = None
+    # The rotation a command is for (a request: the uid it gives its rotation).
+    uid: str = ""
 
     @property
     def dedup_key(self) -> str:
@@ -142,9 +151,11 @@ def _command(message: Mapping[str, Any]) -> RotationCommand:
     verb = DETAIL_TYPES[event.detail_type]
     if verb is Verb.REQUEST:
         request = event.detail_as(_RequestDetail)
+        uid = request.uid or event.id
         spec = RotationSpec(
             name=request.rotation,
             cluster=request.cluster,
+            uid=uid,
             labels=dict(request.selector.labels),
             amis=tuple(dict.fromkeys(request.selector.amis)),
             max_in_flight=request.max_in_flight,
@@ -155,7 +166,7 @@ def _command(message: Mapping[str, Any]) -> RotationCommand:
         name, cluster = request.rotation, request.cluster
     else:
         control = event.detail_as(_ControlDetail)
-        spec, name, cluster = None, control.rotation, control.cluster
+        spec, name, cluster, uid = None, control.rotation, control.cluster, control.uid
     return RotationCommand(
         verb=verb,
         name=name,
@@ -165,6 +176,7 @@ def _command(message: Mapping[str, Any]) -> RotationCommand:
         account=event.account,
         region=event.region,
         spec=spec,
+        uid=uid,
     )
 
 
@@ -176,15 +188,17 @@ def command_event(
     spec: RotationSpec | None = None,
     now: datetime,
     event_id: str | None = None,
+    uid: str = "",
 ) -> dict[str, Any]:
     """The EventBridge event of a command, as :func:`parse_command` reads it (and as
-    ``lifeboat rotate --out`` writes it for ``lifeboat replay``)."""
+    ``lifeboat rotate --out`` writes it for ``lifeboat replay``); ``uid``: the rotation a
+    command is for (a request's is its spec's)."""
     if verb is Verb.REQUEST:
         if spec is None:
             raise ValueError("a rotation request needs its spec")
         detail = spec.detail()
     else:
-        detail = {"rotation": name, **({"cluster": cluster} if cluster else {})}
+        detail = {"rotation": name, "uid": uid, **({"cluster": cluster} if cluster else {})}
     return {
         "version": "0",
         "id": event_id or str(uuid.uuid4()),
@@ -204,6 +218,8 @@ RotationName = Annotated[
 ]
 AmiId = Annotated[str, StringConstraints(pattern=r"^ami-[0-9a-f]{8,17}$")]
 # A wave's cumulative size: a node count, or a percentage of the nodes selected.
+# A rotation's uid: what lifeboat rotate generates (a UUID), or an EventBridge event's id.
+RotationUid = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9-]{0,63}$")]
 WaveSize = Annotated[str, StringConstraints(pattern=r"^([1-9][0-9]{0,4}|([1-9][0-9]?|100)%)$")]
 
 
@@ -244,6 +260,7 @@ class _HealthGate(_Strict):
 
 class _RequestDetail(_Strict):
     rotation: RotationName
+    uid: RotationUid | None = None
     cluster: ClusterName | None = None
     selector: _Selector
     max_in_flight: int = Field(1, alias="maxInFlight", ge=1, le=100)
@@ -255,4 +272,5 @@ class _RequestDetail(_Strict):
 
 class _ControlDetail(_Strict):
     rotation: RotationName
+    uid: RotationUid
     cluster: ClusterName | None = None

@@ -12,6 +12,8 @@ Which wake-ups of a node's notice pass through here, and why:
 - a drain PodDisruptionBudgets held back (``continue-drain``): it goes on while the
   rotation is active (a node out of service finishes), and stops once it was cancelled or
   failed (the node stays cordoned, reported), rather than retrying evictions for ever;
+- a when-ready hand-over (``hand-over``) goes on unless the rotation was rolled back: the
+  rollback cancelled it, and the old claim is kept;
 - finishing a replacement is not held: deleting the old claim once its replacement is Ready
   is how a node already out of service finishes.
 """
@@ -212,15 +214,22 @@ class RotationRunner:
 
         def apply(current: store.Stored) -> tuple[Rotation | None, plan.Advance | str]:
             before[:] = [current.rotation]
+            refused = plan.refusal(current.rotation, command.verb, command.uid, command.event_time)
+            if refused is not None:
+                return None, _REFUSED + refused
             if command.verb is Verb.ROLLBACK:
                 result = plan.rollback(current.rotation, ctx.now)
             else:
                 result = plan.command(current.rotation, command.verb, ctx.now)
             if isinstance(result, str):
                 return None, result
-            return store.stamped(result.rotation, ctx.now), result
+            applied = replace(result.rotation, commanded_at=command.event_time)
+            return store.stamped(applied, ctx.now), replace(result, rotation=applied)
 
         stored, result = store.update(ctx.kube, ctx.namespace, name, apply)
+        if isinstance(result, str) and result.startswith(_REFUSED):
+            why = f"rotation {name}: {command.verb} rejected: {result.removeprefix(_REFUSED)}"
+            return [_report(command, Outcome.REJECTED, why)]
         if isinstance(result, str):
             why = f"rotation {name}: {command.verb} changes nothing: {result}"
             return [_report(command, Outcome.IGNORED, why)]
@@ -294,6 +303,14 @@ class RotationRunner:
         if rotation is not None and rotation.request_id != notice.event_id:
             rotation = None  # a newer request of the same name: this node is not its own
         phase = rotation.phase if rotation else None
+        if wakeup.task is Task.HAND_OVER:
+            if phase is not Phase.ROLLED_BACK:
+                return self._nodes.wake(wakeup)  # a node out of service finishes
+            why = (
+                f"rotation {notice.detail} was rolled back: its hand-over was cancelled; the "
+                "old NodeClaim is kept"
+            )
+            return Report.for_notice(notice, Outcome.IGNORED, why)
         if wakeup.task is Task.CONTINUE_DRAIN:
             if phase is not None and phase.active:
                 return self._nodes.wake(wakeup)
@@ -307,12 +324,13 @@ class RotationRunner:
                 raise BrokenInvariant("lifeboat.rotation.runner._node_wakeup: rotation is None")
             return self._decide_node(ctx, rotation, wakeup)
         if phase is Phase.PAUSED:
+            # From the wake-up's own due time, not the clock: a second delivery of it (or
+            # one handled a second later) schedules the same wake-up, not a second chain.
+            due = plan.next_after(wakeup.due, ctx.now, plan.WAITING_INTERVAL)
             if ctx.wakeups is not None:
-                ctx.wakeups.schedule(wakeup.again(ctx.now + plan.WAITING_INTERVAL))
+                ctx.wakeups.schedule(wakeup.again(due))
             why = f"rotation {notice.detail} is paused: the node waits for it to resume"
-            return Report.for_notice(
-                notice, Outcome.DEFERRED, why, deferred_until=ctx.now + plan.WAITING_INTERVAL
-            )
+            return Report.for_notice(notice, Outcome.DEFERRED, why, deferred_until=due)
         why = f"rotation {notice.detail} is {phase or 'gone'}{unreadable}: node let go"
         if rotation is not None:
             node = next((n for n in rotation.nodes if n.instance_id == notice.instance_id), None)
@@ -335,7 +353,14 @@ class RotationRunner:
             return report
 
         def note(current: store.Stored) -> tuple[Rotation | None, plan.Advance]:
-            step = plan.decided(current.rotation, node.name, report.outcome, report.reason, ctx.now)
+            step = plan.decided(
+                current.rotation,
+                node.name,
+                report.outcome,
+                report.reason,
+                ctx.now,
+                report.deferred_until,
+            )
             return store.stamped(step.rotation, ctx.now), step
 
         try:
@@ -360,6 +385,10 @@ class RotationRunner:
             cluster=cluster,
             describe=self._describe,
         )
+
+
+# Marks a command refused by ``plan.refusal`` (rejected), apart from one that changes nothing.
+_REFUSED = "refused: "
 
 
 def _report(command: RotationCommand, outcome: Outcome, reason: str) -> Report:

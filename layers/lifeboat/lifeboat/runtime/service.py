@@ -129,7 +129,9 @@ class LazyClient:
     def warm(self) -> Any:
         with self._lock:
             if self._client is None:
-                self._client = self._session.client(self._service, region_name=self._region)
+                from lifeboat.aws.retries import make_client
+
+                self._client = make_client(self._session, self._service, self._region)
             return self._client
 
     def __getattr__(self, name: str) -> Any:
@@ -263,15 +265,18 @@ def _pipeline(
     clock: Callable[[], datetime],
 ) -> Pipeline:
     """The pipeline over the stack's AWS services, its clients made but not used yet."""
+    from lifeboat.aws.capacity_blocks import Ec2CapacityReservations
     from lifeboat.aws.clock import AwsClock
     from lifeboat.aws.idempotency import PowertoolsLedger
     from lifeboat.aws.lifecycle import AutoScalingLifecycle
+    from lifeboat.aws.retries import make_client
     from lifeboat.aws.scheduler import SchedulerWakeups
     from lifeboat.aws.sweep import Ec2InstanceStatuses
     from lifeboat.model.instances import Ec2InstanceDirectory
 
-    ec2 = session.client("ec2", region_name=region)
-    dynamodb = session.client("dynamodb", region_name=region)
+    # Retried a few times, then within the message's deadline window (lifeboat.aws.retries).
+    ec2 = make_client(session, "ec2", region)
+    dynamodb = make_client(session, "dynamodb", region)
     # AWS's time, not the function's (issue 33.6): every deadline weighed is AWS's.
     aws_clock = AwsClock(clock)
     aws_clock.watch(ec2)
@@ -285,9 +290,11 @@ def _pipeline(
         dead_letter_arn=stack.dead_letter_arn,
         clock=clock,
     )
+    directory = Ec2InstanceDirectory(ec2)
+    blocks = Ec2CapacityReservations(ec2) if settings.sweep_capacity_blocks else None
     return Pipeline(
         clusters=clusters,
-        directory=Ec2InstanceDirectory(ec2),
+        directory=directory,
         settings=settings,
         clock=clock,
         lifecycle=AutoScalingLifecycle(lazy["autoscaling"]),
@@ -299,4 +306,8 @@ def _pipeline(
         notices_per_message=NOTICES_PER_MESSAGE,
         statuses=Ec2InstanceStatuses(ec2),
         scope=clusters.catalog,
+        reservations=directory,
+        capacity_reservations=blocks,
+        # Only the stack's own schedule asks for a sweep (empty: the sweep is off).
+        sweep_schedule=env.get("LIFEBOAT_SWEEP_SCHEDULE_ARN", "").strip() or None,
     )

@@ -66,6 +66,8 @@ def _inconsistency(wakeup: Wakeup) -> str | None:
     notice = wakeup.notice
     if wakeup.task is Task.REMAINDER:
         return _remainder_inconsistency(wakeup)
+    if wakeup.task is Task.SWEEP_PART:
+        return _sweep_part_inconsistency(wakeup)
     if wakeup.instances:
         return f"instances: only a remainder names instances, not a {wakeup.task} wake-up"
     if notice.instance_id is None and wakeup.task is not Task.ROTATE:
@@ -98,19 +100,38 @@ def _remainder_inconsistency(wakeup: Wakeup) -> str | None:
     if notice.kind is not Kind.SCHEDULED_CHANGE:
         # Only AWS Health's scheduled changes name many instances (affectedEntities): a
         # Spot-kind "remainder" would take 50 nodes out at once, forced, past any budget.
+        # A sweep's instances are handed on as sweep parts, which carry nothing EC2 said.
         return f"task remainder: a {notice.kind} notice is never split"
     if notice.deadline is None:
         return "notice.deadline: a remainder's maintenance has a start time"
+    if notice.ec2_event:
+        return "notice.ec2_event: EC2's events are handed on as sweep parts, never copied"
+    return _names_instances("remainder", wakeup)
+
+
+def _sweep_part_inconsistency(wakeup: Wakeup) -> str | None:
+    """A sweep part names instances for EC2 to be asked about again: its notice is the
+    sweep's (an instance-impaired notice about no instance), and says nothing of its own."""
+    notice = wakeup.notice
+    if notice.kind is not Kind.INSTANCE_IMPAIRED:
+        return f"task sweep-part: the sweep's notice is instance-impaired, not {notice.kind}"
+    if notice.deadline is not None or notice.ends_maintenance or notice.ec2_event:
+        return "notice: a sweep part carries no deadline and no end: EC2 is asked again"
+    return _names_instances("sweep part", wakeup)
+
+
+def _names_instances(what: str, wakeup: Wakeup) -> str | None:
+    notice = wakeup.notice
     if not wakeup.instances:
-        return "instances: a remainder names at least one instance"
+        return f"instances: a {what} names at least one instance"
     if len(set(wakeup.instances)) != len(wakeup.instances):
         return "instances: an instance is named twice"
     if notice.instance_id is not None:
-        return "notice.instance_id: a remainder's instances are in instances"
+        return f"notice.instance_id: a {what}'s instances are in instances"
     if notice.lifecycle is not None or notice.ignore_reason is not None:
-        return "notice: a remainder carries no lifecycle hook and no ignore_reason"
+        return f"notice: a {what} carries no lifecycle hook and no ignore_reason"
     if wakeup.replacement or wakeup.old_nodeclaim or wakeup.old_nodeclaim_uid or wakeup.cluster:
-        return "a remainder names no replacement, old NodeClaim or cluster"
+        return f"a {what} names no replacement, old NodeClaim or cluster"
     return None
 
 

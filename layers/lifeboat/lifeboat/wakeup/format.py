@@ -38,6 +38,8 @@ def read(message: Mapping[str, Any]) -> Wakeup:
             ignore_reason=notice.ignore_reason,
             ends_maintenance=notice.ends_maintenance,
             ec2_event=notice.ec2_event,
+            event_arn=notice.event_arn,
+            reservation_id=notice.reservation_id,
         ),
         due=body.due,
         replacement=body.replacement,
@@ -81,6 +83,10 @@ class _NoticeBody(Model):
     # The end of a maintenance (a remainder of a sweep's notices may carry one).
     ends_maintenance: bool = False
     ec2_event: bool = False
+    # AWS Health's eventArn (a deferred Health notice records it on the node when it acts).
+    event_arn: Annotated[str, StringConstraints(max_length=1600)] | None = None
+    # The ending Capacity Block's reservation (its instances' replacements stay out of it).
+    reservation_id: Annotated[str, StringConstraints(pattern=r"^cr-[0-9a-f]{8,17}$")] | None = None
 
 
 class _WakeupBody(Model):

@@ -33,6 +33,9 @@ class Task(StrEnum):
     REMAINDER = "remainder"
     # A node only cordoned for a rebalance recommendation, still running long after: uncordon.
     RELEASE_CORDON = "release-cordon"
+    # Instances of an instance status sweep one message did not take on (lifeboat.flow.split):
+    # EC2 is asked again about them; the wake-up names them and carries nothing EC2 said.
+    SWEEP_PART = "sweep-part"
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,8 @@ class Wakeup:
     # The instance's cluster, known when scheduled: a terminated instance may no longer be
     # described by EC2 when its follow-up comes due.
     cluster: str | None = None
-    # ``REMAINDER``: the instances it names (``notice`` is their event, about no instance).
+    # ``REMAINDER``: the instances it names (``notice`` is their event, about no instance);
+    # ``SWEEP_PART``: the instances EC2 is asked about again (``notice`` is the sweep's).
     instances: tuple[str, ...] = ()
 
     @property
