@@ -203,5 +203,7 @@ def _own_origin(origin: str, port: int) -> bool:
 def _host_name(host: str) -> str:
     """``host[:port]`` without its port (an IPv6 address keeps its brackets)."""
     if host.startswith("["):
-        return host[: host.find("]") + 1]
+        end = host.find("]") + 1
+        # Only a port may follow the brackets: ``[::1]evil.example`` is no loopback address.
+        return host[:end] if end and host[end:][:1] in ("", ":") else host
     return host.rsplit(":", 1)[0].lower()

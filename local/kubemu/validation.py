@@ -58,6 +58,8 @@ DEFINITIONS: dict[ResourceType, str] = {
     kinds.ROLEBINDINGS: "io.k8s.api.rbac.v1.RoleBinding",
     kinds.CLUSTERROLES: "io.k8s.api.rbac.v1.ClusterRole",
     kinds.CLUSTERROLEBINDINGS: "io.k8s.api.rbac.v1.ClusterRoleBinding",
+    kinds.CONFIGMAPS: "io.k8s.api.core.v1.ConfigMap",
+    kinds.REPLICATIONCONTROLLERS: "io.k8s.api.core.v1.ReplicationController",
 }
 FIELD_VALIDATION = ("Strict", "Warn", "Ignore")
 # Each unknown field found costs one more pass of the validator; past this, refuse.

@@ -360,12 +360,13 @@ def _template(aws: boto3.Session, net: dict[str, str], image: str) -> str:
 
 
 def _eks_image(aws: boto3.Session, name: str, architecture: str = "x86_64") -> str:
-    """A registered AMI. moto's RegisterImage drops Architecture, which EC2 keeps and
-    DescribeImages returns, so it is set on moto's record of the image."""
+    """A registered AMI. moto's RegisterImage drops Architecture and RootDeviceName, which
+    EC2 keeps and DescribeImages returns, so they are set on moto's record of the image."""
     image: str = aws.client("ec2").register_image(
         Name=name, RootDeviceName="/dev/xvda", Architecture=architecture
     )["ImageId"]
-    ec2_backends[DEFAULT_ACCOUNT_ID][aws.region_name].amis[image].architecture = architecture
+    record = ec2_backends[DEFAULT_ACCOUNT_ID][aws.region_name].amis[image]
+    record.architecture, record.root_device_name = architecture, "/dev/xvda"
     return image
 
 

@@ -70,7 +70,7 @@ def _converted(tmp_path: Path, cli: Callable[..., CliRun]) -> Path:
     pools = tmp_path / "pools.yaml"
     run = cli(
         "convert", "--settings", settings, "--cluster-name", "prod-a", "--zone", "eu-west-1a",
-        "--out", pools,
+        "--ami-alias", "al2023@v20241121", "--out", pools,
     )  # fmt: skip
     assert run.code == 0, run.err
     assert yaml.safe_load(pools.read_text())["kind"] == "List"
@@ -103,3 +103,18 @@ def test_a_list_item_with_an_unknown_field_is_still_refused(
     refused = served.kubectl("apply", "--dry-run=server", "-f", str(pools), check=False)
     assert refused.returncode != 0
     assert 'unknown field "spec.bogusField"' in refused.stderr
+
+
+def test_a_configmap_list_item_with_an_unknown_field_is_refused(
+    served: Served, tmp_path: Path
+) -> None:
+    """Regression (review): ConfigMap and ReplicationController had no schema in kubemu, so
+    an unknown field passed even with the ``fieldValidation=Strict`` kubectl sends; a real
+    server (and kubectl's own check of a List against the v2 models) refuses it."""
+    item = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "v"}, "bogus": 1}
+    item["metadata"] = {"name": "typo", "namespace": "default"}
+    listed = tmp_path / "list.yaml"
+    listed.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [item]}))
+    refused = served.kubectl("apply", "-f", str(listed), check=False)
+    assert refused.returncode != 0
+    assert 'unknown field "bogus"' in refused.stderr

@@ -56,8 +56,10 @@ def _post(host: str, origin: str | None = None, content_type: str = "application
         ("evil.example:8443", None),  # DNS rebinding: the page's own name, our address
         ("127.0.0.1", "https://evil.example"),  # a cross-site form or fetch POST
         ("localhost", "null"),  # a sandboxed page or a file:// one
+        ("127.0.0.1.evil.example", None),  # a rebound name that starts as a loopback address
+        ("[::1]evil.example", None),  # a loopback address with a name after its brackets
     ],
-    ids=["rebound-host", "cross-site-origin", "opaque-origin"],
+    ids=["rebound-host", "cross-site-origin", "opaque-origin", "loopback-prefix", "brackets"],
 )
 def test_a_request_from_a_web_page_is_refused(
     emulator: Emulator, host: str, origin: str | None
@@ -98,9 +100,21 @@ def test_a_watch_ends_when_its_client_goes(emulator: Emulator) -> None:
 
 @pytest.mark.parametrize(
     "origin",
-    ["http://localhost:8080", "http://127.0.0.1", "https://127.0.0.1:{port}", "http://[::1]:x"],
-    ids=["other-local-port", "no-port", "https", "bad-port"],
-)
+    [
+        "http://localhost:8080",
+        "http://127.0.0.1",
+        "https://127.0.0.1:{port}",
+        "http://[::1]:x",
+        "http://127.0.0.1.evil.example:{port}",
+        "http://localhost@evil.example:{port}",
+        "http://[::1]evil.example:{port}",
+        "null",
+    ],
+    ids=[
+        "other-local-port", "no-port", "https", "bad-port",
+        "loopback-prefixed-name", "userinfo", "after-brackets", "null",
+    ],
+)  # fmt: skip
 def test_an_origin_other_than_the_servers_own_is_refused(emulator: Emulator, origin: str) -> None:
     """Regression (issue 33.5): a POST with ``Origin: http://localhost:8080`` (a page served
     by a local dev server) was accepted: only the host name was compared."""
@@ -175,6 +189,24 @@ def test_a_watch_ends_when_its_client_goes_while_other_objects_change(emulator: 
             ended = True
             break
     assert ended, "the watch outlived its client while the store was busy"
+
+
+def test_a_half_closed_watch_ends_as_go_servers_end_it(emulator: Emulator) -> None:
+    """A client that shuts its sending side (``shutdown(SHUT_WR)``) and keeps reading: the
+    server reads end-of-file, as Go's net/http does (its background read cancels the request
+    context on EOF), so the watch and its thread end; the socket still gets the stream's end."""
+    before = threading.active_count()
+    connection = _open_watch(emulator, "configmaps")
+    try:
+        connection.shutdown(socket.SHUT_WR)
+        assert _threads_back_to(before) == before
+        connection.settimeout(2)
+        rest = b""
+        while chunk := connection.recv(65536):
+            rest += chunk
+        assert rest.endswith(b"0\r\n\r\n")  # the chunked stream's last chunk, then close
+    finally:
+        connection.close()
 
 
 def test_a_watch_whose_client_stays_gets_changes_after_idle_periods(emulator: Emulator) -> None:

@@ -115,9 +115,18 @@ class AwsReader:
             ask["LaunchTemplateId"] = template_id
         else:
             ask["LaunchTemplateName"] = spec.get("LaunchTemplateName") or spec.get("name")
-        versions = self.ec2.describe_launch_template_versions(**ask)["LaunchTemplateVersions"]
+        version = ask["Versions"][0]
+        named = f"launch template {template_id or ask['LaunchTemplateName']} version {version!r}"
+        try:
+            versions = self.ec2.describe_launch_template_versions(**ask)["LaunchTemplateVersions"]
+        except ClientError as error:  # a version deleted since, a template gone, no access
+            code = error.response.get("Error", {}).get("Code", "")
+            raise ConversionError(
+                f"{named}: cannot be read ({code}): the group launches from a version that "
+                "is gone; point it at an existing version, or write the class by hand"
+            ) from None
         if not versions:
-            raise ConversionError(f"launch template {ask}: no such version")
+            raise ConversionError(f"{named}: no such version")
         data: dict[str, Any] = versions[0]["LaunchTemplateData"]
         return data
 
@@ -148,9 +157,7 @@ class AwsReader:
                 {group.ami_id: list(group.instance_types)},
                 {group.ami_id: self.image(group.ami_id)},
             )
-        volume = root_volume(data.get("BlockDeviceMappings") or [])
-        if volume is not None:
-            group.root_volume = volume
+        self._volumes(group, data.get("BlockDeviceMappings") or [])
         self._metadata(group, data)
         groups = list(data.get("SecurityGroupIds") or [])
         for interface in data.get("NetworkInterfaces") or []:
@@ -161,6 +168,24 @@ class AwsReader:
         if profile.get("Name") or profile.get("Arn"):
             group.instance_profile = profile.get("Name") or profile["Arn"].rsplit("/", 1)[-1]
             group.role = None
+
+    def _volumes(self, group: NodeGroup, mappings: list[dict[str, Any]]) -> None:
+        """The template's EBS volumes, the one holding kubelet's ephemeral storage marked
+        ``rootVolume`` (the AMI's root device; Bottlerocket's data volume, /dev/xvdb), the
+        others carried as they are: listing any replaces Karpenter's defaults."""
+        if group.ami_family == "Bottlerocket" or group.alias_family == "bottlerocket":
+            ephemeral = "/dev/xvdb"
+        else:
+            image = self.image(group.ami_id) if group.ami_id else {}
+            ephemeral = str(image.get("RootDeviceName") or "/dev/xvda")
+        root, others = volumes(mappings, group.source, ephemeral)
+        if root is not None or others:
+            group.root_volume, group.more_volumes = root, others
+        if mappings and root is None:
+            group.notes.append(
+                f"{group.source}: the launch template does not size {ephemeral}, the "
+                "volume of the nodes' ephemeral storage: the AMI's size applies"
+            )
 
     def _metadata(self, group: NodeGroup, data: dict[str, Any]) -> None:
         """The instance metadata options the group's instances got: the launch template's;
@@ -200,7 +225,7 @@ class AwsReader:
                 if options:
                     group.metadata_options = options
                     return
-        except ClientError:  # e.g. not allowed to read it: said below, like a missing one
+        except (ClientError, ConversionError):  # e.g. not allowed to read it: said below
             pass
         group.notes.append(
             f"{group.source}: the metadata options of EKS's launch template for the group "
@@ -371,22 +396,37 @@ class AwsReader:
         return group
 
 
-def root_volume(mappings: list[dict[str, Any]]) -> RootVolume | None:
-    """The launch template's first EBS volume with a size: its type, performance, encryption
-    and KMS key (``Ebs.KmsKeyId``, Karpenter's ``kmsKeyID``)."""
-    for mapping in mappings:
-        ebs = mapping.get("Ebs") or {}
-        if "VolumeSize" in ebs:
-            return RootVolume(
-                size_gib=int(ebs["VolumeSize"]),
-                volume_type=ebs.get("VolumeType", "gp3"),
-                iops=ebs.get("Iops"),
-                throughput=ebs.get("Throughput"),
-                device_name=mapping["DeviceName"],
-                encrypted=ebs.get("Encrypted"),
-                kms_key_id=ebs.get("KmsKeyId"),
-            )
-    return None
+def _volume(mapping: dict[str, Any]) -> RootVolume:
+    """One EBS mapping: its size, type, performance, encryption and KMS key (``Ebs.KmsKeyId``,
+    Karpenter's ``kmsKeyID``)."""
+    ebs = mapping["Ebs"]
+    return RootVolume(
+        size_gib=int(ebs["VolumeSize"]),
+        volume_type=ebs.get("VolumeType", "gp3"),
+        iops=ebs.get("Iops"),
+        throughput=ebs.get("Throughput"),
+        device_name=mapping["DeviceName"],
+        encrypted=ebs.get("Encrypted"),
+        kms_key_id=ebs.get("KmsKeyId"),
+    )
+
+
+def volumes(
+    mappings: list[dict[str, Any]], where: str, ephemeral: str
+) -> tuple[RootVolume | None, list[RootVolume]]:
+    """(the volume of device ``ephemeral``, the template's other EBS volumes with a size);
+    a device named twice is refused (EC2 would refuse the launch). Instance store and
+    ``NoDevice`` entries are not EBS volumes: Karpenter's class has no field for them."""
+    names = [str(m.get("DeviceName")) for m in mappings]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ConversionError(
+            f"{where}: the launch template maps {', '.join(twice)} more than once: fix the "
+            "template (one mapping per device) before converting it"
+        )
+    found = [_volume(m) for m in mappings if "VolumeSize" in (m.get("Ebs") or {})]
+    root = next((v for v in found if v.device_name == ephemeral), None)
+    return root, [v for v in found if v is not root]
 
 
 # Launch template MetadataOptions -> EC2NodeClass metadataOptions (karpenter-provider-aws

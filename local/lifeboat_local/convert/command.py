@@ -214,6 +214,18 @@ def _groups(args: argparse.Namespace, errors: list[str]) -> tuple[list[NodeGroup
     return nodes.read(args.cluster, context), Capacities(*extra, shipped())
 
 
+def _claim(taken: dict[str, str], name: str, source: str) -> None:
+    """Refuse a second group whose pool has the name of an earlier one's (two ConfigMaps of
+    one name, or a group named as another's mapping): applied, the second NodePool and
+    EC2NodeClass would silently replace the first."""
+    if name in taken:
+        raise ConversionError(
+            f"{source}: its NodePool would be named {name!r}, as {taken[name]}'s: applying "
+            "both would replace one with the other; rename one (or convert it alone with --name)"
+        )
+    taken[name] = source
+
+
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     check_args(args)
     said_before = warnings_said()
@@ -226,11 +238,14 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if args.name is not None and len(groups) > 1:
         raise UsageError(f"convert: --name names one pool, and there are {len(groups)} groups")
     items: list[dict[str, Any]] = []
+    taken: dict[str, str] = {}  # pool name -> the group that has it
     for group in groups:
         group.pool_name = args.name
         choose_ami(group, args.ami_alias)
         try:
-            items += convert(group, capacities, args.expire_after)
+            converted = convert(group, capacities, args.expire_after)
+            _claim(taken, converted[0]["metadata"]["name"], group.source)
+            items += converted
         except ConversionError as error:
             errors.append(str(error))
         for text in group.notes:  # also for a refused group: they may say why

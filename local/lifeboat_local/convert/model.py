@@ -56,6 +56,8 @@ class NodeGroup:
     taints: list[Taint] = field(default_factory=list)
     gpu: bool = False
     root_volume: RootVolume | None = None
+    # The launch template's other EBS volumes (data volumes), carried as they are.
+    more_volumes: list[RootVolume] = field(default_factory=list)
     ami_alias: str | None = None  # e.g. al2023@v20241121 (pinned); or:
     ami_id: str | None = None
     ami_family: str | None = None  # with ami_id: AL2, AL2023, Bottlerocket, ...

@@ -240,11 +240,15 @@ def _access(group: NodeGroup) -> dict[str, Any]:
 
 def node_class(group: NodeGroup) -> dict[str, Any]:
     spec: dict[str, Any] = {**_ami(group), **_access(group)}
+    mappings: list[dict[str, Any]] = [
+        {"deviceName": v.device_name, "ebs": _ebs(v)} for v in group.more_volumes
+    ]
     volume = group.root_volume
     if volume is not None:
-        spec["blockDeviceMappings"] = [
-            {"deviceName": volume.device_name, "rootVolume": True, "ebs": _ebs(volume)}
-        ]
+        root = {"deviceName": volume.device_name, "rootVolume": True, "ebs": _ebs(volume)}
+        mappings.insert(0, root)
+    if mappings:
+        spec["blockDeviceMappings"] = mappings
     if group.metadata_options:
         spec["metadataOptions"] = dict(group.metadata_options)
     return {
