@@ -89,13 +89,17 @@ def block_notice(
     )
 
 
-class CapacityBlockExpiryParser:
+class _CapacityBlockParser:
+    """EC2's Capacity Block events, registered under each spelling the EC2 guide uses."""
+
     source = "aws.ec2"
     kind = Kind.CAPACITY_BLOCK_EXPIRY
 
     def __init__(self, detail_type: str) -> None:
         self.detail_type = detail_type
 
+
+class CapacityBlockExpiryParser(_CapacityBlockParser):
     def parse(self, event: EventBridgeEvent) -> list[Notice]:
         detail = CapacityBlockDetail.read(event.detail_fields())
         # The warning is sent 40 minutes before the end: without end-date, that is the end.
@@ -121,13 +125,7 @@ class CapacityBlockExpiryParser:
         return [notice]
 
 
-class CapacityBlockDeliveredParser:
-    source = "aws.ec2"
-    kind = Kind.CAPACITY_BLOCK_EXPIRY
-
-    def __init__(self, detail_type: str) -> None:
-        self.detail_type = detail_type
-
+class CapacityBlockDeliveredParser(_CapacityBlockParser):
     def parse(self, event: EventBridgeEvent) -> list[Notice]:
         detail = CapacityBlockDetail.read(event.detail_fields())
         ends = f", ends {format_instant(detail.end_date)}" if detail.end_date else ""

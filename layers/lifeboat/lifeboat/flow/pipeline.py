@@ -48,7 +48,7 @@ from lifeboat.flow.act import Actor, ActResult, LifecycleActions
 from lifeboat.flow.handover_sweep import Swept, orphaned
 from lifeboat.flow.lanes import lanes as message_lanes
 from lifeboat.flow.resolve import Resolver
-from lifeboat.flow.routing import foreign_origin, triage, triage_follow_up
+from lifeboat.flow.routing import Triage, foreign_origin, triage, triage_follow_up
 from lifeboat.flow.split import expand, remainders, split
 from lifeboat.flow.sweep_holds import ClusterHolds, listed_events, listing_failed, look_at, relisted
 from lifeboat.flow.sweep_triage import Sorted, sort_out
@@ -140,6 +140,18 @@ class _Batch:
             if cluster not in self._resolvers:
                 self._resolvers[cluster] = Resolver(self._clients.kube(cluster))
             return self._resolvers[cluster]
+
+
+def _not_let_through(notice: Notice, checked: Triage) -> Report:
+    """The report of a notice or wake-up that triage did not let through (rejected, ignored,
+    another cluster's), or that names no instance to go on with."""
+    return Report.for_notice(
+        notice,
+        checked.outcome or Outcome.IGNORED,
+        checked.reason,
+        unmanaged=checked.unmanaged,
+        cluster=checked.cluster,
+    )
 
 
 def _wanted(parsed: list[Parsed], found: Mapping[str, InstanceInfo]) -> list[str]:
@@ -602,14 +614,7 @@ class Pipeline:
         managed = self._managed(info.cluster if info is not None else None)
         checked = triage(notice, info, self.settings, self.clock(), managed)
         if checked.outcome is not None or info is None or notice.instance_id is None:
-            outcome = checked.outcome or Outcome.IGNORED
-            return Report.for_notice(
-                notice,
-                outcome,
-                checked.reason,
-                unmanaged=checked.unmanaged,
-                cluster=checked.cluster,
-            )
+            return _not_let_through(notice, checked)
         resolver = batch.resolver(checked.cluster)
         # A notice past its age limit is judged from the present state, as a voluntary one
         # (lifeboat.decide.staleness): never tainted at once, never forced.
@@ -827,14 +832,7 @@ class Pipeline:
         managed = self._managed(info.cluster if info is not None else wakeup.cluster)
         checked = triage_follow_up(wakeup, info, self.settings, self.clock(), managed)
         if checked.outcome is not None or notice.instance_id is None:
-            outcome = checked.outcome or Outcome.IGNORED
-            return Report.for_notice(
-                notice,
-                outcome,
-                checked.reason,
-                unmanaged=checked.unmanaged,
-                cluster=checked.cluster,
-            )
+            return _not_let_through(notice, checked)
         resolver = batch.resolver(checked.cluster)
         if wakeup.task is Task.CONTINUE_DRAIN:
             if info is None:  # triage_follow_up lets only hand-overs go on without

@@ -278,10 +278,9 @@ def _pipeline(
     ec2 = make_client(session, "ec2", region)
     dynamodb = make_client(session, "dynamodb", region)
     # AWS's time, not the function's (issue 33.6): every deadline weighed is AWS's.
-    aws_clock = AwsClock(clock)
+    clock = aws_clock = AwsClock(clock)
     aws_clock.watch(ec2)
     aws_clock.watch(dynamodb)
-    clock = aws_clock
     sweep_schedule = env.get("LIFEBOAT_SWEEP_SCHEDULE_ARN", "").strip() or None
     wakeups = SchedulerWakeups(
         lazy["scheduler"],
