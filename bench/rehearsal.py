@@ -125,7 +125,11 @@ def converted(folder: Path) -> list[dict[str, Any]]:
     and EC2NodeClass."""
     settings = folder / "legacy-settings.yaml"
     settings.write_text(SETTINGS)
-    command = [sys.executable, "-m", "lifeboat_local.cli", "convert", "--settings", str(settings)]
+    # The settings form names no AMI: pinned to a release, as a node group's never changes.
+    command = [
+        *(sys.executable, "-m", "lifeboat_local.cli", "convert", "--settings", str(settings)),
+        *("--ami-alias", "al2023@v20241121"),
+    ]
     run = subprocess.run(command, capture_output=True, text=True, check=True)
     return list(yaml.safe_load(run.stdout)["items"])
 

@@ -229,6 +229,6 @@ def test_the_sampling_catches_lifeboat_blind_to_karpenters_commands(
         why = blind(node)
         return None if why is not None and "karpenter.sh/disrupted" in why else why
 
-    monkeypatch.setattr(nodes, "disruption_reason", without_karpenters_taint)
+    monkeypatch.setattr(node_marks, "disruption_reason", without_karpenters_taint)
     run = _run(Settings(), GENERAL_INSTANCES)
     assert run.peak > BUDGET

@@ -174,7 +174,10 @@ def _services_the_code_calls() -> set[str]:
     and service.py's lazily made ones."""
     source = {path.name: path.read_text() for path in LAYER.rglob("*.py")}
     client = re.compile(r'\.client\(\s*"([a-z0-9-]+)"')
+    # Clients made with Lifeboat's retries and timeouts (lifeboat.aws.retries.make_client).
+    retried = re.compile(r'make_client\(\s*\w+,\s*"([a-z0-9-]+)"')
     called = {name for text in source.values() for name in client.findall(text)}
+    called |= {name for text in source.values() for name in retried.findall(text)}
     lazy_clients = r"LazyClient\(session, name, region\)\s+for name in \(([^)]*)\)"
     lazy = re.search(lazy_clients, source["service.py"])
     assert lazy, "service.py no longer makes its lazy clients this way: update this test"
