@@ -30,6 +30,7 @@ PACKAGE_FLOORS: Mapping[str, float] = {
     "flow": 91,
     "karpenter": 91,
     "kube": 93,
+    "marks": 92,
     "model": 94,
     "rotation": 88,
     "runtime": 87,
