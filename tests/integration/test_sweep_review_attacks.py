@@ -28,28 +28,20 @@ from tests.integration.test_instance_status import (
     KARPENTER_NODE,
     MAINTENANCE,
     NOW,
-    SCHEDULED_TAINT,
     Rig,
     instance_status,
     make_rig,
     scheduled_event,
 )
 from tests.integration.test_instance_status_vanish import gone
-from tests.integration.test_maintenance_holds import ARN, health
+from tests.integration.test_maintenance_holds import ARN, RETIREMENT, health, out_of_service
 
-RETIREMENT = MAINTENANCE + timedelta(days=7)
 OURS = "arn:aws:scheduler:us-east-1:123456789012:schedule/lifeboat/sweep"
 
 
 @pytest.fixture
 def rig() -> Iterator[Rig]:
     yield from make_rig(Settings(kind_actions={Kind.SCHEDULED_CHANGE: "cordon"}))
-
-
-def out_of_service(rig: Rig) -> bool:
-    node = rig.node(KARPENTER_NODE)
-    keys = {t["key"] for t in node["spec"].get("taints") or []}
-    return node["spec"].get("unschedulable") is True and SCHEDULED_TAINT in keys
 
 
 def body_of(*statuses: dict[str, Any]) -> dict[str, Any]:
