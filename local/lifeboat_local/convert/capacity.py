@@ -67,7 +67,15 @@ def read_file(path: Path) -> dict[str, Capacity]:
     """``--instance-types FILE``: describe-instance-types output; a clear error otherwise."""
     try:
         return from_describe(json.loads(path.read_text()))
-    except (OSError, ValueError, KeyError, TypeError, RecursionError, ConversionError) as error:
+    except (
+        OSError,
+        ValueError,
+        KeyError,
+        TypeError,
+        AttributeError,
+        RecursionError,
+        ConversionError,
+    ) as error:
         raise ConversionError(
             f"{path}: not the output of `aws ec2 describe-instance-types --output json`"
             f" ({type(error).__name__}: {error})"
