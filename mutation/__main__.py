@@ -6,8 +6,10 @@ cosmic-ray session over the target's modules, optionally keep a random sample of
 mutants (the rest are marked skipped, and the report says so), run each mutant against the
 target's tests (``pytest -x``, the copy first on ``PYTHONPATH`` so the mutated file is the
 one imported), and write ``DIR/report.json`` and ``DIR/report.md``: per target, mutants
-run, killed (a failing test or a timeout), survived, and the kill rate; the survivors with
-their diff, to be killed by a test or explained as equivalent.
+run, killed (a failing test or a timeout), survived, equivalent, and the kill rate; the
+survivors with their diff, to be killed by a test or stated equivalent in ``EQUIVALENTS``
+(with the reason): a survivor stated there is reported as equivalent, not survived, and is
+left out of the kill rate.
 """
 
 from __future__ import annotations
@@ -95,6 +97,38 @@ TARGETS: dict[str, Target] = {
         (f"{LAYER}/model/deadline.py",),
         ("tests/unit/model/test_deadline.py", "tests/integration/flow/test_faults.py"),
     ),
+    # How old a notice may be before it is no longer obeyed as sent: the pure rule first,
+    # then the pipeline's use of it through the emulator.
+    "staleness": Target(
+        (f"{LAYER}/decide/staleness.py",),
+        (
+            "tests/unit/decide/test_staleness.py",
+            "tests/integration/flow/test_stale_notices.py",
+            "tests/integration/flow/test_clock_skew.py",
+        ),
+    ),
+    # A NodePool's usage summed as Karpenter's cluster state sums it, for spec.limits.
+    "pool_usage": Target(
+        (f"{LAYER}/karpenter/pool_usage.py",),
+        (
+            "tests/unit/karpenter/test_pool_usage.py",
+            "tests/integration/flow/test_replacement_limits.py",
+        ),
+    ),
+    # lifeboat convert's logic: the pool and class it writes, names, labels, mixed groups'
+    # Spot share and AMIs, capacities; unit tests only (fast). The readers (settings.py,
+    # nodes.py, aws.py) and the command are left to the integration tests (moto, emulator).
+    "convert": Target(
+        tuple(
+            f"local/lifeboat_local/convert/{m}.py"
+            for m in ("render", "names", "labels", "mixed", "capacity")
+        ),
+        (
+            "tests/unit/local/convert/test_render.py",
+            "tests/unit/local/convert/test_names_labels.py",
+            "tests/unit/local/convert/test_mixed_capacity.py",
+        ),
+    ),
     # Planned rotation: the pure plan, the rollback, the commands' wire format first (unit
     # tests, fast), then the looks and the runner through the emulator.
     "rotation": Target(
@@ -124,6 +158,50 @@ TARGETS: dict[str, Target] = {
 }
 
 
+@dataclass(frozen=True)
+class Equivalent:
+    """A mutant stated equivalent: no test can tell it from the code, for ``reason``. It is
+    found by what it changes, not by where: the ``module``, cosmic-ray's ``operator``, and
+    the text of the source ``line`` it starts on (stripped), so the statement follows the
+    line when code above it moves and lapses when the line itself changes. ``text`` (the
+    mutated span's original text) picks one of several mutants of one operator on a line."""
+
+    module: str
+    operator: str
+    line: str
+    reason: str
+    text: str | None = None
+
+
+_STALENESS = f"{LAYER}/decide/staleness.py"
+
+# Only "unsupported" sorts after "state-change" among the kinds (StrEnum values), and
+# staleness is never asked about an unsupported notice: it carries an ignore reason, which
+# triage answers first (pipeline._handle), and it is not involuntary
+# (pipeline._taint_before_ledger); nor does it name an instance or carry a deadline.
+_ONLY_UNSUPPORTED_SORTS_AFTER = (
+    "compared as strings, only the unsupported kind sorts after {kind} among the kinds not"
+    " answered above, and staleness is never asked about an unsupported notice: triage"
+    " ignores it first (its ignore reason), and it is not involuntary"
+)
+
+EQUIVALENTS: tuple[Equivalent, ...] = (
+    Equivalent(
+        _STALENESS,
+        "core/ReplaceComparisonOperator_Is_GtE",
+        "if notice.kind is Kind.STATE_CHANGE:",
+        _ONLY_UNSUPPORTED_SORTS_AFTER.format(kind="'state-change'"),
+    ),
+    Equivalent(
+        _STALENESS,
+        "core/ReplaceComparisonOperator_Is_GtE",
+        "if notice.kind is Kind.SCHEDULED_CHANGE and notice.deadline is not None:",
+        _ONLY_UNSUPPORTED_SORTS_AFTER.format(kind="'scheduled-change'")
+        + " (spot-interruption and state-change, which sort after it too, are answered above)",
+    ),
+)
+
+
 @dataclass
 class Tally:
     target: str
@@ -133,8 +211,11 @@ class Tally:
     survived: int = 0
     incompetent: int = 0
     # In annotations, never evaluated: not run, not counted in the rate.
+    in_annotations: int = 0
+    # Run, survived, and stated equivalent in EQUIVALENTS: not counted in the rate either.
     equivalent: int = 0
     survivors: list[dict[str, Any]] = field(default_factory=list)
+    equivalents: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def rate(self) -> float | None:
@@ -263,7 +344,27 @@ def sample(session: Path, keep: int, rng: random.Random) -> None:
         db.set_multiple_results(sorted(dropped), skipped)
 
 
-def tally(name: str, session: Path) -> Tally:
+def stated_equivalent(
+    mutation: Any, tree: Path, equivalents: tuple[Equivalent, ...] = EQUIVALENTS
+) -> Equivalent | None:
+    """The entry of ``equivalents`` that states this mutant equivalent, if any."""
+    module = str(mutation.module_path)
+    candidates = [e for e in equivalents if e.module == module]
+    if not candidates:
+        return None
+    lines = (tree / module).read_text(encoding="utf-8").splitlines()
+    (row, col), (end_row, end_col) = mutation.start_pos, mutation.end_pos
+    line = lines[row - 1] if 0 < row <= len(lines) else ""
+    text = line[col:end_col] if row == end_row else None
+    for e in candidates:
+        if e.operator != mutation.operator_name or e.line != line.strip():
+            continue
+        if e.text is None or e.text == text:
+            return e
+    return None
+
+
+def tally(name: str, session: Path, tree: Path) -> Tally:
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import TestOutcome, WorkerOutcome
 
@@ -272,7 +373,7 @@ def tally(name: str, session: Path) -> Tally:
         for item, result in db.completed_work_items:
             counts.total += 1
             if result.worker_outcome == WorkerOutcome.SKIPPED:
-                counts.equivalent += result.output == EQUIVALENT
+                counts.in_annotations += result.output == EQUIVALENT
                 continue
             counts.run += 1
             if result.test_outcome == TestOutcome.INCOMPETENT:
@@ -280,36 +381,44 @@ def tally(name: str, session: Path) -> Tally:
             elif result.is_killed:
                 counts.killed += 1
             else:
-                counts.survived += 1
                 [mutation] = item.mutations
-                counts.survivors.append(
-                    {
-                        "module": str(mutation.module_path),
-                        "line": mutation.start_pos[0],
-                        "operator": mutation.operator_name,
-                        "diff": result.diff,
-                    }
-                )
+                found = {
+                    "module": str(mutation.module_path),
+                    "line": mutation.start_pos[0],
+                    "operator": mutation.operator_name,
+                    "diff": result.diff,
+                }
+                stated = stated_equivalent(mutation, tree)
+                if stated is None:
+                    counts.survived += 1
+                    counts.survivors.append(found)
+                else:
+                    counts.equivalent += 1
+                    counts.equivalents.append({**found, "reason": stated.reason})
         counts.total += db.num_work_items - counts.total  # pending ones (an interrupted run)
     return counts
 
 
 def markdown(tallies: list[Tally], sampled: int | None) -> str:
     lines = [
-        "| target | mutants | in annotations | run | killed | survived | kill rate |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| target | mutants | in annotations | run | killed | survived | equivalent | kill rate |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for t in tallies:
         rate = "-" if t.rate is None else f"{t.rate:.0%}"
         lines.append(
-            f"| {t.target} | {t.total} | {t.equivalent} | {t.run} | {t.killed} | {t.survived}"
-            f" | {rate} |"
+            f"| {t.target} | {t.total} | {t.in_annotations} | {t.run} | {t.killed}"
+            f" | {t.survived} | {t.equivalent} | {rate} |"
         )
     if sampled:
         lines.append(f"\n(a random sample of at most {sampled} mutants per target was run)")
     for t in tallies:
         for s in t.survivors:
             lines += [f"\n{s['module']}:{s['line']} ({s['operator']})", "```diff", s["diff"], "```"]
+    for t in tallies:
+        for e in t.equivalents:
+            where = f"{e['module']}:{e['line']} ({e['operator']})"
+            lines.append(f"\nequivalent: {where}: {e['reason']}")
     return "\n".join(lines) + "\n"
 
 
@@ -339,7 +448,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.sample:
             sample(session, args.sample, rng)
         cosmic_ray("exec", str(config), str(session), tree=tree)
-        tallies.append(tally(name, session))
+        tallies.append(tally(name, session, tree))
         print(markdown(tallies[-1:], None).splitlines()[2], flush=True)
     report = {"sample": args.sample, "seed": args.seed, "targets": [asdict(t) for t in tallies]}
     (workdir / "report.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
