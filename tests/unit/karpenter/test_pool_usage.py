@@ -7,7 +7,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from lifeboat.karpenter.pool_usage import pool_usage
+from lifeboat.karpenter.pool_usage import pool_usage, uncounted
 from lifeboat.karpenter.replacement import nodepool_not_ready, replacement_blocker
 
 Obj = dict[str, Any]
@@ -56,6 +56,26 @@ def test_usage_sums_state_nodes_as_karpenters_cluster_state() -> None:
     assert usage["cpu"] == Fraction(4 + 2 + 1 + 16)
     assert usage["nodes"] == 4
     assert usage["memory"] == 2 * 8 * 2**30  # claims i-2 and the launching one
+
+
+def test_a_pool_is_uncounted_only_with_limits_and_no_status_resources() -> None:
+    """``uncounted``: Karpenter's ``nodepool.counter`` controller
+    (pkg/controllers/nodepool/counter, ``Reconcile``) writes ``status.resources`` as
+    ``lo.Assign(BaseResources, cluster.NodePoolResourcesFor(pool))`` on every managed pool, so a
+    pool with that field was counted (even at all zeros) and an involuntary notice need not
+    list the pool's Nodes and NodeClaims; only a pool with ``spec.limits`` and no such field
+    (a hand-written cluster file, a pool the counter has not reached) must be summed here. A
+    pool without limits needs no usage at all (``Limits.ExceededBy`` of nothing is false)."""
+    limits = {"limits": {"cpu": "10"}}
+    counted = {"resources": {"cpu": "0", "memory": "0", "pods": "0", "nodes": "0"}}
+    assert uncounted({"spec": limits})
+    assert uncounted({"spec": limits, "status": None})
+    assert uncounted({"spec": limits, "status": {"conditions": []}})
+    assert not uncounted({"spec": limits, "status": counted})
+    assert not uncounted({"spec": limits, "status": {"resources": {}}})
+    assert not uncounted({"spec": {}})
+    assert not uncounted({"spec": {"limits": {}}, "status": {}})
+    assert not uncounted({"spec": {}, "status": counted})
 
 
 def test_limits_use_the_counted_usage_over_status() -> None:
