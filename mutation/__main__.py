@@ -155,6 +155,16 @@ TARGETS: dict[str, Target] = {
             "tests/integration/rotation/test_rotation.py",
         ),
     ),
+    # The rollback alone (also in "rotation"), small enough to run whole: the restore
+    # against a scripted API first, then rollbacks through the emulator.
+    "rollback": Target(
+        (f"{LAYER}/rotation/rollback.py",),
+        (
+            "tests/unit/rotation/test_rotation_restore.py",
+            "tests/integration/rotation/test_rotation_rollback_own.py",
+            "tests/integration/rotation/test_rotation_rollback.py",
+        ),
+    ),
 }
 
 
@@ -185,7 +195,16 @@ _ONLY_UNSUPPORTED_SORTS_AFTER = (
     " ignores it first (its ignore reason), and it is not involuntary"
 )
 
+_ENUM_SINGLETONS = "`is` -> `==` on an enum member: CPython's enum members are singletons"
+
 EQUIVALENTS: tuple[Equivalent, ...] = (
+    *(
+        Equivalent(_STALENESS, "core/ReplaceComparisonOperator_Is_Eq", line, _ENUM_SINGLETONS)
+        for line in (
+            "if notice.kind is Kind.STATE_CHANGE:",
+            "if notice.kind is Kind.SCHEDULED_CHANGE and notice.deadline is not None:",
+        )
+    ),
     Equivalent(
         _STALENESS,
         "core/ReplaceComparisonOperator_Is_GtE",

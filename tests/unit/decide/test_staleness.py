@@ -4,6 +4,7 @@ fresh), and what the reason tells an operator. Pure: the clock is an argument.""
 
 from __future__ import annotations
 
+from dataclasses import FrozenInstanceError
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -136,3 +137,13 @@ def test_a_late_seconds_count_is_whole_seconds() -> None:
     now = DEADLINE + LIMIT + timedelta(seconds=1, microseconds=900_000)
     stale = staleness(notice, None, Settings(), now)
     assert stale is not None and stale.reason.startswith("601s past")
+
+
+def test_a_verdict_cannot_be_changed_once_given() -> None:
+    """The pipeline hands the same verdict to ``decide`` and to the report: frozen, so
+    neither can alter what the other reads (and it can key a set or a dict)."""
+    stale = staleness(_notice(Kind.SPOT_INTERRUPTION), None, Settings(), DEADLINE + 2 * LIMIT)
+    assert stale is not None
+    with pytest.raises(FrozenInstanceError):
+        stale.nothing_going = True  # type: ignore[misc]
+    assert {stale} == {Stale(stale.reason)}
