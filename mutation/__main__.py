@@ -198,6 +198,13 @@ _ONLY_UNSUPPORTED_SORTS_AFTER = (
 _ENUM_SINGLETONS = "`is` -> `==` on an enum member: CPython's enum members are singletons"
 
 EQUIVALENTS: tuple[Equivalent, ...] = (
+    Equivalent(
+        "local/lifeboat_local/convert/mixed.py",
+        "core/ReplaceComparisonOperator_NotEq_IsNot",
+        "if arch in by_arch and by_arch[arch] != ami:",
+        "the AMIs are a dict's keys, each seen once: an AMI already recorded for the"
+        " architecture is always another id, so `!=` and `is not` both hold",
+    ),
     *(
         Equivalent(_STALENESS, "core/ReplaceComparisonOperator_Is_Eq", line, _ENUM_SINGLETONS)
         for line in (

@@ -54,6 +54,12 @@ def test_limits_are_the_groups_maximum_times_its_largest_type() -> None:
     assert odd["spec"]["limits"] == {"cpu": "3", "memory": "4500Mi"}
 
 
+def test_limits_of_a_large_group_in_whole_gibibytes() -> None:
+    """100 nodes of 192 GiB: 19200Gi, as the API server reads it (not rounded off)."""
+    pool = node_pool(_group(instance_types=["g4dn.12xlarge"], max_size=100), CAPACITIES)
+    assert pool["spec"]["limits"] == {"cpu": "4800", "memory": "19200Gi"}
+
+
 def test_requirements_say_types_capacity_type_arches_and_sorted_zones() -> None:
     group = _group(
         instance_types=["m5.large", "c6g.large"],
@@ -250,6 +256,14 @@ def test_the_root_volume_first_encrypted_unless_the_group_said_not() -> None:
     io1 = node_class(_group(root_volume=RootVolume(20, "io1", iops=100)))["spec"]
     assert io1["blockDeviceMappings"][0]["ebs"]["iops"] == 100
     assert "blockDeviceMappings" not in node_class(_group())["spec"]
+
+
+def test_the_root_volume_comes_first_and_the_data_volumes_in_the_templates_order() -> None:
+    data = [RootVolume(50, device_name="/dev/xvdb"), RootVolume(60, device_name="/dev/xvdc")]
+    group = _group(root_volume=RootVolume(20), more_volumes=data)
+    mappings = node_class(group)["spec"]["blockDeviceMappings"]
+    assert [m["deviceName"] for m in mappings] == ["/dev/xvda", "/dev/xvdb", "/dev/xvdc"]
+    assert [m.get("rootVolume", False) for m in mappings] == [True, False, False]
 
 
 def test_metadata_options_are_carried_when_the_template_has_them() -> None:
