@@ -124,7 +124,35 @@ def test_other_errors_and_a_conflict_on_every_attempt_are_reported() -> None:
     assert not undone and note.startswith("not undone: ") and api.patches == ["Node/n-1"]
     api = Api([node()], refuse=[409, 409, 409])
     undone, note = run(api)
-    assert not undone and note.startswith("not undone: ") and len(api.patches) == 3
+    assert not undone and len(api.patches) == 3
+    # The last attempt's refusal is what the operator is told (the API server's status and
+    # reason), not a vaguer word.
+    assert note == f"not undone: {KubeError(409, 'refused')}"
+
+
+class Vanishing(Api):
+    """The node is deleted (Karpenter or an operator) right after ``gone_after`` node patches."""
+
+    def __init__(self, objects: list[dict[str, Any]], gone_after: int, **more: Any) -> None:
+        super().__init__(objects, **more)
+        self.gone_after = gone_after
+
+    def _patch(self, kind: str, name: str, operations: list[dict[str, Any]]) -> dict[str, Any]:
+        try:
+            return super()._patch(kind, name, operations)
+        finally:
+            if kind == "Node" and len(self.patches) == self.gone_after:
+                self.objects.pop(("Node", name), None)
+
+
+def test_a_node_deleted_while_its_marks_are_undone_is_reported_gone() -> None:
+    """A conflict, then the fresh read finds no node; or the hand-over cancelled, then the
+    node gone: never reported as returned to service."""
+    api = Vanishing([node()], gone_after=1, refuse=[409])
+    assert run(api) == (False, "not undone: the node is gone")
+    held = node(**{nodes.DO_NOT_DISRUPT: "true", PROTECTED_ANNOTATION: "true"})
+    api = Vanishing([held, claim("c-1")], gone_after=1)
+    assert run(api, "c-1") == (False, "not undone: the node is gone")
 
 
 def test_a_pending_hand_over_is_cancelled_before_the_node_returns() -> None:
