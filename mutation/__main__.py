@@ -199,6 +199,12 @@ _ENUM_SINGLETONS = "`is` -> `==` on an enum member: CPython's enum members are s
 
 EQUIVALENTS: tuple[Equivalent, ...] = (
     Equivalent(
+        f"{LAYER}/rotation/rollback.py",
+        "core/ReplaceBinaryOperator_Sub_BitXor",
+        "if error.status not in (409, 422) or attempt == PATCH_ATTEMPTS - 1:",
+        "PATCH_ATTEMPTS is the constant 3, and 3 ^ 1 == 3 - 1",
+    ),
+    Equivalent(
         "local/lifeboat_local/convert/mixed.py",
         "core/ReplaceComparisonOperator_NotEq_IsNot",
         "if arch in by_arch and by_arch[arch] != ami:",
