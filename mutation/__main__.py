@@ -195,14 +195,26 @@ _ONLY_UNSUPPORTED_SORTS_AFTER = (
     " ignores it first (its ignore reason), and it is not involuntary"
 )
 
+_LAST_ATTEMPT = "if error.status not in (409, 422) or attempt == PATCH_ATTEMPTS - 1:"
 _ENUM_SINGLETONS = "`is` -> `==` on an enum member: CPython's enum members are singletons"
 
 EQUIVALENTS: tuple[Equivalent, ...] = (
+    *(
+        Equivalent(f"{LAYER}/rotation/rollback.py", operator, _LAST_ATTEMPT, reason)
+        for operator, reason in (
+            ("core/ReplaceBinaryOperator_Sub_BitXor", "PATCH_ATTEMPTS is 3, and 3 ^ 1 == 3 - 1"),
+            (
+                "core/ReplaceComparisonOperator_Eq_GtE",
+                "attempt runs over range(PATCH_ATTEMPTS): none is above the last",
+            ),
+            ("core/ReplaceComparisonOperator_Eq_Is", "CPython's small integers are singletons"),
+        )
+    ),
     Equivalent(
         f"{LAYER}/rotation/rollback.py",
-        "core/ReplaceBinaryOperator_Sub_BitXor",
-        "if error.status not in (409, 422) or attempt == PATCH_ATTEMPTS - 1:",
-        "PATCH_ATTEMPTS is the constant 3, and 3 ^ 1 == 3 - 1",
+        "core/ReplaceFalseWithTrue",
+        'return Restored(name, False, "not undone: the node kept changing")  # pragma: no cover',
+        "unreachable: the loop's last attempt returns, whatever the patch's answer",
     ),
     Equivalent(
         "local/lifeboat_local/convert/mixed.py",
