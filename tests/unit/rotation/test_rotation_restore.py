@@ -7,6 +7,7 @@ first, and a node it cannot be cancelled for is reported as not restorable."""
 from __future__ import annotations
 
 import copy
+from dataclasses import FrozenInstanceError
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -153,6 +154,14 @@ def test_a_node_deleted_while_its_marks_are_undone_is_reported_gone() -> None:
     held = node(**{nodes.DO_NOT_DISRUPT: "true", PROTECTED_ANNOTATION: "true"})
     api = Vanishing([held, claim("c-1")], gone_after=1)
     assert run(api, "c-1") == (False, "not undone: the node is gone")
+
+
+def test_a_result_cannot_be_changed_once_given() -> None:
+    """The runner turns each result into the change it records and reports (restored or
+    not, with its note): frozen, so nothing between the two can alter what is said."""
+    [result] = restore(cast(KubeApi, Api([node()])), rotation(), ["n-1"])
+    with pytest.raises(FrozenInstanceError):
+        result.undone = False  # type: ignore[misc]
 
 
 def test_a_pending_hand_over_is_cancelled_before_the_node_returns() -> None:
