@@ -199,6 +199,12 @@ _LAST_ATTEMPT = "if error.status not in (409, 422) or attempt == PATCH_ATTEMPTS 
 _ENUM_SINGLETONS = "`is` -> `==` on an enum member: CPython's enum members are singletons"
 
 EQUIVALENTS: tuple[Equivalent, ...] = (
+    Equivalent(
+        "local/lifeboat_local/convert/render.py",
+        "core/ReplaceTrueWithFalse",
+        "for obj, resource in zip(objects, (NODEPOOLS, EC2NODECLASSES), strict=True):",
+        "both sequences are written out two long just above: strict never has anything to catch",
+    ),
     *(
         Equivalent(f"{LAYER}/rotation/rollback.py", operator, _LAST_ATTEMPT, reason)
         for operator, reason in (
