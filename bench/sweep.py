@@ -29,13 +29,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 from lifeboat.aws.sweep import Ec2InstanceStatuses, sweep_request
-from lifeboat.events.notice import Kind
 from lifeboat.flow.pipeline import ClusterClients, Pipeline
 from lifeboat.flow.split import NOTICES_PER_MESSAGE, split
 from lifeboat.flow.sweep_triage import Sorted
 from lifeboat.marks import node_marks
 from lifeboat.marks.maintenance_holds import HOLDS_ANNOTATION
 from lifeboat.model.instances import Ec2InstanceDirectory
+from lifeboat.model.notice import Kind
 from lifeboat.model.settings import Settings
 from lifeboat.wakeup.codec import encode
 

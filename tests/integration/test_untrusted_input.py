@@ -299,7 +299,7 @@ HOOK: dict[str, Any] = {
 
 def test_a_forged_drain_of_an_unmanaged_instance_evicts_nothing() -> None:
     """The instance lacks the managed tag: as an AWS event for it would be, ignored."""
-    from lifeboat.events.notice import LifecycleHook
+    from lifeboat.model.notice import LifecycleHook
 
     with Emulator(copy.deepcopy(OBJECTS)) as emu:
         lifeboat, lifecycle = guarded(emu, GROUP_NODE)
@@ -319,7 +319,7 @@ def test_a_forged_drain_of_an_unmanaged_instance_evicts_nothing() -> None:
 def test_a_lifecycle_hook_of_another_group_is_never_completed() -> None:
     """A drain follow-up, or an AWS lifecycle event, naming an Auto Scaling group the
     instance is not in (EC2's aws:autoscaling:groupName tag says which it is)."""
-    from lifeboat.events.notice import LifecycleHook
+    from lifeboat.model.notice import LifecycleHook
 
     managed = InstanceInfo(**{**GROUP_NODE.__dict__, "tags": {MANAGED: "true"}})
     other = {**HOOK, "auto_scaling_group": "payments-workers"}

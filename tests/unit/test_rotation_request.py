@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from lifeboat.events.notice import MalformedMessage
+from lifeboat.model.notice import MalformedMessage
 from lifeboat.rotation.messages import is_rotation_event
 from lifeboat.rotation.request import (
     DETAIL_TYPES,

@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from lifeboat.events.instance_status import FILTER_SETS
-from lifeboat.events.notice import Kind, Notice
+from lifeboat.model.notice import Kind, Notice
 from lifeboat.model.settings import Settings
 
 SOURCE = "lifeboat.aws.sweep"

@@ -33,9 +33,9 @@ from lifeboat.events.base import MAX_REASON, malformed
 from lifeboat.events.capacity_block import is_reservations_response, read_reservations
 from lifeboat.events.envelope import EventBridgeEvent, Form, load_body, unwrap
 from lifeboat.events.instance_status import is_status_response, read_response
-from lifeboat.events.notice import Kind, LifecycleHook, MalformedMessage, Notice
 from lifeboat.events.registry import Parser
 from lifeboat.model.instants import as_utc
+from lifeboat.model.notice import Kind, LifecycleHook, MalformedMessage, Notice
 
 __all__ = [
     "MAX_REASON",

@@ -40,8 +40,8 @@ from typing import Any
 from lifeboat.events.base import MAX_REASON, Fields, clip
 from lifeboat.events.envelope import EventBridgeEvent
 from lifeboat.events.instance_status import parse_time
-from lifeboat.events.notice import Kind, Notice
 from lifeboat.model.instants import format_instant
+from lifeboat.model.notice import Kind, Notice
 
 # EC2 sends the warning 40 minutes before the end and starts terminating 30 minutes before.
 WARNING_LEAD = timedelta(minutes=40)

@@ -29,7 +29,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from lifeboat.events.base import Fields, join_path, known_id, malformed, quote, shift
-from lifeboat.events.notice import Kind, Notice
+from lifeboat.model.notice import Kind, Notice
 
 if TYPE_CHECKING:
     from lifeboat.events.models import M

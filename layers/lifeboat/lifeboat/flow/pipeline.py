@@ -43,7 +43,6 @@ from lifeboat.events import parse_message, parse_statuses
 from lifeboat.events.capacity_block import read_reservations, unread_reservations
 from lifeboat.events.envelope import load_body
 from lifeboat.events.instance_status import read_response
-from lifeboat.events.notice import Kind, MalformedMessage, Notice
 from lifeboat.flow.act import Actor, ActResult, LifecycleActions
 from lifeboat.flow.handover_sweep import Swept, orphaned
 from lifeboat.flow.lanes import lanes as message_lanes
@@ -59,6 +58,7 @@ from lifeboat.marks import node_marks
 from lifeboat.model.deadline import INVOCATION_RESERVE, is_near, retry_window
 from lifeboat.model.instances import InstanceDirectory, InstanceInfo, ReservationDirectory
 from lifeboat.model.ledger import Ledger
+from lifeboat.model.notice import Kind, MalformedMessage, Notice
 from lifeboat.model.report import Outcome, Report, decision_report
 from lifeboat.model.settings import Settings
 from lifeboat.model.target import Target

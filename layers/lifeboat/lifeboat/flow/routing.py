@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from lifeboat.errors import RetryLater
-from lifeboat.events.notice import Notice
 from lifeboat.model.instances import InstanceInfo
+from lifeboat.model.notice import Notice
 from lifeboat.model.report import Outcome
 from lifeboat.model.settings import Settings
 from lifeboat.wakeup.codec import Task, Wakeup

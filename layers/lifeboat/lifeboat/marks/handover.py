@@ -32,9 +32,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from lifeboat.kube import nodes
-from lifeboat.kube.objects import Obj
 from lifeboat.marks import node_marks
 from lifeboat.marks.node_patches import release_operations
+from lifeboat.model.objects import Obj
 
 AT_ONCE = "at-once"
 WHEN_READY = "when-ready"

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from lifeboat.events.notice import Kind, Notice
 from lifeboat.model.instants import format_instant
+from lifeboat.model.notice import Kind, Notice
 from lifeboat.model.outcome import Outcome as Outcome  # importable from here, as it always was
 
 if TYPE_CHECKING:  # the report only reads a Decision (decide builds on lifeboat.model.outcome)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from lifeboat.errors import InvalidInput
-from lifeboat.events.notice import Kind
+from lifeboat.model.notice import Kind
 
 # PreferNoSchedule is not offered: it is the effect of the mark a deferred node gets, and a
 # node Lifeboat acted on must be told apart from one that only waits.

@@ -26,9 +26,9 @@ from datetime import datetime
 from functools import partial
 
 from lifeboat.decide import Decision, Step
-from lifeboat.events.notice import Kind, Notice
 from lifeboat.flow.act import Actor
 from lifeboat.kube.client import KubeApi
+from lifeboat.model.notice import Kind, Notice
 from lifeboat.model.report import Outcome, Report
 from lifeboat.model.settings import Settings
 from lifeboat.model.target import Target

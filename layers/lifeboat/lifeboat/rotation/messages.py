@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
-from lifeboat.events.notice import Kind
+from lifeboat.model.notice import Kind
 from lifeboat.wakeup.codec import Task, Wakeup
 
 SOURCE = "lifeboat"

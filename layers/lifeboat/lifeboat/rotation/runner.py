@@ -26,10 +26,10 @@ from datetime import datetime
 from typing import Protocol
 
 from lifeboat.errors import BrokenInvariant
-from lifeboat.events.notice import Kind, Notice
 from lifeboat.flow.routing import foreign_origin
 from lifeboat.kube.client import KubeApi
 from lifeboat.model.ledger import Ledger
+from lifeboat.model.notice import Kind, Notice
 from lifeboat.model.report import Outcome, Report
 from lifeboat.model.settings import Settings
 from lifeboat.rotation import observe, plan, rollback, store

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from lifeboat.events.base import malformed
-from lifeboat.events.notice import Kind
+from lifeboat.model.notice import Kind
 
 # The wake-up itself lives in lifeboat.wakeup.model, which the wire format
 # (lifeboat.wakeup.format) builds too; its names are importable from here as they always were.
