@@ -33,7 +33,6 @@ from lifeboat.marks import node_marks
 from lifeboat.marks.handover import (
     PATIENCE,
     SWEEP_GRACE,
-    WHEN_READY,
     Record,
     give_back_operations,
     hold_operations,
@@ -51,7 +50,7 @@ from lifeboat.marks.node_patches import (
 )
 from lifeboat.model.notice import Kind, LifecycleHook, Notice
 from lifeboat.model.objects import Obj
-from lifeboat.model.settings import Settings
+from lifeboat.model.settings import WHEN_READY, Settings
 from lifeboat.model.target import ClaimRef, Target
 from lifeboat.wakeup.codec import Task, Wakeup, encode
 

@@ -30,6 +30,7 @@ from lifeboat.aws.sweep import (
 from lifeboat.decide import Decision, Step, decide, follow_ups
 from lifeboat.decide.followups import decide_again_at
 from lifeboat.decide.notice import replacement_refused
+from lifeboat.decide.origin import foreign_origin
 from lifeboat.decide.staleness import Stale, staleness
 from lifeboat.decide.wakeups import (
     check_old_claim,
@@ -44,10 +45,11 @@ from lifeboat.events.capacity_block import read_reservations, unread_reservation
 from lifeboat.events.envelope import load_body
 from lifeboat.events.instance_status import read_response
 from lifeboat.flow.act import Actor, ActResult, LifecycleActions
+from lifeboat.flow.decision_report import decision_report
 from lifeboat.flow.handover_sweep import Swept, orphaned
 from lifeboat.flow.lanes import lanes as message_lanes
 from lifeboat.flow.resolve import Resolver
-from lifeboat.flow.routing import Triage, foreign_origin, triage, triage_follow_up
+from lifeboat.flow.routing import Triage, triage, triage_follow_up
 from lifeboat.flow.split import expand, remainders, split
 from lifeboat.flow.sweep_holds import ClusterHolds, listed_events, listing_failed, look_at, relisted
 from lifeboat.flow.sweep_triage import Sorted, sort_out
@@ -59,7 +61,7 @@ from lifeboat.model.deadline import INVOCATION_RESERVE, is_near, retry_window
 from lifeboat.model.instances import InstanceDirectory, InstanceInfo, ReservationDirectory
 from lifeboat.model.ledger import Ledger
 from lifeboat.model.notice import Kind, MalformedMessage, Notice
-from lifeboat.model.report import Outcome, Report, decision_report
+from lifeboat.model.report import Outcome, Report
 from lifeboat.model.settings import Settings
 from lifeboat.model.target import Target
 from lifeboat.rotation.messages import concerns as rotation_concerns
@@ -885,6 +887,7 @@ class Pipeline:
             nodes=_RotationNodes(
                 batch,
                 self.directory,
+                self.settings,
                 handle=partial(self._handle, batch),
                 wake=partial(self._wake, batch),
             ),
@@ -902,6 +905,7 @@ class _RotationNodes:
 
     batch: _Batch
     directory: InstanceDirectory
+    settings: Settings
     handle: Callable[[Notice], Report]
     wake: Callable[[Wakeup], Report]
 
@@ -911,6 +915,12 @@ class _RotationNodes:
         if wanted:  # one DescribeInstances for the nodes a look starts
             infos.update(self.directory.describe(wanted))
         return [self.handle(notice) for notice in notices]
+
+    def let_go(
+        self, kube: KubeApi, notice: Notice, target: Target, decision: Decision, now: datetime
+    ) -> None:
+        """A node the rotation lets go: only its waiting mark is cleared, at ``now``."""
+        Actor(kube, self.settings, None, clock=lambda: now).carry_out(notice, target, decision)
 
 
 # The reports of the message being handled, gathered as its work is done (``Pipeline._one``):

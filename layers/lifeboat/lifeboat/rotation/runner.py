@@ -25,13 +25,15 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Protocol
 
+from lifeboat.decide import Decision
+from lifeboat.decide.origin import foreign_origin
 from lifeboat.errors import BrokenInvariant
-from lifeboat.flow.routing import foreign_origin
 from lifeboat.kube.client import KubeApi
 from lifeboat.model.ledger import Ledger
 from lifeboat.model.notice import Kind, Notice
 from lifeboat.model.report import Outcome, Report
 from lifeboat.model.settings import Settings
+from lifeboat.model.target import Target
 from lifeboat.rotation import observe, plan, rollback, store
 from lifeboat.rotation.look import (
     Context,
@@ -56,6 +58,12 @@ class NodeHandling(Protocol):
 
     def wake(self, wakeup: Wakeup) -> Report:
         """A node's wake-up (a deferred decision, a held-back drain), as any wake-up."""
+        ...
+
+    def let_go(
+        self, kube: KubeApi, notice: Notice, target: Target, decision: Decision, now: datetime
+    ) -> None:
+        """Carry out ``decision`` (a node let go: its waiting mark cleared) at ``now``."""
         ...
 
 
@@ -381,6 +389,7 @@ class RotationRunner:
             settings=self._settings,
             now=self._clock(),
             handle=self._nodes.decide,
+            let_go=self._nodes.let_go,
             wakeups=None if self._settings.dry_run else self._wakeups,
             cluster=cluster,
             describe=self._describe,
