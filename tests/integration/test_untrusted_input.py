@@ -97,15 +97,14 @@ def test_a_body_that_breaks_parsing_unexpectedly_fails_alone(
 ) -> None:
     """A bug in a parser (not bad input) fails only its own message."""
     import lifeboat.flow.pipeline as module
-
-    real = parse_message  # the function pipeline imported, which this test replaces there
+    from lifeboat.events import parse_unwrapped as real  # the pipeline's, replaced there
 
     def broken(message: Any, **kwargs: Any) -> Any:
-        if message.get("detail-type") == "EC2 Instance Rebalance Recommendation":
+        if message.payload.get("detail-type") == "EC2 Instance Rebalance Recommendation":
             raise RuntimeError("a bug")
         return real(message, **kwargs)
 
-    monkeypatch.setattr(module, "parse_message", broken)
+    monkeypatch.setattr(module, "parse_unwrapped", broken)
     with Emulator(copy.deepcopy(OBJECTS)) as emu:
         response = handle_batch(batch(REBALANCE, SPOT), None, pipeline(emu))
         assert response["batchItemFailures"] == [{"itemIdentifier": "m-0"}]

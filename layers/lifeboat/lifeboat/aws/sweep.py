@@ -39,11 +39,6 @@ PAGE_SIZE = 1000
 IDS_PER_CALL = 100
 
 
-def is_sweep_request(message: dict[str, Any]) -> bool:
-    """Whether a message asks for a sweep (what the schedule sends)."""
-    return message.get("source") == SOURCE and message.get("detail-type") == DETAIL_TYPE
-
-
 def sweep_request(request_id: str, time: str, schedule_arn: str | None = None) -> dict[str, Any]:
     """The message the schedule sends (its ``Input``, with Scheduler's context attributes
     ``<aws.scheduler.execution-id>``, ``<aws.scheduler.scheduled-time>`` and

@@ -172,12 +172,6 @@ def for_instances(notice: Notice, instance_ids: list[str]) -> list[Notice]:
 # --- DescribeCapacityReservations (the sweep) --------------------------------------------
 
 
-def is_reservations_response(payload: dict[str, Any]) -> bool:
-    """Whether a message body is a ``DescribeCapacityReservations`` response (a file of one,
-    replayed as the sweep would read it)."""
-    return "CapacityReservations" in payload and "source" not in payload
-
-
 def read_reservations(payload: dict[str, Any], *, now: datetime) -> list[Notice]:
     """The Capacity Blocks of a ``DescribeCapacityReservations`` response that are ending:
     ``ReservationType`` ``capacity-block``, ``State`` ``active``, ``EndDate`` after ``now``

@@ -21,12 +21,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from lifeboat.aws.capacity_blocks import CapacityReservations, find_instances
-from lifeboat.aws.sweep import (
-    InstanceStatuses,
-    is_sweep_request,
-    sweep_request_problem,
-    too_recently_impaired,
-)
+from lifeboat.aws.sweep import InstanceStatuses, sweep_request_problem, too_recently_impaired
 from lifeboat.decide import Decision, Step, decide, follow_ups
 from lifeboat.decide.followups import decide_again_at
 from lifeboat.decide.notice import replacement_refused
@@ -40,11 +35,17 @@ from lifeboat.decide.wakeups import (
     release_cordon,
 )
 from lifeboat.errors import BrokenInvariant, RetryLater
-from lifeboat.events import parse_message, parse_statuses
+from lifeboat.events import (
+    RESERVATIONS_ON_QUEUE,
+    STATUS_ON_QUEUE,
+    parse_statuses,
+    parse_unwrapped,
+)
+from lifeboat.events.base import malformed
 from lifeboat.events.capacity_block import read_reservations, unread_reservations
-from lifeboat.events.envelope import load_body
 from lifeboat.events.instance_status import read_response
 from lifeboat.flow.act import Actor, ActResult, LifecycleActions
+from lifeboat.flow.classify import Body, MessageKind, classify, for_rotation
 from lifeboat.flow.decision_report import decision_report
 from lifeboat.flow.handover_sweep import Swept, orphaned
 from lifeboat.flow.lanes import lanes as message_lanes
@@ -64,16 +65,12 @@ from lifeboat.model.notice import Kind, MalformedMessage, Notice
 from lifeboat.model.report import Outcome, Report
 from lifeboat.model.settings import Settings
 from lifeboat.model.target import Target
-from lifeboat.rotation.messages import concerns as rotation_concerns
-from lifeboat.rotation.messages import is_rotation_event
 from lifeboat.telemetry.recorder import record, warn_pods
-from lifeboat.wakeup.codec import Task, Wakeup, WakeupSink, decode, is_wakeup
+from lifeboat.wakeup.codec import Task, Wakeup, WakeupSink
 
-if TYPE_CHECKING:  # the rotation loads with its first message (lifeboat.rotation.messages)
+if TYPE_CHECKING:  # the rotation loads with its first message (lifeboat.flow.classify)
     from lifeboat.rotation.request import RotationCommand
     from lifeboat.rotation.runner import RotationRunner
-
-Body = str | bytes | Mapping[str, Any]
 
 
 class ClusterClients(Protocol):
@@ -290,24 +287,30 @@ class Pipeline:
         ending Capacity Block's notice becomes one per instance of the block, whose facts
         go into ``found`` (lifeboat.aws.capacity_blocks)."""
         try:
-            message = load_body(body)  # decoded once, for both kinds of message
-            if is_wakeup(message):
-                wakeup = decode(message)
-                if wakeup.task is Task.SWEEP_PART:
+            message = classify(body)  # what it is, said in one place (lifeboat.flow.classify)
+            kind, wakeup = message.kind, message.wakeup
+            if wakeup is not None:
+                if kind is MessageKind.SWEEP_PART:
                     return self._sweep_part(wakeup, found)
-                if wakeup.task is not Task.REMAINDER:
+                if kind is not MessageKind.REMAINDER:
                     return wakeup
                 late = _remainder_too_late(wakeup, self.clock())
                 if late is not None:
                     raise MalformedMessage(late, wakeup.notice.event_id, wakeup.notice.kind)
                 return expand(wakeup)
-            if is_rotation_event(message):  # an operator's command (lifeboat.rotation)
+            if kind is MessageKind.ROTATION_COMMAND:  # an operator's command (lifeboat.rotation)
                 from lifeboat.rotation.request import parse_command
 
-                return parse_command(message)
-            if is_sweep_request(message):
-                return self._with_hand_overs(self._sweep(message, found))
-            parsed = parse_message(message, received_at=self.clock())
+                return parse_command(message.message)
+            if kind is MessageKind.SWEEP_REQUEST:
+                return self._with_hand_overs(self._sweep(message.message, found))
+            if kind is MessageKind.STATUS_ANSWER:
+                raise malformed(STATUS_ON_QUEUE)
+            if kind is MessageKind.RESERVATIONS_ANSWER:
+                raise malformed(RESERVATIONS_ON_QUEUE)
+            if message.envelope is None:
+                raise BrokenInvariant("pipeline: classify opens every AWS message's envelope")
+            parsed = parse_unwrapped(message.envelope, received_at=self.clock())
             return self._block_instances(parsed, found)
         except MalformedMessage as error:
             return MessageResult([Report.rejected(error.reason, error.event_id, error.kind)])
@@ -494,13 +497,13 @@ class Pipeline:
                     self._hand_on(later)
                     self._notices(batch, item.notices, done, again)
                     return MessageResult(self._take_over(batch, item, done), deadline=deadline)
-                if isinstance(item, Wakeup) and not rotation_concerns(item):
+                if isinstance(item, Wakeup) and not for_rotation(item):
                     report = replace(self._wake(batch, item), wakeup=str(item.task))
                     return MessageResult([report], deadline=deadline)
                 # A rotation's command, or a wake-up of one of its looks or nodes.
                 return MessageResult(self._rotations(batch).handle(item))
         except Exception as error:  # the caller returns the message to the queue
-            if isinstance(item, Wakeup) and not rotation_concerns(item):
+            if isinstance(item, Wakeup) and not for_rotation(item):
                 done[:] = [replace(r, wakeup=str(item.task)) for r in done]
             return MessageResult(list(done), error=error, deadline=deadline)
         finally:

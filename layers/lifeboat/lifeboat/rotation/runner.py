@@ -1,6 +1,6 @@
 """The rotation's share of the pipeline: its commands, its looks, and its nodes' wake-ups.
 
-The pipeline hands over what concerns rotations (``lifeboat.rotation.messages.concerns``)
+The pipeline hands over what concerns rotations (``lifeboat.flow.classify.for_rotation``)
 and lends its own triage, resolve, decide and act for the nodes (``NodeHandling``): a
 rotated node is decided and acted on exactly as an AWS warning about it would be.
 

@@ -41,10 +41,6 @@ def encode(wakeup: Wakeup) -> str:
     return json.dumps(body, sort_keys=True)
 
 
-def is_wakeup(message: Mapping[str, Any]) -> bool:
-    return MARKER in message
-
-
 def decode(message: Mapping[str, Any]) -> Wakeup:
     """Read a wake-up back, validated as strictly as AWS's events (anyone who may send to the
     queue can write one): every field typed and bounded, the reason of a failure naming the
