@@ -96,8 +96,8 @@ def test_a_body_that_breaks_parsing_unexpectedly_fails_alone(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A bug in a parser (not bad input) fails only its own message."""
-    import lifeboat.flow.pipeline as module
-    from lifeboat.events import parse_unwrapped as real  # the pipeline's, replaced there
+    import lifeboat.flow.read as module
+    from lifeboat.events import parse_unwrapped as real  # the reader's, replaced there
 
     def broken(message: Any, **kwargs: Any) -> Any:
         if message.payload.get("detail-type") == "EC2 Instance Rebalance Recommendation":
