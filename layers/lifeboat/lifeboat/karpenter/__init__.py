@@ -9,5 +9,5 @@ voluntary disruption (pdbs) and forceful termination (forceful) live here too.
 
 Pure: no I/O. May import model/, events/, the pure modules of kube/ (nodes, selectors, ...)
 and marks/ (Lifeboat's taints count as disrupting); never boto3, kubernetes, urllib, sockets,
-lifeboat.aws or kube's client (tests/unit/test_layer_rooms.py enforces it).
+lifeboat.aws or kube's client (tests/unit/project/test_layer_rooms.py enforces it).
 """
