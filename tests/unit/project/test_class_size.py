@@ -33,10 +33,6 @@ EXCEPTIONS: dict[str, str] = {
         "the typed reader every parser uses: one method per kind of field (string, literal, "
         "instance id, time, mapping, array...), each naming the field in its error"
     ),
-    "lifeboat.rotation.runner.RotationRunner": (
-        "a rotation's commands, looks and node wake-ups; the commands (refusal, pause, "
-        "resume, cancel, rollback) would go to a class of their own"
-    ),
     "lifeboat.kube.eks_auth.EksAuth": (
         "two caches under one lock discipline: cluster facts (describe, remember, forget) "
         "and tokens with their connections; to be split into those two"
