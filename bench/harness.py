@@ -18,11 +18,11 @@ from bench.cluster import CLUSTER, REGION, Cluster
 from bench.dynamodb import DynamoDbTable
 from kubemu import Emulator
 from lifeboat.aws.retries import client_config, retry_within_deadline
-from lifeboat.events.notice import LifecycleHook
 from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube.client import KubeApi
 from lifeboat.model.instances import Ec2InstanceDirectory, InstanceDirectory, InstanceInfo
 from lifeboat.model.ledger import Ledger, MemoryLedger
+from lifeboat.model.notice import LifecycleHook
 from lifeboat.model.settings import Settings
 from lifeboat.runtime.service import BATCH_WORKERS, utc_now
 from lifeboat.wakeup.codec import MemoryWakeups

@@ -19,13 +19,13 @@ from botocore.stub import Stubber
 
 from kubemu import Emulator, load_cluster_file
 from lifeboat.aws.lifecycle import AutoScalingLifecycle
-from lifeboat.events.notice import Kind
 from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, RetryPolicy
 from lifeboat.marks import node_marks
 from lifeboat.model.instances import Ec2InstanceDirectory
 from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.notice import Kind
 from lifeboat.model.settings import Settings
 from lifeboat.runtime.handler import handle_batch
 from lifeboat.wakeup.codec import MemoryWakeups, encode

@@ -28,7 +28,6 @@ from kubemu import Emulator
 from lifeboat.aws.discovery import ClusterCatalog
 from lifeboat.aws.sweep import sweep_request
 from lifeboat.events import STATUS_ON_QUEUE
-from lifeboat.events.notice import Kind
 from lifeboat.flow.pipeline import Pipeline
 from lifeboat.flow.sweep_holds import ABSENCE
 from lifeboat.kube.client import KubeApi
@@ -36,6 +35,7 @@ from lifeboat.marks import node_marks
 from lifeboat.marks.maintenance_holds import HOLDS_ANNOTATION, holds_of
 from lifeboat.model.instances import Ec2InstanceDirectory
 from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.notice import Kind
 from lifeboat.model.report import Report
 from lifeboat.model.settings import Settings, SettingsError
 from tests.integration.aws.test_instance_status import (

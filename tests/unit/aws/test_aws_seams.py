@@ -32,9 +32,9 @@ from lifeboat.aws.notify import (
 from lifeboat.aws.redelivery import SqsRedelivery
 from lifeboat.aws.scheduler import SchedulerWakeups, schedule_name
 from lifeboat.events import parse_message
-from lifeboat.events.notice import LifecycleHook, Notice
 from lifeboat.flow.split import NOTICES_PER_MESSAGE
 from lifeboat.model.instances import Ec2InstanceDirectory
+from lifeboat.model.notice import LifecycleHook, Notice
 from lifeboat.model.report import Outcome, Report
 from lifeboat.model.settings import SettingsError
 from lifeboat.runtime.service import BATCH_WORKERS, build_service

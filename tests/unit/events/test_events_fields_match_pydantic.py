@@ -37,7 +37,7 @@ from lifeboat.events.models import (
     OptionalIso8601,
     validate,
 )
-from lifeboat.events.notice import MalformedMessage
+from lifeboat.model.notice import MalformedMessage
 from tests.support.events import sample
 from tests.support.properties import examples
 from tests.unit.events.test_events_properties import json_values

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lifeboat.events import MAX_REASON, MalformedMessage
-from lifeboat.rotation.messages import is_rotation_event
+from lifeboat.flow.classify import is_rotation_event
 from lifeboat.rotation.request import RotationCommand, parse_command
 from tests.support.properties import examples
 
