@@ -47,6 +47,7 @@ from lifeboat.events.notice import Kind, MalformedMessage, Notice
 from lifeboat.flow.act import Actor, ActResult, LifecycleActions
 from lifeboat.flow.handover_sweep import Swept, orphaned
 from lifeboat.flow.lanes import lanes as message_lanes
+from lifeboat.flow.lookup import describe_batch, found_before
 from lifeboat.flow.resolve import Resolver
 from lifeboat.flow.routing import Triage, foreign_origin, triage, triage_follow_up
 from lifeboat.flow.split import expand, remainders, split
@@ -238,7 +239,7 @@ class Pipeline:
         results: list[MessageResult] = [MessageResult() for _ in parsed]
         if failed is not None:  # those messages fail alone; the rest of the batch goes on
             for index, item in enumerate(parsed):
-                if any(n.instance_id for n in _notices_of(item)):
+                if any(n.instance_id not in infos for n in _notices_of(item) if n.instance_id):
                     parsed[index] = MessageResult(error=failed, deadline=_deadline_of(item))
 
         def run(lane: list[int]) -> None:
@@ -265,7 +266,8 @@ class Pipeline:
         as the batch's nearest deadline and the invocation allow; if it still fails, the
         error each message naming an instance fails with. Raising here instead would fail
         the whole batch, back only after the queue's visibility timeout: past a Spot
-        warning's two minutes."""
+        warning's two minutes. What was found before the failure (a NodeClaim's answer,
+        lifeboat.flow.lookup) is kept: its messages go on."""
         if not wanted:
             return {}, None
         deadline = min(
@@ -274,11 +276,12 @@ class Pipeline:
         try:
             window = _window(deadline, self.clock(), time_left)
             with retrying_for(window, clock=self.monotonic):
-                return self.directory.describe(wanted), None
+                notices = [n for item in parsed for n in _notices_of(item)]
+                return describe_batch(self.directory, wanted, notices), None
         except Exception as error:
             failed = InstanceLookupFailed(f"instance lookup failed: {error!r}"[:500])
             failed.__cause__ = error
-            return {}, failed
+            return found_before(error), failed
 
     # -- parse -----------------------------------------------------------------------------
 

@@ -23,9 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 from lifeboat.aws.notify import Notifier
 from lifeboat.aws.redelivery import Redelivery
+from lifeboat.flow.lookup import ClaimsWhenThrottled, served
 from lifeboat.flow.pipeline import Pipeline
 from lifeboat.flow.split import NOTICES_PER_MESSAGE
 from lifeboat.kube.client import KubeApi
+from lifeboat.model.instances import InstanceDirectory
 from lifeboat.model.settings import Settings, SettingsError, load_settings
 
 if TYPE_CHECKING:  # eks_auth imports boto3: only build_service pays for it, at start-up
@@ -254,6 +256,18 @@ def _clusters(settings: Settings, auth: EksAuth, eks: LazyClient) -> EksClusters
     return clusters
 
 
+def _lookup(
+    settings: Settings, clusters: EksClusters, directory: InstanceDirectory
+) -> InstanceDirectory:
+    """EC2, and the clusters' NodeClaims for Spot warnings while EC2 throttles
+    (lifeboat.flow.lookup); EC2 alone when a managed tag must be read off every instance."""
+    if settings.managed_tag:
+        return directory
+    catalog = clusters.catalog
+    names = catalog.serving if catalog is not None else (lambda: settings.clusters)
+    return ClaimsWhenThrottled(directory, served(names, clusters.kube))
+
+
 def _pipeline(
     env: Mapping[str, str],
     settings: Settings,
@@ -294,7 +308,7 @@ def _pipeline(
     blocks = Ec2CapacityReservations(ec2) if settings.sweep_capacity_blocks else None
     return Pipeline(
         clusters=clusters,
-        directory=directory,
+        directory=_lookup(settings, clusters, directory),
         settings=settings,
         clock=clock,
         lifecycle=AutoScalingLifecycle(lazy["autoscaling"]),
