@@ -19,7 +19,7 @@ from bench.dynamodb import DynamoDbTable
 from kubemu import Emulator
 from lifeboat.aws.retries import client_config, retry_within_deadline
 from lifeboat.events.notice import LifecycleHook
-from lifeboat.flow.lookup import ClaimsWhenThrottled, served
+from lifeboat.flow.lookup import ClaimsWhenThrottled, end_on_first_throttle, served
 from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube.client import KubeApi
 from lifeboat.model.instances import Ec2InstanceDirectory, InstanceDirectory, InstanceInfo
@@ -207,7 +207,7 @@ class Bench:
             if self.endpoints.ec2 is None:
                 raise ValueError("an ec2 directory needs its Ec2Endpoint")
             client = retry_within_deadline(boto_client("ec2", self.aws, client_config()))
-            ec2 = Ec2InstanceDirectory(self.endpoints.ec2.attach(client))
+            ec2 = Ec2InstanceDirectory(end_on_first_throttle(self.endpoints.ec2.attach(client)))
             # As lifeboat.runtime.service wires it: the NodeClaims while EC2 throttles.
             return ClaimsWhenThrottled(ec2, served(lambda: (CLUSTER,), lambda _name: kube))
         return CountingDirectory(self._static, self.aws)

@@ -29,7 +29,7 @@ import pytest
 from bench.aws_endpoints import Ec2Endpoint
 from kubemu import Emulator
 from lifeboat.aws.retries import ATTEMPTS, client_config, retry_within_deadline
-from lifeboat.flow.lookup import ClaimsWhenThrottled, served
+from lifeboat.flow.lookup import ClaimsWhenThrottled, end_on_first_throttle, served
 from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, RetryPolicy
@@ -223,7 +223,7 @@ def _storm_pipeline(
     while EC2 throttles."""
     kube_api = KubeApi(emu.api_client(), RetryPolicy(), sleep=ticking.sleep, rng=random.Random(7))
     lookup = ClaimsWhenThrottled(
-        Ec2InstanceDirectory(_ec2(endpoint)),
+        Ec2InstanceDirectory(end_on_first_throttle(_ec2(endpoint))),
         served(lambda: ("demo",), lambda _name: kube_api),
         clock=ticking.monotonic,
     )
@@ -247,10 +247,11 @@ def test_a_throttled_lookup_finds_a_spot_warnings_node_from_its_nodeclaim_at_onc
     emu: Emulator, ticking: Ticking
 ) -> None:
     """EC2 refuses every DescribeInstances for the whole storm. The first warning's lookup
-    makes its few tries (ATTEMPTS, not the deadline's window), then the cluster's NodeClaims
-    are listed once and name the instance's node (as Karpenter's interruption controller finds
-    it, ``InterruptionHandler.handleMessage``): tainted in its first delivery, well before the
-    deadline. A later warning of the storm costs no EC2 call and no second list.
+    ends at EC2's first refusal (not its deadline's window of retries), then the cluster's
+    NodeClaims are listed once and name the instance's node (as Karpenter's interruption
+    controller finds it, ``InterruptionHandler.handleMessage``): tainted in its first
+    delivery, well before the deadline. A later warning of the storm costs no EC2 call and
+    no second list.
 
     Before: the warning waited out its window of retries, failed, and came back within seconds
     to be throttled again."""
@@ -268,14 +269,15 @@ def test_a_throttled_lookup_finds_a_spot_warnings_node_from_its_nodeclaim_at_onc
     response = handle_batch({"Records": [sqs_record(SPOT)]}, LambdaContext(), pipeline)
     assert response == {"batchItemFailures": []}
     assert _tainted_node(emu, NODE)
-    assert endpoint.calls == ATTEMPTS and lookup.lists == 1
+    assert endpoint.calls == 1 and lookup.lists == 1
+    assert ticking.now == 0  # no backoff slept
     assert ticking.utc() < SPOT_DEADLINE - timedelta(seconds=90)
 
     later = aws_event("spot-interruption", instance=OTHER, event_id="evt-other")
     response = handle_batch({"Records": [sqs_record(later)]}, LambdaContext(), pipeline)
     assert response == {"batchItemFailures": []}
     assert _tainted_node(emu, OTHER_NODE)
-    assert endpoint.calls == ATTEMPTS and lookup.lists == 1
+    assert endpoint.calls == 1 and lookup.lists == 1
 
 
 def test_a_node_group_node_in_a_throttled_batch_still_asks_ec2_and_fails_alone(

@@ -7,10 +7,12 @@ tools take their share): the calls queue behind ``RequestLimitExceeded`` and the
 warnings wait. Karpenter's own interruption controller never asks EC2 for a Spot warning: it
 finds the NodeClaim whose ``status.providerID`` names the instance (``lifeboat.kube.claim_index``).
 
-So :class:`ClaimsWhenThrottled` asks EC2 as before, with a few tries only; once EC2 answers a
-lookup ``RequestLimitExceeded`` (a storm), it lists each served cluster's NodeClaims (pages of
-500: one list per cluster, not one call per warning) and answers from them, for
-:data:`STORM_HOLD`, the Spot and capacity reservation interruptions whose instance a claim names.
+So :class:`ClaimsWhenThrottled` asks EC2 as before, but without the deadline's window of
+retries (and, on a client made with :func:`end_on_first_throttle`, without botocore's few
+either): once EC2 answers a lookup ``RequestLimitExceeded`` (a storm), it lists each served
+cluster's NodeClaims (pages of 500: one list per cluster, not one call per warning) and
+answers from them, for :data:`STORM_HOLD`, the Spot and capacity reservation interruptions
+whose instance a claim names.
 EC2 is still asked, with the message's whole deadline window of retries, for everything else:
 node-group nodes (no claim; their cluster is known only from EC2's tags), instances of other
 clusters or accounts, claims too new for the list (re-listed at most every
@@ -31,8 +33,11 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from contextvars import ContextVar
 from datetime import timedelta
+from typing import Any
 
+from lifeboat.errors import RetryLater
 from lifeboat.events.notice import Kind, Notice
 from lifeboat.kube.claim_index import index_claims
 from lifeboat.kube.client import KARPENTER, KubeApi
@@ -106,6 +111,34 @@ def found_before(error: BaseException) -> dict[str, InstanceInfo]:
     return dict(error.found) if isinstance(error, LookupIncomplete) else {}
 
 
+# Set while a batch's first try of EC2 is under way: its first throttled answer ends the call
+# (raising FirstThrottle out of botocore's retry loop) instead of being retried, because the
+# claims can answer at once.
+_first_throttle_ends: ContextVar[bool] = ContextVar("lifeboat_first_throttle_ends", default=False)
+
+
+class FirstThrottle(RetryLater):
+    """EC2 throttled the first try of a lookup the NodeClaims may answer."""
+
+    response = {"Error": {"Code": "RequestLimitExceeded"}}
+
+
+def end_on_first_throttle(client: Any) -> Any:
+    """``client`` (EC2's) with a ``needs-retry`` hook that, inside a first try
+    (:class:`ClaimsWhenThrottled`), ends DescribeInstances at its first throttled answer."""
+
+    def observe(response: Any = None, **_: Any) -> None:
+        parsed = response[1] if isinstance(response, tuple) and len(response) == 2 else None
+        code = ((parsed or {}).get("Error") or {}).get("Code") if isinstance(parsed, dict) else None
+        if code in THROTTLED and _first_throttle_ends.get():
+            raise FirstThrottle(f"EC2 answered {code}")
+
+    client.meta.events.register_first(
+        "needs-retry.ec2.DescribeInstances", observe, unique_id="lifeboat-first-throttle"
+    )
+    return client
+
+
 def is_throttled(error: BaseException) -> bool:
     """Whether an AWS call failed because the account's request rate is exceeded."""
     response = getattr(error, "response", None)
@@ -147,8 +180,9 @@ class ClaimsWhenThrottled:
             return found
         if self._storm() or not answerable.intersection(rest):
             return found | self._ec2_rest(found, rest)
+        token = _first_throttle_ends.set(True)
         try:
-            with retrying_for(None):  # a few tries: a throttled EC2 has an alternative
+            with retrying_for(None):  # a throttled EC2 has an alternative: no window
                 return found | self._ec2.describe(rest)
         except Exception as error:
             if not is_throttled(error):
@@ -160,6 +194,8 @@ class ClaimsWhenThrottled:
                 STORM_HOLD,
                 extra={"error": repr(error)[:300]},
             )
+        finally:
+            _first_throttle_ends.reset(token)
         found |= self._from_claims(rest, answerable)
         return found | self._ec2_rest(found, [i for i in rest if i not in found])
 

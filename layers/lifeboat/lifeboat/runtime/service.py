@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from lifeboat.aws.notify import Notifier
 from lifeboat.aws.redelivery import Redelivery
-from lifeboat.flow.lookup import ClaimsWhenThrottled, served
+from lifeboat.flow.lookup import ClaimsWhenThrottled, end_on_first_throttle, served
 from lifeboat.flow.pipeline import Pipeline
 from lifeboat.flow.split import NOTICES_PER_MESSAGE
 from lifeboat.kube.client import KubeApi
@@ -304,7 +304,7 @@ def _pipeline(
         dead_letter_arn=stack.dead_letter_arn,
         clock=clock,
     )
-    directory = Ec2InstanceDirectory(ec2)
+    directory = Ec2InstanceDirectory(end_on_first_throttle(ec2))
     blocks = Ec2CapacityReservations(ec2) if settings.sweep_capacity_blocks else None
     return Pipeline(
         clusters=clusters,
