@@ -9,9 +9,8 @@ no better: that process, single-threaded under its own GIL, answered one request
 on a shared 2-core machine (its throughput, not DynamoDB's latency, was measured).
 
 So the ledger's table here is :class:`DynamoDbTable`: a botocore ``before-send`` hook that
-answers the requests the ledger makes (Powertools' PutItem with its condition, UpdateItem
-with SET, GetItem, DeleteItem, and the grouped completions' BatchWriteItem of puts:
-lifeboat.aws.completions) from a dict, after a round trip
+answers the four requests Powertools' DynamoDB persistence layer makes (PutItem with its
+condition, UpdateItem with SET, GetItem, DeleteItem) from a dict, after a round trip
 (:data:`ROUND_TRIP`, DynamoDB's single-digit milliseconds within a region) that holds no
 lock. botocore still serialises, signs and parses every request and response, and retries
 as configured: what stays in the bench's process is what Lambda pays. A request it does not
@@ -73,11 +72,9 @@ class DynamoDbTable:
             "UpdateItem": self._update,
             "GetItem": self._get,
             "DeleteItem": self._delete,
-            "BatchWriteItem": self._batch_write,
         }.get(operation)
-        table = body.get("TableName") or next(iter(body.get("RequestItems") or {}), None)
-        if handler is None or table != self.table:
-            raise NotImplementedError(f"bench DynamoDB: {operation} on {table}")
+        if handler is None or body.get("TableName") != self.table:
+            raise NotImplementedError(f"bench DynamoDB: {operation} on {body.get('TableName')}")
         with self._lock:
             self.requests += 1
             status, answer = handler(body)
@@ -110,15 +107,6 @@ class DynamoDbTable:
             name, value = (part.strip() for part in assignment.split("="))
             item[names.get(name, name)] = values[value]
         return 200, {}
-
-    def _batch_write(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        """Puts only (what the ledger's completions write), all processed."""
-        for request in body["RequestItems"][self.table]:
-            if set(request) != {"PutRequest"}:
-                raise NotImplementedError(f"bench DynamoDB: BatchWriteItem {set(request)}")
-            item: Item = request["PutRequest"]["Item"]
-            self._items[item["id"]["S"]] = item
-        return 200, {"UnprocessedItems": {}}
 
     def _get(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         item = self._items.get(body["Key"]["id"]["S"])

@@ -3,7 +3,7 @@ idempotency ledger are parameters of the pipeline) or with botocore's ``before-c
 nothing of Lifeboat is patched.
 
 DescribeInstances is throttled on some batches; the ledger on some calls, either before the
-action ran (PutItem) or after it (the record of the result: the action ran, the message
+action ran (PutItem) or after it (UpdateItem of the result: the action ran, the message
 fails, and the retry runs it again, which ``act`` must make harmless). ``ledger="dynamodb"``
 uses the real ``PowertoolsLedger`` on moto; ``ledger="memory"`` uses ``MemoryLedger`` behind
 a wrapper that throttles the same way and one that fails a concurrent duplicate as
@@ -155,8 +155,7 @@ class InProgressGuard:
 class DynamoThrottle:
     """botocore ``before-call`` hook: answers some DynamoDB calls with a throttling error."""
 
-    # BatchWriteItem: the ledger's completions, written together (lifeboat.aws.completions).
-    OPERATIONS = ("PutItem", "UpdateItem", "BatchWriteItem", "DeleteItem", "GetItem")
+    OPERATIONS = ("PutItem", "UpdateItem", "DeleteItem", "GetItem")
 
     def __init__(self, rate: float, rng: random.Random) -> None:
         self._rate = rate
@@ -193,9 +192,7 @@ class OneCallAtATime:
     (seen: 1 in ~300 races of two threads, enough for a concurrent duplicate to act twice
     in the soak). Serialising the calls restores what Powertools relies on."""
 
-    ITEM_CALLS = frozenset(
-        {"put_item", "get_item", "update_item", "batch_write_item", "delete_item"}
-    )
+    ITEM_CALLS = frozenset({"put_item", "get_item", "update_item", "delete_item"})
 
     def __init__(self, client: Any) -> None:
         self._client = client

@@ -416,12 +416,11 @@ def test_a_throttled_ledger_fails_the_record_and_a_retry_acts_once(
 ) -> None:
     ddb, ledger = _dynamodb_ledger()
     # The completion is not recorded: the action ran, the record must still fail.
-    # (Written with BatchWriteItem: lifeboat.aws.completions groups the completions.)
-    seen = _throttle(ddb, "BatchWriteItem", "ProvisionedThroughputExceededException", times=1)
+    seen = _throttle(ddb, "UpdateItem", "ProvisionedThroughputExceededException", times=1)
     ledger.register_lambda_context(_Context(remaining_ms=1))
     pipeline = _pipeline(_kube(emu), ledger=ledger)
     assert _failed(_batch(SPOT), pipeline) == {"m-0"}
-    assert seen == ["BatchWriteItem"]
+    assert seen == ["UpdateItem"]
     assert len(_replacements(emu)) == 1
     time.sleep(0.01)  # the in-progress record expires with the invocation
     ledger.register_lambda_context(_Context(remaining_ms=60_000))

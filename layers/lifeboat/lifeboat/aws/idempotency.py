@@ -19,9 +19,7 @@ from aws_lambda_powertools.utilities.idempotency import (
     IdempotencyConfig,
     idempotent_function,
 )
-from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import DataRecord
 
-from lifeboat.aws.completions import GroupCommit, batch_writer
 from lifeboat.errors import InvalidInput
 from lifeboat.model.ledger import remembered
 from lifeboat.model.report import Report
@@ -30,29 +28,11 @@ from lifeboat.model.report import Report
 RECORD_TTL = timedelta(days=15)
 
 
-class _GroupedCompletions(DynamoDBPersistenceLayer):
-    """Powertools' DynamoDB layer whose "completed" records are written together
-    (lifeboat.aws.completions) instead of one ``UpdateItem`` each; the record stored is the
-    one that ``UpdateItem`` leaves (its ``_update_record``, Powertools 3: key, expiry, status,
-    data; payload validation is not used here)."""
-
-    def __init__(self, table_name: str, boto3_client: Any = None) -> None:
-        super().__init__(table_name=table_name, boto3_client=boto3_client)
-        self.commits = GroupCommit(batch_writer(self.client, table_name))
-
-    def _update_record(self, data_record: DataRecord) -> None:
-        item = {
-            **self._get_key(data_record.idempotency_key),
-            self.expiry_attr: {"N": str(data_record.expiry_timestamp)},
-            self.status_attr: {"S": data_record.status},
-            self.data_attr: {"S": data_record.response_data},
-        }
-        self.commits.put(item)
-
-
 class PowertoolsLedger:
     def __init__(self, table_name: str, *, boto3_client: Any = None) -> None:
-        self._persistence = _GroupedCompletions(table_name, boto3_client)
+        self._persistence = DynamoDBPersistenceLayer(
+            table_name=table_name, boto3_client=boto3_client
+        )
         self._config = IdempotencyConfig(
             event_key_jmespath="key",
             raise_on_no_idempotency_key=True,
