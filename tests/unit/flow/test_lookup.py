@@ -179,3 +179,15 @@ def test_a_cluster_whose_claims_cannot_be_listed_leaves_its_instances_to_ec2() -
     lookup = _lookup(Ec2(), Broken([]), Clock())
     with pytest.raises(Throttled):
         lookup.describe_batch([SPOT], {SPOT})
+
+
+def test_clusters_that_cannot_be_told_leave_the_lookup_to_ec2() -> None:
+    """Discovery failing (ListClusters refused) is no reason to fail the batch's lookup."""
+
+    def no_clusters() -> list[tuple[str, Any]]:
+        raise ConnectionError("eks:ListClusters refused")
+
+    lookup = ClaimsWhenThrottled(Ec2(), no_clusters, clock=Clock())
+    with pytest.raises(Throttled):
+        lookup.describe_batch([SPOT], {SPOT})
+    assert lookup.lists == 1

@@ -190,8 +190,8 @@ class ClaimsWhenThrottled:
             self._throttled_at = self._clock()
             _log.warning(
                 "EC2 throttles instance lookups: Spot warnings are looked up in the "
-                "clusters' NodeClaims for %s",
-                STORM_HOLD,
+                "clusters' NodeClaims for the next %d minutes",
+                STORM_HOLD.total_seconds() // 60,
                 extra={"error": repr(error)[:300]},
             )
         finally:
@@ -237,7 +237,12 @@ class ClaimsWhenThrottled:
         answers nothing (EC2 is asked for its instances)."""
         index: dict[str, InstanceInfo] = {}
         doubled: set[str] = set()
-        for cluster, kube in self._clusters():
+        try:
+            clusters = list(self._clusters())
+        except Exception as error:  # discovery failed: EC2 answers, as without the claims
+            _log.warning("could not tell the clusters served", extra={"error": repr(error)[:300]})
+            clusters = []
+        for cluster, kube in clusters:
             try:
                 listed = index_claims(kube.list_all(f"{KARPENTER}/nodeclaims"), cluster)
             except Exception as error:
