@@ -14,11 +14,13 @@ import pytest
 from lifeboat.events.notice import Kind
 from lifeboat.flow.lookup import (
     INDEX_REFRESH,
+    MAX_CLUSTERS_LISTED,
     STORM_HOLD,
     ClaimsWhenThrottled,
     LookupIncomplete,
     answerable,
     found_before,
+    served,
 )
 from lifeboat.model.instances import InstanceInfo
 from tests.support import kube
@@ -165,3 +167,18 @@ def test_clusters_that_cannot_be_told_leave_the_lookup_to_ec2() -> None:
     with pytest.raises(Throttled):
         lookup.describe_batch([SPOT], {SPOT})
     assert lookup.lists == 1
+
+
+def test_a_stack_serving_many_clusters_lists_none_of_their_claims() -> None:
+    """An organisation's hundreds of clusters would be listed for one warning: EC2 answers
+    alone there, and no cluster's client is made for the claims."""
+    made: list[str] = []
+
+    def kube_of(name: str) -> Any:
+        made.append(name)
+        return Claims([])
+
+    names = [f"c{n}" for n in range(MAX_CLUSTERS_LISTED + 1)]
+    assert served(lambda: names, kube_of)() == []
+    assert made == []
+    assert len(list(served(lambda: names[:MAX_CLUSTERS_LISTED], kube_of)())) == MAX_CLUSTERS_LISTED

@@ -53,6 +53,9 @@ ANSWERED_BY_CLAIMS = frozenset({Kind.SPOT_INTERRUPTION, Kind.CAPACITY_RESERVATIO
 STORM_HOLD = timedelta(minutes=5)
 # A claim list older than this is listed again when a warning's instance is not in it.
 INDEX_REFRESH = timedelta(seconds=60)
+# The most clusters whose claims are listed: a stack serving more (an organisation's clusters
+# found by their tag) would list them all for one warning; EC2 alone answers there.
+MAX_CLUSTERS_LISTED = 10
 # The error codes of a throttled AWS call (botocore's ThrottledRetryableChecker's, EC2's first).
 THROTTLED = frozenset(
     {
@@ -93,8 +96,20 @@ def describe_batch(
 
 def served(names: Callable[[], Iterable[str]], kube: Callable[[str], KubeApi]) -> Clusters:
     """The served clusters' APIs, named by ``names`` (the named clusters, or those found by
-    their tag) each time the claims are listed."""
-    return lambda: [(name, kube(name)) for name in names()]
+    their tag) each time the claims are listed; none beyond :data:`MAX_CLUSTERS_LISTED`
+    (no client is made for them)."""
+
+    def clusters() -> list[tuple[str, KubeApi]]:
+        named = list(names())
+        if len(named) > MAX_CLUSTERS_LISTED:
+            _log.warning(
+                "%d clusters served: their NodeClaims are not listed, EC2 answers alone",
+                len(named),
+            )
+            return []
+        return [(name, kube(name)) for name in named]
+
+    return clusters
 
 
 class LookupIncomplete(Exception):
