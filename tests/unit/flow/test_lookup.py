@@ -108,6 +108,21 @@ def test_a_failure_other_than_throttling_is_raised_as_before() -> None:
     assert api.lists == 0
 
 
+def test_a_transient_failure_of_the_first_try_is_retried_in_the_deadlines_window() -> None:
+    """The first try has no window (a throttled EC2 has an alternative); a 5xx or a timeout
+    is no storm: EC2 is asked again, within the window the caller opened, as before."""
+
+    class Once(Ec2):
+        def describe(self, instance_ids: Sequence[str]) -> dict[str, InstanceInfo]:
+            self.fails = ConnectionError("read timeout") if not self.asked else None
+            return super().describe(instance_ids)
+
+    ec2 = Once({SPOT: InstanceInfo(SPOT)}, throttled=False)
+    api = Claims([_claim("a", SPOT, "node-a")])
+    assert _lookup(ec2, api, Clock()).describe_batch([SPOT], {SPOT}) == {SPOT: InstanceInfo(SPOT)}
+    assert len(ec2.asked) == 2 and api.lists == 0
+
+
 def test_in_a_storm_the_claims_answer_and_ec2_is_asked_only_for_the_rest() -> None:
     ec2 = Ec2()
     api = Claims([_claim("a", SPOT, "node-a")])

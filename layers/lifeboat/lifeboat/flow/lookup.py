@@ -200,8 +200,8 @@ class ClaimsWhenThrottled:
             with retrying_for(None):  # a throttled EC2 has an alternative: no window
                 return found | self._ec2.describe(rest)
         except Exception as error:
-            if not is_throttled(error):
-                raise
+            if not is_throttled(error):  # not a storm: EC2 again, in the deadline's window
+                return found | self._ec2_rest(found, rest)
             self._throttled_at = self._clock()
             _log.warning(
                 "EC2 throttles instance lookups: Spot warnings are looked up in the "
