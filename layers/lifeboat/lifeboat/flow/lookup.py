@@ -112,7 +112,7 @@ def served(names: Callable[[], Iterable[str]], kube: Callable[[str], KubeApi]) -
     return clusters
 
 
-class LookupIncomplete(Exception):
+class LookupIncomplete(RetryLater):
     """EC2 failed for some of a batch's instances after the claims answered for others:
     ``found`` holds those answers, so only the messages of the others fail."""
 
