@@ -204,7 +204,9 @@ def spread_storm(
     finally:
         bench.emulator.clear_faults()
     wall = time.perf_counter() - start
-    return _report(bench, messages, queue, log, failures[0], wall, events, spread, concurrency)
+    report = _report(bench, messages, queue, log, failures[0], wall, events, spread, concurrency)
+    report["nodeclaim_lists"] = sum(getattr(p.directory, "lists", 0) for p in pipelines)
+    return report
 
 
 def _tainted_at(bench: Bench) -> dict[str, float]:

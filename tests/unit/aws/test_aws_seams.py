@@ -32,6 +32,7 @@ from lifeboat.aws.notify import (
 from lifeboat.aws.redelivery import SqsRedelivery
 from lifeboat.aws.scheduler import SchedulerWakeups, schedule_name
 from lifeboat.events import parse_message
+from lifeboat.flow.lookup import ClaimsWhenThrottled
 from lifeboat.flow.split import NOTICES_PER_MESSAGE
 from lifeboat.model.instances import Ec2InstanceDirectory
 from lifeboat.model.notice import LifecycleHook, Notice
@@ -463,17 +464,25 @@ def test_build_service_assembles_the_aws_pipeline(aws: None) -> None:
     assert service.settings.clusters == ("prod", "staging")
     assert isinstance(pipeline.ledger, PowertoolsLedger)
     assert isinstance(pipeline.wakeups, Wakeups)
-    assert isinstance(pipeline.directory, Ec2InstanceDirectory)
+    # EC2, and the clusters' NodeClaims for Spot warnings while EC2 throttles (issue 36).
+    assert isinstance(pipeline.directory, ClaimsWhenThrottled)
+    assert isinstance(pipeline.reservations, Ec2InstanceDirectory)
     assert isinstance(pipeline.lifecycle, AutoScalingLifecycle)
     assert pipeline.workers == BATCH_WORKERS and pipeline.holder == "lifeboat-fn"
     # A Health event naming hundreds of instances is split (lifeboat.flow.split).
     assert pipeline.notices_per_message == NOTICES_PER_MESSAGE
     assert pipeline.clock().tzinfo is not None
     # Clients go to the stack's region (LIFEBOAT_REGION), not merely the session's.
-    assert pipeline.directory._ec2.meta.region_name == "eu-west-1"
+    assert pipeline.reservations._ec2.meta.region_name == "eu-west-1"
     assert isinstance(service.notifier, EventBridgeNotifier)
     assert isinstance(service.redelivery, SqsRedelivery)
     assert build_service(full_env() | {"LIFEBOAT_NOTIFICATION_BUS": ""}).notifier is None
+
+
+def test_with_a_managed_tag_every_lookup_asks_ec2(aws: None) -> None:
+    """The managed tag is read off EC2's answer: NodeClaims cannot say it (issue 36)."""
+    service = build_service(full_env() | {"LIFEBOAT_MANAGED_TAG": "lifeboat.dev/managed"})
+    assert isinstance(service.pipeline.directory, Ec2InstanceDirectory)
 
 
 def test_an_empty_cluster_list_is_refused_at_start_up(aws: None) -> None:

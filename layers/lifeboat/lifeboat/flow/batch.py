@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from lifeboat.errors import RetryLater
 from lifeboat.flow.config import ClusterClients, FlowConfig
 from lifeboat.flow.handover_sweep import Swept
+from lifeboat.flow.lookup import describe_batch, found_before
 from lifeboat.flow.resolve import Resolver
 from lifeboat.kube.client import retrying_for
 from lifeboat.model.deadline import is_near, retry_window
@@ -91,7 +92,8 @@ def describe(
     as the batch's nearest deadline and the invocation allow; if it still fails, the
     error each message naming an instance fails with. Raising here instead would fail
     the whole batch, back only after the queue's visibility timeout: past a Spot
-    warning's two minutes."""
+    warning's two minutes. What was found before the failure (a NodeClaim's answer,
+    lifeboat.flow.lookup) is kept: its messages go on."""
     if not wanted:
         return {}, None
     deadline = min(
@@ -100,11 +102,12 @@ def describe(
     try:
         limit = window(deadline, config.clock(), time_left)
         with retrying_for(limit, clock=config.monotonic):
-            return config.directory.describe(wanted), None
+            notices = [n for item in parsed for n in notices_of(item)]
+            return describe_batch(config.directory, wanted, notices), None
     except Exception as error:
         failed = InstanceLookupFailed(f"instance lookup failed: {error!r}"[:500])
         failed.__cause__ = error
-        return {}, failed
+        return found_before(error), failed
 
 
 def wanted(parsed: list[Parsed], found: Mapping[str, InstanceInfo]) -> list[str]:

@@ -89,11 +89,12 @@ class Pipeline(FlowConfig):
         parsed = [reader.read(body, found) for body in bodies]
         later, early = self._split(parsed, found)
         described, failed = describe(self, wanted(parsed, found), parsed, time_left)
-        batch = Batch(found | described, self.clusters, time_left)
+        infos = found | described
+        batch = Batch(infos, self.clusters, time_left)
         results: list[MessageResult] = [MessageResult() for _ in parsed]
         if failed is not None:  # those messages fail alone; the rest of the batch goes on
             for index, item in enumerate(parsed):
-                if any(n.instance_id for n in notices_of(item)):
+                if any(n.instance_id not in infos for n in notices_of(item) if n.instance_id):
                     parsed[index] = MessageResult(error=failed, deadline=deadline_of(item))
         steps = _Steps(self)
 
