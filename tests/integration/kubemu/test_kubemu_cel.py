@@ -52,7 +52,7 @@ def create(emu: Emulator, plural: str, body: dict[str, Any]) -> Any:
 def test_a_windows_alias_must_be_latest_the_rule_that_calls_split(emulator: Emulator) -> None:
     """EC2NodeClass amiSelectorTerms[].alias: ``self.split('@')[0] in [windows...] ?
     self.split('@')[1] == 'latest' : true`` (cel-go ext/strings.go split)."""
-    body = {
+    body: dict[str, Any] = {
         "apiVersion": "karpenter.k8s.aws/v1",
         "kind": "EC2NodeClass",
         "metadata": {"name": "win"},
