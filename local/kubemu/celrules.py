@@ -3,7 +3,8 @@
 The rules are the upstream CRD files' own text, compiled by cel-python (``celpy``) with the
 functions Kubernetes adds (``celfunctions``); nothing is translated by hand, so a CRD update
 is a file copy. Each rule is compiled once per process, its program shared by every schema
-node carrying the same text; a subtree without rules is never walked.
+node carrying the same text; its outcome on given values is remembered (``_outcome``); a
+subtree without rules is never walked.
 
 What the server does, from k8s.io/apiextensions-apiserver ``pkg/apiserver/schema/cel/
 validation.go`` (release 1.31, the version kubemu serves):
@@ -29,26 +30,16 @@ the first, in the server's order (a node's own rules, then its children's).
 
 from __future__ import annotations
 
-import functools
-import threading
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any
 
-import celpy
-import lark
-from celpy import celparser, celtypes
-from celpy.adapter import json_to_cel
-from celpy.celparser import CELParseError
-from celpy.evaluation import CELEvalError
-
-from .celfunctions import FUNCTIONS, KNOWN
 from .resources import Obj
 
-_PARSER_LOCK = threading.Lock()
-# Transition rules: the variable the server binds to the value before the update.
-OLD_SELF = "oldSelf"
+# (rule text, self, oldSelf as JSON) -> outcome (``_outcome``); emptied when full.
+_OUTCOMES: dict[tuple[str, str, str | None], bool | str] = {}
+_MAX_OUTCOMES = 20_000
 _REASONS = {
     "FieldValueForbidden": "Forbidden",
     "FieldValueRequired": "Required value",
@@ -105,49 +96,10 @@ class Violation:
     detail: str  # e.g. 'Invalid value: "object": <message>'
 
 
-@cache
-def _environment() -> celpy.Environment:
-    """cel-python's environment, made on the first rule compiled (a process that writes no
-    custom resource never pays for it). Its parser is lark's LALR parser of celpy's grammar,
-    about 0.7 s to build; built with lark's ``cache`` option (the tables kept in a file in
-    the temporary directory, keyed by the grammar, the options and lark's version) it loads
-    in about 0.04 s. celpy builds it once (``CELParser.CEL_PARSER``, its singleton) with its
-    own options; only ``cache`` is added, for that one call."""
-    with _PARSER_LOCK:
-        if celparser.CELParser.CEL_PARSER is None:
-            build = lark.Lark  # what celparser calls, by its name there
-            setattr(celparser, "Lark", functools.partial(build, cache=True))  # noqa: B010
-            try:
-                celparser.CELParser()
-            finally:
-                setattr(celparser, "Lark", build)  # noqa: B010
-        return celpy.Environment()
-
-
-@cache
-def _parsed(text: str) -> tuple[Any, frozenset[str], bool] | str:
-    """(program, unknown function names, uses oldSelf) of a rule text, or the parser's error."""
-    try:
-        tree = _environment().compile(text)
-    except (CELParseError, lark.exceptions.LarkError) as error:
-        return " ".join(str(error).split())
-    called, uses_old_self = set(), False
-    for node in tree.iter_subtrees():
-        if node.data == "member_dot_arg":
-            called.add(str(node.children[1]))
-        elif node.data == "ident_arg":
-            called.add(str(node.children[0]))
-        elif node.data == "ident" and str(node.children[0]) == OLD_SELF:
-            uses_old_self = True
-    return (
-        _environment().program(tree, functions=FUNCTIONS),
-        frozenset(called - KNOWN),
-        uses_old_self,
-    )
-
-
 def _program(crd: str, path: str, text: str) -> tuple[Any, bool]:
-    parsed = _parsed(text)
+    from . import celprograms  # celpy, imported on the first rule compiled (about 0.1 s)
+
+    parsed = celprograms.compiled(text)
     if isinstance(parsed, str):
         raise CelRuleError(crd, path, text, parsed)
     program, unknown, uses_old_self = parsed
@@ -216,10 +168,11 @@ def rules(node: Node | None) -> Iterator[Rule]:
 
 
 def first_violation(node: Node | None, obj: Any) -> Violation | None:
-    """The first rule ``obj`` breaks, as on a create (transition rules do not run)."""
+    """The first rule ``obj`` (JSON-like) breaks, as on a create (transition rules do not
+    run)."""
     if node is None:
         return None
-    return _validate(node, json_to_cel(obj), None, "", transitions=False)
+    return _validate(node, obj, None, "", transitions=False)
 
 
 def first_transition_violation(node: Node | None, obj: Any, old: Any) -> Violation | None:
@@ -227,7 +180,7 @@ def first_transition_violation(node: Node | None, obj: Any, old: Any) -> Violati
     breaks; the other rules are ``first_violation``'s."""
     if node is None or not node.transitions:
         return None
-    return _validate(node, json_to_cel(obj), json_to_cel(old), "", transitions=True)
+    return _validate(node, obj, old, "", transitions=True)
 
 
 def _validate(node: Node, value: Any, old: Any, path: str, transitions: bool) -> Violation | None:
@@ -240,10 +193,10 @@ def _validate(node: Node, value: Any, old: Any, path: str, transitions: bool) ->
             found = _evaluate(node, rule, value, old, path)
             if found is not None:
                 return found
-    if isinstance(value, celtypes.MapType):
-        old_map = old if isinstance(old, celtypes.MapType) and node.correlatable else None
+    if isinstance(value, dict):
+        old_map = old if isinstance(old, dict) and node.correlatable else None
         return _validate_map(node, value, old_map, path, transitions)
-    if isinstance(value, celtypes.ListType) and node.items is not None:
+    if isinstance(value, list) and node.items is not None:
         return _validate_list(node, node.items, value, old, path, transitions)
     return None
 
@@ -270,8 +223,8 @@ def _validate_list(
     node: Node, items: Node, value: Any, old: Any, path: str, transitions: bool
 ) -> Violation | None:
     olds: dict[tuple[Any, ...], Any] = {}
-    if node.list_keys and isinstance(old, celtypes.ListType):  # makeMapList: by the map keys
-        olds = {_list_key(node, item): item for item in old if isinstance(item, celtypes.MapType)}
+    if node.list_keys and isinstance(old, list):  # makeMapList: by the map keys
+        olds = {_list_key(node, item): item for item in old if isinstance(item, dict)}
     for index, item in enumerate(value):
         previous = olds.get(_list_key(node, item)) if olds else None
         found = _validate(items, item, previous, f"{path}[{index}]", transitions)
@@ -288,22 +241,39 @@ def _child(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
+def _outcome(rule: Rule, value: Any, old: Any) -> bool | str:
+    """True, False, or the evaluation error's text: celpy's answer, remembered. A rule's
+    outcome depends on nothing but its text and its values (the Kubernetes CEL libraries
+    have no clock or randomness), and celpy's interpreter takes milliseconds a rule, so the
+    same rule on the same values (a storm's NodeClaims share their requirements) is
+    evaluated once."""
+    key = (rule.text, _key(value), _key(old) if rule.uses_old_self else None)
+    found = _OUTCOMES.get(key)
+    if found is None:
+        from . import celprograms
+
+        found = celprograms.outcome(rule.program, value, old, rule.uses_old_self)
+        if len(_OUTCOMES) >= _MAX_OUTCOMES:
+            _OUTCOMES.clear()
+        _OUTCOMES[key] = found
+    return found
+
+
+def _key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
 def _evaluate(node: Node, rule: Rule, value: Any, old: Any, path: str) -> Violation | None:
     if rule.error is not None:
         return Violation(path, f'Invalid value: "{node.type}": rule compile error: {rule.error}')
-    activation = {"self": value, OLD_SELF: old} if rule.uses_old_self else {"self": value}
-    try:
-        result = rule.program.evaluate(activation)
-    except CELEvalError as error:
-        result = error
-    if isinstance(result, celtypes.BoolType) and result:
+    outcome = _outcome(rule, value, old)
+    if outcome is True:
         return None
     where = _child(path, rule.field_path) if rule.field_path else path
-    if not isinstance(result, celtypes.BoolType):
-        why = result.args[0] if isinstance(result, CELEvalError) and result.args else result
-        detail = f"{why} evaluating rule: {rule.error_string}"
+    if outcome is not False:
+        detail = f"{outcome} evaluating rule: {rule.error_string}"
         return Violation(path, f'Invalid value: "{node.type}": {detail}')
-    detail = _message(rule, activation)
+    detail = _message(rule, value, old)
     reason = _REASONS.get(rule.reason or "")
     if reason == "Duplicate value":
         return Violation(where, f'{reason}: "{node.type}"')
@@ -312,14 +282,13 @@ def _evaluate(node: Node, rule: Rule, value: Any, old: Any, path: str) -> Violat
     return Violation(where, f'Invalid value: "{node.type}": {detail}')
 
 
-def _message(rule: Rule, activation: dict[str, Any]) -> str:
+def _message(rule: Rule, value: Any, old: Any) -> str:
     """messageExpression's value when it gives a one-line, non-empty string; else the
     message (``evalMessageExpression``; its failures are logged by the server, not shown)."""
     if rule.message_program is not None:
-        try:
-            text = rule.message_program.evaluate(activation)
-        except CELEvalError:
-            return rule.detail
-        if isinstance(text, str) and text.strip() and "\n" not in text.strip():
+        from . import celprograms
+
+        text = celprograms.text(rule.message_program, value, old, rule.uses_old_self)
+        if text and text.strip() and "\n" not in text.strip():
             return text.strip()
     return rule.detail

@@ -134,8 +134,9 @@ def compile_validators() -> None:
     on its first request of that kind (the benchmark's API servers start warm)."""
     for resource in DEFINITIONS:
         _validator(resource)
-    karpenter.rules(kinds.NODECLAIMS)
+    karpenter.rules(kinds.NODECLAIMS)  # and the CRDs' CEL rules
     karpenter.rules(kinds.NODEPOOLS)
+    ec2nodeclass.rules()
 
 
 def openapi_schema(resource: ResourceType) -> Obj:
