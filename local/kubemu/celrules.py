@@ -30,6 +30,7 @@ the first, in the server's order (a node's own rules, then its children's).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -37,8 +38,8 @@ from typing import Any
 
 from .resources import Obj
 
-# (rule text, self, oldSelf as JSON) -> outcome (``_outcome``); emptied when full.
-_OUTCOMES: dict[tuple[str, str, str | None], bool | str] = {}
+# (rule text, digests of self and oldSelf) -> outcome (``_outcome``); emptied when full.
+_OUTCOMES: dict[tuple[str, bytes, bytes | None], bool | str] = {}
 _MAX_OUTCOMES = 20_000
 _REASONS = {
     "FieldValueForbidden": "Forbidden",
@@ -259,8 +260,11 @@ def _outcome(rule: Rule, value: Any, old: Any) -> bool | str:
     return found
 
 
-def _key(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+def _key(value: Any) -> bytes:
+    """A 128-bit digest of the value's canonical JSON: a few bytes a remembered outcome,
+    however large the value."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.blake2b(text.encode(), digest_size=16).digest()
 
 
 def _evaluate(node: Node, rule: Rule, value: Any, old: Any, path: str) -> Violation | None:

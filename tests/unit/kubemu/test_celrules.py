@@ -4,13 +4,14 @@ k8s.io/apiextensions-apiserver ``pkg/apiserver/schema/cel/validation.go`` (1.31)
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from kubemu import celrules, ec2nodeclass, karpenter
+from kubemu import celprograms, celrules, ec2nodeclass, karpenter
 from kubemu.builders import nodeclaim
 from kubemu.resources import NODECLAIMS, NODEPOOLS, ResourceType
 
@@ -254,3 +255,26 @@ def test_list_items_correlate_by_their_map_keys_only_in_a_map_list() -> None:
 def test_a_null_value_is_not_validated() -> None:
     """validateExpressions: "We only validate non-null values"."""
     assert _first([{"rule": "self.n > 1"}], None) is None  # type: ignore[arg-type]
+
+
+def test_an_outcome_is_remembered_per_rule_and_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    """celpy runs a rule once per distinct (rule, self, oldSelf); the remembered answer is
+    the same answer (a refusal stays a refusal), and the memory is bounded."""
+    runs: list[str] = []
+    outcome = celprograms.outcome
+
+    def counting(program: Any, value: Any, old: Any, with_old: bool) -> bool | str:
+        runs.append(json.dumps(value))
+        return outcome(program, value, old, with_old)
+
+    monkeypatch.setattr(celprograms, "outcome", counting)
+    monkeypatch.setattr(celrules, "_OUTCOMES", {})
+    rules = [{"rule": "self.n > 1", "message": "small"}]
+    assert _first(rules, {"n": 1}) == _first(rules, {"n": 1})
+    assert _first(rules, {"n": 1}) is not None
+    assert runs == ['{"n": 1}']
+    assert _first(rules, {"n": 2}) is None
+    assert runs == ['{"n": 1}', '{"n": 2}']
+    monkeypatch.setattr(celrules, "_MAX_OUTCOMES", 2)
+    _first(rules, {"n": 3})
+    assert len(celrules._OUTCOMES) == 1  # full: emptied before the third was kept
