@@ -19,7 +19,8 @@ from kubemu import celrules, ec2nodeclass, karpenter
 from kubemu.resources import NODECLAIMS, NODEPOOLS
 
 CRDS = Path(__file__).resolve().parents[3] / "local/kubemu/crds"
-COMMIT = "1d927085dd81a9df9301e613f371dac5b4d16bfe"  # "docs: update for patch release v1.14.1"
+# On main after the v1.14.1 tag ("docs: update for patch release v1.14.1"); the tag's CRDs differ.
+COMMIT = "1d927085dd81a9df9301e613f371dac5b4d16bfe"
 # `git ls-tree <COMMIT> pkg/apis/crds/` in aws/karpenter-provider-aws.
 UPSTREAM_BLOBS = {
     "karpenter.k8s.aws_ec2nodeclasses.yaml": "9fd4df3e1095589f6e0f5d7dcf91acf8808a2177",
