@@ -65,6 +65,7 @@ class Rule:
     field_path: str  # the rule's fieldPath, normalised ("" when it has none)
     reason: str | None
     error: CelRuleError | None = None
+    per_item: tuple[str, Any] | None = None  # celprograms.Compiled.per_item
 
     @property
     def detail(self) -> str:
@@ -97,17 +98,17 @@ class Violation:
     detail: str  # e.g. 'Invalid value: "object": <message>'
 
 
-def _program(crd: str, path: str, text: str) -> tuple[Any, bool]:
+def _program(crd: str, path: str, text: str) -> Any:
+    """celprograms.Compiled of a rule text, or CelRuleError."""
     from . import celprograms  # celpy, imported on the first rule compiled (about 0.1 s)
 
     parsed = celprograms.compiled(text)
     if isinstance(parsed, str):
         raise CelRuleError(crd, path, text, parsed)
-    program, unknown, uses_old_self = parsed
-    if unknown:
-        names = ", ".join(sorted(unknown))
+    if parsed.unknown:
+        names = ", ".join(sorted(parsed.unknown))
         raise CelRuleError(crd, path, text, f"calls {names}, which kubemu's CEL does not provide")
-    return program, uses_old_self
+    return parsed
 
 
 def _rule(crd: str, path: str, spec: Obj) -> Rule:
@@ -117,14 +118,21 @@ def _rule(crd: str, path: str, spec: Obj) -> Rule:
     try:
         if spec.get("optionalOldSelf"):
             raise CelRuleError(crd, path, text, "optionalOldSelf is not supported by kubemu")
-        program, uses_old_self = _program(crd, path, text)
+        compiled = _program(crd, path, text)
         message_program = None
         if spec.get("messageExpression"):
-            message_program, _ = _program(crd, path, str(spec["messageExpression"]))
+            message_program = _program(crd, path, str(spec["messageExpression"])).program
     except CelRuleError as error:
         return Rule(text, None, message, None, False, field_path, None, error)
     return Rule(
-        text, program, message, message_program, uses_old_self, field_path, spec.get("reason")
+        text,
+        compiled.program,
+        message,
+        message_program,
+        compiled.uses_old_self,
+        field_path,
+        spec.get("reason"),
+        per_item=compiled.per_item,
     )
 
 
@@ -247,13 +255,27 @@ def _outcome(rule: Rule, value: Any, old: Any) -> bool | str:
     outcome depends on nothing but its text and its values (the Kubernetes CEL libraries
     have no clock or randomness), and celpy's interpreter takes milliseconds a rule, so the
     same rule on the same values (a storm's NodeClaims share their requirements) is
-    evaluated once."""
+    evaluated once. A rule ``self.all(x, body)`` is remembered item by item (pools share
+    most requirements; ``celprograms._per_item`` says why that is the same answer)."""
+    from . import celprograms
+
+    if rule.per_item is not None and isinstance(value, list):
+        per_item = rule.per_item
+        outcomes = [
+            _remembered((rule.text, _key(item), b"item"), celprograms.item_outcome, per_item, item)
+            for item in value
+        ]
+        if False in outcomes:
+            return False
+        return next((o for o in outcomes if o is not True), True)
     key = (rule.text, _key(value), _key(old) if rule.uses_old_self else None)
+    return _remembered(key, celprograms.outcome, rule.program, value, old, rule.uses_old_self)
+
+
+def _remembered(key: tuple[str, bytes, bytes | None], compute: Any, *args: Any) -> bool | str:
     found = _OUTCOMES.get(key)
     if found is None:
-        from . import celprograms
-
-        found = celprograms.outcome(rule.program, value, old, rule.uses_old_self)
+        found = compute(*args)
         if len(_OUTCOMES) >= _MAX_OUTCOMES:
             _OUTCOMES.clear()
         _OUTCOMES[key] = found

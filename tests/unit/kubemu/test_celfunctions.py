@@ -15,7 +15,7 @@ from kubemu import celrules
 
 def _eval(expression: str, value: Any = None) -> Any:
     """``expression`` compiled as a rule is, evaluated with ``self`` bound to ``value``."""
-    program, _ = celrules._program("test.yaml", "", expression)
+    program = celrules._program("test.yaml", "", expression).program
     try:
         return program.evaluate({"self": json_to_cel(value)})
     except CELEvalError as error:

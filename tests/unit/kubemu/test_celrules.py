@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import random
 from pathlib import Path
 from typing import Any
 
@@ -278,3 +279,43 @@ def test_an_outcome_is_remembered_per_rule_and_values(monkeypatch: pytest.Monkey
     monkeypatch.setattr(celrules, "_MAX_OUTCOMES", 2)
     _first(rules, {"n": 3})
     assert len(celrules._OUTCOMES) == 1  # full: emptied before the third was kept
+
+
+_ITEMS: list[Any] = [
+    {"key": "k", "operator": "In", "values": ["a"]},
+    {"key": "k", "operator": "In"},  # no values: x.values errs
+    {"key": "k", "operator": "In", "values": []},
+    {"key": "k", "operator": "Gt", "values": ["5"]},
+    {"key": "k", "operator": "Gt", "values": ["five"]},  # int() errs
+    {"key": "k", "operator": "In", "values": ["a"], "minValues": 2},
+    {"key": "k", "operator": "Exists"},
+    {"nodes": "1", "schedule": "@daily", "duration": "1h"},
+    {"nodes": "1", "schedule": "@daily"},
+    {"tags": {"a": "b"}},
+    {"id": "x", "tags": {"a": "b"}},
+    {"alias": "al2023@latest"},
+    {"name": "n"},
+]
+
+
+def _kind(outcome: bool | str) -> bool | str:
+    return outcome if isinstance(outcome, bool) else "error"
+
+
+def test_an_all_rule_remembered_item_by_item_answers_as_the_whole_rule(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``self.all(x, body)`` answered item by item (``celprograms._per_item``): for every
+    such rule of the three CRDs and lists mixing passing, failing and erring items, the
+    answer (false if one is false, else an error if one errs, else true) is celpy's answer
+    for the whole rule, error for error."""
+    chosen = random.Random(40)
+    lists: list[list[Any]] = [[]]
+    lists += [chosen.sample(_ITEMS, chosen.randint(1, 3)) for _ in range(15)]
+    split = {r.text: r for node in _nodes().values() for r in celrules.rules(node) if r.per_item}
+    assert len(split) >= 10
+    for rule in split.values():
+        for value in lists:
+            monkeypatch.setattr(celrules, "_OUTCOMES", {})
+            whole = celprograms.outcome(rule.program, value, None, False)
+            assert _kind(celrules._outcome(rule, value, None)) == _kind(whole), (rule.text, value)
