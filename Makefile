@@ -118,10 +118,13 @@ bench-health-split: $(VENV)/.installed-dev
 
 ## bench-check: the benchmark's quick configuration, failing when a ratio or count target
 ## is missed, then the tests marked bench (its fleet of processes and moto storm, the soaks
-## at 250-2,000 events); make test runs them small
+## at 250-2,000 events; make test runs them small), then the property tests at their full
+## number of examples (make test tries a quarter: tests/support/properties.py)
 bench-check: $(VENV)/.installed-dev
 	$(BIN)/python -m bench --quick --check --no-layer-build --out bench-results/quick.json
 	$(BIN)/python -m pytest -q -n 2 -m bench
+	LIFEBOAT_PROPERTY_DEPTH=full $(BIN)/python -m pytest -q -n 2 \
+		$(shell grep -rl "tests.support.properties import" tests)
 
 ## bench-hand-over: a voluntary notice's hand-over at-once vs when-ready, with Karpenter's
 ## drift running in the replay's simulation (pod-Pending-seconds, peak disrupting vs budget)

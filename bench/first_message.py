@@ -34,7 +34,7 @@ from bench.cluster import CLUSTER, REGION, Cluster, build_cluster
 from bench.coldstart import _PRELUDE, FUNCTION_DIR, LAMBDA_ENV, compile_sources
 from bench.events import spot_interruption, sqs_record
 from kubemu import Emulator
-from lifeboat.events.notice import Kind
+from lifeboat.model.notice import Kind
 
 _CHILD = (
     "import socket\n"

@@ -39,13 +39,13 @@ from bench.events import sqs_batches
 from bench.harness import LambdaContext
 from bench.scenarios import DecisionLog, NullMetrics
 from lifeboat.aws.discovery import ClusterCatalog
-from lifeboat.events.notice import Kind
 from lifeboat.flow.pipeline import Pipeline
 from lifeboat.kube.eks_auth import ClusterInfo
 from lifeboat.kube.rest import RestClient
 from lifeboat.marks.node_marks import taint_key
 from lifeboat.model.instances import InstanceInfo, StaticInstanceDirectory
 from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.notice import Kind
 from lifeboat.model.settings import Settings
 from lifeboat.runtime import snapstart
 from lifeboat.runtime.handler import handle_batch

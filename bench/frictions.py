@@ -33,10 +33,10 @@ from typing import Any
 from bench.events import spot_interruption, sqs_record
 from bench.harness import Bench, LambdaContext
 from bench.scenarios import DecisionLog, NullMetrics, _summary_ms
-from lifeboat.events.notice import Kind
 from lifeboat.flow.pipeline import Pipeline
 from lifeboat.marks.node_marks import taint_key
 from lifeboat.model.deadline import QUEUE_VISIBILITY_TIMEOUT
+from lifeboat.model.notice import Kind
 from lifeboat.runtime.handler import handle_batch
 
 EC2_LATENCY = 0.1  # DescribeInstances' round trip, typically 50-200 ms
@@ -204,7 +204,9 @@ def spread_storm(
     finally:
         bench.emulator.clear_faults()
     wall = time.perf_counter() - start
-    return _report(bench, messages, queue, log, failures[0], wall, events, spread, concurrency)
+    report = _report(bench, messages, queue, log, failures[0], wall, events, spread, concurrency)
+    report["nodeclaim_lists"] = sum(getattr(p.directory, "lists", 0) for p in pipelines)
+    return report
 
 
 def _tainted_at(bench: Bench) -> dict[str, float]:

@@ -39,10 +39,9 @@ from lifeboat.karpenter.nodepool_hash import HASH_ANNOTATION, nodepool_hash
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
 from lifeboat.marks import node_marks
-from lifeboat.marks.handover import AT_ONCE, WHEN_READY
 from lifeboat.model.ledger import MemoryLedger
 from lifeboat.model.report import Outcome, Report
-from lifeboat.model.settings import Settings
+from lifeboat.model.settings import AT_ONCE, WHEN_READY, Settings
 from lifeboat.wakeup.codec import MemoryWakeups, encode
 from lifeboat_local.directory import directory_from_objects
 from lifeboat_local.karpenter_sim import KarpenterSimulation, SimStep

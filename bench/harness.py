@@ -18,11 +18,12 @@ from bench.cluster import CLUSTER, REGION, Cluster
 from bench.dynamodb import DynamoDbTable
 from kubemu import Emulator
 from lifeboat.aws.retries import client_config, retry_within_deadline
-from lifeboat.events.notice import LifecycleHook
+from lifeboat.flow.lookup import ClaimsWhenThrottled, end_on_first_throttle, served
 from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube.client import KubeApi
 from lifeboat.model.instances import Ec2InstanceDirectory, InstanceDirectory, InstanceInfo
 from lifeboat.model.ledger import Ledger, MemoryLedger
+from lifeboat.model.notice import LifecycleHook
 from lifeboat.model.settings import Settings
 from lifeboat.runtime.service import BATCH_WORKERS, utc_now
 from lifeboat.wakeup.codec import MemoryWakeups
@@ -185,9 +186,10 @@ class Bench:
 
     def pipeline(self, name: str = "lifeboat-bench") -> Pipeline:
         """A pipeline with its own clients, as a separate Lambda container would have."""
+        kube = KubeApi(self.emulator.api_client())
         return Pipeline(
-            clusters=OneCluster(KubeApi(self.emulator.api_client())),
-            directory=self._directory(),
+            clusters=OneCluster(kube),
+            directory=self._directory(kube),
             settings=Settings(clusters=(CLUSTER,), region=REGION),
             clock=utc_now,
             lifecycle=self.lifecycle,
@@ -198,14 +200,16 @@ class Bench:
             workers=BATCH_WORKERS,
         )
 
-    def _directory(self) -> InstanceDirectory:
+    def _directory(self, kube: KubeApi) -> InstanceDirectory:
         if self.endpoints.directory == "moto":
             return Ec2InstanceDirectory(boto_client("ec2", self.aws))
         if self.endpoints.directory == "ec2":
             if self.endpoints.ec2 is None:
                 raise ValueError("an ec2 directory needs its Ec2Endpoint")
             client = retry_within_deadline(boto_client("ec2", self.aws, client_config()))
-            return Ec2InstanceDirectory(self.endpoints.ec2.attach(client))
+            ec2 = Ec2InstanceDirectory(end_on_first_throttle(self.endpoints.ec2.attach(client)))
+            # As lifeboat.runtime.service wires it: the NodeClaims while EC2 throttles.
+            return ClaimsWhenThrottled(ec2, served(lambda: (CLUSTER,), lambda _name: kube))
         return CountingDirectory(self._static, self.aws)
 
     def _ledger(self) -> Ledger:

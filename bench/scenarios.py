@@ -15,9 +15,9 @@ from typing import Any
 from bench.cluster import Machine
 from bench.events import KINDS, sqs_batches
 from bench.harness import Bench, LambdaContext
-from lifeboat.events.notice import Kind
 from lifeboat.flow.pipeline import Pipeline
 from lifeboat.marks.node_marks import taint_key
+from lifeboat.model.notice import Kind
 from lifeboat.runtime.handler import handle_batch
 from lifeboat.telemetry.observability import PowertoolsBatchMetrics
 

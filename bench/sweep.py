@@ -29,13 +29,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 from lifeboat.aws.sweep import Ec2InstanceStatuses, sweep_request
-from lifeboat.events.notice import Kind
 from lifeboat.flow.pipeline import ClusterClients, Pipeline
 from lifeboat.flow.split import NOTICES_PER_MESSAGE, split
+from lifeboat.flow.sweep_request import SweepReader
 from lifeboat.flow.sweep_triage import Sorted
 from lifeboat.marks import node_marks
 from lifeboat.marks.maintenance_holds import HOLDS_ANNOTATION
 from lifeboat.model.instances import Ec2InstanceDirectory
+from lifeboat.model.notice import Kind
 from lifeboat.model.settings import Settings
 from lifeboat.wakeup.codec import encode
 
@@ -256,10 +257,10 @@ def sweep_cost(
         statuses=statuses,
     )
     started = time.perf_counter()
-    # The sweep request's answer (Pipeline._sweep): the statuses read and parsed, the
+    # The sweep request's answer (SweepReader.statuses): the statuses read and parsed, the
     # managed clusters' labelled nodes listed for vanished events, every notice triaged
     # (one directory lookup); then the split past what one message acts on.
-    swept = pipeline._sweep(sweep_request("bench", NOW.isoformat()), {})
+    swept = SweepReader(pipeline).statuses(sweep_request("bench", NOW.isoformat()), {})
     assert isinstance(swept, Sorted), swept
     now, parts = split(swept.notices, NOTICES_PER_MESSAGE)
     encoded = [encode(part) for part in parts]

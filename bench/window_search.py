@@ -26,7 +26,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from lifeboat.decide import decide
-from lifeboat.events.notice import Kind, Notice
+from lifeboat.model.notice import Kind, Notice
 from lifeboat.model.settings import Settings
 from lifeboat.model.target import ClaimRef, PoolCounts, Target
 

@@ -24,6 +24,9 @@ class SoakConfig:
     # Wake-ups delivered twice (the second right behind the first).
     wakeup_duplicate_rate: float = 0.2
     kube_fault_rate: float = 0.05
+    # What a faulted request is answered. A 429 carries Retry-After: 1, as API Priority and
+    # Fairness sends it, and Lifeboat waits that second: real time, not CPU.
+    kube_fault_statuses: tuple[int, ...] = (429, 500, 503)
     kube_timeout_rate: float = 0.0005
     # The emulator hangs this long on a dropped request; the client gives up sooner.
     timeout_delay: float = 0.6

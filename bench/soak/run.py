@@ -128,7 +128,7 @@ def run_soak(config: SoakConfig) -> SoakResult:
         emulator.set_fault_rate(
             rate=config.kube_fault_rate,
             seed=config.seed,
-            statuses=(429, 500, 503),
+            statuses=config.kube_fault_statuses,
             timeout_rate=config.kube_timeout_rate,
             timeout_delay=config.timeout_delay,
         )

@@ -1,10 +1,13 @@
 """Karpenter v1's NodeClaim and NodePool rules, as the API server enforces the CRDs.
 
-Written here from the CRDs of kubernetes-sigs/karpenter (``pkg/apis/crds/karpenter.sh_*.yaml``,
-generated from the kubebuilder markers of ``pkg/apis/v1``); each check names the CRD field
-path or CEL rule it mirrors. A broken rule is a 422 Invalid naming the field, as the API
-server answers for a CRD; unknown fields follow ``fieldValidation`` like the built-in kinds
-(structural pruning drops them otherwise). Defaults the CRDs declare are applied on write.
+The structural part (types, patterns, enums, limits, defaults) is written here from the CRDs
+(``pkg/apis/crds/karpenter.sh_*.yaml``, generated from the kubebuilder markers of
+``pkg/apis/v1``), each check naming the field it mirrors. The CEL rules
+(``x-kubernetes-validations``, transition rules included) are not: they are the CRD files of
+aws/karpenter-provider-aws shipped unchanged in ``crds/``, run by cel-python (``celrules``).
+A broken rule is a 422 Invalid naming the field, as the API server answers for a CRD; unknown
+fields follow ``fieldValidation`` like the built-in kinds (structural pruning drops them
+otherwise). Defaults the CRDs declare are applied on write.
 """
 
 from __future__ import annotations
@@ -12,11 +15,16 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+from functools import cache
+from importlib import resources as package_files
 from typing import Any
 
+import yaml
+
+from . import celrules
 from .crd_checks import StructuralChecker
 from .errors import ApiError, bad_request
-from .resources import NODECLAIMS, NODEPOOLS, Obj, ResourceType
+from .resources import NODECLAIMS, Obj, ResourceType
 from .verdict import Verdict
 
 # requirements[].key, taints[].key: a label key (qualified name with an optional prefix).
@@ -39,8 +47,12 @@ OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 REASONS = ("Underutilized", "Empty", "Drifted")
 POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced")
-# Label keys under the karpenter.sh domain that requirements may still name.
-_ALLOWED_KARPENTER_KEYS = ("karpenter.sh/capacity-type", "karpenter.sh/nodepool")
+# aws/karpenter-provider-aws's copies of the core CRDs (they add the karpenter.k8s.aws label
+# rules), as an EKS cluster runs them; their source and commit head each file.
+CRD_FILES = {
+    "nodeclaims": "crds/karpenter.sh_nodeclaims.yaml",
+    "nodepools": "crds/karpenter.sh_nodepools.yaml",
+}
 
 _FIELDS: dict[str, frozenset[str]] = {
     "nodeclaim": frozenset({"apiVersion", "kind", "metadata", "spec", "status"}),
@@ -85,14 +97,13 @@ class _Checker(StructuralChecker):
 
     def node_class_ref(self, ref: Any, path: str) -> None:
         ref = self.mapping(ref, path, "nodeClassRef", ("group", "kind", "name"))
-        # nodeClassRef.group: pattern ^[^/]*$; group, kind, name: CEL `self != ''`.
+        # nodeClassRef.group: pattern ^[^/]*$ (their CEL: not empty).
         self.string(ref["group"], f"{path}.group", re.compile(r"^[^/]*$"))
-        for key in ("group", "kind", "name"):
-            if self.string(ref[key], f"{path}.{key}") == "":
-                raise self.fail(f"{path}.{key}", f'Invalid value: "string": {key} may not be empty')
+        for key in ("kind", "name"):
+            self.string(ref[key], f"{path}.{key}")
 
-    def requirements(self, value: Any, path: str, pool: bool) -> None:
-        # requirements: maxItems 100, and the list-level CEL rules after the items.
+    def requirements(self, value: Any, path: str) -> None:
+        # requirements: maxItems 100 (the keys' and the list's CEL rules run after).
         items = self.array(value, path, max_items=100)
         for index, requirement in enumerate(items):
             where = f"{path}[{index}]"
@@ -100,18 +111,6 @@ class _Checker(StructuralChecker):
             key = self.string(requirement["key"], f"{where}.key", _LABEL_KEY)
             if len(key) > 316:
                 raise self.fail(f"{where}.key", "Too long: may not be longer than 316")
-            # key CEL: the karpenter.sh domain is restricted but for two keys; no hostname;
-            # in a NodePool the nodepool key itself is restricted too.
-            domain = key.split("/", 1)[0] if "/" in key else ""
-            if domain.endswith("karpenter.sh") and key not in _ALLOWED_KARPENTER_KEYS:
-                raise self.fail(
-                    f"{where}.key",
-                    f'Invalid value: "string": label domain "karpenter.sh" is restricted ({key})',
-                )
-            if key == "kubernetes.io/hostname" or (pool and key == "karpenter.sh/nodepool"):
-                raise self.fail(
-                    f"{where}.key", f'Invalid value: "string": label "{key}" is restricted'
-                )
             self.enum(requirement["operator"], f"{where}.operator", OPERATORS)
             for value_index, item in enumerate(
                 self.array(requirement.get("values"), f"{where}.values")
@@ -119,35 +118,6 @@ class _Checker(StructuralChecker):
                 self.string(item, f"{where}.values[{value_index}]")
             if "minValues" in requirement:
                 self.integer(requirement["minValues"], f"{where}.minValues", 1, 50)
-        for index, requirement in enumerate(items):
-            operator, values = requirement["operator"], requirement.get("values") or []
-            # CEL: operator In must have a value defined.
-            if operator == "In" and not values:
-                raise self.fail(
-                    path,
-                    f'Invalid value: "array": requirements[{index}] with operator In must have'
-                    " a value defined",
-                )
-            # CEL: Gt, Lt, Gte, Lte take a single non-negative integer value.
-            if operator in ("Gt", "Lt", "Gte", "Lte") and not (
-                len(values) == 1 and re.fullmatch(r"[+]?[0-9]+", values[0])
-            ):
-                raise self.fail(
-                    path,
-                    f'Invalid value: "array": requirements[{index}] with operator {operator}'
-                    " must have a single positive integer value",
-                )
-            # CEL: an In requirement with minValues has at least minValues values.
-            if (
-                operator == "In"
-                and "minValues" in requirement
-                and len(values) < requirement["minValues"]
-            ):
-                raise self.fail(
-                    path,
-                    f'Invalid value: "array": requirements[{index}] ({requirement["key"]}) has'
-                    f" {len(values)} value(s), fewer than its minValues {requirement['minValues']}",
-                )
 
     def taints(self, value: Any, path: str) -> None:
         for index, taint in enumerate(self.array(value, path)):
@@ -183,7 +153,7 @@ def _nodeclaim(checker: _Checker, obj: Obj) -> None:
     spec = checker.mapping(obj.get("spec"), "spec", "claim.spec", ("nodeClassRef", "requirements"))
     spec.setdefault("expireAfter", "720h")  # spec.expireAfter default
     checker.node_class_ref(spec["nodeClassRef"], "spec.nodeClassRef")
-    checker.requirements(spec["requirements"], "spec.requirements", pool=False)
+    checker.requirements(spec["requirements"], "spec.requirements")
     checker.taints(spec.get("taints"), "spec.taints")
     checker.taints(spec.get("startupTaints"), "spec.startupTaints")
     checker.durations(spec, "spec")
@@ -211,15 +181,15 @@ def _pool_template(checker: _Checker, spec: Obj) -> None:
     )
     tspec.setdefault("expireAfter", "720h")
     checker.node_class_ref(tspec["nodeClassRef"], "spec.template.spec.nodeClassRef")
-    checker.requirements(tspec["requirements"], "spec.template.spec.requirements", pool=True)
+    checker.requirements(tspec["requirements"], "spec.template.spec.requirements")
     checker.taints(tspec.get("taints"), "spec.template.spec.taints")
     checker.taints(tspec.get("startupTaints"), "spec.template.spec.startupTaints")
     checker.durations(tspec, "spec.template.spec")
 
 
 def _template_labels(checker: _Checker, labels: Obj) -> None:
-    """Check ``spec.template.metadata.labels``: at most 100, valid values, and none of the
-    keys Karpenter keeps for itself."""
+    """Check ``spec.template.metadata.labels``: at most 100, valid values (the CEL rules
+    refuse the keys Karpenter keeps for itself)."""
     if len(labels) > 100:  # template.metadata.labels: maxProperties 100
         raise checker.fail("spec.template.metadata.labels", "Too many: must have at most 100 items")
     for key, value in labels.items():
@@ -227,13 +197,6 @@ def _template_labels(checker: _Checker, labels: Obj) -> None:
         checker.string(value, where, _LABEL_VALUE)
         if len(value) > 63:
             raise checker.fail(where, "Too long: may not be longer than 63")
-        domain = key.split("/", 1)[0] if "/" in key else ""
-        restricted = domain.endswith("karpenter.sh") and key not in _ALLOWED_KARPENTER_KEYS
-        if restricted or key in ("karpenter.sh/nodepool", "kubernetes.io/hostname"):
-            raise checker.fail(
-                "spec.template.metadata.labels",
-                f'Invalid value: "object": label "{key}" is restricted',
-            )
 
 
 def _pool_disruption(checker: _Checker, spec: Obj) -> None:
@@ -266,35 +229,57 @@ def _budget(checker: _Checker, value: Any, where: str) -> None:
         checker.array(budget.get("reasons"), f"{where}.reasons", 50)
     ):
         checker.enum(reason, f"{where}.reasons[{reason_index}]", REASONS)
-    # budgets CEL: 'schedule' must be set with 'duration' (and the other way round).
-    if ("schedule" in budget) != ("duration" in budget):
-        raise checker.fail(
-            "spec.disruption.budgets",
-            "Invalid value: \"array\": 'schedule' must be set with 'duration'",
-        )
 
 
 def _pool_weight_and_replicas(checker: _Checker, spec: Obj) -> None:
-    """Check ``spec.weight`` and ``spec.replicas``, and that a static NodePool (one with
-    replicas) has no weight and limits only nodes."""
+    """Check ``spec.weight`` and ``spec.replicas`` (the CEL rules say what a static NodePool,
+    one with replicas, may not have)."""
     if "weight" in spec:
         checker.integer(spec["weight"], "spec.weight", 1, 100)
     if "replicas" in spec:
         checker.integer(spec["replicas"], "spec.replicas", 0, None)
-        # spec CEL: a static NodePool takes only limits.nodes, and no weight.
-        if set(spec.get("limits") or {}) - {"nodes"}:
-            raise checker.fail(
-                "spec",
-                "Invalid value: \"object\": only 'limits.nodes' is supported on static NodePools",
-            )
-        if "weight" in spec:
-            raise checker.fail(
-                "spec", "Invalid value: \"object\": 'weight' is not supported on static NodePools"
-            )
+
+
+@cache
+def crd(resource: ResourceType) -> Obj:
+    """The CRD of NodeClaims or NodePools, as shipped in ``crds/``."""
+    text = (package_files.files("kubemu") / CRD_FILES[resource.plural]).read_text()
+    loaded: Obj = yaml.safe_load(text)
+    return loaded
+
+
+@cache
+def rules(resource: ResourceType) -> celrules.Node | None:
+    """The v1 schema's CEL rules, compiled once per process."""
+    version = next(v for v in crd(resource)["spec"]["versions"] if v["name"] == "v1")
+    return celrules.compile_schema(CRD_FILES[resource.plural], version["schema"]["openAPIV3Schema"])
+
+
+def _cel(checker: _Checker, obj: Obj, old: Obj | None) -> None:
+    """The CEL rules over ``spec`` (status is not checked); with ``old``, the transition
+    rules."""
+    node, spec = rules(checker.resource), {"spec": obj.get("spec")}
+    violation = (
+        celrules.first_violation(node, spec)
+        if old is None
+        else celrules.first_transition_violation(node, spec, {"spec": old.get("spec")})
+    )
+    if violation is not None:
+        raise checker.fail(violation.path, violation.detail)
 
 
 def check(resource: ResourceType, obj: Obj, mode: str) -> Verdict:
     """Validates and defaults ``obj`` in place; returns the validation Verdict."""
+    checker = _structural(resource, obj, mode)
+    _cel(checker, obj, None)
+    warnings = (
+        [f'unknown field "{path}"' for _, _, path in checker.unknown] if mode == "Warn" else []
+    )
+    return Verdict(obj, warnings)
+
+
+def _structural(resource: ResourceType, obj: Obj, mode: str) -> _Checker:
+    """The schema's checks and defaults, unknown fields pruned (refused when Strict)."""
     checker = _Checker(resource, obj)
     if "spec" not in obj:
         raise checker.fail("spec", "Required value")
@@ -307,10 +292,7 @@ def check(resource: ResourceType, obj: Obj, mode: str) -> Verdict:
         raise bad_request(f"strict decoding error: {listed}")
     for holder, key, _ in checker.unknown:
         holder.pop(key, None)
-    warnings = (
-        [f'unknown field "{path}"' for _, _, path in checker.unknown] if mode == "Warn" else []
-    )
-    return Verdict(obj, warnings)
+    return checker
 
 
 def _defaulted(resource: ResourceType, obj: Obj) -> Obj:
@@ -318,34 +300,15 @@ def _defaulted(resource: ResourceType, obj: Obj) -> Obj:
     copied: Obj = json.loads(json.dumps(obj))
     # Stored before these rules were checked (a cluster file): compared as it is.
     with contextlib.suppress(ApiError):
-        check(resource, copied, "Ignore")
+        _structural(resource, copied, "Ignore")
     return copied
 
 
 def check_update(resource: ResourceType, old: Obj, new: Obj) -> None:
-    """The transition rules (CEL with ``oldSelf``)."""
-    checker = _Checker(resource, new)
-    old = _defaulted(resource, old)
-    if resource is NODECLAIMS and old.get("spec") != new.get("spec"):
-        # NodeClaim spec: `self == oldSelf`.
-        raise checker.fail("spec", 'Invalid value: "object": spec is immutable')
-    if resource is NODEPOOLS:
-        old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
-        old_ref = ((old_spec.get("template") or {}).get("spec") or {}).get("nodeClassRef") or {}
-        new_ref = ((new_spec.get("template") or {}).get("spec") or {}).get("nodeClassRef") or {}
-        for key in ("group", "kind"):  # nodeClassRef: group and kind are immutable
-            if old_ref.get(key) != new_ref.get(key):
-                raise checker.fail(
-                    "spec.template.spec.nodeClassRef",
-                    f'Invalid value: "object": nodeClassRef.{key} is immutable',
-                )
-        # spec: no transition between static (replicas) and dynamic provisioning.
-        if ("replicas" in old_spec) != ("replicas" in new_spec):
-            raise checker.fail(
-                "spec",
-                'Invalid value: "object": cannot switch a NodePool between static (replicas)'
-                " and dynamic provisioning",
-            )
+    """The transition rules (CEL with ``oldSelf``: NodeClaim's immutable spec, NodePool's
+    nodeClassRef group and kind, no switch between static and dynamic); ``new`` has passed
+    ``check``'s rules."""
+    _cel(_Checker(resource, new), new, _defaulted(resource, old))
 
 
 def openapi_schema(resource: ResourceType) -> Obj:

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import Any
 
-from . import karpenter, validation
 from . import pdb as pdbs
+from . import validation
 from .deletion import Deleter
 from .errors import (
     ApiError,
@@ -26,7 +26,7 @@ from .errors import (
 )
 from .names import name_problem
 from .patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
-from .resources import NAMESPACES, NODECLAIMS, NODEPOOLS, PDBS, PODS, Obj, ResourceType
+from .resources import NAMESPACES, PDBS, PODS, Obj, ResourceType
 from .selectors import parse_field_selector, parse_label_selector
 from .store import INDEXES, Store, key_of, new_uid
 
@@ -278,8 +278,7 @@ class Operations:
             return stored  # a no-op write does not bump the resourceVersion
         if metadata.get("deletionTimestamp"):
             _check_no_new_finalizers(resource, stored, new)
-        if resource in (NODECLAIMS, NODEPOOLS):
-            karpenter.check_update(resource, stored, new)
+        validation.check_update(resource, stored, new)
         if write.dry_run:
             return new
         if metadata.get("deletionTimestamp") and not metadata.get("finalizers"):

@@ -134,6 +134,9 @@ def compile_validators() -> None:
     on its first request of that kind (the benchmark's API servers start warm)."""
     for resource in DEFINITIONS:
         _validator(resource)
+    karpenter.rules(kinds.NODECLAIMS)  # and the CRDs' CEL rules
+    karpenter.rules(kinds.NODEPOOLS)
+    ec2nodeclass.rules()
 
 
 def openapi_schema(resource: ResourceType) -> Obj:
@@ -190,6 +193,15 @@ def check(resource: ResourceType, obj: Obj, mode: str) -> Verdict:
         raise bad_request(f"{resource.kind}: more than {_MAX_UNKNOWN_FIELDS} unknown fields")
     _check_values(resource, obj)
     return _unknown_verdict(obj, unknown, mode)
+
+
+def check_update(resource: ResourceType, old: Obj, new: Obj) -> None:
+    """The CRD's transition rules (CEL naming ``oldSelf``) on an update of ``old`` to ``new``
+    (which ``check`` has passed); the built-in kinds' update rules are the operations'."""
+    if resource in (kinds.NODECLAIMS, kinds.NODEPOOLS):
+        karpenter.check_update(resource, old, new)
+    elif resource is kinds.EC2NODECLASSES:
+        ec2nodeclass.check_update(old, new)
 
 
 def _parts(path: list[Any]) -> list[Any]:

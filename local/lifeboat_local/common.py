@@ -18,8 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from lifeboat.events.notice import Kind
 from lifeboat.karpenter.budgets import format_go_duration
+from lifeboat.model.notice import Kind
 from lifeboat.model.settings import Settings, SettingsError, load_settings
 from lifeboat_local import exits
 

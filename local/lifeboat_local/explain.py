@@ -28,11 +28,11 @@ from zoneinfo import ZoneInfo
 from lifeboat.aws.capacity_blocks import find_instances
 from lifeboat.decide import Decision
 from lifeboat.events import parse_message
-from lifeboat.events.notice import MalformedMessage, Notice
 from lifeboat.flow.pipeline import MessageResult
 from lifeboat.flow.resolve import Resolver
 from lifeboat.kube.client import KubeApi
 from lifeboat.model.instances import InstanceDirectory, ReservationDirectory
+from lifeboat.model.notice import MalformedMessage, Notice
 from lifeboat.model.report import Outcome, Report
 from lifeboat.model.target import Target
 from lifeboat.wakeup.codec import MemoryWakeups

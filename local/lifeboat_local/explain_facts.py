@@ -9,7 +9,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from lifeboat.decide import VOLUNTARY_PATIENCE
-from lifeboat.events.notice import Notice
 from lifeboat.karpenter import disruption_rules
 from lifeboat.karpenter.budgets import (
     LIFEBOAT_REASON,
@@ -24,10 +23,11 @@ from lifeboat.karpenter.budgets import (
 )
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
-from lifeboat.kube.objects import Obj
 from lifeboat.kube.selectors import selector_matches
 from lifeboat.marks import node_marks
 from lifeboat.model.instants import format_instant
+from lifeboat.model.notice import Notice
+from lifeboat.model.objects import Obj
 from lifeboat.model.settings import Settings
 from lifeboat.model.target import Target
 

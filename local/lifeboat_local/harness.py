@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from lifeboat.decide import Decision
-from lifeboat.events.notice import LifecycleHook, Notice
 from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube.client import KubeApi
 from lifeboat.model.instances import InstanceDirectory, ReservationDirectory
 from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.notice import LifecycleHook, Notice
 from lifeboat.model.settings import Settings
 from lifeboat.model.target import Target
 from lifeboat.wakeup.codec import MemoryWakeups

@@ -20,7 +20,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any, TextIO
 
-from lifeboat.events.notice import MalformedMessage
+from lifeboat.model.notice import MalformedMessage
 from lifeboat.rotation.request import (
     NAME_MAX,
     RotationSpec,

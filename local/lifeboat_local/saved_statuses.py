@@ -27,8 +27,7 @@ from collections import deque
 from typing import Any
 
 from lifeboat.aws.sweep import sweep_request
-from lifeboat.events.capacity_block import is_reservations_response
-from lifeboat.events.instance_status import is_status_response
+from lifeboat.events.envelope import is_reservations_response, is_status_response
 from lifeboat_local.event_times import body_time
 
 # The id of the sweep request a saved answer becomes (numbered).

@@ -28,8 +28,8 @@ from kubemu.resources import resource_for_object
 from kubemu.yamlload import LOADER
 from lifeboat.kube.client import KubeApi, KubeError, RetryPolicy
 from lifeboat.kube.eks_auth import api_client_from_kubeconfig
-from lifeboat.kube.objects import MutableObj
 from lifeboat.model.instances import StaticInstanceDirectory
+from lifeboat.model.objects import MutableObj
 from lifeboat_local.common import UsageError, note, read_text, warn
 from lifeboat_local.directory import directory_from_objects
 from lifeboat_local.load_checks import hash_mismatches

@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from typing import Any
 
-from lifeboat.events.notice import Kind, LifecycleHook, Notice
+from lifeboat.model.notice import Kind, LifecycleHook, Notice
 from tests.support.kube import INSTANCE
 from tests.support.paths import EVENTS
 

@@ -69,7 +69,7 @@ def test_every_exception_lifeboat_defines_is_a_lifeboat_error_of_one_kind() -> N
     ("name", "builtin"),
     [
         ("lifeboat.model.settings.SettingsError", ValueError),
-        ("lifeboat.events.notice.MalformedMessage", ValueError),
+        ("lifeboat.model.notice.MalformedMessage", ValueError),
         ("lifeboat.karpenter.budget_spec.BudgetError", ValueError),
         ("lifeboat.karpenter.cron.CronError", ValueError),
         ("lifeboat.karpenter.requirements.Unsatisfiable", ValueError),

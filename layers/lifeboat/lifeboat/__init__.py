@@ -5,9 +5,9 @@ Data flows one way: ``events`` (parse) -> ``resolve`` -> ``decide`` (pure) -> ``
 both call it.
 
 The layer's packages are ordered; a module may import only from its own package or one
-below it (tests/unit/project/test_package_rules.py holds the layer to it and lists the few imports
-that still run up, with what removes them). Order (bottom first): errors, model, events,
-kube, marks, karpenter, wakeup, decide, telemetry, aws, rotation, flow, runtime.
+below it (tests/unit/project/test_package_rules.py holds the layer to it; no import runs up).
+Order (bottom first): errors, model, events, kube, marks, karpenter, wakeup, decide,
+telemetry, aws, rotation, flow, runtime.
 """
 
 __version__ = "0.1.0"

@@ -15,7 +15,7 @@ from typing import Final
 from lifeboat.karpenter import disruption_rules
 from lifeboat.karpenter.budgets import parse_go_duration
 from lifeboat.kube import nodes
-from lifeboat.kube.objects import Obj
+from lifeboat.model.objects import Obj
 from lifeboat_local.audit.findings import Issue
 from lifeboat_local.audit.view import ClusterView, ref
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from lifeboat.kube import nodes
-from lifeboat.kube.objects import Obj
+from lifeboat.model.objects import Obj
 from lifeboat_local.audit.view import (
     ClusterView,
     controller_of,

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from lifeboat.kube.objects import Obj
+from lifeboat.model.objects import Obj
 
 # (apiVersion, kind) -> the Inventory field holding it. Workload controllers are the ones the
 # disruption controller asks for their scale (ReplicationController, Deployment, ReplicaSet,

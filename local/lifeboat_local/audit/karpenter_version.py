@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator
 from typing import Final
 
-from lifeboat.kube.objects import Obj
+from lifeboat.model.objects import Obj
 from lifeboat_local.audit.findings import Issue
 from lifeboat_local.audit.karpenter_access import Access, command_that_tells
 from lifeboat_local.audit.view import ClusterView, ref

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from lifeboat.kube import nodes
-from lifeboat.kube.objects import Obj
+from lifeboat.model.objects import Obj
 from lifeboat_local.audit.findings import Issue
 from lifeboat_local.audit.label_rules import (
     karpenter_key_problems,

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import Any, Final
 
 from lifeboat.kube import nodes
-from lifeboat.kube.objects import Obj
+from lifeboat.model.objects import Obj
 from lifeboat_local.audit.findings import Issue
 from lifeboat_local.audit.ownership import GROUP_LABELS
 from lifeboat_local.audit.view import ClusterView, controller_of, is_terminal, ref

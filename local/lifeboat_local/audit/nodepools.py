@@ -24,8 +24,8 @@ from lifeboat.karpenter.budgets import (
     window_timeline,
 )
 from lifeboat.kube import nodes
-from lifeboat.kube.objects import Obj
 from lifeboat.marks import node_marks
+from lifeboat.model.objects import Obj
 from lifeboat_local.audit.findings import Issue
 from lifeboat_local.audit.view import ClusterView, ref
 

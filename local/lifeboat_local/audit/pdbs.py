@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from functools import partial
 
 from lifeboat.kube import nodes
-from lifeboat.kube.objects import Obj
+from lifeboat.model.objects import Obj
 from lifeboat_local.audit.expected import PdbState, is_ready, pdb_state
 from lifeboat_local.audit.findings import Issue
 from lifeboat_local.audit.view import ClusterView, key, namespace_of, pod_phase, ref

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Final
 
 from lifeboat.kube.client import KARPENTER, KubeApi, KubeError
-from lifeboat.kube.objects import Obj
+from lifeboat.model.objects import Obj
 from lifeboat_local.audit.inventory import Inventory
 from lifeboat_local.common import UsageError
 from lifeboat_local.source import load_cluster

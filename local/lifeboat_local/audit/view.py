@@ -13,8 +13,8 @@ from functools import cached_property
 from typing import Any, TypeVar, cast
 
 from lifeboat.kube import nodes
-from lifeboat.kube.objects import Obj
 from lifeboat.kube.selectors import selector_matches
+from lifeboat.model.objects import Obj
 from lifeboat_local.audit.findings import ObjectRef
 from lifeboat_local.audit.inventory import Inventory
 from lifeboat_local.audit.karpenter_access import Access

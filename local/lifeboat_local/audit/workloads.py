@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping
 from typing import Final
 
 from lifeboat.kube import nodes
-from lifeboat.kube.objects import Obj
+from lifeboat.model.objects import Obj
 from lifeboat_local.audit.expected import replicas
 from lifeboat_local.audit.findings import Issue, ObjectRef
 from lifeboat_local.audit.view import ClusterView, controller_of, namespace_of, ref

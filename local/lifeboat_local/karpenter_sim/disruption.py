@@ -29,11 +29,11 @@ from lifeboat.karpenter import disruption_rules
 from lifeboat.karpenter.budgets import allowed_disruptions, earliest_permitted, parse_go_duration
 from lifeboat.karpenter.counting import View, count_pool
 from lifeboat.karpenter.nodepool_hash import HASH_ANNOTATION, HASH_VERSION_ANNOTATION
+from lifeboat.karpenter.pdbs import pdb_blocker
 from lifeboat.karpenter.requirements import Requirement
 from lifeboat.kube import nodes
-from lifeboat.kube.objects import MutableObj as Obj
-from lifeboat.kube.pdbs import pdb_blocker
 from lifeboat.model.instants import parse_timestamp
+from lifeboat.model.objects import MutableObj as Obj
 from lifeboat.model.target import PoolCounts
 
 from .scheduling import launch_for, synced

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from lifeboat.karpenter.replacement import replacement_nodeclaim
-from lifeboat.kube.objects import MutableObj as Obj
 from lifeboat.kube.selectors import selector_matches
 from lifeboat.marks import node_marks
+from lifeboat.model.objects import MutableObj as Obj
 
 from .state import pod_key, requests_of
 

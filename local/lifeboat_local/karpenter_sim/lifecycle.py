@@ -16,8 +16,8 @@ import hashlib
 from datetime import datetime
 
 from lifeboat.kube import nodes
-from lifeboat.kube.objects import MutableObj as Obj
 from lifeboat.marks import node_marks
+from lifeboat.model.objects import MutableObj as Obj
 
 from . import instances
 from .state import (

@@ -35,7 +35,7 @@ from lifeboat.karpenter.quantities import parse_resources
 from lifeboat.karpenter.replacement import nodepool_not_ready
 from lifeboat.karpenter.requirements import Requirement
 from lifeboat.kube import nodes
-from lifeboat.kube.objects import MutableObj as Obj
+from lifeboat.model.objects import MutableObj as Obj
 
 from . import instances
 from .fit import queue_order, selects, template_claim

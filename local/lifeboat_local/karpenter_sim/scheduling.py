@@ -23,7 +23,7 @@ from datetime import datetime
 
 from lifeboat.karpenter import disruption_rules
 from lifeboat.kube import nodes
-from lifeboat.kube.objects import MutableObj as Obj
+from lifeboat.model.objects import MutableObj as Obj
 
 from . import provisioner
 from .fit import arrival, queue_order, selects, template_claim

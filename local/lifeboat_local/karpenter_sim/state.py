@@ -13,8 +13,8 @@ from typing import Any
 from kubemu import Emulator
 from lifeboat.karpenter.quantities import parse_quantity
 from lifeboat.kube import nodes
-from lifeboat.kube.objects import MutableObj as Obj
 from lifeboat.model.instants import format_instant
+from lifeboat.model.objects import MutableObj as Obj
 
 # Karpenter's timings (and the kubelet's), as far as the replay needs them.
 LAUNCH_TIME = timedelta(seconds=5)  # CreateFleet answers: the claim gets its providerID

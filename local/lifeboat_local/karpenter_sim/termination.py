@@ -17,13 +17,13 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from lifeboat.events.notice import Kind
 from lifeboat.karpenter import disruption_rules
 from lifeboat.karpenter.godurations import parse_go_duration
+from lifeboat.karpenter.pdbs import pdb_blocker
 from lifeboat.kube import nodes
-from lifeboat.kube.objects import MutableObj as Obj
-from lifeboat.kube.pdbs import pdb_blocker
 from lifeboat.marks import node_marks
+from lifeboat.model.notice import Kind
+from lifeboat.model.objects import MutableObj as Obj
 
 from .state import TERMINATE_TIME, SimState, by_name, editable, pod_key
 

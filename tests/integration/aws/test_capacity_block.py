@@ -32,13 +32,13 @@ from botocore.stub import Stubber
 from kubemu import Emulator, load_cluster_file
 from lifeboat.aws.capacity_blocks import PAGE_SIZE, Ec2CapacityReservations
 from lifeboat.aws.sweep import Ec2InstanceStatuses, sweep_request
-from lifeboat.events.notice import Kind
 from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.karpenter.replacement import CAPACITY_RESERVATION_ID_LABEL
 from lifeboat.kube.client import KubeApi, RetryPolicy
 from lifeboat.marks import node_marks
 from lifeboat.model.instances import LIVE_STATES, Ec2InstanceDirectory
 from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.notice import Kind
 from lifeboat.model.report import Report
 from lifeboat.model.settings import Settings
 from lifeboat.telemetry.recorder import POD_WARNING_REASON

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from kubemu import Emulator, load_cluster_file
-from lifeboat.events.notice import Kind
 from lifeboat.model.instances import LIVE_STATES
+from lifeboat.model.notice import Kind
 from lifeboat.model.report import Report
 from lifeboat.model.settings import Settings
 from tests.integration.aws.test_capacity_block import (

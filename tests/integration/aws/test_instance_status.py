@@ -29,7 +29,6 @@ from botocore.stub import Stubber
 from kubemu import Emulator, load_cluster_file
 from lifeboat.aws.sweep import PAGE_SIZE, Ec2InstanceStatuses, sweep_request
 from lifeboat.events.instance_status import EVENT_CODES, FILTER_SETS
-from lifeboat.events.notice import Kind
 from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.karpenter.forceful import TERMINATION_TIMESTAMP
 from lifeboat.kube import nodes
@@ -37,6 +36,7 @@ from lifeboat.kube.client import KubeApi, RetryPolicy
 from lifeboat.marks import node_marks
 from lifeboat.model.instances import Ec2InstanceDirectory
 from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.notice import Kind
 from lifeboat.model.report import Report
 from lifeboat.model.settings import Settings
 from lifeboat.runtime.handler import handle_batch
@@ -645,8 +645,8 @@ def test_the_end_of_a_maintenance_survives_being_handed_on_as_a_remainder() -> N
     """A sweep finding more instances than one message acts on hands the rest on as
     remainder wake-ups (lifeboat.flow.split); an ended maintenance must stay ended through the
     wake-up's wire format, or its remainder would act on the node instead of restoring it."""
-    from lifeboat.events.notice import Notice
     from lifeboat.flow.split import expand, remainders
+    from lifeboat.model.notice import Notice
     from lifeboat.wakeup.codec import decode, encode
 
     ended = Notice(

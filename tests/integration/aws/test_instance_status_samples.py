@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from lifeboat.events.notice import Kind
+from lifeboat.model.notice import Kind
 from lifeboat.model.settings import Settings
 from tests.integration.aws.test_instance_status import (
     KARPENTER_CLAIM,

@@ -31,7 +31,6 @@ from botocore.stub import Stubber
 
 from kubemu import Emulator
 from lifeboat.aws.sweep import Ec2InstanceStatuses, complete, sweep_request
-from lifeboat.events.notice import Kind
 from lifeboat.flow.pipeline import Pipeline
 from lifeboat.flow.sweep_holds import ABSENCE, ABSENT_SWEEPS
 from lifeboat.kube import nodes
@@ -40,6 +39,7 @@ from lifeboat.marks import node_marks
 from lifeboat.marks.maintenance_holds import holds_of
 from lifeboat.model.instances import Ec2InstanceDirectory, InstanceInfo
 from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.notice import Kind
 from lifeboat.model.report import Report
 from lifeboat.model.settings import Settings
 from lifeboat.wakeup.codec import MemoryWakeups, Task, encode

@@ -28,7 +28,6 @@ from kubemu import Emulator
 from lifeboat.aws.discovery import ClusterCatalog
 from lifeboat.aws.sweep import sweep_request
 from lifeboat.events import STATUS_ON_QUEUE
-from lifeboat.events.notice import Kind
 from lifeboat.flow.pipeline import Pipeline
 from lifeboat.flow.sweep_holds import ABSENCE
 from lifeboat.kube.client import KubeApi
@@ -36,6 +35,7 @@ from lifeboat.marks import node_marks
 from lifeboat.marks.maintenance_holds import HOLDS_ANNOTATION, holds_of
 from lifeboat.model.instances import Ec2InstanceDirectory
 from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.notice import Kind
 from lifeboat.model.report import Report
 from lifeboat.model.settings import Settings, SettingsError
 from tests.integration.aws.test_instance_status import (
@@ -52,6 +52,7 @@ from tests.integration.aws.test_instance_status import (
     types,
 )
 from tests.integration.aws.test_instance_status_vanish import gone
+from tests.support.aws import ANY_AMI
 from tests.support.events import aws_event, health_time
 from tests.support.kube.core import node as make_node
 
@@ -251,7 +252,7 @@ def test_a_cluster_found_by_its_tag_ends_a_vanished_event(aws: boto3.Session) ->
             tags={tag: "true"},
         )
     ec2 = aws.client("ec2")
-    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    image = ANY_AMI
     launched = ec2.run_instances(
         ImageId=image,
         MinCount=1,

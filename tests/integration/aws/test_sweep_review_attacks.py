@@ -20,8 +20,8 @@ import pytest
 
 from lifeboat.aws.sweep import complete, sweep_request
 from lifeboat.events.instance_status import FILTER_SETS
-from lifeboat.events.notice import Kind
 from lifeboat.marks.maintenance_holds import holds_of
+from lifeboat.model.notice import Kind
 from lifeboat.model.settings import Settings
 from tests.integration.aws.test_instance_status import (
     KARPENTER_INSTANCE,

@@ -160,7 +160,7 @@ def test_60_impaired_managed_nodes_are_all_acted_on_in_the_sweep_that_reports_th
 def test_a_sweep_part_carrying_what_ec2_said_is_refused() -> None:
     """A part names instances only: one whose notice claims a start or an end (EC2's word
     copied into the queue) is rejected, as any forged wake-up."""
-    from lifeboat.events.notice import Kind, Notice
+    from lifeboat.model.notice import Kind, Notice
     from lifeboat.wakeup.codec import Wakeup
 
     for rig in fleet(1, 0):

@@ -10,7 +10,7 @@ not counted while its replacement boots, and Karpenter's drift takes the budget 
 from __future__ import annotations
 
 from bench.hand_over import BUDGET, measure
-from lifeboat.marks.handover import AT_ONCE, WHEN_READY
+from lifeboat.model.settings import AT_ONCE, WHEN_READY
 
 
 def test_at_once_stays_within_the_budget_and_when_ready_leaves_no_pod_pending() -> None:

@@ -54,6 +54,10 @@ def test_a_small_soak_with_more_trouble_loses_nothing_and_repeats_nothing() -> N
             duplicate_rate=0.1,
             pair_rate=0.1,
             kube_fault_rate=0.1,
+            # Without 429s: each one's Retry-After is a second Lifeboat really waits (about
+            # 60 s of this soak's time, a test worker idle); the soaks of make bench-check
+            # answer 429s, and test_faults.py holds the client to Retry-After.
+            kube_fault_statuses=(500, 503),
             kube_timeout_rate=0.005,
             aws_fault_rate=0.1,
         )

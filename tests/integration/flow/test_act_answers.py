@@ -21,8 +21,8 @@ import pytest
 from kubemu import Emulator, load_cluster_file
 from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube.client import Eviction, KubeApi, KubeError, RetryPolicy
-from lifeboat.kube.objects import MutableObj
 from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.objects import MutableObj
 from lifeboat.model.settings import Settings
 from lifeboat.runtime.handler import AllRecordsFailed, handle_batch
 from lifeboat.runtime.service import DRAIN_PATIENCE

@@ -32,6 +32,7 @@ from typing import Any
 import pytest
 
 from kubemu import Emulator, load_cluster_file
+from lifeboat.flow.notices import NoticeHandler
 from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, RetryPolicy
@@ -265,7 +266,7 @@ def test_a_percentage_budget_is_honoured_under_concurrency() -> None:
 
 
 @contextmanager
-def _no_lease(self: Pipeline, kube: KubeApi, target: Target) -> Iterator[None]:
+def _no_lease(self: NoticeHandler, kube: KubeApi, target: Target) -> Iterator[None]:
     yield
 
 
@@ -275,7 +276,7 @@ def test_without_the_lease_the_budget_is_exceeded(monkeypatch: pytest.MonkeyPatc
     exceeded the budget of 3, with 4 to 24 of the 24 nodes acted on at once. Up to five
     attempts are allowed so that a lucky serial schedule on a loaded machine does not make
     this flaky."""
-    monkeypatch.setattr(Pipeline, "_pool_lease", _no_lease)
+    monkeypatch.setattr(NoticeHandler, "_pool_lease", _no_lease)
     worst = 0
     for _ in range(5):
         burst, emu = _burst(str(BUDGET))

@@ -25,9 +25,9 @@ from typing import Any
 import pytest
 
 from kubemu import Emulator, load_cluster_file
-from lifeboat.events.notice import LifecycleHook
 from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube.client import KubeApi, RetryPolicy
+from lifeboat.model.notice import LifecycleHook
 from lifeboat.model.report import Report
 from lifeboat.model.settings import Settings
 from lifeboat.runtime.service import DRAIN_PATIENCE

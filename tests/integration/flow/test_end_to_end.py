@@ -28,11 +28,11 @@ from kubemu import Emulator, load_cluster_file
 from lifeboat.aws.idempotency import PowertoolsLedger
 from lifeboat.aws.lifecycle import AutoScalingLifecycle
 from lifeboat.aws.scheduler import SchedulerWakeups
-from lifeboat.events.notice import Kind
 from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, RetryPolicy
 from lifeboat.marks import node_marks
+from lifeboat.model.notice import Kind
 from lifeboat.model.settings import Settings
 from lifeboat.runtime.handler import handle_batch
 from lifeboat.wakeup.codec import Task, Wakeup, decode

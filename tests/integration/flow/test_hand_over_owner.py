@@ -27,7 +27,7 @@ from lifeboat.kube.client import KubeApi, RetryPolicy
 from lifeboat.marks import handover, node_marks
 from lifeboat.model.ledger import MemoryLedger
 from lifeboat.model.report import Outcome
-from lifeboat.model.settings import Settings
+from lifeboat.model.settings import WHEN_READY, Settings
 from lifeboat.runtime.handler import AllRecordsFailed, handle_batch
 from lifeboat.wakeup.codec import MemoryWakeups, Task, Wakeup, encode
 from lifeboat_local.directory import directory_from_objects
@@ -67,7 +67,7 @@ class Rig:
         self.pipeline = Pipeline(
             clusters=OneCluster(self.kube),
             directory=directory_from_objects(objects),
-            settings=Settings(hand_over=handover.WHEN_READY),
+            settings=Settings(hand_over=WHEN_READY),
             clock=lambda: self.now,
             wakeups=self.wakeups,
             ledger=MemoryLedger(),

@@ -22,13 +22,13 @@ from typing import Any
 import pytest
 
 from kubemu import Emulator, dump_cluster_file, load_cluster_file
-from lifeboat.events.notice import MalformedMessage
 from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.karpenter.nodepool_hash import HASH_ANNOTATION, nodepool_hash
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
 from lifeboat.marks import handover
 from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.notice import MalformedMessage
 from lifeboat.model.report import Outcome, Report
 from lifeboat.model.settings import Settings, SettingsError, load_settings
 from lifeboat.wakeup.codec import MemoryWakeups, Task, decode, encode

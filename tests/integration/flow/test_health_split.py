@@ -25,11 +25,11 @@ from bench.health_split import Decisions, health_event
 from kubemu import Emulator
 from lifeboat.aws.idempotency import PowertoolsLedger
 from lifeboat.aws.scheduler import SchedulerWakeups
-from lifeboat.events.notice import Kind
 from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.flow.split import NOTICES_PER_MESSAGE
 from lifeboat.kube.client import KubeApi, RetryPolicy
 from lifeboat.marks import node_marks
+from lifeboat.model.notice import Kind
 from lifeboat.model.settings import Settings
 from lifeboat.runtime.handler import handle_batch
 from lifeboat.runtime.service import BATCH_WORKERS, utc_now

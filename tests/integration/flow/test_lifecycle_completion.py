@@ -22,10 +22,10 @@ from kubemu import Emulator, load_cluster_file
 from lifeboat.aws.lifecycle import AutoScalingLifecycle
 from lifeboat.events import parse_message
 from lifeboat.events.asg_lifecycle import GLOBAL_TIMEOUT, lifecycle_expired
-from lifeboat.events.notice import Kind
 from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube.client import KubeApi, RetryPolicy
 from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.notice import Kind
 from lifeboat.model.settings import Settings
 from lifeboat.wakeup.codec import MemoryWakeups, encode
 from lifeboat_local.directory import directory_from_objects

@@ -21,13 +21,13 @@ from typing import Any
 import pytest
 
 from kubemu import Emulator
-from lifeboat.events.notice import Kind
 from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.karpenter.nodepool_hash import HASH_ANNOTATION, nodepool_hash
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
 from lifeboat.marks import node_marks
 from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.notice import Kind
 from lifeboat.model.report import Outcome
 from lifeboat.model.settings import Settings
 from lifeboat.wakeup.codec import MemoryWakeups, encode

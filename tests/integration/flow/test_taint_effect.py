@@ -23,8 +23,8 @@ import pytest
 from kubemu import Emulator, load_cluster_file
 from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube.client import KubeApi, RetryPolicy
-from lifeboat.kube.objects import MutableObj
 from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.objects import MutableObj
 from lifeboat.model.settings import Settings
 from lifeboat.runtime.handler import handle_batch
 from lifeboat_local.directory import directory_from_objects

@@ -29,6 +29,7 @@ import pytest
 from bench.aws_endpoints import Ec2Endpoint
 from kubemu import Emulator
 from lifeboat.aws.retries import ATTEMPTS, client_config, retry_within_deadline
+from lifeboat.flow.lookup import ClaimsWhenThrottled, end_on_first_throttle, served
 from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, RetryPolicy
@@ -38,7 +39,7 @@ from lifeboat.model.ledger import MemoryLedger
 from lifeboat.model.settings import Settings
 from lifeboat.runtime.handler import handle_batch
 from tests.support import kube
-from tests.support.events import sample, sqs_record
+from tests.support.events import aws_event, sample, sqs_record
 from tests.support.fakes import LambdaContext
 from tests.support.present import present
 
@@ -205,3 +206,119 @@ def test_a_throttled_lookup_no_longer_holds_a_spot_warning_past_its_deadline(
     }
     assert _tainted(emu)
     assert ticking.utc() < SPOT_DEADLINE
+
+
+# --- In a storm, the NodeClaims answer (lifeboat.flow.lookup) --------------------------------
+
+OTHER = "i-0a1b2c3d4e5f60002"
+OTHER_NODE = "ip-10-0-1-12.ec2.internal"
+GROUP_INSTANCE = "i-0a1b2c3d4e5f60009"
+GROUP_NODE = "ip-10-0-9-9.ec2.internal"
+
+
+def _storm_pipeline(
+    emu: Emulator, ticking: Ticking, endpoint: Ec2Endpoint
+) -> tuple[Pipeline, ClaimsWhenThrottled]:
+    """The pipeline as lifeboat.runtime.service wires it: EC2, and the cluster's NodeClaims
+    while EC2 throttles."""
+    kube_api = KubeApi(emu.api_client(), RetryPolicy(), sleep=ticking.sleep, rng=random.Random(7))
+    lookup = ClaimsWhenThrottled(
+        Ec2InstanceDirectory(end_on_first_throttle(_ec2(endpoint))),
+        served(lambda: ("demo",), lambda _name: kube_api),
+        clock=ticking.monotonic,
+    )
+    pipeline = Pipeline(
+        clusters=OneCluster(kube_api),
+        directory=lookup,
+        settings=Settings(clusters=("demo",)),
+        clock=ticking.utc,
+        ledger=MemoryLedger(),
+        monotonic=ticking.monotonic,
+    )
+    return pipeline, lookup
+
+
+def _tainted_node(emu: Emulator, name: str) -> bool:
+    node = present(emu.get_object("Node", name), name)
+    return "lifeboat.dev/spot-interruption" in [t["key"] for t in nodes.taints(node)]
+
+
+def test_a_throttled_lookup_finds_a_spot_warnings_node_from_its_nodeclaim_at_once(
+    emu: Emulator, ticking: Ticking
+) -> None:
+    """EC2 refuses every DescribeInstances for the whole storm. The first warning's lookup
+    ends at EC2's first refusal (not its deadline's window of retries), then the cluster's
+    NodeClaims are listed once and name the instance's node (as Karpenter's interruption
+    controller finds it, ``InterruptionHandler.handleMessage``): tainted in its first
+    delivery, well before the deadline. A later warning of the storm costs no EC2 call and
+    no second list.
+
+    Before: the warning waited out its window of retries, failed, and came back within seconds
+    to be throttled again."""
+    claim, node = kube.nodeclaim_and_node(
+        name="general-8abcd",
+        uid="claim-2",
+        instance_id=OTHER,
+        node_name=OTHER_NODE,
+        nodepool_uid="pool-uid",
+    )
+    emu.put_object(claim)
+    emu.put_object(node)
+    endpoint = Ec2Endpoint({INSTANCE: INFO}, refuse_next=10**6)
+    pipeline, lookup = _storm_pipeline(emu, ticking, endpoint)
+    response = handle_batch({"Records": [sqs_record(SPOT)]}, LambdaContext(), pipeline)
+    assert response == {"batchItemFailures": []}
+    assert _tainted_node(emu, NODE)
+    assert endpoint.calls == 1 and lookup.lists == 1
+    assert ticking.now == 0  # no backoff slept
+    assert ticking.utc() < SPOT_DEADLINE - timedelta(seconds=90)
+
+    later = aws_event("spot-interruption", instance=OTHER, event_id="evt-other")
+    response = handle_batch({"Records": [sqs_record(later)]}, LambdaContext(), pipeline)
+    assert response == {"batchItemFailures": []}
+    assert _tainted_node(emu, OTHER_NODE)
+    assert endpoint.calls == 1 and lookup.lists == 1
+
+
+def test_a_node_group_node_in_a_throttled_batch_still_asks_ec2_and_fails_alone(
+    emu: Emulator, ticking: Ticking
+) -> None:
+    """A node-group node has no NodeClaim: only EC2's tags say its cluster, so its warning
+    still waits for EC2 (its deadline's window), and fails alone, back within seconds, while
+    the Karpenter node's warning of the same batch, answered by its claim, is tainted."""
+    emu.put_object(
+        kube.node(
+            name=GROUP_NODE,
+            uid="group-node",
+            instance_id=GROUP_INSTANCE,
+            nodepool=None,
+            nodeclaim=None,
+            nodeclaim_uid=None,
+        )
+    )
+    ticking.start = SPOT_DEADLINE - timedelta(seconds=20)
+    endpoint = Ec2Endpoint({INSTANCE: INFO}, refuse_next=10**6)
+    redelivery = Redeliveries()
+    pipeline, lookup = _storm_pipeline(emu, ticking, endpoint)
+    group = aws_event("spot-interruption", instance=GROUP_INSTANCE, event_id="evt-group")
+    batch = {"Records": [sqs_record(SPOT, "m-0"), sqs_record(group, "m-1")]}
+    response = handle_batch(batch, LambdaContext(), pipeline, redelivery=redelivery)
+    assert response == {"batchItemFailures": [{"itemIdentifier": "m-1"}]}
+    assert _tainted_node(emu, NODE) and not _tainted_node(emu, GROUP_NODE)
+    assert [handle for handle, _ in redelivery.asked] == ["handle-m-1-1"]
+    assert endpoint.calls > ATTEMPTS  # the node-group instance kept asking EC2
+    assert lookup.lists == 1
+
+
+def test_without_throttling_ec2_answers_and_no_nodeclaim_is_listed(
+    emu: Emulator, ticking: Ticking
+) -> None:
+    """A quiet account: one DescribeInstances per batch, as before; the claims are listed
+    only once EC2 throttles (a list of a large cluster's claims costs more than a lookup)."""
+    endpoint = Ec2Endpoint({INSTANCE: INFO})
+    pipeline, lookup = _storm_pipeline(emu, ticking, endpoint)
+    response = handle_batch({"Records": [sqs_record(SPOT)]}, LambdaContext(), pipeline)
+    assert response == {"batchItemFailures": []}
+    assert endpoint.calls == 1 and lookup.lists == 0
+    listed = [entry for entry in emu.request_log if entry[0] == "list"]
+    assert not any(resource == "nodeclaims" for _verb, _group, resource, _ns, _name in listed)

@@ -96,16 +96,15 @@ def test_a_body_that_breaks_parsing_unexpectedly_fails_alone(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A bug in a parser (not bad input) fails only its own message."""
-    import lifeboat.flow.pipeline as module
-
-    real = parse_message  # the function pipeline imported, which this test replaces there
+    import lifeboat.flow.read as module
+    from lifeboat.events import parse_unwrapped as real  # the reader's, replaced there
 
     def broken(message: Any, **kwargs: Any) -> Any:
-        if message.get("detail-type") == "EC2 Instance Rebalance Recommendation":
+        if message.payload.get("detail-type") == "EC2 Instance Rebalance Recommendation":
             raise RuntimeError("a bug")
         return real(message, **kwargs)
 
-    monkeypatch.setattr(module, "parse_message", broken)
+    monkeypatch.setattr(module, "parse_unwrapped", broken)
     with Emulator(copy.deepcopy(OBJECTS)) as emu:
         response = handle_batch(batch(REBALANCE, SPOT), None, pipeline(emu))
         assert response["batchItemFailures"] == [{"itemIdentifier": "m-0"}]
@@ -299,7 +298,7 @@ HOOK: dict[str, Any] = {
 
 def test_a_forged_drain_of_an_unmanaged_instance_evicts_nothing() -> None:
     """The instance lacks the managed tag: as an AWS event for it would be, ignored."""
-    from lifeboat.events.notice import LifecycleHook
+    from lifeboat.model.notice import LifecycleHook
 
     with Emulator(copy.deepcopy(OBJECTS)) as emu:
         lifeboat, lifecycle = guarded(emu, GROUP_NODE)
@@ -319,7 +318,7 @@ def test_a_forged_drain_of_an_unmanaged_instance_evicts_nothing() -> None:
 def test_a_lifecycle_hook_of_another_group_is_never_completed() -> None:
     """A drain follow-up, or an AWS lifecycle event, naming an Auto Scaling group the
     instance is not in (EC2's aws:autoscaling:groupName tag says which it is)."""
-    from lifeboat.events.notice import LifecycleHook
+    from lifeboat.model.notice import LifecycleHook
 
     managed = InstanceInfo(**{**GROUP_NODE.__dict__, "tags": {MANAGED: "true"}})
     other = {**HOOK, "auto_scaling_group": "payments-workers"}

@@ -420,6 +420,48 @@ def test_a_nodeclaim_breaking_the_crd_is_refused(served: Served, tmp_path: Path)
     assert 'NodeClaim "bad" is invalid: spec.requirements' in refused.stderr
 
 
+def test_crd_cel_rules_answer_kubectl_as_the_api_server(served: Served, tmp_path: Path) -> None:
+    """The CRDs' CEL rules, run by cel-python from the upstream files: the EC2NodeClass
+    alias rule calling ``split`` refuses a Windows alias other than ``@latest``; the NodePool
+    transition rule ``self.kind == oldSelf.kind`` lets a create through and refuses the
+    patch that changes the kind."""
+    node_class = {
+        "apiVersion": "karpenter.k8s.aws/v1",
+        "kind": "EC2NodeClass",
+        "metadata": {"name": "win"},
+        "spec": {
+            "role": "KarpenterNodeRole-fleet",
+            "amiSelectorTerms": [{"alias": "windows2022@v20250101"}],
+            "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "fleet"}}],
+            "securityGroupSelectorTerms": [{"id": "sg-0123456789abcdef0"}],
+        },
+    }
+    path = tmp_path / "class.yaml"
+    path.write_text(yaml.safe_dump(node_class))
+    refused = served.kubectl("create", "-f", str(path), check=False)
+    assert refused.returncode != 0
+    assert (
+        'spec.amiSelectorTerms[0].alias: Invalid value: "string": windows families may only'
+        " specify version 'latest'"
+    ) in refused.stderr
+    ref = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
+    pool = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": "cel"},
+        "spec": {"template": {"spec": {"nodeClassRef": ref, "requirements": []}}},
+    }
+    path = tmp_path / "pool.yaml"
+    path.write_text(yaml.safe_dump(pool))
+    assert "nodepool.karpenter.sh/cel created" in served.kubectl("create", "-f", str(path)).stdout
+    change = '{"spec":{"template":{"spec":{"nodeClassRef":{"kind":"Other"}}}}}'
+    refused = served.kubectl("patch", "nodepool", "cel", "--type=merge", "-p", change, check=False)
+    assert refused.returncode != 0
+    assert 'spec.template.spec.nodeClassRef: Invalid value: "object": nodeClassRef.kind is' in (
+        refused.stderr
+    )
+
+
 def test_server_side_dry_run_changes_nothing(served: Served) -> None:
     served.kubectl("delete", "pod", "api-0", "-n", "shop", "--dry-run=server")
     served.kubectl("cordon", "n2", "--dry-run=server")

@@ -32,14 +32,15 @@ from lifeboat.aws.notify import (
 from lifeboat.aws.redelivery import SqsRedelivery
 from lifeboat.aws.scheduler import SchedulerWakeups, schedule_name
 from lifeboat.events import parse_message
-from lifeboat.events.notice import LifecycleHook, Notice
+from lifeboat.flow.lookup import ClaimsWhenThrottled
 from lifeboat.flow.split import NOTICES_PER_MESSAGE
 from lifeboat.model.instances import Ec2InstanceDirectory
+from lifeboat.model.notice import LifecycleHook, Notice
 from lifeboat.model.report import Outcome, Report
 from lifeboat.model.settings import SettingsError
 from lifeboat.runtime.service import BATCH_WORKERS, build_service
 from lifeboat.wakeup.codec import Task, Wakeup, decode
-from tests.support.aws import create_idempotency_table
+from tests.support.aws import ANY_AMI, create_idempotency_table
 from tests.support.paths import EVENTS, TEMPLATE
 
 REGION = "us-east-1"
@@ -368,7 +369,7 @@ def test_other_auto_scaling_errors_are_raised(
 
 def test_directory_describes_a_batch_in_one_call_and_skips_unknown_ids(aws: None) -> None:
     ec2 = boto3.client("ec2")
-    image = "ami-12c6146b"  # one of moto's built-in images (listing them all is slow)
+    image = ANY_AMI
     tags = {
         "eks:cluster-name": "prod",
         "karpenter.sh/nodeclaim": "general-7xkqz",
@@ -463,17 +464,25 @@ def test_build_service_assembles_the_aws_pipeline(aws: None) -> None:
     assert service.settings.clusters == ("prod", "staging")
     assert isinstance(pipeline.ledger, PowertoolsLedger)
     assert isinstance(pipeline.wakeups, Wakeups)
-    assert isinstance(pipeline.directory, Ec2InstanceDirectory)
+    # EC2, and the clusters' NodeClaims for Spot warnings while EC2 throttles (issue 36).
+    assert isinstance(pipeline.directory, ClaimsWhenThrottled)
+    assert isinstance(pipeline.reservations, Ec2InstanceDirectory)
     assert isinstance(pipeline.lifecycle, AutoScalingLifecycle)
     assert pipeline.workers == BATCH_WORKERS and pipeline.holder == "lifeboat-fn"
     # A Health event naming hundreds of instances is split (lifeboat.flow.split).
     assert pipeline.notices_per_message == NOTICES_PER_MESSAGE
     assert pipeline.clock().tzinfo is not None
     # Clients go to the stack's region (LIFEBOAT_REGION), not merely the session's.
-    assert pipeline.directory._ec2.meta.region_name == "eu-west-1"
+    assert pipeline.reservations._ec2.meta.region_name == "eu-west-1"
     assert isinstance(service.notifier, EventBridgeNotifier)
     assert isinstance(service.redelivery, SqsRedelivery)
     assert build_service(full_env() | {"LIFEBOAT_NOTIFICATION_BUS": ""}).notifier is None
+
+
+def test_with_a_managed_tag_every_lookup_asks_ec2(aws: None) -> None:
+    """The managed tag is read off EC2's answer: NodeClaims cannot say it (issue 36)."""
+    service = build_service(full_env() | {"LIFEBOAT_MANAGED_TAG": "lifeboat.dev/managed"})
+    assert isinstance(service.pipeline.directory, Ec2InstanceDirectory)
 
 
 def test_an_empty_cluster_list_is_refused_at_start_up(aws: None) -> None:

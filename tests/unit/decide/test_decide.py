@@ -12,8 +12,8 @@ import pytest
 from lifeboat.decide import FOLLOW_UP_INTERVAL, RECHECK_INTERVAL, Decision, Step, decide
 from lifeboat.decide.notice import replacement_refused
 from lifeboat.decide.staleness import Stale
-from lifeboat.events.notice import Kind, Notice
 from lifeboat.marks import node_marks
+from lifeboat.model.notice import Kind, Notice
 from lifeboat.model.report import Outcome
 from lifeboat.model.settings import Settings
 from lifeboat.model.target import ClaimRef, PoolCounts, Target

@@ -10,8 +10,8 @@ import pytest
 from lifeboat.aws.scheduler import schedule_name
 from lifeboat.decide import FOLLOW_UP_INTERVAL, Decision, Step, follow_ups
 from lifeboat.decide.wakeups import check_old_claim, continue_drain, finish_replacement
-from lifeboat.events.notice import Kind, Notice
 from lifeboat.model.instances import InstanceInfo
+from lifeboat.model.notice import Kind, Notice
 from lifeboat.model.report import Outcome
 from lifeboat.model.target import ClaimRef, Target
 from lifeboat.wakeup.codec import Task, Wakeup

@@ -11,9 +11,9 @@ from typing import Any
 
 from lifeboat.decide import FOLLOW_UP_INTERVAL, Decision, Step, follow_ups
 from lifeboat.decide.wakeups import hand_over_when_ready
-from lifeboat.events.notice import Kind, Notice
 from lifeboat.kube import nodes
 from lifeboat.marks import handover
+from lifeboat.model.notice import Kind, Notice
 from lifeboat.model.report import Outcome
 from lifeboat.model.target import ClaimRef, Target
 from lifeboat.wakeup.codec import Task, Wakeup

@@ -37,8 +37,9 @@ from lifeboat.events.models import (
     OptionalIso8601,
     validate,
 )
-from lifeboat.events.notice import MalformedMessage
+from lifeboat.model.notice import MalformedMessage
 from tests.support.events import sample
+from tests.support.properties import examples
 from tests.unit.events.test_events_properties import json_values
 
 # --- the reference models (what the parsers were) ----------------------------------------------
@@ -236,7 +237,7 @@ def mutated(draw: st.DrawFn, base: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(("name", "part", "model", "reader"), CASES)
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_reader_matches_the_pydantic_model(
     name: str, part: str | None, model: type[Model], reader: Reader, data: st.DataObject
@@ -245,7 +246,7 @@ def test_reader_matches_the_pydantic_model(
     _agree(data.draw(mutated(base)), model, reader, part or "")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(data=st.data())
 def test_sns_reader_matches_the_pydantic_model(data: st.DataObject) -> None:
     _agree(data.draw(mutated(SNS_SAMPLE)), RefSns, _sns, "")

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from lifeboat.events import Kind, LifecycleHook, Notice, parse_message
-from lifeboat.events.notice import MalformedMessage
 from lifeboat.events.registry import lookup, supported
+from lifeboat.model.notice import MalformedMessage
 from tests.support.events import sample
 
 RECEIVED = datetime(2026, 12, 1, 15, 0, tzinfo=UTC)

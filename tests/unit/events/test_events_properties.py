@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from lifeboat.events import MAX_REASON, UNEXPECTED, MalformedMessage, Notice, parse_message
 from tests.support.paths import EVENTS
+from tests.support.properties import examples
 
 RECEIVED = datetime(2026, 12, 1, 15, 0, tzinfo=UTC)
 SAMPLES: list[Any] = [
@@ -108,7 +109,7 @@ def mutated_samples(draw: st.DrawFn) -> Any:
     return value
 
 
-@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(1000), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(json_values)
 def test_arbitrary_json_values(value: Any) -> None:
     check(json.dumps(value))
@@ -116,20 +117,20 @@ def test_arbitrary_json_values(value: Any) -> None:
         check(value)
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=examples(1000), deadline=None)
 @given(st.text() | st.binary())
 def test_arbitrary_text_and_bytes(body: str | bytes) -> None:
     check(body)
 
 
-@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(1000), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mutated_samples())
 def test_mutated_samples(value: Any) -> None:
     check(json.dumps(value))
     check(value)
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=examples(1000), deadline=None)
 @given(st.sampled_from([json.dumps(sample) for sample in SAMPLES]), st.data())
 def test_truncated_and_spliced_text(text: str, data: st.DataObject) -> None:
     cut = data.draw(st.integers(0, len(text)))

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from lifeboat.events.notice import Kind, Notice
 from lifeboat.flow.handover_sweep import due, left_on_replacements
 from lifeboat.marks import handover
+from lifeboat.model.notice import Kind, Notice
 from lifeboat.wakeup.codec import Task, Wakeup, encode
 
 BEGAN = datetime(2026, 12, 1, 18, 0, tzinfo=UTC)

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from lifeboat.aws.scheduler import schedule_name
-from lifeboat.events.notice import Kind, MalformedMessage
 from lifeboat.flow.split import NOTICES_PER_MESSAGE, expand, remainders, split
+from lifeboat.model.notice import Kind, MalformedMessage
 from lifeboat.wakeup.codec import MAX_REMAINDER, Task, Wakeup, decode, encode
 from tests.support.events import LIFECYCLE_HOOK, SAMPLE_TIME, notice
 

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from lifeboat.events.notice import Kind, Notice
 from lifeboat.flow.routing import NotYetKnown, triage
 from lifeboat.model.instances import InstanceInfo
+from lifeboat.model.notice import Kind, Notice
 from lifeboat.model.report import Outcome
 from lifeboat.model.settings import Settings
 
@@ -96,7 +96,7 @@ def test_a_hook_whose_group_ec2_does_not_confirm_is_rejected() -> None:
     """Regression (issue 23.5): a lifecycle hook naming an Auto Scaling group on an instance
     EC2 puts in no group (a Karpenter node) was completed. Only the group EC2's
     aws:autoscaling:groupName tag names is answered."""
-    from lifeboat.events.notice import LifecycleHook
+    from lifeboat.model.notice import LifecycleHook
 
     hook = LifecycleHook("payments-workers", "drain", "token-1", INSTANCE)
     notice = spot(kind=Kind.ASG_TERMINATION, lifecycle=hook)

@@ -12,8 +12,8 @@ import yaml
 
 from lifeboat.karpenter.counting import View, count_pool
 from lifeboat.karpenter.nodepool_hash import hash_annotations, nodepool_hash
+from lifeboat.karpenter.pdbs import pdb_blocker, pdb_namespaces
 from lifeboat.karpenter.quantities import parse_quantity
-from lifeboat.kube.pdbs import pdb_blocker, pdb_namespaces
 
 NOW = datetime(2026, 12, 1, 18, 0, tzinfo=UTC)
 

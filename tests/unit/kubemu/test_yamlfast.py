@@ -18,13 +18,16 @@ from hypothesis import strategies as st
 
 from kubemu import yamlfast, yamlload
 from kubemu.clusterfile import load_cluster_file, read_documents
+from tests.support.properties import examples
 
 ROOT = Path(__file__).resolve().parents[3]
+# The repository's YAML as git tracks it: walking the tree would also walk .venv and the
+# build's output (seconds at collection, in every test worker).
 REPO_YAML = sorted(
-    path
-    for pattern in ("*.yaml", "*.yml")
-    for path in ROOT.rglob(pattern)
-    if not {".venv", ".sam-venv", ".aws-sam", "node_modules"} & set(path.parts)
+    ROOT / name
+    for name in subprocess.run(
+        ["git", "ls-files", "*.yaml", "*.yml"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.splitlines()
 )
 # Cluster files and manifests, as users write or dump them: read by rapidyaml, not left over.
 PLAIN_DATA = ["events/cluster.yaml", "deploy/rbac.yaml", "tests/fixtures/audit/clean.yaml"]
@@ -244,7 +247,7 @@ _data = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     data=st.lists(_data, min_size=1, max_size=3),
     flow=st.sampled_from([None, True, False]),
@@ -261,7 +264,7 @@ def test_any_dumped_data_reads_as_pyyaml_reads_it(
     _assert_never_different(text.rstrip("\n"))  # a file without its final line break
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     words=st.lists(st.text(max_size=10) | st.sampled_from(TRICKY), min_size=1, max_size=6),
     shape=st.sampled_from(["k{i}: {w}", "- {w}", "{w}: {i}", "- [{w}, {i}]", "k{i}: [{w}]"]),
@@ -300,7 +303,7 @@ def test_cluster_files_rapidyaml_reads_need_no_conversion_and_the_others_get_it(
         assert node["metadata"]["labels"] == {"karpenter.sh/registered": "true"}
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     lengths=st.lists(
         st.sampled_from([0, 1, 769, 770, 1024, 1025, 1026, 1536, 1537, 2049])

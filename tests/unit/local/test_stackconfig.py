@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lifeboat.events.notice import Kind
+from lifeboat.model.notice import Kind
 from lifeboat.model.settings import load_settings
 from lifeboat_local.stackconfig import StackConfigError, parameter_overrides, stack_environment
 

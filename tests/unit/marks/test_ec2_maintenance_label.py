@@ -14,7 +14,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kubemu.patch import apply_json_patch
-from lifeboat.events.notice import Kind, Notice
 from lifeboat.marks import node_marks
 from lifeboat.marks.node_patches import (
     ec2_maintenance_operations,
@@ -22,6 +21,7 @@ from lifeboat.marks.node_patches import (
     taint_operations,
 )
 from lifeboat.model.instances import info_from_ec2
+from lifeboat.model.notice import Kind, Notice
 from lifeboat.wakeup.codec import Task, Wakeup, decode, encode
 
 START = datetime(2026, 12, 8, 9, 0, tzinfo=UTC)

@@ -17,7 +17,6 @@ import pytest
 
 from kubemu import ApiError
 from kubemu.patch import apply_json_patch
-from lifeboat.events.notice import Kind
 from lifeboat.kube import nodes
 from lifeboat.marks import node_marks
 from lifeboat.marks.node_patches import (
@@ -27,6 +26,7 @@ from lifeboat.marks.node_patches import (
     rollback_operations,
     untaint_operations,
 )
+from lifeboat.model.notice import Kind
 
 MAINTENANCE = node_marks.taint_key(Kind.SCHEDULED_CHANGE)
 REBALANCE = node_marks.taint_key(Kind.REBALANCE_RECOMMENDATION)

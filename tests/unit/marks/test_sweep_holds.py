@@ -15,7 +15,6 @@ from typing import Any
 
 from kubemu.patch import apply_json_patch
 from lifeboat.events.instance_status import Check, InstanceStatus, ScheduledEvent
-from lifeboat.events.notice import Kind, Notice
 from lifeboat.flow.sweep_holds import (
     ABSENCE,
     ABSENT_SWEEPS,
@@ -27,6 +26,7 @@ from lifeboat.flow.sweep_holds import (
 from lifeboat.marks import node_marks
 from lifeboat.marks.maintenance_holds import Hold, active_holds, ended_for, hold_for, holds_of
 from lifeboat.marks.node_patches import restore_operations, taint_operations
+from lifeboat.model.notice import Kind, Notice
 
 INSTANCE = "i-0123456789abcdef0"
 START = datetime(2026, 12, 8, 9, 0, tzinfo=UTC)

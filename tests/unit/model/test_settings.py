@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from lifeboat.events.notice import Kind
+from lifeboat.model.notice import Kind
 from lifeboat.model.settings import Settings, SettingsError, load_settings
 
 

@@ -76,6 +76,13 @@ def test_the_layer_ships_neither_boto3_nor_the_asyncio_stack() -> None:
     } <= shipped
 
 
+def test_the_emulators_cel_library_is_locked_but_not_shipped() -> None:
+    """cel-python runs kubemu's CRD rules (local tools); the layer never imports kubemu."""
+    assert {"cel-python", "lark", "google-re2"} <= set(_lock("runtime.lock"))
+    shipped = {e.name for e in layer.layer_closure(_lock("runtime.lock"))}
+    assert not {"cel-python", "lark", "google-re2", "pendulum"} & shipped
+
+
 def test_the_venv_running_these_tests_is_the_lock() -> None:
     """What is tested is what ships: every package the lock pins for this interpreter is
     installed at exactly the locked version (pydantic was 2.13.5 under test and 2.14.4 in

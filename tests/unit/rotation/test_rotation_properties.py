@@ -13,8 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lifeboat.events import MAX_REASON, MalformedMessage
-from lifeboat.rotation.messages import is_rotation_event
+from lifeboat.flow.classify import is_rotation_event
 from lifeboat.rotation.request import RotationCommand, parse_command
+from tests.support.properties import examples
 
 SAMPLES = [
     json.loads(path.read_text())
@@ -64,7 +65,7 @@ def mutated(draw: st.DrawFn) -> dict[str, Any]:
     return value
 
 
-@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(1000), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mutated())
 def test_a_mutated_command_is_parsed_or_rejected_with_a_reason(message: dict[str, Any]) -> None:
     if not is_rotation_event(message):
@@ -80,7 +81,7 @@ def test_a_mutated_command_is_parsed_or_rejected_with_a_reason(message: dict[str
     assert isinstance(command, RotationCommand) and command.name
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(values)
 def test_any_detail_type_or_source_value_is_told_apart(value: Any) -> None:
     for key in ("source", "detail-type"):

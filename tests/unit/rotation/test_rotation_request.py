@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from lifeboat.events.notice import MalformedMessage
-from lifeboat.rotation.messages import is_rotation_event
+from lifeboat.flow.classify import is_rotation_event
+from lifeboat.model.notice import MalformedMessage
 from lifeboat.rotation.request import (
     DETAIL_TYPES,
     RotationSpec,

@@ -28,6 +28,7 @@ from lifeboat.model.report import Outcome
 from lifeboat.model.settings import Settings
 from lifeboat.runtime.handler import handle_batch
 from tests.support.paths import EVENTS
+from tests.support.properties import examples
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
@@ -171,7 +172,7 @@ def records(draw: st.DrawFn) -> tuple[dict[str, Any], str]:
 
 
 @settings(
-    max_examples=1000,
+    max_examples=examples(1000),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
@@ -200,7 +201,7 @@ def test_every_record_is_accounted_for(batch: list[tuple[dict[str, Any], str]]) 
     assert failed == set()
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=examples(1000), deadline=None)
 @given(json_values | st.dictionaries(st.just("Records"), json_values, max_size=1))
 def test_anything_else_is_handled_or_a_value_error(event: Any) -> None:
     try:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from lifeboat.decide.model import Decision, Step
-from lifeboat.events.notice import Kind
+from lifeboat.model.notice import Kind
 from lifeboat.model.report import Outcome
 from lifeboat.telemetry.recorder import event_reason, node_event
 from tests.support.events import SAMPLE_TIME, notice

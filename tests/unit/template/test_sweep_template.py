@@ -10,7 +10,7 @@ import json
 from datetime import timedelta
 from typing import Any
 
-from lifeboat.aws.sweep import is_sweep_request
+from lifeboat.flow.classify import is_sweep_request
 from lifeboat.model.settings import load_settings
 from tests.unit.template.test_template import _resources, _statements, _template
 

@@ -9,8 +9,9 @@ from datetime import timedelta
 
 import pytest
 
-from lifeboat.events.notice import Kind, MalformedMessage
-from lifeboat.wakeup.codec import MARKER, MemoryWakeups, Task, Wakeup, decode, encode, is_wakeup
+from lifeboat.flow.classify import is_wakeup
+from lifeboat.model.notice import Kind, MalformedMessage
+from lifeboat.wakeup.codec import MARKER, MemoryWakeups, Task, Wakeup, decode, encode
 from tests.support.events import SAMPLE_TIME, notice
 
 DUE = SAMPLE_TIME + timedelta(minutes=5)

@@ -24,8 +24,8 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from lifeboat.events.capacity_block import awaits_instances, for_instances
-from lifeboat.events.notice import Notice
 from lifeboat.model.instances import InstanceInfo, ReservationDirectory
+from lifeboat.model.notice import Notice
 
 # DescribeCapacityReservations' largest page.
 PAGE_SIZE = 1000

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from lifeboat.events.notice import LifecycleHook
+from lifeboat.model.notice import LifecycleHook
 
 _log = logging.getLogger(__name__)
 

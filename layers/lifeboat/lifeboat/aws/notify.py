@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 from lifeboat.events.capacity_block import TERMINATION_LEAD
-from lifeboat.events.notice import Kind
+from lifeboat.model.notice import Kind
 from lifeboat.model.report import Outcome, Report
 
 SOURCE = "lifeboat"

@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from lifeboat.events.instance_status import FILTER_SETS
-from lifeboat.events.notice import Kind, Notice
+from lifeboat.model.notice import Kind, Notice
 from lifeboat.model.settings import Settings
 
 SOURCE = "lifeboat.aws.sweep"
@@ -37,11 +37,6 @@ DETAIL_TYPE = "Instance Status Sweep"
 PAGE_SIZE = 1000
 # The most InstanceIds one DescribeInstanceStatus call takes.
 IDS_PER_CALL = 100
-
-
-def is_sweep_request(message: dict[str, Any]) -> bool:
-    """Whether a message asks for a sweep (what the schedule sends)."""
-    return message.get("source") == SOURCE and message.get("detail-type") == DETAIL_TYPE
 
 
 def sweep_request(request_id: str, time: str, schedule_arn: str | None = None) -> dict[str, Any]:

@@ -3,6 +3,8 @@
 - :func:`decide` judges a notice about an instance (``decide.notice``);
 - :mod:`~lifeboat.decide.wakeups` judges Lifeboat's own follow-up work when it comes due;
 - :func:`follow_ups` says which follow-ups a decision, once carried out, calls for;
+- :func:`~lifeboat.decide.origin.foreign_origin` says whether a message comes from the
+  account and region the stack serves (asked by the flow's triage and by the rotation);
 - :mod:`~lifeboat.decide.model` holds the Decision, its Steps and the shared timings.
 
 May import model/, events/, kube's pure views, marks/, karpenter/ and wakeup/'s model; never

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from lifeboat.decide.model import FOLLOW_UP_INTERVAL, RECHECK_INTERVAL, Decision, Step
-from lifeboat.events.notice import Kind, Notice
+from lifeboat.model.notice import Kind, Notice
 from lifeboat.model.outcome import Outcome
 from lifeboat.model.target import Target
 from lifeboat.wakeup.codec import Task, Wakeup

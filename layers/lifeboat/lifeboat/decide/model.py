@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from lifeboat.events.notice import Kind
+from lifeboat.model.notice import Kind
 from lifeboat.model.outcome import Outcome
 
 # How long a deferral with no known end (waiting for capacity to free) sleeps between looks.

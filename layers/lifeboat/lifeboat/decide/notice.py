@@ -23,16 +23,16 @@ from lifeboat.decide.model import (
 )
 from lifeboat.decide.staleness import Stale
 from lifeboat.errors import BrokenInvariant
-from lifeboat.events.notice import Kind, Notice
 from lifeboat.karpenter import disruption_rules
 from lifeboat.karpenter.forceful import in_effect
+from lifeboat.karpenter.pdbs import pdb_blocker
 from lifeboat.karpenter.replacement import replacement_blocker
 from lifeboat.kube import nodes
-from lifeboat.kube.objects import Obj
-from lifeboat.kube.pdbs import pdb_blocker
 from lifeboat.marks import node_marks
 from lifeboat.marks.maintenance_holds import active_holds, ended_for
 from lifeboat.model.instants import format_instant
+from lifeboat.model.notice import Kind, Notice
+from lifeboat.model.objects import Obj
 from lifeboat.model.outcome import Outcome
 from lifeboat.model.settings import Settings
 from lifeboat.model.target import PoolCounts, Target

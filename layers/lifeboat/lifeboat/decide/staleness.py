@@ -25,9 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from lifeboat.events.notice import Kind, Notice
 from lifeboat.model.instances import InstanceInfo
 from lifeboat.model.instants import format_instant
+from lifeboat.model.notice import Kind, Notice
 from lifeboat.model.settings import Settings
 
 # Involuntary warnings whose deadline is when the instance goes.

@@ -21,10 +21,10 @@ from datetime import datetime
 from typing import Any
 
 from lifeboat.decide.model import Decision, Step
-from lifeboat.events.notice import Kind
 from lifeboat.kube import nodes
 from lifeboat.marks import handover, node_marks
 from lifeboat.model.instances import instance_id_from_provider_id
+from lifeboat.model.notice import Kind
 from lifeboat.model.outcome import Outcome
 from lifeboat.model.target import Target
 from lifeboat.wakeup.codec import Wakeup

@@ -30,12 +30,20 @@ from typing import Any
 
 from lifeboat.events import asg_lifecycle, registry
 from lifeboat.events.base import MAX_REASON, malformed
-from lifeboat.events.capacity_block import is_reservations_response, read_reservations
-from lifeboat.events.envelope import EventBridgeEvent, Form, load_body, unwrap
-from lifeboat.events.instance_status import is_status_response, read_response
-from lifeboat.events.notice import Kind, LifecycleHook, MalformedMessage, Notice
+from lifeboat.events.capacity_block import read_reservations
+from lifeboat.events.envelope import (
+    EventBridgeEvent,
+    Form,
+    Unwrapped,
+    is_reservations_response,
+    is_status_response,
+    load_body,
+    unwrap,
+)
+from lifeboat.events.instance_status import read_response
 from lifeboat.events.registry import Parser
 from lifeboat.model.instants import as_utc
+from lifeboat.model.notice import Kind, LifecycleHook, MalformedMessage, Notice
 
 __all__ = [
     "MAX_REASON",
@@ -45,7 +53,11 @@ __all__ = [
     "MalformedMessage",
     "Notice",
     "Parser",
+    "Unwrapped",
+    "announced",
+    "open_envelope",
     "parse_message",
+    "parse_unwrapped",
 ]
 
 STATUS_ON_QUEUE = (
@@ -79,9 +91,56 @@ def parse_message(body: str | bytes | Mapping[str, Any], *, received_at: datetim
 
     Raises :class:`MalformedMessage` when the body cannot be understood; its reason names the
     field (``detail.instance-id: field required``) and is at most ``MAX_REASON`` characters.
+
+    The pipeline tells a message's kind first (``lifeboat.flow.classify``) and hands AWS's
+    messages, their envelope opened, to :func:`parse_unwrapped`; this is the same parse for
+    a caller holding a body (``lifeboat explain``, tests).
     """
+    with _safety_net():
+        payload = load_body(body)
+        if is_status_response(payload):
+            # It carries no account or region, and a copy of EC2's word is not EC2's word: the
+            # sweep asks EC2 itself (lifeboat.aws.sweep); only ``lifeboat replay`` reads saved
+            # answers, through the same sweep.
+            raise malformed(STATUS_ON_QUEUE)
+        if is_reservations_response(payload):
+            raise malformed(RESERVATIONS_ON_QUEUE)
+        return _parse_unwrapped(unwrap(payload), received_at=as_utc(received_at))
+
+
+def open_envelope(payload: dict[str, Any]) -> Unwrapped:
+    """Which of AWS's forms ``payload`` is, SNS removed (``lifeboat.events.envelope.unwrap``),
+    or :class:`MalformedMessage`."""
+    with _safety_net():
+        return unwrap(payload)
+
+
+def parse_unwrapped(message: Unwrapped, *, received_at: datetime) -> list[Notice]:
+    """The notices of one of AWS's messages whose envelope :func:`open_envelope` opened: as
+    :func:`parse_message`, the body already told apart from Lifeboat's own messages."""
+    with _safety_net():
+        return _parse_unwrapped(message, received_at=as_utc(received_at))
+
+
+def announced(message: Unwrapped) -> Kind | None:
+    """The warning kind a message announces before its details are read: an EventBridge
+    event's by its ``source`` and ``detail-type`` (``UNSUPPORTED`` when no parser knows
+    them), a lifecycle hook's ``asg-termination``; None when the message does not say (an
+    Auto Scaling notification, an event without source or detail-type)."""
+    if message.form is Form.LIFECYCLE_HOOK:
+        return Kind.ASG_TERMINATION
+    if message.form is not Form.EVENTBRIDGE:
+        return None
+    source, detail_type = message.payload.get("source"), message.payload.get("detail-type")
+    if not isinstance(source, str) or not isinstance(detail_type, str):
+        return None
+    return _announced(message.payload) or Kind.UNSUPPORTED
+
+
+@contextmanager
+def _safety_net() -> Iterator[None]:
     try:
-        return _parse(body, received_at=as_utc(received_at))
+        yield
     except MalformedMessage:
         raise
     except (ValueError, TypeError, KeyError, AttributeError, IndexError, RecursionError) as exc:
@@ -89,16 +148,7 @@ def parse_message(body: str | bytes | Mapping[str, Any], *, received_at: datetim
         raise malformed(f"{UNEXPECTED} ({type(exc).__name__}: {exc})") from exc
 
 
-def _parse(body: str | bytes | Mapping[str, Any], *, received_at: datetime) -> list[Notice]:
-    payload = load_body(body)
-    if is_status_response(payload):
-        # It carries no account or region, and a copy of EC2's word is not EC2's word: the
-        # sweep asks EC2 itself (lifeboat.aws.sweep); only ``lifeboat replay`` reads saved
-        # answers, through the same sweep.
-        raise malformed(STATUS_ON_QUEUE)
-    if is_reservations_response(payload):
-        raise malformed(RESERVATIONS_ON_QUEUE)
-    message = unwrap(payload)
+def _parse_unwrapped(message: Unwrapped, *, received_at: datetime) -> list[Notice]:
     if message.form is not Form.EVENTBRIDGE:
         hook = Kind.ASG_TERMINATION if message.form is Form.LIFECYCLE_HOOK else None
         with _rejected_as(hook):

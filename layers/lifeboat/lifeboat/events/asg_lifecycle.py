@@ -25,7 +25,7 @@ from typing import Any
 
 from lifeboat.events.base import Fields, clip, join_path, known_id, shift
 from lifeboat.events.envelope import EventBridgeEvent, Form, Unwrapped
-from lifeboat.events.notice import Kind, LifecycleHook, Notice
+from lifeboat.model.notice import Kind, LifecycleHook, Notice
 
 TERMINATING = "autoscaling:EC2_INSTANCE_TERMINATING"
 LAUNCHING = "autoscaling:EC2_INSTANCE_LAUNCHING"

@@ -1,6 +1,6 @@
 """What every event parser shares: reading fields strictly, time parsing, error reporting.
 
-Every failure is reported as :class:`~lifeboat.events.notice.MalformedMessage` whose reason
+Every failure is reported as :class:`~lifeboat.model.notice.MalformedMessage` whose reason
 starts with the dotted path of the offending field (``detail.instance-id: field required``)
 and is never longer than :data:`MAX_REASON`, whatever the size of the input.
 
@@ -23,8 +23,8 @@ from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import Any, NoReturn, TypeVar
 
-from lifeboat.events.notice import MalformedMessage
 from lifeboat.model.instants import as_utc
+from lifeboat.model.notice import MalformedMessage
 
 MAX_REASON = 300
 """Longest reason a :class:`MalformedMessage` carries (a 10 MB body must not reach a log line)."""

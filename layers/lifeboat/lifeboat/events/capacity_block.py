@@ -40,8 +40,8 @@ from typing import Any
 from lifeboat.events.base import MAX_REASON, Fields, clip
 from lifeboat.events.envelope import EventBridgeEvent
 from lifeboat.events.instance_status import parse_time
-from lifeboat.events.notice import Kind, Notice
 from lifeboat.model.instants import format_instant
+from lifeboat.model.notice import Kind, Notice
 
 # EC2 sends the warning 40 minutes before the end and starts terminating 30 minutes before.
 WARNING_LEAD = timedelta(minutes=40)
@@ -170,12 +170,6 @@ def for_instances(notice: Notice, instance_ids: list[str]) -> list[Notice]:
 
 
 # --- DescribeCapacityReservations (the sweep) --------------------------------------------
-
-
-def is_reservations_response(payload: dict[str, Any]) -> bool:
-    """Whether a message body is a ``DescribeCapacityReservations`` response (a file of one,
-    replayed as the sweep would read it)."""
-    return "CapacityReservations" in payload and "source" not in payload
 
 
 def read_reservations(payload: dict[str, Any], *, now: datetime) -> list[Notice]:

@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 
 from lifeboat.events.base import Fields, clip
 from lifeboat.events.envelope import EventBridgeEvent
-from lifeboat.events.notice import Kind, Notice
+from lifeboat.model.notice import Kind, Notice
 
 WARNING = timedelta(minutes=2)
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from lifeboat.events.base import clip
 from lifeboat.events.instance_status import EVENT_CODES, InstanceStatus, ScheduledEvent
-from lifeboat.events.notice import Kind, Notice
+from lifeboat.model.notice import Kind, Notice
 
 
 def _event_id(status: InstanceStatus, event: ScheduledEvent) -> str:

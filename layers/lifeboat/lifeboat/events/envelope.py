@@ -11,7 +11,10 @@ A body is one of:
 
 :func:`load_body` turns the body into a JSON object, :func:`unwrap` peels SNS off and says
 which of the forms is inside, and :class:`EventBridgeEvent` is the validated EventBridge
-envelope the per-kind parsers receive.
+envelope the per-kind parsers receive. :func:`is_status_response` and
+:func:`is_reservations_response` tell EC2's answers (never obeyed from the queue) apart.
+Which of these, or of Lifeboat's own messages, a queue message is, is said in one place:
+``lifeboat.flow.classify``.
 
 The envelope follows Powertools' ``EventBridgeModel`` (same fields and aliases) but is our own:
 importing Powertools' parser models costs ~130 ms of cold start, and ``account``/``region``
@@ -29,7 +32,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from lifeboat.events.base import Fields, join_path, known_id, malformed, quote, shift
-from lifeboat.events.notice import Kind, Notice
+from lifeboat.model.notice import Kind, Notice
 
 if TYPE_CHECKING:
     from lifeboat.events.models import M
@@ -212,6 +215,25 @@ def load_body(body: str | bytes | Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(body, Mapping):
         return dict(body)
     raise malformed(f"body: expected a JSON object, got {_json_type(body)}")
+
+
+# Two bodies that are EC2's answers, not messages: a DescribeInstanceStatus or a
+# DescribeCapacityReservations response. Never obeyed from the queue (lifeboat.events);
+# ``lifeboat replay`` reads saved ones as the sweep would (lifeboat_local.saved_statuses).
+
+
+def is_status_response(payload: dict[str, Any]) -> bool:
+    """Whether a message body is a ``DescribeInstanceStatus`` response (or a list of its
+    pages under ``Pages``, as the sweep and ``lifeboat replay`` hand them over)."""
+    return "InstanceStatuses" in payload or (
+        isinstance(payload.get("Pages"), list) and "source" not in payload
+    )
+
+
+def is_reservations_response(payload: dict[str, Any]) -> bool:
+    """Whether a message body is a ``DescribeCapacityReservations`` response (a file of one,
+    replayed as the sweep would read it)."""
+    return "CapacityReservations" in payload and "source" not in payload
 
 
 def _is_sns(payload: Mapping[str, Any]) -> bool:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from lifeboat.events.base import EARLIEST
 from lifeboat.events.instance_status import ORIGIN, InstanceStatus
-from lifeboat.events.notice import Kind, Notice
+from lifeboat.model.notice import Kind, Notice
 
 
 def notice_id(instance_id: str, since: str) -> str:

@@ -160,14 +160,6 @@ class InstanceStatus:
         )
 
 
-def is_status_response(payload: dict[str, Any]) -> bool:
-    """Whether a message body is a ``DescribeInstanceStatus`` response (or a list of its
-    pages under ``Pages``, as the sweep and ``lifeboat replay`` hand them over)."""
-    return "InstanceStatuses" in payload or (
-        isinstance(payload.get("Pages"), list) and "source" not in payload
-    )
-
-
 def observed_time(payload: dict[str, Any], default: datetime) -> datetime:
     """When EC2 answered: the ``date`` header boto3 keeps in ``ResponseMetadata``, else
     ``default`` (the time the message was received)."""

@@ -8,7 +8,7 @@ https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/rebalance-recommendations.ht
 from __future__ import annotations
 
 from lifeboat.events.envelope import EventBridgeEvent
-from lifeboat.events.notice import Kind, Notice
+from lifeboat.model.notice import Kind, Notice
 
 
 class RebalanceRecommendationParser:

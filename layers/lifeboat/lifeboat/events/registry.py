@@ -17,7 +17,7 @@ from lifeboat.events import (
 )
 from lifeboat.events.envelope import EventBridgeEvent
 from lifeboat.events.instance_status import InstanceStatus
-from lifeboat.events.notice import Kind, Notice
+from lifeboat.model.notice import Kind, Notice
 
 
 class Parser(Protocol):

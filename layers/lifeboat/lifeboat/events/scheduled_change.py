@@ -15,7 +15,7 @@ from datetime import datetime
 
 from lifeboat.events.base import INSTANCE_ID_RE, Fields, clip, parse_rfc1123
 from lifeboat.events.envelope import EventBridgeEvent
-from lifeboat.events.notice import EMPTY_START, Kind, Notice
+from lifeboat.model.notice import EMPTY_START, Kind, Notice
 
 SERVICE = "EC2"
 CATEGORY = "scheduledChange"

@@ -10,7 +10,7 @@ from datetime import timedelta
 
 from lifeboat.events.base import Fields
 from lifeboat.events.envelope import EventBridgeEvent
-from lifeboat.events.notice import Kind, Notice
+from lifeboat.model.notice import Kind, Notice
 
 WARNING = timedelta(minutes=2)
 """How long before the interruption AWS sends the warning."""

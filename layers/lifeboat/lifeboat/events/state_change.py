@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from lifeboat.events.base import Fields, clip
 from lifeboat.events.envelope import EventBridgeEvent
-from lifeboat.events.notice import Kind, Notice
+from lifeboat.model.notice import Kind, Notice
 
 ACTIONABLE_STATES = frozenset({"stopping", "stopped", "shutting-down", "terminated"})
 

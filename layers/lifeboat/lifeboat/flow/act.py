@@ -17,7 +17,6 @@ from typing import Any, Protocol
 from lifeboat.decide import Decision, Step
 from lifeboat.errors import BrokenInvariant
 from lifeboat.events.asg_lifecycle import lifecycle_expired
-from lifeboat.events.notice import Kind, LifecycleHook, Notice
 from lifeboat.karpenter import disruption_rules
 from lifeboat.karpenter.forceful import (
     TERMINATION_TIMESTAMP,
@@ -30,12 +29,10 @@ from lifeboat.karpenter.forceful import (
 from lifeboat.karpenter.replacement import replacement_nodeclaim
 from lifeboat.kube import nodes
 from lifeboat.kube.client import Conflict, Eviction, KubeApi, KubeError
-from lifeboat.kube.objects import Obj
 from lifeboat.marks import node_marks
 from lifeboat.marks.handover import (
     PATIENCE,
     SWEEP_GRACE,
-    WHEN_READY,
     Record,
     give_back_operations,
     hold_operations,
@@ -51,7 +48,9 @@ from lifeboat.marks.node_patches import (
     unread_taint_variants,
     untaint_operations,
 )
-from lifeboat.model.settings import Settings
+from lifeboat.model.notice import Kind, LifecycleHook, Notice
+from lifeboat.model.objects import Obj
+from lifeboat.model.settings import WHEN_READY, Settings
 from lifeboat.model.target import ClaimRef, Target
 from lifeboat.wakeup.codec import Task, Wakeup, encode
 

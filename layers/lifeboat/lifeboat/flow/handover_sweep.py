@@ -24,10 +24,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from lifeboat.events.notice import MalformedMessage, Notice
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
-from lifeboat.kube.objects import Obj
 from lifeboat.marks.handover import (
     HAND_OVER_ANNOTATION,
     HAND_OVER_LABEL,
@@ -35,6 +33,8 @@ from lifeboat.marks.handover import (
     unprotect_operations,
 )
 from lifeboat.model.instances import InstanceInfo, instance_id_from_provider_id
+from lifeboat.model.notice import MalformedMessage, Notice
+from lifeboat.model.objects import Obj
 from lifeboat.model.report import Report
 from lifeboat.wakeup.codec import Task, Wakeup, decode
 

@@ -19,12 +19,12 @@ from typing import Any
 from lifeboat.errors import BrokenInvariant
 from lifeboat.karpenter.counting import count_pool
 from lifeboat.karpenter.forceful import forced_at
+from lifeboat.karpenter.pdbs import pdb_namespaces
 from lifeboat.karpenter.pool_usage import pool_usage, uncounted
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
-from lifeboat.kube.objects import Obj
-from lifeboat.kube.pdbs import pdb_namespaces
 from lifeboat.model.instances import InstanceInfo, instance_id_from_provider_id
+from lifeboat.model.objects import Obj
 from lifeboat.model.target import ClaimRef, PoolCounts, Target
 
 

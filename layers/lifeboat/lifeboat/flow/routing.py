@@ -3,8 +3,8 @@
 One stack serves many clusters: the instance's EC2 tags name its cluster. An instance of a
 cluster the stack does not manage, of no cluster, or without the operator's managed tag is
 ignored with a reason (and counted), never silently dropped. A message from another account
-or region than the stack's is rejected (:func:`foreign_origin`): its instance ids mean
-nothing here, and acting on a namesake would be wrong.
+or region than the stack's is rejected (``lifeboat.decide.origin.foreign_origin``): its
+instance ids mean nothing here, and acting on a namesake would be wrong.
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 
+from lifeboat.decide.origin import foreign_origin
 from lifeboat.errors import RetryLater
-from lifeboat.events.notice import Notice
 from lifeboat.model.instances import InstanceInfo
+from lifeboat.model.notice import Notice
 from lifeboat.model.report import Outcome
 from lifeboat.model.settings import Settings
 from lifeboat.wakeup.codec import Task, Wakeup
@@ -30,22 +31,6 @@ class NotYetKnown(RetryLater):
 class Route:
     cluster: str | None = None
     skip_reason: str | None = None
-
-
-def foreign_origin(notice: Notice, settings: Settings) -> str | None:
-    """Why ``notice`` comes from another account or region than the stack's, or None.
-
-    Only a field both sides know can mismatch: a message without ``account`` (moto delivers
-    EventBridge events without it; a lifecycle hook message sent straight to SQS carries no
-    region) and a stack without ``account_id``/``region`` settings are not checked.
-    """
-    for what, theirs, ours in (
-        ("account", notice.account, settings.account_id),
-        ("region", notice.region, settings.region),
-    ):
-        if theirs and ours and theirs != ours:
-            return f"event from {what} {theirs[:64]}, but this stack serves {what} {ours}"
-    return None
 
 
 def _unmanaged(cluster: str | None, settings: Settings, managed: Collection[str] | None) -> bool:

@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from lifeboat.events.notice import Kind, Notice
+from lifeboat.model.notice import Kind, Notice
 from lifeboat.wakeup.codec import Task, Wakeup
 
 # Instances one message acts on. bench.health_split (10 ms per API request, 20 NodePools with

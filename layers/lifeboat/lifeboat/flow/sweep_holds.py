@@ -27,14 +27,14 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from lifeboat.events.instance_status import InstanceStatus
-from lifeboat.events.notice import Kind, Notice
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, KubeError
-from lifeboat.kube.objects import Obj
 from lifeboat.marks import node_marks
 from lifeboat.marks.maintenance_holds import Hold, holds_of, holds_operations
 from lifeboat.model.instances import instance_id_from_provider_id
 from lifeboat.model.instants import format_instant
+from lifeboat.model.notice import Kind, Notice
+from lifeboat.model.objects import Obj
 from lifeboat.model.report import Outcome, Report
 
 ABSENCE = timedelta(minutes=5)

@@ -16,9 +16,9 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from lifeboat.events.notice import Notice
 from lifeboat.flow.routing import NotYetKnown, triage
 from lifeboat.model.instances import InstanceInfo
+from lifeboat.model.notice import Notice
 from lifeboat.model.report import Outcome, Report
 from lifeboat.model.settings import Settings
 

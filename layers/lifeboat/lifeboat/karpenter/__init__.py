@@ -4,9 +4,10 @@ Karpenter counts a pool's nodes (counting), and the NodeClaim it would build for
 replacement (replacement, requirements, nodepool_hash, quantities).
 
 Karpenter's disruption rules over nodes and pods (disruption_rules: do-not-disrupt, what
-the drain evicts, stuck terminating pods) and forceful termination (forceful) live here too.
+the drain evicts, stuck terminating pods), the PodDisruptionBudgets that keep a node from
+voluntary disruption (pdbs) and forceful termination (forceful) live here too.
 
-Pure: no I/O. May import model/, events/, the pure modules of kube/ (objects, nodes, ...)
+Pure: no I/O. May import model/, events/, the pure modules of kube/ (nodes, selectors, ...)
 and marks/ (Lifeboat's taints count as disrupting); never boto3, kubernetes, urllib, sockets,
 lifeboat.aws or kube's client (tests/unit/project/test_layer_rooms.py enforces it).
 """

@@ -29,8 +29,8 @@ from enum import Enum
 
 from lifeboat.karpenter import disruption_rules
 from lifeboat.kube import nodes
-from lifeboat.kube.objects import Obj
 from lifeboat.marks import node_marks
+from lifeboat.model.objects import Obj
 from lifeboat.model.target import PoolCounts
 
 INSTANCE_TERMINATING = "InstanceTerminating"

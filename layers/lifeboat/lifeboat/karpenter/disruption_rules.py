@@ -25,8 +25,8 @@ from lifeboat.kube.nodes import (
     taints,
     tolerates,
 )
-from lifeboat.kube.objects import Obj
 from lifeboat.model.instants import parse_timestamp
+from lifeboat.model.objects import Obj
 
 
 def is_initialized(node: Obj) -> bool:

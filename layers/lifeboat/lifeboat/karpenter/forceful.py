@@ -32,8 +32,8 @@ from datetime import datetime
 from typing import Any, Final
 
 from lifeboat.kube import nodes
-from lifeboat.kube.objects import Obj
 from lifeboat.model.instants import format_instant
+from lifeboat.model.objects import Obj
 
 # v1.NodeClaimTerminationTimestampAnnotationKey (kubernetes-sigs/karpenter pkg/apis/v1/labels.go).
 TERMINATION_TIMESTAMP: Final = "karpenter.sh/nodeclaim-termination-timestamp"

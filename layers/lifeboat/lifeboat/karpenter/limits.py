@@ -34,7 +34,7 @@ from typing import Final
 
 from lifeboat.karpenter.quantities import parse_resources
 from lifeboat.karpenter.requirements import Requirement, Unsatisfiable
-from lifeboat.kube.objects import Obj
+from lifeboat.model.objects import Obj
 
 INSTANCE_CPU: Final = "karpenter.k8s.aws/instance-cpu"
 INSTANCE_MEMORY: Final = "karpenter.k8s.aws/instance-memory"

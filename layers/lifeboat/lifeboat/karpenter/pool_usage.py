@@ -25,7 +25,7 @@ from fractions import Fraction
 from lifeboat.karpenter import disruption_rules
 from lifeboat.karpenter.quantities import parse_resources
 from lifeboat.kube import nodes
-from lifeboat.kube.objects import Obj
+from lifeboat.model.objects import Obj
 
 NODES: str = "nodes"  # resources.Node: every state node counts one
 

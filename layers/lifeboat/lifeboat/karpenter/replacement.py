@@ -42,8 +42,8 @@ from lifeboat.karpenter.nodepool_hash import hash_annotations
 from lifeboat.karpenter.quantities import parse_quantity, parse_resources
 from lifeboat.karpenter.requirements import Unsatisfiable, custom_labels, entries, exclude, merge
 from lifeboat.kube import nodes
-from lifeboat.kube.objects import Obj
 from lifeboat.marks import node_marks
+from lifeboat.model.objects import Obj
 
 # A replacement should hold what the old node held: ask for most of its allocatable cpu and
 # memory (not all: Karpenter's estimate of an instance type's allocatable is conservative,

@@ -2,8 +2,8 @@
 
 I/O: the client (client: KubeApi, retries, the retry window), its REST transport (rest),
 EKS authentication (eks_auth: STS-presigned tokens) and the per-NodePool Lease
-(pool_lock). Pure views of objects as read: objects, selectors, labels, nodes (taints,
-ownership, readiness and the well-known names Kubernetes and Karpenter use), pdbs.
+(pool_lock). Pure views of objects as read (their shape, Obj, is model/objects): selectors, labels,
+nodes (taints, ownership, readiness and the well-known names Kubernetes and Karpenter use).
 Lifeboat's own marks and patches are in marks/; Karpenter's disruption rules in karpenter/.
 
 May import model/ and errors: decide/, marks/ and karpenter/ use the pure modules. Only

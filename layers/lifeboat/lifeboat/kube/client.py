@@ -30,8 +30,8 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError as TransportError
 
 from lifeboat.errors import ClusterError
-from lifeboat.kube.objects import MutableObj
 from lifeboat.kube.rest import ClientLike, disable_transport_retries, user_agent
+from lifeboat.model.objects import MutableObj
 from lifeboat.model.patience import may_retry_within_window
 from lifeboat.model.patience import retrying_for as retrying_for  # where callers found it
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from lifeboat.kube.objects import Obj
+from lifeboat.model.objects import Obj
 
 KARPENTER_DISRUPTED_TAINT = "karpenter.sh/disrupted"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from lifeboat.kube.objects import Obj
+from lifeboat.model.objects import Obj
 
 
 def selector_matches(selector: Obj | None, labels: Mapping[str, str]) -> bool:

@@ -3,6 +3,6 @@
 hand-over's protection of a replacement and its old node (handover), and which
 maintenances hold a node (maintenance_holds).
 
-Pure. May import kube's pure views (nodes, objects), the event model (events.notice) and
-model/; imported by karpenter/, decide/, flow/ and the rotation, never the other way round.
+Pure. May import kube's pure views (nodes, selectors) and model/ (the Notice, Obj); imported by
+karpenter/, decide/, flow/ and the rotation, never the other way round.
 """

@@ -32,13 +32,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from lifeboat.kube import nodes
-from lifeboat.kube.objects import Obj
 from lifeboat.marks import node_marks
 from lifeboat.marks.node_patches import release_operations
+from lifeboat.model.objects import Obj
 
-AT_ONCE = "at-once"
-WHEN_READY = "when-ready"
-HAND_OVERS = (AT_ONCE, WHEN_READY)
 PROTECTED_ANNOTATION = f"{node_marks.DOMAIN}/protected-until-hand-over"
 # Karpenter's disruption queue gives a command's replacements at least this long to
 # initialize (``minRetryDuration``) before it rolls the command back.

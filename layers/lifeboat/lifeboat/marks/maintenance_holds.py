@@ -23,11 +23,11 @@ from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from lifeboat.events.notice import Kind, Notice
 from lifeboat.kube import nodes
-from lifeboat.kube.objects import Obj
 from lifeboat.marks import node_marks
 from lifeboat.model.instants import format_instant
+from lifeboat.model.notice import Kind, Notice
+from lifeboat.model.objects import Obj
 
 HOLDS_ANNOTATION = f"{node_marks.DOMAIN}/maintenance-holds"
 # Entries kept on a node (the newest): holds and recent ends, far more than ever coexist.

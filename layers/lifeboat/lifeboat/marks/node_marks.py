@@ -9,7 +9,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from lifeboat.events.notice import Kind
 from lifeboat.kube.nodes import (
     KARPENTER_DISRUPTED_TAINT,
     annotations_of,
@@ -17,7 +16,8 @@ from lifeboat.kube.nodes import (
     labels_of,
     taints,
 )
-from lifeboat.kube.objects import Obj
+from lifeboat.model.notice import Kind
+from lifeboat.model.objects import Obj
 
 DOMAIN = "lifeboat.dev"
 

@@ -20,9 +20,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from lifeboat.events.notice import Kind, Notice
 from lifeboat.kube import nodes
-from lifeboat.kube.objects import Obj
 from lifeboat.marks import node_marks
 from lifeboat.marks.maintenance_holds import (
     Hold,
@@ -31,6 +29,8 @@ from lifeboat.marks.maintenance_holds import (
     holds_operations,
     with_hold,
 )
+from lifeboat.model.notice import Kind, Notice
+from lifeboat.model.objects import Obj
 
 Operation = dict[str, Any]
 

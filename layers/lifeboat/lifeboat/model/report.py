@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from lifeboat.events.notice import Kind, Notice
 from lifeboat.model.instants import format_instant
+from lifeboat.model.notice import Kind, Notice
 from lifeboat.model.outcome import Outcome as Outcome  # importable from here, as it always was
-
-if TYPE_CHECKING:  # the report only reads a Decision (decide builds on lifeboat.model.outcome)
-    from lifeboat.decide import Decision
-    from lifeboat.model.target import Target
 
 
 @dataclass(frozen=True)
@@ -96,50 +91,6 @@ class Report:
             "recheck_at": _iso(self.next_look),
             "actions": [dict(a) for a in self.actions],
         }
-
-
-def decision_report(
-    notice: Notice,
-    target: Target,
-    decision: Decision,
-    actions: Sequence[dict[str, Any]],
-    *,
-    pods_remaining: int = 0,
-    dry_run: bool = False,
-    cluster: str | None = None,
-    recheck_at: datetime | None = None,
-) -> Report:
-    """The report of a decision carried out (``actions`` are what act did). ``cluster``:
-    the instance's, when the target's instance facts do not say (a hand-over's).
-    ``recheck_at``: when a deferral is decided again (its follow-up's due time)."""
-    reason = decision.reason
-    if dry_run and decision.outcome is not Outcome.IGNORED:
-        reason = f"dry run, nothing changed: {reason}"
-    if pods_remaining:
-        reason += f"; {pods_remaining} pod(s) held by PodDisruptionBudgets, retrying"
-    if target.node_nodepool_label is not None:
-        reason += (
-            f"; the Node's label karpenter.sh/nodepool={target.node_nodepool_label} disagrees "
-            f"with its NodeClaim's NodePool {target.nodepool_name}: judged by the NodeClaim's"
-        )
-    for action in actions:
-        # A step that could not be done but did not stop the others (a replacement the API
-        # server refused): the reason says so, as the action does.
-        if action.get("error"):
-            reason += f"; {action['type']} not done: {action['error']}"
-    return Report.for_notice(
-        notice,
-        decision.outcome,
-        reason,
-        node=target.node_name,
-        nodepool=target.nodepool_name,
-        deferred_until=decision.deferred_until,
-        recheck_at=recheck_at if decision.outcome is Outcome.DEFERRED else None,
-        actions=tuple(actions),
-        cluster=target.info.cluster if target.info else cluster,
-        forced=decision.forced,
-        gave_up=decision.gave_up,
-    )
 
 
 def _iso(moment: datetime | None) -> str | None:

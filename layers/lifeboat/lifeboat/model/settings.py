@@ -12,12 +12,17 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from lifeboat.errors import InvalidInput
-from lifeboat.events.notice import Kind
+from lifeboat.model.notice import Kind
 
 # PreferNoSchedule is not offered: it is the effect of the mark a deferred node gets, and a
 # node Lifeboat acted on must be told apart from one that only waits.
 TAINT_EFFECTS = ("NoSchedule", "NoExecute")
 KIND_ACTIONS = ("ignore", "cordon", "replace")
+# How a voluntary notice's old NodeClaim is handed over (lifeboat.marks.handover): deleted
+# at once, or once its replacement is initialized.
+AT_ONCE = "at-once"
+WHEN_READY = "when-ready"
+HAND_OVERS = (AT_ONCE, WHEN_READY)
 
 
 class SettingsError(InvalidInput):
@@ -74,7 +79,7 @@ class Settings:
     # How a voluntary notice hands a Karpenter node over (lifeboat.marks.handover): "at-once"
     # deletes the old claim as the replacement is created; "when-ready" once the
     # replacement is initialized, protecting it from consolidation until then.
-    hand_over: str = "at-once"
+    hand_over: str = AT_ONCE
 
     def action_for(self, kind: Kind) -> str:
         return self.kind_actions.get(kind, "replace")
@@ -195,8 +200,6 @@ def _cluster_tag_key(raw: str) -> str | None:
 
 
 def _hand_over(env: Mapping[str, str]) -> str:
-    from lifeboat.marks.handover import AT_ONCE, HAND_OVERS
-
     value = env.get("LIFEBOAT_HAND_OVER") or AT_ONCE
     if value not in HAND_OVERS:
         raise SettingsError(

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
-from lifeboat.kube.objects import Obj
 from lifeboat.model.instances import InstanceInfo
+from lifeboat.model.objects import Obj
 
 
 @dataclass(frozen=True)

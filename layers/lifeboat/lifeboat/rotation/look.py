@@ -26,9 +26,8 @@ from datetime import datetime
 from functools import partial
 
 from lifeboat.decide import Decision, Step
-from lifeboat.events.notice import Kind, Notice
-from lifeboat.flow.act import Actor
 from lifeboat.kube.client import KubeApi
+from lifeboat.model.notice import Kind, Notice
 from lifeboat.model.report import Outcome, Report
 from lifeboat.model.settings import Settings
 from lifeboat.model.target import Target
@@ -41,6 +40,9 @@ from lifeboat.wakeup.codec import Task, Wakeup, WakeupSink
 STARTED = "started by "
 
 HandleNotices = Callable[[list[Notice]], list[Report]]
+# Carries out a let-go decision on a node (the flow's actor, lent by the pipeline): the
+# rotation receives it rather than reaching up into the flow.
+LetGo = Callable[[KubeApi, Notice, Target, Decision, datetime], object]
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ class Context:
     settings: Settings
     now: datetime
     handle: HandleNotices
+    let_go: LetGo
     wakeups: WakeupSink | None
     cluster: str | None
     # DescribeInstances, for the health gate's AMI validation (allowed AMIs).
@@ -212,7 +215,7 @@ def release(ctx: Context, rotation: Rotation, names: Sequence[str], *, why: str)
         notice = node_notice(rotation, node, ctx.now)
         target = Target(node.instance_id, node=current)
         let_go = Decision(Outcome.IGNORED, why, (Step.CLEAR_PENDING,))
-        Actor(ctx.kube, ctx.settings, None, clock=lambda: ctx.now).carry_out(notice, target, let_go)
+        ctx.let_go(ctx.kube, notice, target, let_go, ctx.now)
 
 
 def record_changes(ctx: Context, rotation: Rotation, changes: Sequence[plan.Change]) -> None:

@@ -19,14 +19,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from lifeboat.events.notice import Kind
 from lifeboat.karpenter import disruption_rules
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
-from lifeboat.kube.objects import Obj
 from lifeboat.marks import node_marks
 from lifeboat.model.instances import InstanceInfo, instance_id_from_provider_id
 from lifeboat.model.instants import parse_timestamp
+from lifeboat.model.notice import Kind
+from lifeboat.model.objects import Obj
 from lifeboat.rotation.model import RotationNode, Workload
 from lifeboat.rotation.plan import NodeView, Snapshot
 from lifeboat.rotation.request import RotationSpec

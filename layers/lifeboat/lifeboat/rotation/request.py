@@ -34,9 +34,9 @@ from pydantic import ConfigDict, Field, StringConstraints, field_validator, mode
 
 from lifeboat.events.envelope import EventBridgeEvent
 from lifeboat.events.models import Model
-from lifeboat.events.notice import Kind, MalformedMessage, Notice
 from lifeboat.kube.labels import label_key_problems, label_value_problems
 from lifeboat.model.instants import format_instant
+from lifeboat.model.notice import Kind, MalformedMessage, Notice
 
 # The events' vocabulary lives beside the cheap check the pipeline makes on every message;
 # re-exported here, where the events are read and written.

@@ -16,13 +16,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lifeboat.events.notice import Kind
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, KubeError
-from lifeboat.kube.objects import MutableObj, Obj
 from lifeboat.marks import node_marks
 from lifeboat.marks.handover import PROTECTED_ANNOTATION, unprotect_operations
 from lifeboat.marks.node_patches import other_hold, rollback_operations
+from lifeboat.model.notice import Kind
+from lifeboat.model.objects import MutableObj, Obj
 from lifeboat.rotation.model import Rotation, RotationNode
 
 PATCH_ATTEMPTS = 3

@@ -33,8 +33,8 @@ from typing import TypeVar
 
 from lifeboat import errors
 from lifeboat.kube.client import Conflict, KubeApi
-from lifeboat.kube.objects import MutableObj, Obj
 from lifeboat.marks import node_marks
+from lifeboat.model.objects import MutableObj, Obj
 from lifeboat.rotation.model import Rotation, StateError, compact, from_json, to_json
 
 PREFIX = "lifeboat-rotation-"

@@ -23,9 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 from lifeboat.aws.notify import Notifier
 from lifeboat.aws.redelivery import Redelivery
+from lifeboat.flow.lookup import ClaimsWhenThrottled, end_on_first_throttle, served
 from lifeboat.flow.pipeline import Pipeline
 from lifeboat.flow.split import NOTICES_PER_MESSAGE
 from lifeboat.kube.client import KubeApi
+from lifeboat.model.instances import InstanceDirectory
 from lifeboat.model.settings import Settings, SettingsError, load_settings
 
 if TYPE_CHECKING:  # eks_auth imports boto3: only build_service pays for it, at start-up
@@ -254,6 +256,18 @@ def _clusters(settings: Settings, auth: EksAuth, eks: LazyClient) -> EksClusters
     return clusters
 
 
+def _lookup(
+    settings: Settings, clusters: EksClusters, directory: InstanceDirectory
+) -> InstanceDirectory:
+    """EC2, and the clusters' NodeClaims for Spot warnings while EC2 throttles
+    (lifeboat.flow.lookup); EC2 alone when a managed tag must be read off every instance."""
+    if settings.managed_tag:
+        return directory
+    catalog = clusters.catalog
+    names = catalog.serving if catalog is not None else (lambda: settings.clusters)
+    return ClaimsWhenThrottled(directory, served(names, clusters.kube))
+
+
 def _pipeline(
     env: Mapping[str, str],
     settings: Settings,
@@ -290,11 +304,11 @@ def _pipeline(
         dead_letter_arn=stack.dead_letter_arn,
         clock=clock,
     )
-    directory = Ec2InstanceDirectory(ec2)
+    directory = Ec2InstanceDirectory(end_on_first_throttle(ec2))
     blocks = Ec2CapacityReservations(ec2) if settings.sweep_capacity_blocks else None
     return Pipeline(
         clusters=clusters,
-        directory=directory,
+        directory=_lookup(settings, clusters, directory),
         settings=settings,
         clock=clock,
         lifecycle=AutoScalingLifecycle(lazy["autoscaling"]),

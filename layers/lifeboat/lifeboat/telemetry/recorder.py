@@ -11,9 +11,9 @@ from datetime import datetime
 from typing import Any
 
 from lifeboat.decide import Decision, Step
-from lifeboat.events.notice import Kind, Notice
 from lifeboat.kube.client import Conflict, KubeApi, KubeError
 from lifeboat.model.instants import format_instant
+from lifeboat.model.notice import Kind, Notice
 from lifeboat.model.report import Outcome
 
 _log = logging.getLogger(__name__)

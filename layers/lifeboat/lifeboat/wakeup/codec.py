@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from lifeboat.events.base import malformed
-from lifeboat.events.notice import Kind
+from lifeboat.model.notice import Kind
 
 # The wake-up itself lives in lifeboat.wakeup.model, which the wire format
 # (lifeboat.wakeup.format) builds too; its names are importable from here as they always were.
@@ -39,10 +39,6 @@ def encode(wakeup: Wakeup) -> str:
 
     body = {MARKER: VERSION, **convert(asdict(wakeup))}
     return json.dumps(body, sort_keys=True)
-
-
-def is_wakeup(message: Mapping[str, Any]) -> bool:
-    return MARKER in message
 
 
 def decode(message: Mapping[str, Any]) -> Wakeup:

@@ -13,7 +13,7 @@ from pydantic import Field, StringConstraints
 
 from lifeboat.events.base import MAX_REASON
 from lifeboat.events.models import Id, InstanceId, Iso8601, Model, Name, OptionalIso8601, validate
-from lifeboat.events.notice import Kind, LifecycleHook, Notice
+from lifeboat.model.notice import Kind, LifecycleHook, Notice
 from lifeboat.wakeup.model import MARKER, MAX_REMAINDER, Task, Wakeup
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
 
-from lifeboat.events.notice import Notice
+from lifeboat.model.notice import Notice
 from lifeboat.model.target import ClaimRef
 
 MARKER = "lifeboat-wakeup"

@@ -20,8 +20,8 @@ from datetime import datetime
 
 from lifeboat.karpenter import disruption_rules
 from lifeboat.kube import nodes
-from lifeboat.kube.objects import Obj
 from lifeboat.kube.selectors import selector_matches
+from lifeboat.model.objects import Obj
 
 
 def _key(obj: Obj) -> str:
