@@ -187,8 +187,8 @@ _STALENESS = f"{LAYER}/decide/staleness.py"
 
 # Only "unsupported" sorts after "state-change" among the kinds (StrEnum values), and
 # staleness is never asked about an unsupported notice: it carries an ignore reason, which
-# triage answers first (pipeline._handle), and it is not involuntary
-# (pipeline._taint_before_ledger); nor does it name an instance or carry a deadline.
+# flow.routing.triage answers first (in flow.notices.NoticeHandler.handle), and it is not
+# involuntary (NoticeHandler._taint_before_ledger); nor does it name an instance.
 _ONLY_UNSUPPORTED_SORTS_AFTER = (
     "compared as strings, only the unsupported kind sorts after {kind} among the kinds not"
     " answered above, and staleness is never asked about an unsupported notice: triage"

@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from lifeboat.decide.staleness import Stale, staleness
-from lifeboat.events.notice import Kind, LifecycleHook, Notice
 from lifeboat.model.instances import InstanceInfo
+from lifeboat.model.notice import Kind, LifecycleHook, Notice
 from lifeboat.model.settings import Settings
 
 WARNED_AT = datetime(2026, 12, 1, 14, 2, tzinfo=UTC)
