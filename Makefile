@@ -146,10 +146,10 @@ stackset-template: $(VENV)/.installed-dev
 		$(if $(STACKSET_ARTIFACT_PREFIX),--artifact-bucket-prefix $(STACKSET_ARTIFACT_PREFIX))
 
 ## mutants: mutation testing (cosmic-ray) of decide/, budgets*, cron, act, node_patches,
-## pool_lock, deadline, staleness, pool_usage, rotation/ and convert/ against their tests, in a
-## copy of the tree; kill rate per target in mutation-results/report.md (survivors stated
-## equivalent in mutation/__main__.py's EQUIVALENTS counted apart). Long: MUTANTS_ARGS="--sample 20"
-## runs a random sample per target, "--target act" one target.
+## pool_lock, deadline, staleness, pool_usage, convert/, rotation/ and its rollback against
+## their tests, in a copy of the tree; kill rate per target in mutation-results/report.md
+## (survivors stated equivalent in mutation/__main__.py's EQUIVALENTS counted apart).
+## Long: MUTANTS_ARGS="--sample 20" runs a random sample per target, "--target act" one.
 MUTANTS_ARGS ?=
 mutants: $(VENV)/.installed-dev
 	$(BIN)/python -m mutation $(MUTANTS_ARGS)
