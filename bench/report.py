@@ -177,6 +177,12 @@ def table(summary: dict[str, Any]) -> str:
             f"{replayed['json_load_s']} s) {replayed['floor_s']} s: ratios YAML "
             f"{replayed['yaml_ratio']}, JSON {replayed['json_ratio']}"
         )
+        if "yaml_aliased_ratio" in replayed:
+            out.append(
+                f"  the same YAML as PyYAML dumps shared values (anchors and aliases, which no "
+                f"exporter writes; information): {replayed['yaml_aliased_replay_s']} s, "
+                f"ratio {replayed['yaml_aliased_ratio']}"
+            )
     costs = summary.get("marginal") or []
     if costs:
         out.append(
