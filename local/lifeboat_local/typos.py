@@ -14,7 +14,7 @@ from __future__ import annotations
 import difflib
 import functools
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 from kubemu.clusterfile import SUPPORTED_KINDS
 
@@ -78,7 +78,7 @@ def field_typos(objects: Iterable[Mapping[str, Any]]) -> list[str]:
         kind = str(obj.get("kind"))
         for section, known, names in _sections(kind):
             fields = obj.get(section)
-            if not isinstance(fields, Mapping) or fields.keys() <= known:
+            if not _is_mapping(fields) or fields.keys() <= known:
                 continue  # every field one Lifeboat reads: most sections of most objects
             for field in fields:
                 meant = None if field in known else nearest(str(field), names)
@@ -90,6 +90,12 @@ def field_typos(objects: Iterable[Mapping[str, Any]]) -> list[str]:
                         f"did you mean {section}.{meant}?"
                     )
     return found
+
+
+def _is_mapping(value: Any) -> TypeGuard[Mapping[Any, Any]]:
+    """isinstance(value, Mapping), a dict first: the ABC's check costs more than the rest of
+    a section's, asked 75,000 times for a 5,000-node file."""
+    return type(value) is dict or isinstance(value, Mapping)
 
 
 @functools.lru_cache(maxsize=64)
