@@ -14,7 +14,7 @@ SAM_REGION ?= us-east-1
 # (AWS::LanguageExtensions) in every command by itself, `sam deploy --guided` without
 # samconfig.toml included; 1.161 and later do it only with --language-extensions (which
 # samconfig.toml sets) and otherwise fail with "'list' object has no attribute 'get'".
-# tests/unit/test_sam_guided_deploy.py drives a guided deploy with it; change both together.
+# tests/unit/local/test_sam_guided_deploy.py drives a guided deploy with it; change both together.
 SAM_CLI_VERSION ?= 1.160.1
 # Installed once per version: changing the pin reinstalls the venv's SAM CLI.
 SAM_STAMP = $(SAM_VENV)/.aws-sam-cli-$(SAM_CLI_VERSION)

@@ -7,7 +7,8 @@ run happens in one scratch folder that sees the repository's files. A file holds
 after ``$ `` and what it printed, stderr first (as a terminal shows a short run), and a run
 that does not end with the exit status listed here writes nothing. The pages include the files
 (``--8<-- "docs/examples/NAME.txt"``, pymdownx.snippets), a line range for an excerpt; a test
-runs every example again and fails when a file differs (tests/integration/test_docs_examples.py).
+runs every example again and fails when a file differs
+(tests/integration/docsite/test_docs_examples.py).
 
     python -m docsite.examples            # write docs/examples/*.txt
     python -m docsite.examples --check    # exit 1 naming each file a rerun would change

@@ -6,7 +6,7 @@ demo``). The layer ships a subset of those: the closure of the layer's own depen
 read from the lock's ``# via`` lines, with the packages the Lambda runtime provides (boto3,
 botocore, s3transfer) and kubernetes.aio's stack left out. It is written, hashes and all, to
 ``layers/lifeboat/requirements.txt``, because ``sam build`` copies only the layer's folder;
-tests/unit/test_lock.py fails when that file is not what this script writes from the lock
+tests/unit/project/test_lock.py fails when that file is not what this script writes from the lock
 now, so the versions tested are the versions shipped.
 
     python requirements/layer.py            # rewrite layers/lifeboat/requirements.txt

@@ -5,7 +5,7 @@ message is accounted for and that no action was done twice, judged by what the A
 accepted: one old NodeClaim, at most one replacement.
 
 ``python -m bench.soak --events 10000`` (``make soak``) prints the accounting as JSON and
-exits 1 on any violation; ``tests/integration/test_soak.py`` runs 2,000 events in
+exits 1 on any violation; ``tests/integration/bench/test_soak.py`` runs 2,000 events in
 ``make test``. Modules: ``config`` (the knobs), ``world`` (the cluster, on
 ``bench.cluster``), ``messages`` (what is sent), ``faults`` (AWS faults and ledgers),
 ``queue`` (SQS and the Lambda service around ``handle_batch``), ``audit``, ``run``.

@@ -120,7 +120,7 @@ def _regional_buckets(template: dict[str, Any], prefix: str) -> int:
 
 
 class _NoManagedPolicies:
-    """The template attaches no AWS managed policy (tests/unit/test_template.py)."""
+    """The template attaches no AWS managed policy (tests/unit/template/test_template.py)."""
 
     def load(self) -> dict[str, str]:
         return {}

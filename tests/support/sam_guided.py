@@ -1,6 +1,6 @@
 """Run ``sam deploy`` in this process with AWS answered here, not on the network.
 
-Started by tests/unit/test_sam_guided_deploy.py with the SAM CLI venv's Python (sam.mk's
+Started by tests/unit/local/test_sam_guided_deploy.py with the SAM CLI venv's Python (sam.mk's
 ``.sam-venv``), never imported by the tests themselves: it needs ``samcli``, which the
 project's venv does not have. Arguments are ``sam``'s (``deploy --guided ...``); the
 prompts are answered on standard input.

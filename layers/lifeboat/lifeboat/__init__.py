@@ -5,7 +5,7 @@ Data flows one way: ``events`` (parse) -> ``resolve`` -> ``decide`` (pure) -> ``
 both call it.
 
 The layer's packages are ordered; a module may import only from its own package or one
-below it (tests/unit/test_package_rules.py holds the layer to it and lists the few imports
+below it (tests/unit/project/test_package_rules.py holds the layer to it and lists the few imports
 that still run up, with what removes them). Order (bottom first): errors, model, events,
 kube, marks, karpenter, wakeup, decide, telemetry, aws, rotation, flow, runtime.
 """

@@ -6,7 +6,7 @@
 - :mod:`~lifeboat.decide.model` holds the Decision, its Steps and the shared timings.
 
 May import model/, events/, kube's pure views, marks/, karpenter/ and wakeup/'s model; never
-aws/, flow/, telemetry/ or anything that does I/O (tests/unit/test_layer_rooms.py).
+aws/, flow/, telemetry/ or anything that does I/O (tests/unit/project/test_layer_rooms.py).
 """
 
 from lifeboat.decide.followups import follow_ups

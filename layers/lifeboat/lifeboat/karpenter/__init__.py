@@ -8,5 +8,5 @@ the drain evicts, stuck terminating pods) and forceful termination (forceful) li
 
 Pure: no I/O. May import model/, events/, the pure modules of kube/ (objects, nodes, ...)
 and marks/ (Lifeboat's taints count as disrupting); never boto3, kubernetes, urllib, sockets,
-lifeboat.aws or kube's client (tests/unit/test_layer_rooms.py enforces it).
+lifeboat.aws or kube's client (tests/unit/project/test_layer_rooms.py enforces it).
 """

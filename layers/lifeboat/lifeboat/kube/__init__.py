@@ -8,5 +8,5 @@ Lifeboat's own marks and patches are in marks/; Karpenter's disruption rules in 
 
 May import model/ and errors: decide/, marks/ and karpenter/ use the pure modules. Only
 client, rest, eks_auth and pool_lock may import kubernetes, urllib3 or boto3
-(tests/unit/test_layer_rooms.py).
+(tests/unit/project/test_layer_rooms.py).
 """

@@ -9,7 +9,7 @@ A ConfigMap holds at most 1 MiB (the API server's validation; etcd refuses a req
 1.5 MiB). Finished nodes are stored compacted (``model.compact``), and a state past
 :data:`INLINE_MAX` bytes is stored gzipped in ``binaryData`` (``state.json.gz``) instead of
 ``data``: a rotation of 2,000 nodes, 100 of them in flight on busy nodes, stays far below
-the limit (tests/integration/test_rotation_state_size.py).
+the limit (tests/integration/rotation/test_rotation_state_size.py).
 
 Why a ConfigMap: the cluster is the source of truth for everything a rotation judges, and
 its state belongs with it. ``lifeboat status --kubeconfig`` and ``kubectl`` read it with the
