@@ -25,6 +25,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -63,23 +64,27 @@ def _write_aliased(folder: Path, nodes: int, pools: int, pods_per_node: int) -> 
 
 _REPLAY = """
 import contextlib, io, sys, time
-started = time.perf_counter()
+started, cpu = time.perf_counter(), time.process_time()
 from lifeboat_local.cli import main
 with contextlib.redirect_stdout(io.StringIO()):
     code = main(sys.argv[1:])
-print(time.perf_counter() - started if code == 0 else -code)
+if code == 0:
+    print(time.perf_counter() - started, time.process_time() - cpu)
+else:
+    print(-code)
 """
 _JSON_LOAD = """
 import json, sys, time
-started = time.perf_counter()
+started, cpu = time.perf_counter(), time.process_time()
 with open(sys.argv[1]) as handle:
     json.load(handle)
-print(time.perf_counter() - started)
+print(time.perf_counter() - started, time.process_time() - cpu)
 """
 
 
-def _fresh(script: str, *args: str) -> float:
-    """Seconds ``script`` reports, run in a new interpreter with this one's path."""
+def _fresh(script: str, *args: str) -> tuple[float, float]:
+    """Seconds ``script`` reports, wall and CPU (its process's, every thread), run in a new
+    interpreter with this one's path."""
     done = subprocess.run(
         [sys.executable, "-c", script, *args],
         capture_output=True,
@@ -88,22 +93,40 @@ def _fresh(script: str, *args: str) -> float:
         env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
         timeout=600,
     )
-    seconds = float(done.stdout.strip().splitlines()[-1])
-    if seconds < 0:
-        raise RuntimeError(f"{args[0] if args else script} exited {-seconds:.0f}: {done.stderr}")
-    return seconds
+    said = [float(word) for word in done.stdout.strip().splitlines()[-1].split()]
+    if said[0] < 0:
+        raise RuntimeError(f"{args[0] if args else script} exited {-said[0]:.0f}: {done.stderr}")
+    return said[0], said[1]
 
 
-def _replay(cluster: Path, event: Path) -> float:
+def _replay(cluster: Path, event: Path) -> tuple[float, float]:
     return _fresh(_REPLAY, "replay", str(event), "--cluster", str(cluster), "--at", AT, "--json")
 
 
-def _json_load(path: Path) -> float:
+def _json_load(path: Path) -> tuple[float, float]:
     return _fresh(_JSON_LOAD, str(path))
 
 
 def _median(values: list[float]) -> float:
     return statistics.median(values)
+
+
+def _medians(
+    runs: int, measures: dict[str, Callable[[], tuple[float, float]]]
+) -> tuple[dict[str, float], dict[str, float]]:
+    """The median wall and CPU seconds of each measure, the measures taken in turn ``runs``
+    times (so a change in the machine's load touches them alike)."""
+    wall: dict[str, list[float]] = {name: [] for name in measures}
+    cpu: dict[str, list[float]] = {name: [] for name in measures}
+    for _ in range(runs):
+        for name, measure in measures.items():
+            seconds, cpu_seconds = measure()
+            wall[name].append(seconds)
+            cpu[name].append(cpu_seconds)
+    return (
+        {name: _median(values) for name, values in wall.items()},
+        {name: _median(values) for name, values in cpu.items()},
+    )
 
 
 def replay_large_cluster(
@@ -119,16 +142,18 @@ def replay_large_cluster(
         body = json.loads(SPOT.read_text())
         body["detail"]["instance-id"] = instance
         event.write_text(json.dumps(body))
-        forms = ("small", "json_load", "yaml", "json", "yaml_aliased")
-        measured: dict[str, list[float]] = {k: [] for k in forms}
-        for _ in range(runs):
-            measured["small"].append(_replay(small_json, event))
-            measured["json_load"].append(_json_load(big_json))
-            measured["json"].append(_replay(big_json, event))
-            measured["yaml"].append(_replay(big_yaml, event))
-            measured["yaml_aliased"].append(_replay(big_aliased, event))
-        medians = {k: _median(v) for k, v in measured.items()}
+        medians, cpus = _medians(
+            runs,
+            {
+                "small": lambda: _replay(small_json, event),
+                "json_load": lambda: _json_load(big_json),
+                "json": lambda: _replay(big_json, event),
+                "yaml": lambda: _replay(big_yaml, event),
+                "yaml_aliased": lambda: _replay(big_aliased, event),
+            },
+        )
         floor = medians["small"] + medians["json_load"]
+        cpu_floor = cpus["small"] + cpus["json_load"]
         return {
             "nodes": nodes,
             "objects": nodes * (2 + pods_per_node),
@@ -148,4 +173,10 @@ def replay_large_cluster(
             "yaml_aliased_mb": round(big_aliased.stat().st_size / 2**20, 1),
             "yaml_aliased_replay_s": round(medians["yaml_aliased"], 3),
             "yaml_aliased_ratio": round(medians["yaml_aliased"] / floor, 2),
+            # Information: the same ratios in CPU time (each process's, every thread), much
+            # less sensitive than wall time to what else the machine runs.
+            "cpu_floor_s": round(cpu_floor, 3),
+            "yaml_cpu_ratio": round(cpus["yaml"] / cpu_floor, 2),
+            "json_cpu_ratio": round(cpus["json"] / cpu_floor, 2),
+            "yaml_aliased_cpu_ratio": round(cpus["yaml_aliased"] / cpu_floor, 2),
         }
