@@ -237,7 +237,7 @@ def run(example: Example, work: Path) -> str:
         )
         code, err, out = done.returncode, done.stderr, done.stdout
     else:
-        code, err, out = _in_process(argv(example.command, work), work)
+        code, err, out = in_process(argv(example.command, work), work)
     if code != example.exit:
         raise ExampleFailed(f"{example.name}: exit {code}, not {example.exit}: {err[-2000:]}")
     if str(work) in err + out:  # a path that changes every run: no rerun would match
@@ -245,7 +245,7 @@ def run(example: Example, work: Path) -> str:
     return f"$ {example.command}\n{err}{out}"
 
 
-def _in_process(words: list[str], work: Path) -> tuple[int, str, str]:
+def in_process(words: list[str], work: Path) -> tuple[int, str, str]:
     """``lifeboat`` run in this process (no interpreter start per example), with none of the
     caller's LIFEBOAT_* settings: the output is the defaults' and the files'."""
     from lifeboat_local.cli import main

@@ -3,13 +3,17 @@ sink. The builders and doubles behind them are in ``tests.support``."""
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import boto3
+import botocore.loaders
+import botocore.session
 import pytest
 from moto import mock_aws
 
@@ -17,6 +21,16 @@ from kubemu import Emulator
 from tests.support.aws import AwsCredentials
 from tests.support.events import REGION
 from tests.support.fakes import LambdaContext, RecordingMetrics
+
+# Every botocore session of the test process shares one loader: the service models (EC2's
+# is a 5 MB JSON file) are read once per process instead of once per boto3.Session, which
+# the code under test makes per cluster or command. The loader only caches files read from
+# botocore's own data; nothing a test does is shared through it.
+botocore.session.create_loader = functools.cache(botocore.loaders.create_loader)
+# moto's ~2,700 built-in images, made again at every start and reset of its EC2 (seconds per
+# test, whether or not it launches anything): tests launch from tests.support.aws.ANY_AMI or
+# register the image they read.
+os.environ.setdefault("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
 
 
 @pytest.fixture

@@ -8,6 +8,12 @@ from typing import Any
 
 from tests.support.events import ACCOUNT
 
+# The image instances are launched from. moto launches any id (it validates AMIs only with
+# MOTO_ENABLE_AMI_VALIDATION) and the ``aws`` fixture does not load moto's ~2,700 built-in
+# images (MOTO_EC2_LOAD_DEFAULT_AMIS=false: seconds per test); a test that reads an image
+# registers it.
+ANY_AMI = "ami-0123456789abcdef0"
+
 
 @dataclass(frozen=True)
 class AwsCredentials:

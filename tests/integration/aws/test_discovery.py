@@ -26,6 +26,7 @@ from lifeboat.model.instances import Ec2InstanceDirectory
 from lifeboat.model.report import Outcome
 from lifeboat.model.settings import Settings, SettingsError
 from lifeboat.runtime.service import build_service
+from tests.support.aws import ANY_AMI
 from tests.support.events import aws_event
 from tests.support.kube.core import node
 
@@ -292,7 +293,7 @@ def emulated(aws: boto3.Session) -> Iterator[tuple[Emulator, dict[str, Instance]
     """An instance of each of the clusters "payments", "checkout" and "sandbox" (EC2 tag
     eks:cluster-name, as EKS sets it) and their nodes, in one emulated API server."""
     ec2 = aws.client("ec2")
-    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    image = ANY_AMI
     instances: dict[str, Instance] = {}
     objects = []
     for cluster in ("payments", "checkout", "sandbox"):

@@ -30,6 +30,7 @@ from lifeboat.model.settings import Settings
 from lifeboat.runtime.handler import handle_batch
 from lifeboat.wakeup.codec import MemoryWakeups, encode
 from lifeboat_local.directory import directory_from_objects
+from tests.support.aws import ANY_AMI
 from tests.support.events import aws_event, sqs_batch
 from tests.support.fakes import RecordingMetrics
 from tests.support.paths import EVENTS
@@ -86,7 +87,7 @@ def ec2(aws: boto3.Session) -> Any:
 
 
 def launch(ec2: Any, tags: dict[str, str]) -> str:
-    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    image = ANY_AMI
     spec = [{"ResourceType": "instance", "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}]
     reservation = ec2.run_instances(
         ImageId=image, MinCount=1, MaxCount=1, InstanceType="m5.large", TagSpecifications=spec

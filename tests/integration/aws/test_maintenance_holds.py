@@ -52,6 +52,7 @@ from tests.integration.aws.test_instance_status import (
     types,
 )
 from tests.integration.aws.test_instance_status_vanish import gone
+from tests.support.aws import ANY_AMI
 from tests.support.events import aws_event, health_time
 from tests.support.kube.core import node as make_node
 
@@ -251,7 +252,7 @@ def test_a_cluster_found_by_its_tag_ends_a_vanished_event(aws: boto3.Session) ->
             tags={tag: "true"},
         )
     ec2 = aws.client("ec2")
-    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    image = ANY_AMI
     launched = ec2.run_instances(
         ImageId=image,
         MinCount=1,

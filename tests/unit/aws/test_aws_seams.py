@@ -39,7 +39,7 @@ from lifeboat.model.report import Outcome, Report
 from lifeboat.model.settings import SettingsError
 from lifeboat.runtime.service import BATCH_WORKERS, build_service
 from lifeboat.wakeup.codec import Task, Wakeup, decode
-from tests.support.aws import create_idempotency_table
+from tests.support.aws import ANY_AMI, create_idempotency_table
 from tests.support.paths import EVENTS, TEMPLATE
 
 REGION = "us-east-1"
@@ -368,7 +368,7 @@ def test_other_auto_scaling_errors_are_raised(
 
 def test_directory_describes_a_batch_in_one_call_and_skips_unknown_ids(aws: None) -> None:
     ec2 = boto3.client("ec2")
-    image = "ami-12c6146b"  # one of moto's built-in images (listing them all is slow)
+    image = ANY_AMI
     tags = {
         "eks:cluster-name": "prod",
         "karpenter.sh/nodeclaim": "general-7xkqz",

@@ -44,6 +44,7 @@ from lifeboat.kube.eks_auth import EksAuth
 from lifeboat.model.instances import Ec2InstanceDirectory
 from lifeboat.model.settings import Settings
 from lifeboat.runtime.service import Service
+from tests.support.aws import ANY_AMI
 
 ROOT = Path(__file__).resolve().parents[3]
 REGION = "us-east-1"
@@ -106,7 +107,7 @@ def _launch(session: boto3.Session, cluster: str) -> tuple[str, str]:
     """An instance of ``cluster`` in moto EC2: (instance id, node name = private DNS name)."""
     ec2 = session.client("ec2")
     [instance] = ec2.run_instances(
-        ImageId="ami-12c6146b",
+        ImageId=ANY_AMI,
         MinCount=1,
         MaxCount=1,
         TagSpecifications=[
