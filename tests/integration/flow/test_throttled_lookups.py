@@ -16,6 +16,7 @@ its ``time`` is replaced by the test's ticking clock, so nothing waits.
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ from lifeboat.kube.client import KubeApi, RetryPolicy
 from lifeboat.model.deadline import HANDLING_MARGIN
 from lifeboat.model.instances import Ec2InstanceDirectory, InstanceInfo
 from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.report import Outcome
 from lifeboat.model.settings import Settings
 from lifeboat.runtime.handler import handle_batch
 from tests.support import kube
@@ -322,3 +324,95 @@ def test_without_throttling_ec2_answers_and_no_nodeclaim_is_listed(
     assert endpoint.calls == 1 and lookup.lists == 0
     listed = [entry for entry in emu.request_log if entry[0] == "list"]
     assert not any(resource == "nodeclaims" for _verb, _group, resource, _ns, _name in listed)
+
+
+# --- A claim's answer whose node is not there (lifeboat.flow.claim_check) ------------------
+
+FORGED = "forged-claim"
+
+
+def _throttled_once(infos: dict[str, InstanceInfo]) -> Ec2Endpoint:
+    """EC2 refuses the batch's first try (the storm starts), then answers."""
+    return Ec2Endpoint(infos, refuse_next=1)
+
+
+def test_a_forged_claim_naming_a_node_group_instance_does_not_swallow_its_warning(
+    emu: Emulator, ticking: Ticking
+) -> None:
+    """Anyone allowed to write NodeClaims can make one whose ``status.providerID`` names a
+    node-group instance (no claim of its own) and whose ``status.nodeName`` names no node.
+    Karpenter's ``InterruptionHandler.handleMessage`` would act on that claim only (its
+    cluster is its own). Here the claim's answer led nowhere (no Node bears the instance's
+    providerID), yet the claim stands: EC2 is asked after all, and the real node, found by
+    EC2's name for it, is tainted.
+
+    Before: the warning was ignored ("no Kubernetes node for instance ...") and deleted, and
+    the node-group node was never tainted."""
+    group_node = kube.node(
+        name=GROUP_NODE,
+        uid="group-node",
+        instance_id=GROUP_INSTANCE,
+        nodepool=None,
+        nodeclaim=None,
+        nodeclaim_uid=None,
+    )
+    emu.put_object(group_node)
+    zone = present(nodes.provider_id(group_node), "providerID").split("/")[3]
+    emu.put_object(
+        kube.nodeclaim(
+            name=FORGED, uid="forged", instance_id=GROUP_INSTANCE, node_name="ip-nowhere", zone=zone
+        )
+    )
+    group_info = InstanceInfo(GROUP_INSTANCE, node_name=GROUP_NODE, cluster="demo", zone=zone)
+    endpoint = _throttled_once({INSTANCE: INFO, GROUP_INSTANCE: group_info})
+    pipeline, lookup = _storm_pipeline(emu, ticking, endpoint)
+    group = aws_event("spot-interruption", instance=GROUP_INSTANCE, event_id="evt-group")
+    response = handle_batch({"Records": [sqs_record(group)]}, LambdaContext(), pipeline)
+    assert response == {"batchItemFailures": []}
+    assert lookup.lists == 1  # the forged claim did answer first
+    assert _tainted_node(emu, GROUP_NODE)
+    assert endpoint.calls == 2  # the throttled first try, then the check
+
+
+def test_a_claim_karpenter_deleted_with_its_node_is_reported_without_asking_ec2(
+    emu: Emulator, ticking: Ticking
+) -> None:
+    """Karpenter acted first: its interruption controller deleted the NodeClaim
+    (``InterruptionHandler.deleteNodeClaim``) and its node is gone after the drain, while the
+    list still names them. As Karpenter's ``handleMessage`` does when no claim is found, the
+    warning is let go, and the report says why; EC2 (throttled) is not asked again, and the
+    message is not failed over and over."""
+    endpoint = Ec2Endpoint({INSTANCE: INFO}, refuse_next=10**6)
+    pipeline, lookup = _storm_pipeline(emu, ticking, endpoint)
+    lookup.describe_batch([INSTANCE], {INSTANCE})  # the storm begins; the claims are listed
+    emu.delete_object("Node", NODE)
+    emu.delete_object("NodeClaim", CLAIM)
+    calls = endpoint.calls
+    [result] = pipeline.process([json.dumps(SPOT)])
+    assert result.error is None
+    [report] = result.reports
+    assert report.outcome is Outcome.IGNORED
+    assert f"NodeClaim {CLAIM} is gone" in report.reason and "Karpenter" in report.reason
+    assert endpoint.calls == calls and lookup.lists == 1
+
+
+def test_a_claim_being_deleted_whose_node_is_gone_is_karpenters_to_finish(
+    emu: Emulator, ticking: Ticking
+) -> None:
+    """The claim is still there, with its deletionTimestamp (Karpenter's finalizer holds it
+    while the instance terminates), and its node is gone: Karpenter's ``deleteNodeClaim``
+    does nothing more for such a claim, and neither does Lifeboat (no EC2 call)."""
+    endpoint = Ec2Endpoint({INSTANCE: INFO}, refuse_next=10**6)
+    pipeline, lookup = _storm_pipeline(emu, ticking, endpoint)
+    lookup.describe_batch([INSTANCE], {INSTANCE})
+    emu.delete_object("Node", NODE)
+    claim = present(emu.get_object("NodeClaim", CLAIM), "the claim")
+    claim["metadata"]["deletionTimestamp"] = "2026-12-01T14:02:10Z"
+    claim["metadata"]["finalizers"] = ["karpenter.sh/termination"]
+    emu.put_object(claim)
+    calls = endpoint.calls
+    [result] = pipeline.process([json.dumps(SPOT)])
+    [report] = result.reports
+    assert report.outcome is Outcome.IGNORED
+    assert f"NodeClaim {CLAIM} is being deleted" in report.reason
+    assert endpoint.calls == calls

@@ -24,7 +24,10 @@ hundreds of lookups a storm brings, each held back by the throttled bucket.
 
 An answer from a claim can never make Lifeboat act on the wrong node: the taint's patch is
 guarded by the instance's providerID, and the resolver reads the Node and the claim and keeps
-them only when their providerID names the instance (``lifeboat.flow.resolve``).
+them only when their providerID names the instance (``lifeboat.flow.resolve``). Nor can one
+hide a warning: an answer that leads to no node is let go only when its claim is gone or being
+deleted (Karpenter acted first); a claim that still stands is checked with EC2
+(``lifeboat.flow.claim_check``).
 """
 
 from __future__ import annotations
