@@ -30,7 +30,12 @@ import pytest
 from bench.aws_endpoints import Ec2Endpoint
 from kubemu import Emulator
 from lifeboat.aws.retries import ATTEMPTS, client_config, retry_within_deadline
-from lifeboat.flow.lookup import ClaimsWhenThrottled, end_on_first_throttle, served
+from lifeboat.flow.lookup import (
+    REST_PATIENCE,
+    ClaimsWhenThrottled,
+    end_on_first_throttle,
+    served,
+)
 from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi, RetryPolicy
@@ -416,3 +421,41 @@ def test_a_claim_being_deleted_whose_node_is_gone_is_karpenters_to_finish(
     assert report.outcome is Outcome.IGNORED
     assert f"NodeClaim {CLAIM} is being deleted" in report.reason
     assert endpoint.calls == calls
+
+
+def test_a_claims_answer_does_not_wait_out_ec2s_window_for_the_rest_of_its_batch(
+    emu: Emulator, ticking: Ticking, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch of a storm mixes a warning the claims answer with one only EC2 can (a
+    node-group node; or a node too new for the claims' list). The batch has one lookup, and
+    the rest's EC2 retries held the claim's answer back: the Karpenter node was tainted only
+    after the whole window of retries (18 s of its 120 s, ``RETRY_PATIENCE``), in every mixed
+    batch of the storm. Karpenter's ``InterruptionHandler.handleMessage`` acts on each
+    message alone. Now the rest get at most ``REST_PATIENCE`` of retries while answers
+    wait; their messages come back within seconds for their own window."""
+    emu.put_object(
+        kube.node(
+            name=GROUP_NODE,
+            uid="group-node",
+            instance_id=GROUP_INSTANCE,
+            nodepool=None,
+            nodeclaim=None,
+            nodeclaim_uid=None,
+        )
+    )
+    tainted_at: dict[str, float] = {}
+    patch = KubeApi.patch_node
+
+    def recorded(self: KubeApi, name: str, operations: list[dict[str, Any]]) -> Any:
+        tainted_at.setdefault(name, ticking.now)
+        return patch(self, name, operations)
+
+    monkeypatch.setattr(KubeApi, "patch_node", recorded)
+    endpoint = Ec2Endpoint({INSTANCE: INFO}, refuse_next=10**6)
+    pipeline, _lookup = _storm_pipeline(emu, ticking, endpoint)
+    group = aws_event("spot-interruption", instance=GROUP_INSTANCE, event_id="evt-group")
+    batch = {"Records": [sqs_record(SPOT, "m-0"), sqs_record(group, "m-1")]}
+    response = handle_batch(batch, LambdaContext(), pipeline, redelivery=Redeliveries())
+    assert response == {"batchItemFailures": [{"itemIdentifier": "m-1"}]}
+    assert _tainted_node(emu, NODE)
+    assert tainted_at[NODE] <= REST_PATIENCE.total_seconds() + 1
