@@ -273,7 +273,7 @@ class ClaimsWhenThrottled:
             clusters = []
         for cluster, kube in clusters:
             try:
-                listed = index_claims(kube.list_all(f"{KARPENTER}/nodeclaims"), cluster)
+                listed = index_claims(kube.each(f"{KARPENTER}/nodeclaims"), cluster)
             except Exception as error:
                 _log.warning(
                     "could not list the NodeClaims of cluster %s",
