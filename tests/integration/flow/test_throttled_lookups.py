@@ -459,3 +459,68 @@ def test_a_claims_answer_does_not_wait_out_ec2s_window_for_the_rest_of_its_batch
     assert response == {"batchItemFailures": [{"itemIdentifier": "m-1"}]}
     assert _tainted_node(emu, NODE)
     assert tainted_at[NODE] <= REST_PATIENCE.total_seconds() + 1
+
+
+@dataclass
+class TwoClusters:
+    """A stack serving two clusters, each its own API (``ClusterClients``)."""
+
+    apis: dict[str, KubeApi]
+
+    def kube(self, cluster: str | None) -> KubeApi:
+        return self.apis[cluster or ""]
+
+
+def test_a_claim_in_one_cluster_never_takes_another_clusters_warning(
+    emu: Emulator, ticking: Ticking
+) -> None:
+    """Karpenter's index is its own cluster's; a stack serving two has two lists. Cluster
+    ``blue`` holds a claim naming an instance of cluster ``green`` (a node-group node there:
+    green has no claim for it, so nothing conflicts). The claim's answer sends Lifeboat to
+    blue, where no node bears the instance; the claim stands, so EC2 is asked, its tags say
+    green, and green's node is tainted. No node of blue is changed.
+
+    Before the check (lifeboat.flow.claim_check), the warning was ignored in blue."""
+    zone = "us-east-1c"
+    emu.put_object(
+        kube.nodeclaim(
+            name=FORGED, uid="forged", instance_id=GROUP_INSTANCE, node_name="ip-nowhere", zone=zone
+        )
+    )
+    group_node = kube.node(
+        name=GROUP_NODE,
+        uid="group-node",
+        instance_id=GROUP_INSTANCE,
+        zone=zone,
+        nodepool=None,
+        nodeclaim=None,
+        nodeclaim_uid=None,
+    )
+    group_info = InstanceInfo(GROUP_INSTANCE, node_name=GROUP_NODE, cluster="green", zone=zone)
+    endpoint = _throttled_once({INSTANCE: INFO, GROUP_INSTANCE: group_info})
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "lifeboat"}}
+    with Emulator([namespace, group_node]) as green:
+        apis = {
+            name: KubeApi(e.api_client(), RetryPolicy(), sleep=ticking.sleep, rng=random.Random(7))
+            for name, e in (("blue", emu), ("green", green))
+        }
+        lookup = ClaimsWhenThrottled(
+            Ec2InstanceDirectory(end_on_first_throttle(_ec2(endpoint))),
+            served(lambda: ("blue", "green"), lambda name: apis[name]),
+            clock=ticking.monotonic,
+        )
+        pipeline = Pipeline(
+            clusters=TwoClusters(apis),
+            directory=lookup,
+            settings=Settings(clusters=("blue", "green")),
+            clock=ticking.utc,
+            ledger=MemoryLedger(),
+            monotonic=ticking.monotonic,
+        )
+        group = aws_event("spot-interruption", instance=GROUP_INSTANCE, event_id="evt-group")
+        [result] = pipeline.process([json.dumps(group)])
+        assert result.error is None
+        assert _tainted_node(green, GROUP_NODE)
+        # Blue was asked only to patch the claim's node, which does not exist (404).
+        assert {e[4] for e in emu.request_log if e[0] == "patch"} == {"ip-nowhere"}
+        assert not _tainted_node(emu, NODE)
