@@ -31,6 +31,7 @@ from bench.aws_endpoints import Ec2Endpoint
 from kubemu import Emulator
 from lifeboat.aws.retries import ATTEMPTS, client_config, retry_within_deadline
 from lifeboat.flow.lookup import (
+    INDEX_REFRESH,
     REST_PATIENCE,
     ClaimsWhenThrottled,
     end_on_first_throttle,
@@ -524,3 +525,40 @@ def test_a_claim_in_one_cluster_never_takes_another_clusters_warning(
         # Blue was asked only to patch the claim's node, which does not exist (404).
         assert {e[4] for e in emu.request_log if e[0] == "patch"} == {"ip-nowhere"}
         assert not _tainted_node(emu, NODE)
+
+
+def test_a_warning_for_a_node_newer_than_the_claims_list_is_retried_until_the_relist(
+    emu: Emulator, ticking: Ticking
+) -> None:
+    """Out of order: a node registered just after the claims were listed, and its Spot
+    warning comes at once. Karpenter's informer would know the claim (a watch); the list
+    here is refreshed on a miss at most every ``INDEX_REFRESH`` (60 s). EC2 throttles the
+    whole time: each delivery waits out its window of EC2 retries, fails alone, and comes
+    back within seconds; the first delivery after the refresh finds the claim. Not lost, and
+    tainted before the deadline, but late: 63 s after the warning, its 4th delivery (kept: a
+    list of a large cluster per miss would cost the API server more than the storm's
+    lookups; a NodeClaim cannot be selected by its providerID)."""
+    endpoint = Ec2Endpoint({INSTANCE: INFO}, refuse_next=10**6)
+    pipeline, lookup = _storm_pipeline(emu, ticking, endpoint)
+    ticking.start = SPOT_DEADLINE - timedelta(seconds=119)
+    lookup.describe_batch([INSTANCE], {INSTANCE})  # the storm: the claims listed at t=0
+    claim, node = kube.nodeclaim_and_node(
+        name="general-new", uid="claim-new", instance_id=OTHER, node_name=OTHER_NODE
+    )
+    emu.put_object(claim)
+    emu.put_object(node)
+    warning = aws_event("spot-interruption", instance=OTHER, event_id="evt-new", time=ticking.utc())
+    redelivery = Redeliveries()
+    deliveries = 0
+    while not _tainted_node(emu, OTHER_NODE):
+        deliveries += 1
+        record = sqs_record(warning, receive_count=deliveries)
+        try:
+            handle_batch({"Records": [record]}, LambdaContext(), pipeline, redelivery=redelivery)
+        except Exception:
+            [(_, delay)] = redelivery.asked[-1:]
+            ticking.sleep(delay)
+        assert deliveries < 10
+    assert lookup.lists == 2
+    assert ticking.now >= INDEX_REFRESH.total_seconds()
+    assert ticking.utc() < SPOT_DEADLINE
