@@ -251,3 +251,17 @@ def test_a_list_failing_midway_answers_nothing_of_its_cluster() -> None:
     with pytest.raises(Throttled):
         lookup.describe_batch(["i-00000000000000001"], {"i-00000000000000001"})
     assert api.lists == 1
+
+
+def test_an_instance_claimed_in_two_served_clusters_is_left_to_ec2() -> None:
+    """Karpenter's index is its one cluster's; two served clusters whose claims name one
+    instance (a copied or forged claim) answer nothing for it: EC2's tags say the cluster."""
+    ec2 = Ec2()
+    blue = Claims([_claim("a", SPOT, "node-a"), _claim("g", GROUP, "node-g")])
+    green = Claims([_claim("b", SPOT, "node-b")])
+    clusters = lambda: [("blue", blue), ("green", green)]  # noqa: E731
+    lookup = ClaimsWhenThrottled(ec2, clusters, clock=Clock())  # type: ignore[arg-type]
+    with pytest.raises(LookupIncomplete) as failed:
+        lookup.describe_batch([SPOT, GROUP], {SPOT, GROUP})
+    assert set(found_before(failed.value)) == {GROUP}
+    assert found_before(failed.value)[GROUP].cluster == "blue"
