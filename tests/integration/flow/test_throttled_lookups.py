@@ -562,3 +562,29 @@ def test_a_warning_for_a_node_newer_than_the_claims_list_is_retried_until_the_re
     assert lookup.lists == 2
     assert ticking.now >= INDEX_REFRESH.total_seconds()
     assert ticking.utc() < SPOT_DEADLINE
+
+
+def test_a_stale_claim_whose_node_name_now_has_another_instance_taints_nothing(
+    emu: Emulator, ticking: Ticking
+) -> None:
+    """The list is a minute old: the claim named ``NODE`` for the warned instance; since, Karpenter
+    deleted that claim, and a new instance registered under the same name (names come from
+    private IPs). The early taint's patch is guarded by the warned instance's providerID
+    (``aws:///<zone>/<id>`` from the claim): the API server refuses it, the node of the other
+    instance is left alone, and the report says Karpenter acted first."""
+    endpoint = Ec2Endpoint({INSTANCE: INFO}, refuse_next=10**6)
+    pipeline, lookup = _storm_pipeline(emu, ticking, endpoint)
+    lookup.describe_batch([INSTANCE], {INSTANCE})
+    emu.delete_object("NodeClaim", CLAIM)
+    emu.delete_object("Node", NODE)
+    claim, node = kube.nodeclaim_and_node(
+        name="general-reuse", uid="claim-reuse", instance_id=OTHER, node_name=NODE
+    )
+    emu.put_object(claim)
+    emu.put_object(node)
+    [result] = pipeline.process([json.dumps(SPOT)])
+    [report] = result.reports
+    assert report.outcome is Outcome.IGNORED and "Karpenter acted first" in report.reason
+    assert not _tainted_node(emu, NODE)
+    reused = present(emu.get_object("Node", NODE), "the node")
+    assert not reused.get("spec", {}).get("unschedulable")
