@@ -9,9 +9,12 @@ not there (or bears another instance's providerID), two stories fit:
   ``pkg/controllers/interruption/utils.go``) and the node went with the drain. The claim is
   then gone or being deleted; as Karpenter's ``handleMessage`` does for an instance no claim
   names, the warning is let go, and the report says why. EC2, throttled, is not asked.
-- The claim stands, not deleting, yet no node bears its instance: a claim written by someone
-  other than Karpenter (a NodeClaim is writable by more than Karpenter) naming, say, a
-  node-group instance, whose real node it must not hide. EC2 decides, as without the claims.
+- The claim stands, not deleting, yet no node bears its instance. Karpenter never leaves
+  that state for long: a Node's deletion deletes its claim first (kubernetes-sigs/karpenter
+  ``pkg/controllers/node/termination/controller.go``, ``Controller.finalize``), and a claim
+  names its node only once registered. So: a claim written by someone other than Karpenter
+  (a NodeClaim is writable by more than Karpenter) naming, say, a node-group instance or
+  another cluster's, whose real node it must not hide. EC2 decides, as without the claims.
 """
 
 from __future__ import annotations
