@@ -29,10 +29,6 @@ EXCEPTIONS: dict[str, str] = {
         "the typed reader every parser uses: one method per kind of field (string, literal, "
         "instance id, time, mapping, array...), each naming the field in its error"
     ),
-    "lifeboat.kube.eks_auth.EksAuth": (
-        "two caches under one lock discipline: cluster facts (describe, remember, forget) "
-        "and tokens with their connections; to be split into those two"
-    ),
     "lifeboat.aws.discovery.ClusterCatalog": (
         "the served clusters: a listing and a per-cluster describe, each cached with its "
         "lock; one method over the limit"
