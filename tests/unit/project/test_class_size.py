@@ -29,10 +29,6 @@ EXCEPTIONS: dict[str, str] = {
         "the typed reader every parser uses: one method per kind of field (string, literal, "
         "instance id, time, mapping, array...), each naming the field in its error"
     ),
-    "lifeboat.aws.discovery.ClusterCatalog": (
-        "the served clusters: a listing and a per-cluster describe, each cached with its "
-        "lock; one method over the limit"
-    ),
 }
 
 
