@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -113,20 +114,27 @@ def _activation(value: Any, old: Any, with_old: bool) -> dict[str, Any]:
 
 def outcome(program: Any, value: Any, old: Any, with_old: bool) -> bool | str:
     """True, False, or the evaluation error's text."""
-    return _answer(program, _activation(value, old, with_old))
+    return _answer(program, lambda: _activation(value, old, with_old))
 
 
 def item_outcome(per_item: tuple[str, Any], item: Any) -> bool | str:
     """The outcome of a ``self.all(var, body)`` rule's body for one item."""
     var, program = per_item
-    return _answer(program, {var: json_to_cel(item)})
+    return _answer(program, lambda: {var: json_to_cel(item)})
 
 
-def _answer(program: Any, activation: dict[str, Any]) -> bool | str:
+def _answer(program: Any, activation: Callable[[], dict[str, Any]]) -> bool | str:
+    """celpy's result as an outcome. celpy raises, besides CELEvalError, Python's own errors
+    on values it cannot hold or calls it does not check: ValueError("overflow") for an
+    integer beyond int64 (JSON allows it; cel-go has no such value), TypeError for a macro
+    over a non-list. Each is an evaluation error, answered 422 as the server answers its
+    evaluation errors, never a traceback that drops the client's connection."""
     try:
-        result = program.evaluate(activation)
+        result = program.evaluate(activation())
     except CELEvalError as error:
         result = error
+    except (TypeError, ValueError, ArithmeticError, RecursionError, LookupError) as error:
+        return _python_error(error)
     if isinstance(result, celtypes.BoolType):
         return bool(result)
     if isinstance(result, CELEvalError) and result.args:
@@ -134,10 +142,19 @@ def _answer(program: Any, activation: dict[str, Any]) -> bool | str:
     return f"rule gave {result!r}, not a bool"
 
 
+def _python_error(error: Exception) -> str:
+    """A Python error raised inside celpy, in the words of cel-go's nearest error."""
+    if isinstance(error, ValueError) and "overflow" in str(error):
+        return "integer overflow"
+    if isinstance(error, TypeError):
+        return "no such overload"
+    return f"{type(error).__name__}: {error}"
+
+
 def text(program: Any, value: Any, old: Any, with_old: bool) -> str | None:
     """A messageExpression's value when it is a string, else None (it failed)."""
     try:
         result = program.evaluate(_activation(value, old, with_old))
-    except CELEvalError:
+    except (CELEvalError, TypeError, ValueError, ArithmeticError, RecursionError, LookupError):
         return None
     return str(result) if isinstance(result, str) else None

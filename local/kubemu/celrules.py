@@ -297,8 +297,7 @@ def _evaluate(node: Node, rule: Rule, value: Any, old: Any, path: str) -> Violat
         return None
     where = _child(path, rule.field_path) if rule.field_path else path
     if outcome is not False:
-        detail = f"{outcome} evaluating rule: {rule.error_string}"
-        return Violation(path, f'Invalid value: "{node.type}": {detail}')
+        return Violation(path, f'Invalid value: "{node.type}": {_error_detail(rule, outcome)}')
     detail = _message(rule, value, old)
     reason = _REASONS.get(rule.reason or "")
     if reason == "Duplicate value":
@@ -306,6 +305,18 @@ def _evaluate(node: Node, rule: Rule, value: Any, old: Any, path: str) -> Violat
     if reason:
         return Violation(where, f"{reason}: {detail}")
     return Violation(where, f'Invalid value: "{node.type}": {detail}')
+
+
+def _error_detail(rule: Rule, error: str) -> str:
+    """``validateExpressions`` on an evaluation error: an overload error (a value of a type
+    the rule does not take) has its own sentence, every other error is ``<error> evaluating
+    rule: <rule>``."""
+    if error.startswith("no such overload"):
+        return (
+            f"'{error}': call arguments did not match a supported operator, function or macro"
+            f" signature for rule: {rule.error_string}"
+        )
+    return f"{error} evaluating rule: {rule.error_string}"
 
 
 def _message(rule: Rule, value: Any, old: Any) -> str:

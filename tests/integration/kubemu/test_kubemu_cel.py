@@ -152,3 +152,18 @@ def test_a_rule_that_cannot_compile_is_a_clear_422_not_a_traceback(
         " spec: rule 'self.size( > 1': "
     ) in message
     assert "Traceback" not in message
+
+
+def test_an_integer_beyond_int64_is_a_422_not_a_dropped_connection(emulator: Emulator) -> None:
+    """EC2NodeClass ``blockDeviceMappings[].ebs.iops`` has no maximum, so 2**70 passes the
+    schema check and reaches the ebs rules; celpy cannot hold it (ValueError "overflow").
+    The server answered nothing (a traceback in the handler thread); now it is the API
+    server's evaluation error (validateExpressions: ``<error> evaluating rule: ...``)."""
+    from tests.unit.kubemu.test_celrules import ec2_node_classes
+
+    body = ec2_node_classes()[1]
+    body["spec"]["blockDeviceMappings"] = [{"deviceName": "/dev/xvda", "ebs": {"iops": 2**70}}]
+    status, field, message = refusal(create(emulator, "ec2nodeclasses", body))
+    assert status == 422
+    assert field == "spec"  # the first rule holding the number: one on the whole spec
+    assert "integer overflow evaluating rule" in message

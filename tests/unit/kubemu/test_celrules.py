@@ -319,3 +319,29 @@ def test_an_all_rule_remembered_item_by_item_answers_as_the_whole_rule(
             monkeypatch.setattr(celrules, "_OUTCOMES", {})
             whole = celprograms.outcome(rule.program, value, None, False)
             assert _kind(celrules._outcome(rule, value, None)) == _kind(whole), (rule.text, value)
+
+
+def test_an_integer_beyond_int64_is_an_evaluation_error_not_a_traceback() -> None:
+    """JSON carries 2**70; celpy's IntType raises ValueError("overflow") on it (cel-go has
+    no such int). validateExpressions reports an evaluation error as ``<error> evaluating
+    rule: <message or rule>``; kubemu must too, not let the ValueError drop the connection."""
+    found = _first([{"rule": "self.n >= 0", "message": "negative"}], {"n": 2**70})
+    assert found == celrules.Violation(
+        "spec", 'Invalid value: "object": integer overflow evaluating rule: negative'
+    )
+
+
+def test_a_macro_over_a_value_of_the_wrong_type_is_an_overload_error() -> None:
+    """validateExpressions: an error starting "no such overload" is ``'<error>': call
+    arguments did not match a supported operator, function or macro signature for rule:
+    <rule>``. celpy raises TypeError for ``all`` over a number; it is that error."""
+    node = celrules.compile_schema(
+        "test.yaml",
+        {"type": "object", "x-kubernetes-validations": [{"rule": "self.a.all(x, x > 0)"}]},
+    )
+    found = celrules.first_violation(node, {"a": 5})
+    assert found == celrules.Violation(
+        "",
+        "Invalid value: \"object\": 'no such overload': call arguments did not match a"
+        " supported operator, function or macro signature for rule: self.a.all(x, x > 0)",
+    )
