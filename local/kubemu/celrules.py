@@ -41,6 +41,9 @@ from .resources import Obj
 # (rule text, digests of self and oldSelf) -> outcome (``_outcome``); emptied when full.
 _OUTCOMES: dict[tuple[str, bytes, bytes | None], bool | str] = {}
 _MAX_OUTCOMES = 20_000
+_MAX_MESSAGE_BYTES = (
+    5 * 1024
+)  # k8s.io/apiserver/pkg/apis/cel MaxEvaluatedMessageExpressionSizeBytes
 _REASONS = {
     "FieldValueForbidden": "Forbidden",
     "FieldValueRequired": "Required value",
@@ -320,12 +323,16 @@ def _error_detail(rule: Rule, error: str) -> str:
 
 
 def _message(rule: Rule, value: Any, old: Any) -> str:
-    """messageExpression's value when it gives a one-line, non-empty string; else the
-    message (``evalMessageExpression``; its failures are logged by the server, not shown)."""
+    """messageExpression's value when it gives a one-line, non-empty string of at most
+    ``MaxEvaluatedMessageExpressionSizeBytes`` (5 KiB, trimmed, in UTF-8 bytes as Go's
+    len); else the message (``evalMessageExpression``; its failures are logged by the
+    server, not shown)."""
     if rule.message_program is not None:
         from . import celprograms
 
-        text = celprograms.text(rule.message_program, value, old, rule.uses_old_self)
-        if text and text.strip() and "\n" not in text.strip():
-            return text.strip()
+        text = (
+            celprograms.text(rule.message_program, value, old, rule.uses_old_self) or ""
+        ).strip()
+        if text and "\n" not in text and len(text.encode()) <= _MAX_MESSAGE_BYTES:
+            return text
     return rule.detail
