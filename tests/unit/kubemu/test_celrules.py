@@ -407,3 +407,32 @@ def test_a_message_expression_beyond_5_kib_gives_the_message() -> None:
     assert _first(rules, {"n": 1, "a": beyond}) == celrules.Violation(
         "spec", 'Invalid value: "object": m'
     )
+
+
+def test_a_transition_rule_does_not_run_where_the_old_object_lacks_the_field() -> None:
+    """validateExpressions: ``compiled.UsesOldSelf && oldObj == nil`` -> continue. An old
+    object without the field, or with a value of another type above it (validate:
+    ``oldMap, _ := oldObj.(map[string]interface{})`` is nil), gives no old value."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {
+                    "n": {
+                        "type": "integer",
+                        "x-kubernetes-validations": [
+                            {"rule": "self >= oldSelf", "message": "lower"}
+                        ],
+                    }
+                },
+            }
+        },
+    }
+    node = celrules.compile_schema("test.yaml", schema)
+    new = {"spec": {"n": 1}}
+    for old in ({"spec": {}}, {}, {"spec": None}, {"spec": "text"}, {"spec": [{"n": 5}]}):
+        assert celrules.first_transition_violation(node, new, old) is None, old
+    assert celrules.first_transition_violation(node, new, {"spec": {"n": 2}}) == (
+        celrules.Violation("spec.n", 'Invalid value: "integer": lower')
+    )
