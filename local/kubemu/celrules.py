@@ -34,7 +34,8 @@ Differences kept on purpose (kubemu's objects all passed these rules when writte
   (CRDValidationRatcheting, on by default since 1.30, turns the error of a rule without
   ``oldSelf`` on a node equal to its old value into a warning).
 - No cost budget (``PerCallLimit``, ``RuntimeCELCostBudget``): the CRDs' ``maxItems`` and
-  ``maxLength`` bound the work, a maximal NodePool (100 distinct requirements) about 0.7 s.
+  ``maxLength`` bound the work: a NodePool of 100 distinct requirements (the most) of 300
+  values each, 2 MB, takes 1 to 2 s the first time, 0.1 s once its outcomes are known.
 - An integer beyond int64, which the server decodes as a float and refuses as "must be of
   type integer" where the schema has no bound, reaches the rules and is ``integer
   overflow evaluating rule``: refused too, in other words.
