@@ -177,6 +177,18 @@ def table(summary: dict[str, Any]) -> str:
             f"{replayed['json_load_s']} s) {replayed['floor_s']} s: ratios YAML "
             f"{replayed['yaml_ratio']}, JSON {replayed['json_ratio']}"
         )
+        if "yaml_aliased_ratio" in replayed:
+            out.append(
+                f"  the same YAML as PyYAML dumps shared values (anchors and aliases, which no "
+                f"exporter writes; information): {replayed['yaml_aliased_replay_s']} s, "
+                f"ratio {replayed['yaml_aliased_ratio']}"
+            )
+        if "yaml_cpu_ratio" in replayed:
+            out.append(
+                f"  in CPU time (information: less sensitive to the machine's load): floor "
+                f"{replayed['cpu_floor_s']} s, ratios YAML {replayed['yaml_cpu_ratio']}, JSON "
+                f"{replayed['json_cpu_ratio']}, aliased YAML {replayed['yaml_aliased_cpu_ratio']}"
+            )
     costs = summary.get("marginal") or []
     if costs:
         out.append(

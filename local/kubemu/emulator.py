@@ -71,9 +71,10 @@ class Emulator:
             self._ensure_namespace(namespace)
         # One timestamp for the whole seed: it is one instant on the emulator's clock.
         created = self._store.now_rfc3339()
+        ensured: set[str] = set()  # namespaces made sure of while seeding: once each
         with self._store.lock, collector_paused():
             for obj in objects:
-                self._store_copy(obj if take else _clone(obj), created)
+                self._store_copy(obj if take else _clone(obj), created, ensured)
 
     @classmethod
     def from_file(cls, path: str | Path, latency: float = 0.0) -> Emulator:
@@ -249,8 +250,11 @@ class Emulator:
         """Stores `obj` as given (status included), adding missing server metadata."""
         return _clone(self._store_copy(_clone(obj)))
 
-    def _store_copy(self, stored: Obj, created: str | None = None) -> Obj:
-        """Stores ``stored`` (a copy the caller made, or an object handed over)."""
+    def _store_copy(
+        self, stored: Obj, created: str | None = None, ensured: set[str] | None = None
+    ) -> Obj:
+        """Stores ``stored`` (a copy the caller made, or an object handed over); ``ensured``:
+        the namespaces known to exist already (seeding), added to as they are made sure of."""
         resource = resource_for_object(stored.get("apiVersion", ""), stored.get("kind", ""))
         if resource is None:
             raise ValueError(f"unsupported object {stored.get('apiVersion')}/{stored.get('kind')}")
@@ -258,9 +262,12 @@ class Emulator:
         if not metadata.get("name"):
             raise ValueError("put_object needs metadata.name")
         if resource.namespaced:
-            metadata.setdefault("namespace", "default")
+            namespace = metadata.setdefault("namespace", "default")
             # A cluster file lists what is in the namespaces it names: they exist.
-            self._ensure_namespace(metadata["namespace"])
+            if ensured is None or namespace not in ensured:
+                self._ensure_namespace(namespace)
+                if ensured is not None:
+                    ensured.add(namespace)
         if "uid" not in metadata:
             metadata["uid"] = new_uid()
         if "creationTimestamp" not in metadata:

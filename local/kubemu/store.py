@@ -130,13 +130,14 @@ class Store:
     def put(self, resource: ResourceType, obj: Obj) -> Obj:
         """Stores `obj` (which the caller hands over) with a fresh resourceVersion."""
         with self.lock:
-            obj["metadata"]["resourceVersion"] = self.next_revision()
-            namespace, name = key_of(obj)
+            self._revision += 1  # next_revision() without taking the lock again
+            obj["metadata"]["resourceVersion"] = str(self._revision)
+            key = namespace, name = key_of(obj)
             by_namespace = self._objects.setdefault(resource, {}).setdefault(namespace, {})
             old = by_namespace.get(name)
             self._unindex(resource, old)
             by_namespace[name] = obj
-            self._reindex(resource, obj)
+            self._reindex(resource, obj, key)
             self._record("ADDED" if old is None else "MODIFIED", resource, old, obj)
             return obj
 
@@ -212,9 +213,8 @@ class Store:
                 for obj in by_name.values()
             ]
 
-    def _reindex(self, resource: ResourceType, obj: Obj) -> None:
-        key = key_of(obj)
-        ref = (resource, *key)
+    def _reindex(self, resource: ResourceType, obj: Obj, key: Key) -> None:
+        ref = (resource, key[0], key[1])
         metadata = obj["metadata"]
         if uid := metadata.get("uid"):
             self._by_uid[uid] = ref

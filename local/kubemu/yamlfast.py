@@ -98,13 +98,27 @@ def plain_data_documents(text: str) -> list[Any] | None:
             if aliased:
                 tree.resolve()  # bounded above: every alias a copy of its anchor's node
             root = tree.root_id()
-            emitted = ryml.emit_json_malloc(tree, root)
-        if emitted is None:  # nothing but comments
+            emitted = _json_text(ryml, tree, root, len(data))
+        if not emitted:  # nothing but comments
             return []
         parsed = json.loads(emitted)
     except Exception:  # ryml's own exception types, or JSON it should not have written
         return None
     return parsed if tree.is_stream(root) else [parsed]
+
+
+def _json_text(ryml: Any, tree: Any, root: int, size: int) -> str:
+    """The tree from ``root`` as JSON text ("" for nothing but comments), emitted into a buffer
+    of about the size it needs: ``emit_json_malloc`` measures the output in a pass of its own
+    first and copies it once more (0.19 s against 0.09 s for a 5,000-node dump). A buffer
+    too small (expanded aliases) is told the size needed, and the text emitted again."""
+    buffer = bytearray(2 * size + 4096)  # JSON's quotes and indentation: 1.7 times the YAML
+    try:
+        view = ryml.emit_json_in_place(tree, buffer, root)
+    except IndexError:
+        buffer = bytearray(ryml.compute_json_length(tree, root))
+        view = ryml.emit_json_in_place(tree, buffer, root)
+    return str(view, "utf-8")
 
 
 # The most values the documents may hold once every alias is expanded. A 5,000-node dump
@@ -148,8 +162,8 @@ def _characters_agree(text: str, data: bytes) -> bool:
         odd = len(data.translate(None, _ODD_ASCII)) != len(data)
     else:
         odd = _ODD_TEXT.search(text) is not None
-    if odd or text.count("\r") != text.count("\r\n"):
-        return False  # odd characters, lone carriage returns
+    if odd or ("\r" in text and text.count("\r") != text.count("\r\n")):
+        return False  # odd characters, lone carriage returns (counted only if any)
     if text.startswith("%") or "\n%" in text:
         return False  # directives (%YAML 1.2, %TAG)
     if "&" in text:  # PyYAML refuses an anchor defined twice (in one document), rapidyaml not

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Collection, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -288,10 +288,17 @@ def open_cluster(
         raise UsageError("one of --cluster or --kubeconfig is required")
     if context is not None:
         raise UsageError("--context goes with --kubeconfig, not with --cluster")
-    read = load_file(cluster, depends_on)
-    # Before serving (the emulator takes the objects over); only those the tool depends on.
-    missing = tuple(m for m in read.missing if depends_on is None or m.kind in depends_on)
-    with serve(read.objects) as (emulator, kube), heap_frozen():
+    with ExitStack() as serving:
+        # No cyclic collection from the first object parsed until the cluster is served and
+        # frozen: a collection in between (the collector is re-enabled between the steps
+        # otherwise) scans the millions of containers just made, to find no cycles.
+        with collector_paused():
+            read = load_file(cluster, depends_on)
+            # Before serving (the emulator takes the objects over); only those the tool
+            # depends on.
+            missing = tuple(m for m in read.missing if depends_on is None or m.kind in depends_on)
+            emulator, kube = serving.enter_context(serve(read.objects))
+            serving.enter_context(heap_frozen())
         yield ClusterSource(kube, emulator, tuple(read.objects), f"cluster file {cluster}", missing)
 
 

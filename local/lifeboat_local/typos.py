@@ -14,7 +14,7 @@ from __future__ import annotations
 import difflib
 import functools
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 from kubemu.clusterfile import SUPPORTED_KINDS
 
@@ -76,19 +76,32 @@ def field_typos(objects: Iterable[Mapping[str, Any]]) -> list[str]:
     found = []
     for obj in objects:
         kind = str(obj.get("kind"))
-        metadata = obj.get("metadata")
-        named = metadata.get("name", "?") if isinstance(metadata, Mapping) else "?"
-        name = f"{kind} {named}"
-        sections = {"metadata": _METADATA, **_FIELDS.get(kind, {})}
-        for section, known in sections.items():
+        for section, known, names in _sections(kind):
             fields = obj.get(section)
-            if not isinstance(fields, Mapping):
-                continue
+            if not _is_mapping(fields) or fields.keys() <= known:
+                continue  # every field one Lifeboat reads: most sections of most objects
             for field in fields:
-                meant = nearest(str(field), known)
+                meant = None if field in known else nearest(str(field), names)
                 if meant is not None:
+                    metadata = obj.get("metadata")
+                    named = metadata.get("name", "?") if isinstance(metadata, Mapping) else "?"
                     found.append(
-                        f"{name}: {section}.{field} is not a field Lifeboat reads; "
+                        f"{kind} {named}: {section}.{field} is not a field Lifeboat reads; "
                         f"did you mean {section}.{meant}?"
                     )
     return found
+
+
+def _is_mapping(value: Any) -> TypeGuard[Mapping[Any, Any]]:
+    """isinstance(value, Mapping), a dict first: the ABC's check costs more than the rest of
+    a section's, asked 75,000 times for a 5,000-node file."""
+    return type(value) is dict or isinstance(value, Mapping)
+
+
+@functools.lru_cache(maxsize=64)
+def _sections(kind: str) -> tuple[tuple[str, frozenset[str], tuple[str, ...]], ...]:
+    """The sections of ``kind`` whose fields are checked, each with the names read there, as
+    a set (a 5,000-node file asks of 25,000 objects whether all their fields are known) and
+    in their order (for ``nearest``)."""
+    sections = {"metadata": _METADATA, **_FIELDS.get(kind, {})}
+    return tuple((section, frozenset(known), known) for section, known in sections.items())

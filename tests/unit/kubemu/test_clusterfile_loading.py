@@ -22,7 +22,9 @@ def test_yaml_is_read_with_libyaml_where_pyyaml_has_it() -> None:
     loader: object = clusterfile._LOADER
     dumper: object = clusterfile._DUMPER
     assert loader is yaml.CSafeLoader
-    assert dumper is yaml.CSafeDumper
+    # Written by libyaml's emitter, shared values spelled out (ExportDumper: no aliases).
+    assert isinstance(dumper, type) and issubclass(dumper, yaml.CSafeDumper)
+    assert dumper is clusterfile.ExportDumper
 
 
 def test_the_same_cluster_as_yaml_and_as_json_gives_the_same_objects(tmp_path: Path) -> None:

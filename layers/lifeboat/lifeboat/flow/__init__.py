@@ -51,9 +51,9 @@ this list to what runs)::
     lifeboat.marks.node_patches          its JSON patch -> PATCH /api/v1/nodes/...
 
 Before issue 40.3 the same path crossed 29 modules in 70 moves from one to another, 11 of
-them back into ``pipeline.py`` (a class of 31 methods); it now crosses 33 smaller ones (with issue 36's lookup) in
-86 moves, 8 back into ``pipeline.py`` (4 methods), and no class of the flow but ``Actor``
-carries more than 9 methods (tests/unit/project/test_class_size.py).
+them back into ``pipeline.py`` (a class of 31 methods); it now crosses 33 smaller ones (with
+issue 36's lookup) in 86 moves, 8 back into ``pipeline.py`` (4 methods), and no class of the
+flow but ``Actor`` carries more than 9 methods (tests/unit/project/test_class_size.py).
 
 May import model/, events/, decide/, karpenter/, kube/, aws/, wakeup/, telemetry/ and
 rotation/'s message names; imported only by runtime/ and the local tools.
