@@ -431,7 +431,14 @@ def test_a_transition_rule_does_not_run_where_the_old_object_lacks_the_field() -
     }
     node = celrules.compile_schema("test.yaml", schema)
     new = {"spec": {"n": 1}}
-    for old in ({"spec": {}}, {}, {"spec": None}, {"spec": "text"}, {"spec": [{"n": 5}]}):
+    olds: list[dict[str, Any]] = [
+        {"spec": {}},
+        {},
+        {"spec": None},
+        {"spec": "x"},
+        {"spec": [{"n": 5}]},
+    ]
+    for old in olds:
         assert celrules.first_transition_violation(node, new, old) is None, old
     assert celrules.first_transition_violation(node, new, {"spec": {"n": 2}}) == (
         celrules.Violation("spec.n", 'Invalid value: "integer": lower')
