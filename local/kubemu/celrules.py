@@ -36,9 +36,11 @@ Differences kept on purpose (kubemu's objects all passed these rules when writte
 - No cost budget (``PerCallLimit``, ``RuntimeCELCostBudget``): the CRDs' ``maxItems`` and
   ``maxLength`` bound the work: a NodePool of 100 distinct requirements (the most) of 300
   values each, 2 MB, takes 1 to 2 s the first time, 0.1 s once its outcomes are known.
-- An integer beyond int64, which the server decodes as a float and refuses as "must be of
-  type integer" where the schema has no bound, reaches the rules and is ``integer
-  overflow evaluating rule``: refused too, in other words.
+- A request's integer beyond int64 is a float64, as the server decodes it (dispatch
+  ``_go_number``); an EC2NodeClass integer field without bounds then takes a float
+  beyond 2**53 with no fraction (draft-07 JSON schema, fastjsonschema) where kube-openapi
+  refuses it as no integer. An int beyond int64 that still reaches the rules (a YAML
+  cluster file) is ``integer overflow evaluating rule``.
 """
 
 from __future__ import annotations

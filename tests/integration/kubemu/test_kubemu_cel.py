@@ -154,16 +154,34 @@ def test_a_rule_that_cannot_compile_is_a_clear_422_not_a_traceback(
     assert "Traceback" not in message
 
 
-def test_an_integer_beyond_int64_is_a_422_not_a_dropped_connection(emulator: Emulator) -> None:
-    """EC2NodeClass ``blockDeviceMappings[].ebs.iops`` has no maximum, so 2**70 passes the
-    schema check and reaches the ebs rules; celpy cannot hold it (ValueError "overflow").
-    The server answered nothing (a traceback in the handler thread); now it is the API
-    server's evaluation error (validateExpressions: ``<error> evaluating rule: ...``)."""
-    from tests.unit.kubemu.test_celrules import ec2_node_classes
+def test_an_integer_beyond_int64_is_refused_as_the_server_decodes_it(emulator: Emulator) -> None:
+    """k8s.io/apimachinery util/json ``convertNumber``: int64 when it fits, else float64,
+    which the schema refuses as no integer. Before, kubemu kept Python's exact 2**70; where
+    a schema had no maximum (EC2NodeClass ebs.iops) it reached celpy, whose ValueError
+    dropped the connection (celrules' unit test keeps that path an evaluation error)."""
+    body = pool("w")
+    body["spec"]["weight"] = 2**70
+    status, field, message = refusal(create(emulator, "nodepools", body))
+    assert (status, field) == (422, "spec.weight")
+    assert message.endswith(
+        "spec.weight: Invalid value: 1.1805916207174113e+21: spec.weight in body must be of"
+        " type integer"
+    )
 
-    body = ec2_node_classes()[1]
-    body["spec"]["blockDeviceMappings"] = [{"deviceName": "/dev/xvda", "ebs": {"iops": 2**70}}]
-    status, field, message = refusal(create(emulator, "ec2nodeclasses", body))
-    assert status == 422
-    assert field == "spec"  # the first rule holding the number: one on the whole spec
-    assert "integer overflow evaluating rule" in message
+
+@pytest.mark.parametrize("number", [float("nan"), float("inf")])
+def test_nan_and_infinity_are_not_json(emulator: Emulator, number: float) -> None:
+    """The kubernetes client's json.dumps writes NaN and Infinity; Go's encoding/json (and
+    so the API server) refuses them, 400 the body is not JSON. Python's json.loads took them
+    and kubemu answered a 422 about the field."""
+    body = pool("n")
+    body["spec"]["weight"] = number
+    status, message = refusal_status(create(emulator, "nodepools", body))
+    assert status == 400
+    assert "the request body is not valid JSON: invalid character" in message
+
+
+def refusal_status(call: Any) -> tuple[int, str]:
+    with pytest.raises(ApiException) as caught:
+        call()
+    return int(caught.value.status), json.loads(caught.value.body or "{}").get("message", "")
