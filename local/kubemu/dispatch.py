@@ -308,9 +308,34 @@ def _json_body(raw: bytes) -> Any:
     if not raw.strip():
         return None
     try:
-        return json.loads(raw, parse_int=_go_number, parse_float=_go_float, parse_constant=_no)
+        body = json.loads(raw, parse_int=_go_number, parse_float=_go_float, parse_constant=_no)
     except ValueError as error:
         raise bad_request(f"the request body is not valid JSON: {error}") from error
+    except RecursionError as error:
+        raise bad_request(f"the request body is not valid JSON: {_TOO_DEEP}") from error
+    if _depth(body) > _MAX_DEPTH:
+        raise bad_request(f"the request body is not valid JSON: {_TOO_DEEP}")
+    return body
+
+
+# The API server decodes up to 10,000 levels (apimachinery util/json maxDepth). kubemu's
+# handlers recurse over a body (deepcopy, celpy's json_to_cel, the schema checks), a few
+# Python frames a level under a limit of 1,000 frames: a body 700 levels deep made the
+# handler thread die and the client lose its connection. No Kubernetes object comes near.
+_MAX_DEPTH = 100
+_TOO_DEEP = f"exceeded max depth of {_MAX_DEPTH} (kubemu's limit; the API server's is 10000)"
+
+
+def _depth(body: Any) -> int:
+    """How deep objects and arrays nest in ``body``, counted without recursion."""
+    deepest, pending = 0, [(body, 1)]
+    while pending:
+        value, level = pending.pop()
+        if isinstance(value, dict | list):
+            deepest = max(deepest, level)
+            children = value.values() if isinstance(value, dict) else value
+            pending.extend((child, level + 1) for child in children)
+    return deepest
 
 
 def _go_number(text: str) -> int | float:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import copy
 import json
+import urllib.error
+import urllib.request
 from typing import Any
 
 import pytest
@@ -185,3 +187,23 @@ def refusal_status(call: Any) -> tuple[int, str]:
     with pytest.raises(ApiException) as caught:
         call()
     return int(caught.value.status), json.loads(caught.value.body or "{}").get("message", "")
+
+
+def test_a_deeply_nested_free_form_field_is_a_400_not_a_dropped_connection(
+    emulator: Emulator,
+) -> None:
+    """EC2NodeClass ``spec.kubelet`` keeps unknown fields, so any nesting reaches the
+    handlers; 700 levels made deepcopy exceed Python's recursion limit and the client saw
+    its connection closed. Now a 400 naming the limit. (Sent with urllib: the kubernetes
+    client's serializer recurses too deep itself for 700 levels.)"""
+    from tests.unit.kubemu.test_celrules import ec2_node_classes
+
+    body = ec2_node_classes()[1]
+    body["spec"]["kubelet"] = {"x": "DEEP"}
+    text = json.dumps(body).replace('"DEEP"', '{"a": ' * 700 + "1" + "}" * 700)
+    url = f"{emulator.api_client().configuration.host}/apis/karpenter.k8s.aws/v1/ec2nodeclasses"
+    request = urllib.request.Request(url, text.encode(), {"Content-Type": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(request, timeout=30)
+    assert caught.value.code == 400
+    assert "exceeded max depth of 100" in caught.value.read().decode()

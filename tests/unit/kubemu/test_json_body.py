@@ -25,3 +25,18 @@ def test_what_go_does_not_decode_is_a_400(body: bytes) -> None:
     with pytest.raises(ApiError) as caught:
         dispatch._json_body(body)
     assert caught.value.code == 400
+
+
+def _nested(depth: int) -> bytes:
+    return ('{"a":' * (depth - 1) + "[1]" + "}" * (depth - 1)).encode()
+
+
+def test_a_body_nested_beyond_kubemus_depth_is_a_400_not_a_dead_handler() -> None:
+    """The server's limit is 10,000 levels (util/json maxDepth); kubemu's handlers recurse a
+    few Python frames a level, so it refuses beyond 100 levels, clearly, with a 400."""
+    assert dispatch._depth(dispatch._json_body(_nested(100))) == 100
+    for depth in (101, 700, 20_000):
+        with pytest.raises(ApiError) as caught:
+            dispatch._json_body(_nested(depth))
+        assert caught.value.code == 400
+        assert "exceeded max depth of 100" in str(caught.value.status())
