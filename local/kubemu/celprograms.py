@@ -57,10 +57,14 @@ def _exclusive(final: Path | None) -> Iterator[None]:
     """Held by one process at a time while it builds or loads the parser: lark writes its
     cache file in place, so a process starting while another writes it would read half a
     file (and rebuild, and write it again). The second waits (0.7 s at most) and loads."""
-    if final is None:
+    try:
+        lock = None if final is None else open(final.with_name(final.name + ".lock"), "a")  # noqa: SIM115
+    except OSError:  # e.g. a read-only cache directory; lark itself loads and saves softly
+        lock = None
+    if lock is None:
         yield
         return
-    with open(final.with_name(final.name + ".lock"), "a") as lock:
+    with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
 

@@ -60,3 +60,14 @@ def test_a_cache_directory_others_may_write_in_is_not_used(fresh_parser: Path) -
     _rebuilt()
     assert list(planted.iterdir()) == []
     assert list((fresh_parser / "tmp").iterdir()) == []
+
+
+def test_a_lock_file_that_cannot_be_opened_does_not_stop_the_rules(fresh_parser: Path) -> None:
+    """A cache directory where the lock cannot be created (read-only, or a directory in its
+    place): the parser is still built and rules still compile."""
+    private = fresh_parser / "cache" / "kubemu"
+    private.mkdir(parents=True, mode=0o700)
+    final = celprograms._cache_file()
+    assert final is not None
+    final.with_name(final.name + ".lock").mkdir()
+    _rebuilt()
