@@ -51,8 +51,8 @@ socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo = _ALLOWED
 # The cluster as eks:DescribeCluster would have described it (a network call, not measured):
 # the first warning still makes the client, the STS client and mints the token, as it would.
 from lifeboat.kube.eks_auth import ClusterInfo
-app.service.clusters._auth._clusters[CLUSTER] = ClusterInfo(
-    name=CLUSTER, endpoint=EMULATOR, ca_data="unused: the emulator speaks plain HTTP")
+app.service.clusters._auth.remember(ClusterInfo(
+    name=CLUSTER, endpoint=EMULATOR, ca_data="unused: the emulator speaks plain HTTP"))
 
 class Context:
     function_name = "lifeboat-interruption"

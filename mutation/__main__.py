@@ -58,7 +58,13 @@ TARGETS: dict[str, Target] = {
     ),
     "cron": Target((f"{LAYER}/karpenter/cron.py",), ("tests/unit/karpenter/test_budgets.py",)),
     "act": Target(
-        (f"{LAYER}/flow/act.py",),
+        (
+            f"{LAYER}/flow/act.py",
+            f"{LAYER}/flow/act_node.py",
+            f"{LAYER}/flow/act_replace.py",
+            f"{LAYER}/flow/act_claim.py",
+            f"{LAYER}/flow/act_drain.py",
+        ),
         (
             "tests/integration/flow/test_taint_effect.py",
             "tests/integration/flow/test_drain_patience.py",

@@ -1,4 +1,4 @@
-"""A NodeClaim name that came back as another claim (``Actor._delete_claim``).
+"""A NodeClaim name that came back as another claim (``ClaimDeleter.delete``).
 
 Lifeboat knows the old claim by name and uid (the Node's ownerReference, which Karpenter's
 ``registration.go`` sets). When a notice is delivered again after the replacement was made,

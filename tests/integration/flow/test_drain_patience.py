@@ -1,4 +1,4 @@
-"""The drain's patience with PodDisruptionBudgets (``Actor._evict_pods``): an eviction the
+"""The drain's patience with PodDisruptionBudgets (``Drainer._evict_pods``): an eviction the
 API server refuses with 429 (``pkg/registry/core/pod/storage/eviction.go``: "Cannot evict
 pod as it would violate the pod's disruption budget") is retried for ``drain_patience``
 seconds, never past the notice's deadline, then handed to a later wake-up.

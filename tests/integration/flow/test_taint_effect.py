@@ -4,7 +4,7 @@ to the emulator, on both of Lifeboat's taint paths.
 
 - The fast path of an involuntary notice: the node is patched before it is read
   (``Actor.taint_unread`` with ``node_patches.unread_taint_variants``).
-- The read-then-patch path of a voluntary notice (``Actor._taint`` with
+- The read-then-patch path of a voluntary notice (``NodeMarker.taint`` with
   ``node_patches.taint_operations``).
 
 Each test records the JSON patches sent to the node, so a path that sent ``NoSchedule``

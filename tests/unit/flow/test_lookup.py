@@ -5,7 +5,9 @@ id of ``status.providerID``), and from EC2 for everything a claim cannot answer.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+import tracemalloc
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,9 +64,12 @@ class Claims:
     lists: int = 0
 
     def list_all(self, path: str) -> list[dict[str, Any]]:
+        return list(self.each(path))
+
+    def each(self, path: str) -> Iterator[dict[str, Any]]:
         assert path == "/apis/karpenter.sh/v1/nodeclaims"
         self.lists += 1
-        return list(self.claims)
+        yield from self.claims
 
 
 @dataclass
@@ -197,3 +202,66 @@ def test_a_stack_serving_many_clusters_lists_none_of_their_claims() -> None:
     assert served(lambda: names, kube_of)() == []
     assert made == []
     assert len(list(served(lambda: names[:MAX_CLUSTERS_LISTED], kube_of)())) == MAX_CLUSTERS_LISTED
+
+
+@dataclass
+class HugeCluster(Claims):
+    """``count`` NodeClaims as a list's pages bring them: each a fresh object (as parsed
+    from its page), none kept by the API; ``fail_after``: the list fails there (a page's
+    GET refused, its continue token expired: 410)."""
+
+    count: int = 10_000
+    fail_after: int | None = None
+
+    def each(self, path: str) -> Iterator[dict[str, Any]]:
+        self.lists += 1
+        template = json.dumps(_claim("c-N", "i-IIIIIIIIIIIIIIIII", "ip-N"))
+        for i in range(self.count):
+            if i == self.fail_after:
+                raise RuntimeError("410 Expired: the continue token is too old")
+            text = template.replace("IIIIIIIIIIIIIIIII", f"{i:017x}").replace("-N", f"-{i}")
+            yield json.loads(text)
+
+
+def test_a_10000_claim_cluster_is_indexed_a_page_at_a_time() -> None:
+    """A 10,000-node cluster's claims (about 2 KB of JSON each, more with managedFields)
+    took about 100 MB of the function's 512 when listed whole before being indexed
+    (``KubeApi.list_all``); read as they come (``KubeApi.each``), the index is all that stays
+    (about 7 MB: what Karpenter's own informer index keeps is the whole claim)."""
+    ec2 = Ec2()
+    api = HugeCluster([])
+    lookup = _lookup(ec2, api, Clock())
+    tracemalloc.start()
+    try:
+        found = lookup.describe_batch(["i-00000000000000001"], {"i-00000000000000001"})
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert found["i-00000000000000001"].node_name == "ip-1"
+    assert peak < 30 * 2**20
+
+
+def test_a_list_failing_midway_answers_nothing_of_its_cluster() -> None:
+    """A list that fails after its first pages (a GET refused, an expired continue token:
+    410) answers nothing of its cluster: the claims it did read cannot be checked against
+    another cluster's (two clusters naming one instance answer nothing), so EC2 decides."""
+    ec2 = Ec2()
+    api = HugeCluster([], count=1_000, fail_after=600)
+    lookup = _lookup(ec2, api, Clock())
+    with pytest.raises(Throttled):
+        lookup.describe_batch(["i-00000000000000001"], {"i-00000000000000001"})
+    assert api.lists == 1
+
+
+def test_an_instance_claimed_in_two_served_clusters_is_left_to_ec2() -> None:
+    """Karpenter's index is its one cluster's; two served clusters whose claims name one
+    instance (a copied or forged claim) answer nothing for it: EC2's tags say the cluster."""
+    ec2 = Ec2()
+    blue = Claims([_claim("a", SPOT, "node-a"), _claim("g", GROUP, "node-g")])
+    green = Claims([_claim("b", SPOT, "node-b")])
+    clusters = lambda: [("blue", blue), ("green", green)]  # noqa: E731
+    lookup = ClaimsWhenThrottled(ec2, clusters, clock=Clock())  # type: ignore[arg-type]
+    with pytest.raises(LookupIncomplete) as failed:
+        lookup.describe_batch([SPOT, GROUP], {SPOT, GROUP})
+    assert set(found_before(failed.value)) == {GROUP}
+    assert found_before(failed.value)[GROUP].cluster == "blue"

@@ -25,21 +25,9 @@ EXCEPTIONS: dict[str, str] = {
         "list, patch, create, delete of each kind), as the client's CoreV1Api; splitting it "
         "by kind would multiply the fakes tests pass for it"
     ),
-    "lifeboat.flow.act.Actor": (
-        "one method per step of act (taint, replace, delete, drain, lifecycle, marks); to be "
-        "split by step like the pipeline was (a hub act.py re-entered from each step)"
-    ),
     "lifeboat.events.base.Fields": (
         "the typed reader every parser uses: one method per kind of field (string, literal, "
         "instance id, time, mapping, array...), each naming the field in its error"
-    ),
-    "lifeboat.kube.eks_auth.EksAuth": (
-        "two caches under one lock discipline: cluster facts (describe, remember, forget) "
-        "and tokens with their connections; to be split into those two"
-    ),
-    "lifeboat.aws.discovery.ClusterCatalog": (
-        "the served clusters: a listing and a per-cluster describe, each cached with its "
-        "lock; one method over the limit"
     ),
 }
 

@@ -135,7 +135,7 @@ def test_before_the_snapshot_the_clusters_are_described_and_lazy_clients_made(
         "before-parameter-build.eks.DescribeCluster",
         lambda params, **_: described.append(params["name"]),
     )
-    auth._eks = eks
+    auth.facts._eks = eks
     snapstart.install(service, PowertoolsBatchMetrics("Lifeboat"), LazyTracer())
     run_hooks(registry[0], reverse=True)
     assert sorted(described) == ["prod", "stage"]

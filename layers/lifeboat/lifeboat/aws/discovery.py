@@ -45,6 +45,7 @@ __all__ = [
     "LIST_INTERVAL_SECONDS",
     "TAG_VALUE",
     "ClusterCatalog",
+    "ClusterNames",
     "DiscoveryCalls",
 ]
 
@@ -76,6 +77,48 @@ class _Answer:
     info: ClusterInfo | None = None
 
 
+class ClusterNames:
+    """The account's cluster names (``eks:ListClusters``), listed again on a miss at most once
+    per ``interval`` seconds: one caller lists, the others wait for its answer."""
+
+    def __init__(self, eks: Any, clock: Clock, interval: float, calls: DiscoveryCalls) -> None:
+        self._eks = eks
+        self._clock = clock
+        self._interval = interval
+        self._calls = calls
+        # The names as last listed, and when (None: never).
+        self._names: frozenset[str] = frozenset()
+        self._listed_at: float | None = None
+        self._lock = threading.Lock()  # guards the names and the counter
+        self._list_lock = threading.Lock()
+
+    def list(self) -> list[str]:
+        """``ListClusters``, every page; remembered for :meth:`listed`."""
+        names: list[str] = []
+        paginator = self._eks.get_paginator("list_clusters")
+        for page in paginator.paginate():
+            with self._lock:
+                self._calls.list_clusters += 1
+            names.extend(page.get("clusters", []))
+        with self._lock:
+            self._names = frozenset(names)
+            self._listed_at = self._clock()
+        return names
+
+    def listed(self, cluster: str) -> bool:
+        """Whether EKS lists ``cluster`` here, listing again if it did not and the list is
+        older than the interval (one caller lists, the others wait for its answer)."""
+        if cluster in self._names:
+            return True
+        with self._list_lock:
+            if cluster in self._names:
+                return True
+            at = self._listed_at
+            if at is not None and self._clock() - at < self._interval:
+                return False
+            return cluster in self.list()
+
+
 class ClusterCatalog:
     """Whether a cluster is served: named, or tagged ``tag_key=true`` (see the module doc).
 
@@ -101,11 +144,6 @@ class ClusterCatalog:
         self._named = frozenset(named)
         self._ttl = ttl
         self._clock = clock
-        self._list_interval = list_interval
-        # The account's cluster names as last listed, and when (None: never).
-        self._names: frozenset[str] = frozenset()
-        self._listed_at: float | None = None
-        self._list_lock = threading.Lock()
         self._on_described = on_described
         self._on_dropped = on_dropped
         self._answers: dict[str, _Answer] = {}
@@ -115,6 +153,7 @@ class ClusterCatalog:
         self._refreshed_at: float | None = None
         self._refresh_lock = threading.Lock()
         self.calls = DiscoveryCalls()
+        self._listing = ClusterNames(eks, clock, list_interval, self.calls)
 
     # -- asking ------------------------------------------------------------------------------
 
@@ -133,7 +172,7 @@ class ClusterCatalog:
             answer = self._answers.get(cluster)
             if answer is not None and self._fresh(answer):  # another thread just asked
                 return answer.served
-            if not self._listed(cluster):
+            if not self._listing.listed(cluster):
                 if answer is not None:  # deleted since: forget it
                     with self._lock:
                         self._answers.pop(cluster, None)
@@ -179,7 +218,7 @@ class ClusterCatalog:
         Returns the served clusters."""
         if self.tag_key is None:
             return self.served()
-        names = self._list()
+        names = self._listing.list()
 
         def describe(name: str) -> None:
             with self._name_lock(name):
@@ -199,32 +238,6 @@ class ClusterCatalog:
         return self.served()
 
     # -- inside ------------------------------------------------------------------------------
-
-    def _list(self) -> list[str]:
-        """``ListClusters``, every page; remembered for :meth:`_listed`."""
-        names: list[str] = []
-        paginator = self._eks.get_paginator("list_clusters")
-        for page in paginator.paginate():
-            with self._lock:
-                self.calls.list_clusters += 1
-            names.extend(page.get("clusters", []))
-        with self._lock:
-            self._names = frozenset(names)
-            self._listed_at = self._clock()
-        return names
-
-    def _listed(self, cluster: str) -> bool:
-        """Whether EKS lists ``cluster`` here, listing again if it did not and the list is
-        older than the interval (one caller lists, the others wait for its answer)."""
-        if cluster in self._names:
-            return True
-        with self._list_lock:
-            if cluster in self._names:
-                return True
-            at = self._listed_at
-            if at is not None and self._clock() - at < self._list_interval:
-                return False
-            return cluster in self._list()
 
     def _fresh(self, answer: _Answer) -> bool:
         return self._clock() - answer.checked_at < self._ttl

@@ -7,7 +7,9 @@
 - ``batch`` describes the batch's instances at once and holds what its messages share;
 - ``notices`` handles each notice once (``routing``: triage; ``resolve``: the target; the
   pool's lease for a voluntary one); ``wake`` handles Lifeboat's own wake-ups;
-- ``carry`` carries a decision out (``act``), schedules its follow-ups and reports it;
+- ``carry`` carries a decision out (``act``: the node's marks in ``act_node``, the
+  replacement in ``act_replace``, the old claim in ``act_claim``, the drain in
+  ``act_drain``), schedules its follow-ups and reports it;
 - ``config`` holds what a pipeline is built with; ``split`` cuts large messages into
   parts, ``lanes`` orders work within a batch.
 
@@ -47,13 +49,15 @@ this list to what runs)::
     lifeboat.kube.client                 the Kubernetes API
     lifeboat.marks.node_marks            Lifeboat's taint
     lifeboat.kube.nodes                  the node's names
-    lifeboat.flow.act                    the guarded taint-and-cordon patch
+    lifeboat.flow.act                    the actor (the steps of a decision, in order)
+    lifeboat.flow.act_node               the guarded taint-and-cordon patch
     lifeboat.marks.node_patches          its JSON patch -> PATCH /api/v1/nodes/...
 
 Before issue 40.3 the same path crossed 29 modules in 70 moves from one to another, 11 of
-them back into ``pipeline.py`` (a class of 31 methods); it now crosses 33 smaller ones (with
-issue 36's lookup) in 86 moves, 8 back into ``pipeline.py`` (4 methods), and no class of the
-flow but ``Actor`` carries more than 9 methods (tests/unit/project/test_class_size.py).
+them back into ``pipeline.py`` (a class of 31 methods); it now crosses 34 smaller ones (with
+issue 36's lookup and act split by step) in 91 moves, 7 back into ``pipeline.py`` (4
+methods), and no class of the flow carries more than 9 methods
+(tests/unit/project/test_class_size.py).
 
 May import model/, events/, decide/, karpenter/, kube/, aws/, wakeup/, telemetry/ and
 rotation/'s message names; imported only by runtime/ and the local tools.

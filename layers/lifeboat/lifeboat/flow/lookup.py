@@ -24,7 +24,10 @@ hundreds of lookups a storm brings, each held back by the throttled bucket.
 
 An answer from a claim can never make Lifeboat act on the wrong node: the taint's patch is
 guarded by the instance's providerID, and the resolver reads the Node and the claim and keeps
-them only when their providerID names the instance (``lifeboat.flow.resolve``).
+them only when their providerID names the instance (``lifeboat.flow.resolve``). Nor can one
+hide a warning: an answer that leads to no node is let go only when its claim is gone or being
+deleted (Karpenter acted first); a claim that still stands is checked with EC2
+(``lifeboat.flow.claim_check``).
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from lifeboat.kube.claim_index import index_claims
 from lifeboat.kube.client import KARPENTER, KubeApi
 from lifeboat.model.instances import InstanceDirectory, InstanceInfo
 from lifeboat.model.notice import Kind, Notice
-from lifeboat.model.patience import retrying_for
+from lifeboat.model.patience import retrying_for, seconds_left
 
 _log = logging.getLogger(__name__)
 
@@ -51,6 +54,9 @@ _log = logging.getLogger(__name__)
 ANSWERED_BY_CLAIMS = frozenset({Kind.SPOT_INTERRUPTION, Kind.CAPACITY_RESERVATION_INTERRUPTION})
 # How long after EC2's last RequestLimitExceeded the claims answer first.
 STORM_HOLD = timedelta(minutes=5)
+# How long EC2's retries for a batch's other instances may hold back what the claims answered:
+# their messages come back within seconds instead, for their own window.
+REST_PATIENCE = timedelta(seconds=5)
 # A claim list older than this is listed again when a warning's instance is not in it.
 INDEX_REFRESH = timedelta(seconds=60)
 # The most clusters whose claims are listed: a stack serving more (an organisation's clusters
@@ -215,11 +221,19 @@ class ClaimsWhenThrottled:
         return found | self._ec2_rest(found, [i for i in rest if i not in found])
 
     def _ec2_rest(self, found: dict[str, InstanceInfo], rest: list[str]) -> dict[str, InstanceInfo]:
-        """EC2 for what the claims did not answer, keeping their answers if EC2 fails."""
+        """EC2 for what the claims did not answer, keeping their answers if EC2 fails. While
+        answers wait, for at most :data:`REST_PATIENCE` of the deadline's window: the batch
+        has one lookup, and a warning found from its claim must not wait out another's
+        retries (the rest's messages come back within seconds, for their own window)."""
         if not rest:
             return {}
+        left = seconds_left()
+        patience = None if left is None else min(left, REST_PATIENCE.total_seconds())
         try:
-            return self._ec2.describe(rest)
+            if not found or patience is None:
+                return self._ec2.describe(rest)
+            with retrying_for(timedelta(seconds=patience), clock=self._clock):
+                return self._ec2.describe(rest)
         except Exception as error:
             if is_throttled(error):
                 self._throttled_at = self._clock()
@@ -259,7 +273,7 @@ class ClaimsWhenThrottled:
             clusters = []
         for cluster, kube in clusters:
             try:
-                listed = index_claims(kube.list_all(f"{KARPENTER}/nodeclaims"), cluster)
+                listed = index_claims(kube.each(f"{KARPENTER}/nodeclaims"), cluster)
             except Exception as error:
                 _log.warning(
                     "could not list the NodeClaims of cluster %s",

@@ -16,6 +16,7 @@ from lifeboat.aws.sweep import too_recently_impaired
 from lifeboat.decide.staleness import staleness
 from lifeboat.flow.batch import Batch
 from lifeboat.flow.carry import Carrier
+from lifeboat.flow.claim_check import karpenter_acted_first
 from lifeboat.flow.config import FlowConfig
 from lifeboat.flow.resolve import Resolver
 from lifeboat.flow.routing import Triage, triage
@@ -102,8 +103,12 @@ class NoticeHandler:
             else:
                 node = self._taint_at_once(resolver, notice, info)
             target = resolver.resolve(notice.instance_id, info, node=node)
+            if target.node is None and info.from_nodeclaim:
+                return self._claim_led_nowhere(batch, notice, info, resolver.kube, wakeup)
             return self.carrier.decide_and_act(resolver.kube, notice, target, wakeup=wakeup)
         target = resolver.resolve(notice.instance_id, info)
+        if target.node is None and info.from_nodeclaim:
+            return self._claim_led_nowhere(batch, notice, info, resolver.kube, wakeup)
         if (
             target.node is None
             or notice.kind is Kind.ASG_LAUNCH
@@ -123,6 +128,29 @@ class NoticeHandler:
             held = config.actor(resolver.kube).carry_out(notice, target, first)
         carry_out = self.carrier.carry_out
         return carry_out(resolver.kube, notice, target, decision, done=held, wakeup=wakeup)
+
+    def _claim_led_nowhere(
+        self,
+        batch: Batch,
+        notice: Notice,
+        info: InstanceInfo,
+        kube: KubeApi,
+        wakeup: Wakeup | None,
+    ) -> Report:
+        """A NodeClaim answered for the instance and no node bears it: let go if Karpenter
+        acted first (lifeboat.flow.claim_check), else handled again on EC2's answer (one
+        DescribeInstances; if it fails, the message comes back as any failed lookup)."""
+        why = karpenter_acted_first(kube, info)
+        if why is not None:
+            return Report.for_notice(notice, Outcome.IGNORED, why)
+        instance_id = info.instance_id
+        fresh = self._config.directory.describe([instance_id]).get(instance_id)
+        if fresh is None:
+            batch.infos.pop(instance_id, None)
+        else:
+            batch.infos[instance_id] = fresh
+        batch.tainted.pop(notice.ledger_key, None)
+        return self.handle(batch, notice, wakeup)
 
     def _taint_before_ledger(self, batch: Batch, notice: Notice) -> None:
         """An involuntary notice's taint and cordon, before the ledger records the notice as

@@ -53,6 +53,7 @@ def info_from_claim(claim: Mapping[str, Any], cluster: str | None) -> InstanceIn
         instance_type=labels.get(nodes.INSTANCE_TYPE_LABEL) or None,
         image_id=status.get("imageID") or None,
         capacity_reservation_id=labels.get(CAPACITY_RESERVATION_LABEL) or None,
+        from_nodeclaim=True,
     )
 
 

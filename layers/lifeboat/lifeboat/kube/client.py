@@ -246,8 +246,15 @@ class KubeApi:
 
     def list_all(self, path: str) -> list[MutableObj]:
         """Every object at a list path (``/api/v1/pods``), page by page. For the operator
-        tools (``lifeboat audit``); the Lambda never lists a whole cluster."""
+        tools (``lifeboat audit``); the Lambda reads a whole list only with :meth:`each`."""
         return list(self._list(path, []))
+
+    def each(self, path: str) -> Iterator[MutableObj]:
+        """Every object at a list path as its page comes: one page (500) in memory at a time,
+        for a caller that keeps only what it draws from each (``lifeboat.flow.lookup``'s
+        index of a cluster's NodeClaims, in the Lambda's 512 MB). An error mid-way (an
+        expired continue token: 410) is raised after the objects already given."""
+        return self._list(path, [])
 
     def _get_or_none(self, path: str) -> MutableObj | None:
         try:

@@ -13,7 +13,8 @@ for the container's life never sends an expired one.
 
 What is cached per container (one :class:`EksAuth` per process is the intent):
 
-* the cluster's endpoint and CA from ``eks:DescribeCluster``, for the container's life;
+* the cluster's endpoint and CA from ``eks:DescribeCluster``, for the container's life
+  (:class:`ClusterFacts`);
 * the token, renewed :data:`TOKEN_RENEW_AFTER` after it was minted (EKS accepts a token for
   15 minutes after its signing time; renewing at 10 leaves room for clock skew and a slow call);
 * one client per cluster (:class:`lifeboat.kube.rest.RestClient`: the official client's REST
@@ -67,6 +68,7 @@ __all__ = [
     "PRESIGN_EXPIRES_SECONDS",
     "TOKEN_PREFIX",
     "TOKEN_RENEW_AFTER",
+    "ClusterFacts",
     "ClusterInfo",
     "EksAuth",
     "EksAuthError",
@@ -189,52 +191,30 @@ class _Token:
     minted_at: float
 
 
-class EksAuth:
-    """Per-container cache of cluster endpoints, tokens and Kubernetes clients.
+class ClusterFacts:
+    """Per-container cache of each cluster's endpoint and CA (``eks:DescribeCluster``),
+    described once per cluster, each under its own lock so that the first contact with one
+    cluster never holds up the others. Safe to share between threads."""
 
-    Safe to share between threads. ``session`` defaults to a new :class:`boto3.Session`
-    (the Lambda's role); ``region`` to the session's region.
-    """
-
-    def __init__(
-        self,
-        *,
-        session: boto3.Session | None = None,
-        region: str | None = None,
-        eks_client: Any = None,
-        sts_client: Any = None,
-        clock: Clock = time.monotonic,
-        renew_after: float = TOKEN_RENEW_AFTER,
-    ) -> None:
-        self._session = session or boto3.Session()
-        resolved_region = region or self._session.region_name
-        if not resolved_region:
-            raise EksAuthError(
-                "EksAuth: no AWS region; set AWS_REGION (Lambda sets it) or pass region="
-            )
-        self.region: str = resolved_region
+    def __init__(self, session: boto3.Session, region: str, eks_client: Any = None) -> None:
+        self._session = session
+        self.region = region
         self._eks = eks_client
-        self._sts = sts_client
-        self._clock = clock
-        self._renew_after = renew_after
         self._lock = threading.Lock()  # guards the dictionaries below, never held for a call
         self._cluster_locks: dict[str, threading.Lock] = {}
         self._clusters: dict[str, ClusterInfo] = {}
-        self._tokens: dict[str, _Token] = {}
-        self._api_clients: dict[str, RestClient] = {}
 
-    # -- cluster ---------------------------------------------------------------------------
-
-    def _cluster_lock(self, cluster_name: str) -> threading.Lock:
+    def lock_for(self, cluster_name: str) -> threading.Lock:
+        """The lock of ``cluster_name``: its first description, its token's minting."""
         with self._lock:
             return self._cluster_locks.setdefault(cluster_name, threading.Lock())
 
-    def cluster_info(self, cluster_name: str) -> ClusterInfo:
+    def info(self, cluster_name: str) -> ClusterInfo:
         """Endpoint and CA of ``cluster_name``, described once per container."""
         cached = self._clusters.get(cluster_name)
         if cached is not None:
             return cached
-        with self._cluster_lock(cluster_name):
+        with self.lock_for(cluster_name):
             cached = self._clusters.get(cluster_name)
             if cached is not None:  # described by another thread meanwhile
                 return cached
@@ -264,21 +244,72 @@ class EksAuth:
             )
         return ClusterInfo(name=cluster_name, endpoint=endpoint, ca_data=decode_ca(ca))
 
+    def remember(self, info: ClusterInfo) -> bool:
+        """Take ``info`` from someone who described the cluster already; whether it changed
+        what was known of it (a cluster re-created under the same name)."""
+        with self._lock:
+            before = self._clusters.get(info.name)
+            self._clusters[info.name] = info
+            return before is not None and before != info
+
+    def forget(self, cluster_name: str) -> None:
+        """Drop what is known of ``cluster_name``."""
+        with self._lock:
+            self._clusters.pop(cluster_name, None)
+
+
+class EksAuth:
+    """Per-container cache of tokens and Kubernetes clients, over :class:`ClusterFacts`
+    (the clusters' endpoints and CAs).
+
+    Safe to share between threads. ``session`` defaults to a new :class:`boto3.Session`
+    (the Lambda's role); ``region`` to the session's region.
+    """
+
+    def __init__(
+        self,
+        *,
+        session: boto3.Session | None = None,
+        region: str | None = None,
+        eks_client: Any = None,
+        sts_client: Any = None,
+        clock: Clock = time.monotonic,
+        renew_after: float = TOKEN_RENEW_AFTER,
+    ) -> None:
+        self._session = session or boto3.Session()
+        resolved_region = region or self._session.region_name
+        if not resolved_region:
+            raise EksAuthError(
+                "EksAuth: no AWS region; set AWS_REGION (Lambda sets it) or pass region="
+            )
+        self.region: str = resolved_region
+        self.facts = ClusterFacts(self._session, resolved_region, eks_client)
+        self._sts = sts_client
+        self._clock = clock
+        self._renew_after = renew_after
+        self._lock = threading.Lock()  # guards the dictionaries below, never held for a call
+        self._tokens: dict[str, _Token] = {}
+        self._api_clients: dict[str, RestClient] = {}
+
+    # -- cluster ---------------------------------------------------------------------------
+
+    def cluster_info(self, cluster_name: str) -> ClusterInfo:
+        """Endpoint and CA of ``cluster_name``, described once per container."""
+        return self.facts.info(cluster_name)
+
     def remember(self, info: ClusterInfo) -> None:
         """Take a cluster's endpoint and CA from someone who described it already
         (``lifeboat.aws.discovery``). A cluster whose endpoint or CA changed (re-created under
         the same name) loses its client and token: the next request builds new ones."""
-        with self._lock:
-            before = self._clusters.get(info.name)
-            self._clusters[info.name] = info
-            if before is not None and before != info:
+        if self.facts.remember(info):
+            with self._lock:
                 self._api_clients.pop(info.name, None)
                 self._tokens.pop(info.name, None)
 
     def forget(self, cluster_name: str) -> None:
         """Drop what is cached for ``cluster_name`` (no longer served)."""
+        self.facts.forget(cluster_name)
         with self._lock:
-            self._clusters.pop(cluster_name, None)
             self._api_clients.pop(cluster_name, None)
             self._tokens.pop(cluster_name, None)
 
@@ -291,7 +322,7 @@ class EksAuth:
 
     def token(self, cluster_name: str) -> str:
         """A bearer token for ``cluster_name``, reused until :data:`TOKEN_RENEW_AFTER`."""
-        with self._cluster_lock(cluster_name):
+        with self.facts.lock_for(cluster_name):
             now = self._clock()
             cached = self._tokens.get(cluster_name)
             if cached is not None and now - cached.minted_at < self._renew_after:

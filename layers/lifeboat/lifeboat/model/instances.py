@@ -37,6 +37,10 @@ class InstanceInfo:
     # The capacity reservation it runs in (a Capacity Block is one): EC2's
     # ``CapacityReservationId``.
     capacity_reservation_id: str | None = None
+    # Told by a NodeClaim while EC2 throttled (lifeboat.kube.claim_index), not by EC2: a
+    # claim is writable by more than Karpenter, so an answer that leads to no node is
+    # checked (lifeboat.flow.claim_check).
+    from_nodeclaim: bool = False
 
 
 class InstanceDirectory(Protocol):
