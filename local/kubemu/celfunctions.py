@@ -28,7 +28,11 @@ def cel_int(value: Any) -> Any:
     """``int(x)``: cel-python's conversion, but strings parsed as cel-go parses them."""
     if isinstance(value, celtypes.StringType):
         if not _GO_INT.fullmatch(value) or not _INT64[0] <= int(value) <= _INT64[1]:
-            return CELEvalError(f"cannot convert {value!r} to int", ValueError, (str(value),))
+            # cel-go's words: String.ConvertToType ends ``NewErr("type conversion error
+            # from '%s' to '%s'", StringType, typeVal)`` whatever ParseInt said.
+            return CELEvalError(
+                "type conversion error from 'string' to 'int'", ValueError, (str(value),)
+            )
         return celtypes.IntType(int(value))
     return celtypes.IntType(value)
 
@@ -39,7 +43,9 @@ def find(text: celtypes.StringType, pattern: celtypes.StringType) -> Any:
     try:
         found = re2.search(pattern, text)
     except re2.error as error:
-        return CELEvalError(f"invalid regex {pattern!r}", type(error), error.args)
+        # regex.go find: ``types.NewErr("Illegal regex: %v", err.Error())`` (RE2's own
+        # words for why differ from Go regexp's).
+        return CELEvalError(f"Illegal regex: {error}", type(error), error.args)
     return celtypes.StringType(found.group(0) if found else "")
 
 

@@ -8,6 +8,7 @@ Independent of HTTP so that the handler only translates bytes. The request's hea
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 from collections import Counter
@@ -307,9 +308,55 @@ def _json_body(raw: bytes) -> Any:
     if not raw.strip():
         return None
     try:
-        return json.loads(raw)
+        body = json.loads(raw, parse_int=_go_number, parse_float=_go_float, parse_constant=_no)
     except ValueError as error:
         raise bad_request(f"the request body is not valid JSON: {error}") from error
+    except RecursionError as error:
+        raise bad_request(f"the request body is not valid JSON: {_TOO_DEEP}") from error
+    if _depth(body) > _MAX_DEPTH:
+        raise bad_request(f"the request body is not valid JSON: {_TOO_DEEP}")
+    return body
+
+
+# The API server decodes up to 10,000 levels (apimachinery util/json maxDepth). kubemu's
+# handlers recurse over a body (deepcopy, celpy's json_to_cel, the schema checks), a few
+# Python frames a level under a limit of 1,000 frames: a body 700 levels deep made the
+# handler thread die and the client lose its connection. No Kubernetes object comes near.
+_MAX_DEPTH = 100
+_TOO_DEEP = f"exceeded max depth of {_MAX_DEPTH} (kubemu's limit; the API server's is 10000)"
+
+
+def _depth(body: Any) -> int:
+    """How deep objects and arrays nest in ``body``, counted without recursion."""
+    deepest, pending = 0, [(body, 1)]
+    while pending:
+        value, level = pending.pop()
+        if isinstance(value, dict | list):
+            deepest = max(deepest, level)
+            children = value.values() if isinstance(value, dict) else value
+            pending.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def _go_number(text: str) -> int | float:
+    """A JSON integer as the API server decodes it (k8s.io/apimachinery util/json
+    ``convertNumber``): an int64 when it fits, else a float64, which the schema then refuses
+    as "must be of type integer" where an integer is due (Python would keep any size)."""
+    number = int(text)
+    return number if -(2**63) <= number < 2**63 else _go_float(text)
+
+
+def _go_float(text: str) -> float:
+    """``json.Number.Float64``: a number beyond float64 is an error (Python gives inf)."""
+    number = float(text)
+    if math.isinf(number):
+        raise ValueError(f"number {text[:40]} out of range")
+    return number
+
+
+def _no(text: str) -> Any:
+    """NaN and Infinity, which Python's json takes and JSON (Go's decoder) does not."""
+    raise ValueError(f"invalid character {text[:1]!r} looking for beginning of value")
 
 
 def _error_response(error: ApiError) -> Response:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import copy
 import json
+import urllib.error
+import urllib.request
 from typing import Any
 
 import pytest
@@ -152,3 +154,56 @@ def test_a_rule_that_cannot_compile_is_a_clear_422_not_a_traceback(
         " spec: rule 'self.size( > 1': "
     ) in message
     assert "Traceback" not in message
+
+
+def test_an_integer_beyond_int64_is_refused_as_the_server_decodes_it(emulator: Emulator) -> None:
+    """k8s.io/apimachinery util/json ``convertNumber``: int64 when it fits, else float64,
+    which the schema refuses as no integer. Before, kubemu kept Python's exact 2**70; where
+    a schema had no maximum (EC2NodeClass ebs.iops) it reached celpy, whose ValueError
+    dropped the connection (celrules' unit test keeps that path an evaluation error)."""
+    body = pool("w")
+    body["spec"]["weight"] = 2**70
+    status, field, message = refusal(create(emulator, "nodepools", body))
+    assert (status, field) == (422, "spec.weight")
+    assert message.endswith(
+        "spec.weight: Invalid value: 1.1805916207174113e+21: spec.weight in body must be of"
+        " type integer"
+    )
+
+
+@pytest.mark.parametrize("number", [float("nan"), float("inf")])
+def test_nan_and_infinity_are_not_json(emulator: Emulator, number: float) -> None:
+    """The kubernetes client's json.dumps writes NaN and Infinity; Go's encoding/json (and
+    so the API server) refuses them, 400 the body is not JSON. Python's json.loads took them
+    and kubemu answered a 422 about the field."""
+    body = pool("n")
+    body["spec"]["weight"] = number
+    status, message = refusal_status(create(emulator, "nodepools", body))
+    assert status == 400
+    assert "the request body is not valid JSON: invalid character" in message
+
+
+def refusal_status(call: Any) -> tuple[int, str]:
+    with pytest.raises(ApiException) as caught:
+        call()
+    return int(caught.value.status), json.loads(caught.value.body or "{}").get("message", "")
+
+
+def test_a_deeply_nested_free_form_field_is_a_400_not_a_dropped_connection(
+    emulator: Emulator,
+) -> None:
+    """EC2NodeClass ``spec.kubelet`` keeps unknown fields, so any nesting reaches the
+    handlers; 700 levels made deepcopy exceed Python's recursion limit and the client saw
+    its connection closed. Now a 400 naming the limit. (Sent with urllib: the kubernetes
+    client's serializer recurses too deep itself for 700 levels.)"""
+    from tests.unit.kubemu.test_celrules import ec2_node_classes
+
+    body = ec2_node_classes()[1]
+    body["spec"]["kubelet"] = {"x": "DEEP"}
+    text = json.dumps(body).replace('"DEEP"', '{"a": ' * 700 + "1" + "}" * 700)
+    url = f"{emulator.api_client().configuration.host}/apis/karpenter.k8s.aws/v1/ec2nodeclasses"
+    request = urllib.request.Request(url, text.encode(), {"Content-Type": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(request, timeout=30)
+    assert caught.value.code == 400
+    assert "exceeded max depth of 100" in caught.value.read().decode()

@@ -36,6 +36,13 @@ def _eval(expression: str, value: Any = None) -> Any:
         ("'a@b@c'.split('@', 0)", []),
         ("'a@b@c'.split('@', -1)", ["a", "b", "c"]),
         ("'abc'.split('', 2)", ["a", "bc"]),
+        # strings.SplitN edge cases: n == 1 the whole string, n < -1 as -1, explode("", n).
+        ("'a@b'.split('@', 1)", ["a@b"]),
+        ("'abc'.split('', 1)", ["abc"]),
+        ("'a@b'.split('@', -5)", ["a", "b"]),
+        ("''.split('')", []),
+        ("''.split('', 3)", []),
+        ("'a@b'.split('@', 9)", ["a", "b"]),
     ],
 )
 def test_split_as_go_strings_split(expression: str, expected: list[str]) -> None:
@@ -56,7 +63,10 @@ def test_find_returns_the_first_match_or_empty(text: str, expected: str) -> None
 
 
 def test_find_with_a_bad_regex_is_an_evaluation_error() -> None:
-    assert isinstance(_eval("self.find('(')", "x"), CELEvalError)
+    """regex.go ``find``: ``types.NewErr("Illegal regex: %v", err.Error())``."""
+    found = _eval("self.find(self)", "(")
+    assert isinstance(found, CELEvalError)
+    assert str(found.args[0]).startswith("Illegal regex: ")
 
 
 @pytest.mark.parametrize(("text", "expected"), [("10", 10), ("+7", 7), ("-3", -3)])
@@ -67,8 +77,11 @@ def test_int_of_a_string_parses_as_go_strconv(text: str, expected: int) -> None:
 @pytest.mark.parametrize("text", [" 5", "1_0", "5.0", "", "9223372036854775808"])
 def test_int_of_what_go_does_not_parse_is_an_evaluation_error(text: str) -> None:
     """cel-go String.ConvertToType(IntType): strconv.ParseInt(s, 10, 64), no spaces, no
-    underscores, within int64 (Python's int() takes the first two)."""
-    assert isinstance(_eval("int(self)", text), CELEvalError)
+    underscores, within int64 (Python's int() takes the first two); the error in cel-go's
+    words, ``type conversion error from 'string' to 'int'``."""
+    found = _eval("int(self)", text)
+    assert isinstance(found, CELEvalError)
+    assert found.args[0] == "type conversion error from 'string' to 'int'"
 
 
 def test_int_of_other_types_is_celpys_own() -> None:

@@ -319,3 +319,127 @@ def test_an_all_rule_remembered_item_by_item_answers_as_the_whole_rule(
             monkeypatch.setattr(celrules, "_OUTCOMES", {})
             whole = celprograms.outcome(rule.program, value, None, False)
             assert _kind(celrules._outcome(rule, value, None)) == _kind(whole), (rule.text, value)
+
+
+def test_an_integer_beyond_int64_is_an_evaluation_error_not_a_traceback() -> None:
+    """JSON carries 2**70; celpy's IntType raises ValueError("overflow") on it (cel-go has
+    no such int). validateExpressions reports an evaluation error as ``<error> evaluating
+    rule: <message or rule>``; kubemu must too, not let the ValueError drop the connection."""
+    found = _first([{"rule": "self.n >= 0", "message": "negative"}], {"n": 2**70})
+    assert found == celrules.Violation(
+        "spec", 'Invalid value: "object": integer overflow evaluating rule: negative'
+    )
+
+
+def test_a_macro_over_a_value_of_the_wrong_type_is_an_overload_error() -> None:
+    """validateExpressions: an error starting "no such overload" is ``'<error>': call
+    arguments did not match a supported operator, function or macro signature for rule:
+    <rule>``. celpy raises TypeError for ``all`` over a number; it is that error."""
+    node = celrules.compile_schema(
+        "test.yaml",
+        {"type": "object", "x-kubernetes-validations": [{"rule": "self.a.all(x, x > 0)"}]},
+    )
+    found = celrules.first_violation(node, {"a": 5})
+    assert found == celrules.Violation(
+        "",
+        "Invalid value: \"object\": 'no such overload': call arguments did not match a"
+        " supported operator, function or macro signature for rule: self.a.all(x, x > 0)",
+    )
+
+
+def test_a_transition_rule_is_remembered_by_both_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    """validateExpressions evaluates ``self == oldSelf`` on each (self, oldSelf): the same
+    self with another old value is another outcome, never the remembered one; values that
+    differ only in type (1, 1.0, true, "1") or key order are told apart or not as CEL does."""
+    monkeypatch.setattr(celrules, "_OUTCOMES", {})
+    node = celrules.compile_schema(
+        "test.yaml",
+        {"type": "object", "x-kubernetes-validations": [{"rule": "self == oldSelf"}]},
+    )
+    same, other = {"a": 1, "b": [1, 2]}, {"a": 1, "b": [2, 1]}
+    for _ in range(2):
+        assert celrules.first_transition_violation(node, same, dict(reversed(same.items()))) is None
+        assert celrules.first_transition_violation(node, same, other) is not None
+        assert celrules.first_transition_violation(node, other, other) is None
+    for a, b in [(1, 1.5), (1, True), (1, "1"), ("", None), ([], {})]:
+        assert celrules._key({"a": a}) != celrules._key({"a": b})
+
+
+def test_rules_evaluated_from_many_threads_answer_as_one_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """kubemu serves each request on its own thread (ThreadingHTTPServer): celpy's runner
+    makes a new Evaluator per call, the outcome memory is a dict emptied when full (here
+    every few entries); eight threads over the same and different values give exactly the
+    answers of one thread."""
+    import threading
+
+    rules = [{"rule": "self.n > 1 && self.a.startsWith('x')", "message": "m"}]
+    node = celrules.compile_schema("test.yaml", _schema(rules))
+    values = [{"spec": {"n": n % 4, "a": "x" if n % 3 else "y"}} for n in range(60)]
+    expected = [celrules.first_violation(node, v) for v in values]
+    monkeypatch.setattr(celrules, "_MAX_OUTCOMES", 5)
+    monkeypatch.setattr(celrules, "_OUTCOMES", {})
+    answers: dict[int, list[Any]] = {}
+
+    def run(seed: int) -> None:
+        order = random.Random(seed).sample(range(len(values)), len(values))
+        found = {i: celrules.first_violation(node, values[i]) for i in order}
+        answers[seed] = [found[i] for i in range(len(values))]
+
+    threads = [threading.Thread(target=run, args=(seed,)) for seed in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert list(answers.values()) == [expected] * 8
+
+
+def test_a_message_expression_beyond_5_kib_gives_the_message() -> None:
+    """evalMessageExpression: a trimmed value longer than MaxEvaluatedMessageExpressionSizeBytes
+    (5 * 1024, Go's len: UTF-8 bytes) is an error ("messageExpression beyond allowable
+    length"), logged; the detail falls back to ``message``."""
+    rules = [{"rule": "self.n > 1", "message": "m", "messageExpression": "self.a"}]
+    at_limit, beyond = "x" * 5 * 1024, "é" * (5 * 1024 // 2 + 1)  # 5122 bytes, 2561 chars
+    assert _first(rules, {"n": 1, "a": f" {at_limit} "}) == celrules.Violation(
+        "spec", f'Invalid value: "object": {at_limit}'
+    )
+    assert _first(rules, {"n": 1, "a": beyond}) == celrules.Violation(
+        "spec", 'Invalid value: "object": m'
+    )
+
+
+def test_a_transition_rule_does_not_run_where_the_old_object_lacks_the_field() -> None:
+    """validateExpressions: ``compiled.UsesOldSelf && oldObj == nil`` -> continue. An old
+    object without the field, or with a value of another type above it (validate:
+    ``oldMap, _ := oldObj.(map[string]interface{})`` is nil), gives no old value."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {
+                    "n": {
+                        "type": "integer",
+                        "x-kubernetes-validations": [
+                            {"rule": "self >= oldSelf", "message": "lower"}
+                        ],
+                    }
+                },
+            }
+        },
+    }
+    node = celrules.compile_schema("test.yaml", schema)
+    new = {"spec": {"n": 1}}
+    olds: list[dict[str, Any]] = [
+        {"spec": {}},
+        {},
+        {"spec": None},
+        {"spec": "x"},
+        {"spec": [{"n": 5}]},
+    ]
+    for old in olds:
+        assert celrules.first_transition_violation(node, new, old) is None, old
+    assert celrules.first_transition_violation(node, new, {"spec": {"n": 2}}) == (
+        celrules.Violation("spec.n", 'Invalid value: "integer": lower')
+    )
