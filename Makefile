@@ -9,7 +9,7 @@ DEMO_AT ?= 2026-12-01T14:05:00Z
 # instance, one with an EC2 scheduled event. Not an SQS message, so not in events/*.json.
 STATUS_SAMPLE := events/status/describe-instance-status.json
 
-.PHONY: lock demo test lint typecheck docs docs-examples docs-check npm chromium follow bench bench-health-split bench-hand-over soak bench-check mutants clean stackset-template
+.PHONY: lock demo test sam-checks lint typecheck docs docs-examples docs-check npm chromium follow bench bench-health-split bench-hand-over soak bench-check mutants clean stackset-template
 
 include sam.mk
 
@@ -53,16 +53,19 @@ demo: $(VENV)/.installed
 follow: $(VENV)/.installed
 	$(BIN)/lifeboat replay $(sort $(wildcard events/*.json)) --cluster events/cluster.yaml --at $(DEMO_AT) --same-instant --follow
 
-## test: lint, type-check, the whole test suite, and the SAM template validated and built
-## offline (what .ci/run runs). worksteal: a worker that runs out of tests takes some from
+## test: lint, type-check, the SAM template validated and built offline and the docs site
+## built and checked (these four side by side: each is mostly one process), then the whole
+## test suite (what .ci/run runs). worksteal: a worker that runs out of tests takes some from
 ## the other's queue, so a few long tests at the end do not leave a core idle. Branch coverage
 ## of the layer is measured on the way and held to its floors (tests/support/coverage_floor.py).
-test: $(VENV)/.installed-dev lint typecheck
-	$(MAKE) --no-print-directory sam-validate sam-build layer-size
-	$(MAKE) --no-print-directory docs-check
+test: $(VENV)/.installed-dev
+	$(MAKE) --no-print-directory -j2 --output-sync=target lint typecheck sam-checks docs-check
 	$(BIN)/python -m pytest -q -n auto --dist worksteal --cov --cov-report=json:coverage.json \
 		--cov-report=
 	$(BIN)/python -m tests.support.coverage_floor coverage.json
+
+sam-checks: $(VENV)/.installed-dev
+	$(MAKE) --no-print-directory sam-validate sam-build layer-size
 
 ## docs: the documentation site into build/site (MkDocs Material, --strict: a broken link or
 ## anchor fails), then every internal link of the built site checked. Mermaid comes from the
