@@ -150,7 +150,7 @@ def end_on_first_throttle(client: Any) -> Any:
 
     def observe(response: Any = None, **_: Any) -> None:
         parsed = response[1] if isinstance(response, tuple) and len(response) == 2 else None
-        code = ((parsed or {}).get("Error") or {}).get("Code") if isinstance(parsed, dict) else None
+        code = _error_code(parsed)
         if code in THROTTLED and _first_throttle_ends.get():
             raise FirstThrottle(f"EC2 answered {code}")
 
@@ -162,9 +162,12 @@ def end_on_first_throttle(client: Any) -> Any:
 
 def is_throttled(error: BaseException) -> bool:
     """Whether an AWS call failed because the account's request rate is exceeded."""
-    response = getattr(error, "response", None)
-    code = ((response or {}).get("Error") or {}).get("Code") if isinstance(response, dict) else None
-    return code in THROTTLED
+    return _error_code(getattr(error, "response", None)) in THROTTLED
+
+
+def _error_code(response: Any) -> Any:
+    """The error code of a parsed AWS response (botocore's ``{"Error": {"Code": ...}}``)."""
+    return (response.get("Error") or {}).get("Code") if isinstance(response, dict) else None
 
 
 class ClaimsWhenThrottled:
