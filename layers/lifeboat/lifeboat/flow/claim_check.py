@@ -19,9 +19,10 @@ not there (or bears another instance's providerID), two stories fit:
 
 from __future__ import annotations
 
+from lifeboat.flow.resolve import runs_on
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
-from lifeboat.model.instances import InstanceInfo, instance_id_from_provider_id
+from lifeboat.model.instances import InstanceInfo
 
 
 def karpenter_acted_first(kube: KubeApi, info: InstanceInfo) -> str | None:
@@ -34,8 +35,7 @@ def karpenter_acted_first(kube: KubeApi, info: InstanceInfo) -> str | None:
     where = f"its node {info.node_name} is gone"
     if claim is None:
         return f"NodeClaim {name} is gone and {where}: Karpenter acted first"
-    provider = (claim.get("status") or {}).get("providerID")
-    if instance_id_from_provider_id(provider) != info.instance_id:
+    if not runs_on(claim, info.instance_id):
         return None  # another claim by that name now: not the one that answered
     if nodes.is_deleting(claim):
         return f"NodeClaim {name} is being deleted and {where}: Karpenter is terminating it"

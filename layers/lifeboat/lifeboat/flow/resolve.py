@@ -91,7 +91,7 @@ class Resolver:
                 # Gone already (Karpenter finished it): still Karpenter's node; no claim
                 # to read the pool from.
                 return ClaimRef(name, uid), None
-            if _runs_on(claim, instance_id):
+            if runs_on(claim, instance_id):
                 ref = ClaimRef(
                     name, uid or claim["metadata"].get("uid"), terminates_by=forced_at(claim)
                 )
@@ -104,7 +104,7 @@ class Resolver:
             if _named(found.claim, info.nodeclaim)
             else self.kube.get_nodeclaim(info.nodeclaim)
         )
-        if claim is None or not _runs_on(claim, instance_id):
+        if claim is None or not runs_on(claim, instance_id):
             return None, None
         ref = ClaimRef(
             nodes.name_of(claim), claim["metadata"].get("uid"), terminates_by=forced_at(claim)
@@ -161,7 +161,7 @@ class Resolver:
         if node is not None or not info.nodeclaim:
             return _Found(node)
         claim = self.kube.get_nodeclaim(info.nodeclaim)
-        if claim is None or not _runs_on(claim, instance_id):
+        if claim is None or not runs_on(claim, instance_id):
             return _Found(None)
         node_name = claim.get("status", {}).get("nodeName")
         if node_name and node_name != info.node_name:
@@ -195,7 +195,7 @@ def _pool_of(claim: Mapping[str, Any]) -> str | None:
     return nodes.labels_of(claim).get(nodes.NODEPOOL_LABEL) or None
 
 
-def _runs_on(claim: Mapping[str, Any], instance_id: str) -> bool:
+def runs_on(claim: Mapping[str, Any], instance_id: str) -> bool:
     """Whether a NodeClaim's instance is ``instance_id`` (its ``status.providerID``)."""
     provider = (claim.get("status") or {}).get("providerID")
     return instance_id_from_provider_id(provider) == instance_id
