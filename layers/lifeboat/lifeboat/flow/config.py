@@ -127,6 +127,6 @@ class FlowConfig:
         for wakeup in later:
             if self.wakeups is None:
                 raise BrokenInvariant(
-                    "pipeline._hand_on: self.wakeups is None (only split when there is a sink)"
+                    "FlowConfig.hand_on: self.wakeups is None (only split when there is a sink)"
                 )
             self.wakeups.schedule(wakeup)

@@ -86,7 +86,7 @@ class Waker:
                     if wakeup.task is Task.CONTINUE_DRAIN
                     else "a cordon to release"
                 )
-                raise BrokenInvariant(f"pipeline._wake: {what} without its instance")
+                raise BrokenInvariant(f"Waker._judge: {what} without its instance")
             target = resolver.resolve(instance, info)
             if wakeup.task is Task.CONTINUE_DRAIN:
                 return target, continue_drain(target)
