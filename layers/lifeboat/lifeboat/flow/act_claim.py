@@ -54,7 +54,7 @@ class ClaimDeleter:
         the patch."""
         current = self._kube.get_nodeclaim(claim.name)
         for attempt in range(PATCH_ATTEMPTS):
-            if current is None or claim.uid not in (None, current["metadata"].get("uid")):
+            if current is None or _namesake(claim, current):
                 return [], None
             action: Action = {"type": "annotate-nodeclaim", "name": claim.name}
             action["key"] = TERMINATION_TIMESTAMP
@@ -85,11 +85,7 @@ class ClaimDeleter:
         deleting = claim.deleting
         if replaced_before and not deleting and not dry:
             current = self._kube.get_nodeclaim(claim.name)
-            namesake = current is not None and claim.uid not in (
-                None,
-                current["metadata"].get("uid"),
-            )
-            deleting = current is None or namesake or nodes.is_deleting(current)
+            deleting = current is None or _namesake(claim, current) or nodes.is_deleting(current)
         if deleting:
             return [{"type": "delete-nodeclaim", "name": claim.name, "existing": True}]
         if not dry:
@@ -99,3 +95,8 @@ class ClaimDeleter:
                 # The uid precondition failed: the name now belongs to another claim.
                 return []
         return [{"type": "delete-nodeclaim", "name": claim.name}]
+
+
+def _namesake(claim: ClaimRef, current: Obj) -> bool:
+    """Whether ``current`` is another claim by ``claim``'s name (its uid differs)."""
+    return claim.uid not in (None, current["metadata"].get("uid"))
