@@ -29,6 +29,9 @@ from .celfunctions import FUNCTIONS, KNOWN
 
 # Transition rules: the variable the server binds to the value before the update.
 OLD_SELF = "oldSelf"
+# The Python errors celpy raises on values it cannot hold or calls it does not check
+# (``_answer``): evaluation errors, as cel-go's.
+_PYTHON_ERRORS = (TypeError, ValueError, ArithmeticError, RecursionError, LookupError)
 _PARSER_LOCK = threading.Lock()
 
 
@@ -179,7 +182,7 @@ def _answer(program: Any, activation: Callable[[], dict[str, Any]]) -> bool | st
         result = program.evaluate(activation())
     except CELEvalError as error:
         result = error
-    except (TypeError, ValueError, ArithmeticError, RecursionError, LookupError) as error:
+    except _PYTHON_ERRORS as error:
         return _python_error(error)
     if isinstance(result, celtypes.BoolType):
         return bool(result)
@@ -201,6 +204,6 @@ def text(program: Any, value: Any, old: Any, with_old: bool) -> str | None:
     """A messageExpression's value when it is a string, else None (it failed)."""
     try:
         result = program.evaluate(_activation(value, old, with_old))
-    except (CELEvalError, TypeError, ValueError, ArithmeticError, RecursionError, LookupError):
+    except (CELEvalError, *_PYTHON_ERRORS):
         return None
     return str(result) if isinstance(result, str) else None

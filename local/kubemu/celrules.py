@@ -56,9 +56,8 @@ from .resources import Obj
 # (rule text, digests of self and oldSelf) -> outcome (``_outcome``); emptied when full.
 _OUTCOMES: dict[tuple[str, bytes, bytes | None], bool | str] = {}
 _MAX_OUTCOMES = 20_000
-_MAX_MESSAGE_BYTES = (
-    5 * 1024
-)  # k8s.io/apiserver/pkg/apis/cel MaxEvaluatedMessageExpressionSizeBytes
+# k8s.io/apiserver/pkg/apis/cel MaxEvaluatedMessageExpressionSizeBytes
+_MAX_MESSAGE_BYTES = 5 * 1024
 _REASONS = {
     "FieldValueForbidden": "Forbidden",
     "FieldValueRequired": "Required value",
