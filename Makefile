@@ -64,8 +64,10 @@ test: $(VENV)/.installed-dev
 		--cov-report=
 	$(BIN)/python -m tests.support.coverage_floor coverage.json
 
+# In order (-j1: the sub-make would otherwise inherit make test's -j2 and measure the layer
+# before it is built).
 sam-checks: $(VENV)/.installed-dev
-	$(MAKE) --no-print-directory sam-validate sam-build layer-size
+	$(MAKE) --no-print-directory -j1 sam-validate sam-build layer-size
 
 ## docs: the documentation site into build/site (MkDocs Material, --strict: a broken link or
 ## anchor fails), then every internal link of the built site checked. Mermaid comes from the
