@@ -71,7 +71,7 @@ class NoticeHandler:
             if config.ledger is None or notice.ends_maintenance:
                 reports.append(self.handle(batch, notice))
                 continue
-            self._taint_before_ledger(batch, notice)
+            self.taint_first(batch, notice)  # done already by the batch's taint phase?
             report = config.ledger.once(notice.ledger_key, partial(self.handle, batch, notice))
             if report is None and notice.ec2_event and notice.deadline is not None:
                 # Told by Health first: the sweep has now seen EC2's event (once per
@@ -152,24 +152,35 @@ class NoticeHandler:
         batch.tainted.pop(notice.ledger_key, None)
         return self.handle(batch, notice, wakeup)
 
-    def _taint_before_ledger(self, batch: Batch, notice: Notice) -> None:
+    def taint_first(self, batch: Batch, notice: Notice, keep: bool = True) -> None:
         """An involuntary notice's taint and cordon, before the ledger records the notice as
         being handled: that record is a DynamoDB write (retried, and slow, when DynamoDB is
-        throttled during a storm), and the node must stop taking pods first. Safe to
-        repeat: a duplicate delivery's guarded patch is refused by the API server because
-        the taint is there (``Actor.taint_unread``) and changes nothing; what must happen
-        once (the replacement, the deletion) stays behind the ledger. The same triage and
-        staleness checks as ``handle``."""
+        throttled during a storm), and the node must stop taking pods first. The pipeline
+        calls it for every notice of a batch before handling any (its taint phase), and
+        ``handle_all`` again for a notice whose taint the phase did not record (it failed).
+        Safe to repeat: a duplicate delivery's guarded patch is refused by the API server
+        because the taint is there (``Actor.taint_unread``) and changes nothing; what must
+        happen once (the replacement, the deletion) stays behind the ledger. The same triage
+        and staleness checks as ``handle``, and those ``handle_all`` makes before the ledger
+        (an impairment too recent, a maintenance's end). ``keep``: record the node as
+        patched for ``handle``; False when other work of the batch may change the node
+        before ``handle`` reads it (None recorded: ``handle`` reads it fresh)."""
         config = self._config
         info = batch.infos.get(notice.instance_id or "")
-        if info is None or not notice.involuntary:
+        if info is None or not notice.involuntary or notice.ends_maintenance:
+            return
+        if notice.ledger_key in batch.tainted:  # a duplicate in the batch, tainted already
+            return
+        managed = config.managed(info.cluster)
+        if too_recently_impaired(notice, config.settings):
             return
         now = config.clock()
-        checked = triage(notice, info, config.settings, now, config.managed(info.cluster))
+        checked = triage(notice, info, config.settings, now, managed)
         if checked.outcome is not None or staleness(notice, info, config.settings, now):
             return
         resolver = batch.resolver(checked.cluster)
-        batch.tainted[notice.ledger_key] = self._taint_at_once(resolver, notice, info)
+        node = self._taint_at_once(resolver, notice, info)
+        batch.tainted[notice.ledger_key] = node if keep else None
 
     def _mark_ec2_maintenance(self, batch: Batch, notice: Notice) -> Report:
         config = self._config

@@ -14,6 +14,8 @@ and hands each message to the step for it: its notices to ``notices``, a wake-up
 
 from __future__ import annotations
 
+import logging
+from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -53,6 +55,8 @@ from lifeboat.wakeup.codec import Wakeup
 
 if TYPE_CHECKING:  # the rotation loads with its first message (lifeboat.flow.classify)
     from lifeboat.rotation.runner import RotationRunner
+
+_log = logging.getLogger(__name__)
 
 __all__ = [
     "Body",
@@ -97,6 +101,11 @@ class Pipeline(FlowConfig):
                 if any(n.instance_id not in infos for n in notices_of(item) if n.instance_id):
                     parsed[index] = MessageResult(error=failed, deadline=deadline_of(item))
         steps = _Steps(self)
+        named = [[n.instance_id for n in notices_of(item) if n.instance_id] for item in parsed]
+        shared = _named_twice(named)
+
+        def taint(lane: list[int]) -> None:
+            self._taint_first(steps, batch, [parsed[index] for index in lane], shared)
 
         def run(lane: list[int]) -> None:
             for index in lane:
@@ -104,16 +113,47 @@ class Pipeline(FlowConfig):
                 results[index] = self._one(steps, batch, parsed[index], later[index], again)
                 results[index].reports[:0] = early[index]
 
-        lanes = message_lanes(
-            [[n.instance_id for n in notices_of(item) if n.instance_id] for item in parsed]
-        )
-        if self.workers <= 1 or len(lanes) <= 1:
-            for lane in lanes:
-                run(lane)
-        else:
-            with ThreadPoolExecutor(max_workers=min(self.workers, len(lanes))) as pool:
-                list(pool.map(run, lanes))
+        self._in_lanes(message_lanes(named), taint, run)
         return results
+
+    def _in_lanes(self, lanes: list[list[int]], *phases: Callable[[list[int]], None]) -> None:
+        """Each phase over every lane (side by side when there are workers), one phase after
+        the other: the batch's taints are all done before any message is handled."""
+        if self.workers <= 1 or len(lanes) <= 1:
+            for phase in phases:
+                for lane in lanes:
+                    phase(lane)
+            return
+        with ThreadPoolExecutor(max_workers=min(self.workers, len(lanes))) as pool:
+            for phase in phases:
+                list(pool.map(phase, lanes))
+
+    def _taint_first(
+        self, steps: _Steps, batch: Batch, items: list[Parsed], shared: set[str]
+    ) -> None:
+        """The taint phase (issue 36): the node of every involuntary notice of the lane's
+        messages (AWS's and a sweep's) tainted and cordoned before any message of the batch
+        is handled, so the last of a batch's nodes stops taking pods without waiting for
+        the ledger's writes and the replacements of those before it. Each message under
+        its own retry window, as its handling; a failure is logged and leaves the message
+        to its handling, which tries the taint again and fails or reports as it would have.
+        The node as patched is kept for ``handle`` only when no other notice of the batch
+        names its instance (``shared``): that one's handling could change it in between."""
+        for item in items:
+            notices = item.notices if isinstance(item, Swept) else item
+            if not isinstance(notices, list):
+                continue
+            limit = window(deadline_of(item), self.clock(), batch.time_left)
+            try:
+                with retrying_for(limit, clock=self.monotonic):
+                    for notice in notices:
+                        keep = notice.instance_id not in shared
+                        steps.notices.taint_first(batch, notice, keep=keep)
+            except Exception as error:  # the message's handling tries (and reports) again
+                _log.warning(
+                    "taint before handling failed; the message's handling tries again",
+                    extra={"error": repr(error)[:300]},
+                )
 
     def _split(
         self, parsed: list[Parsed], found: dict[str, InstanceInfo]
@@ -191,6 +231,12 @@ class Pipeline(FlowConfig):
             ledger=self.ledger,
             serves=self.scope.serves if self.scope is not None else None,
         )
+
+
+def _named_twice(named: list[list[str]]) -> set[str]:
+    """The instances named by more than one notice of the batch (any message's)."""
+    counts = Counter(instance for instances in named for instance in instances)
+    return {instance for instance, count in counts.items() if count > 1}
 
 
 class _Steps:

@@ -1,0 +1,216 @@
+"""The batch's taint phase (issue 36): every involuntary notice's node of a batch tainted and
+cordoned before any message of the batch is handled, so the last node of a batch of Spot
+warnings stops taking pods without waiting for the ledger's writes and the replacements of
+the messages before it.
+
+The pipeline is built directly on the Kubernetes emulator (the real ``kubernetes`` client
+over HTTP), with a ledger that notes, at each of its writes, what the API server had done
+by then. Each test runs with the lanes one after the other (``workers=1``: the order is then
+certain, and before the phase the first write came after the first node's taint alone) and
+side by side (as the Lambda runs them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from bench.cluster import CLUSTER, REGION, Machine, build_cluster
+from bench.events import spot_interruption
+from kubemu import Emulator
+from lifeboat.flow.batch import MessageResult
+from lifeboat.flow.pipeline import OneCluster, Pipeline
+from lifeboat.kube.client import KubeApi, RetryPolicy
+from lifeboat.marks.node_marks import taint_key
+from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.notice import Kind
+from lifeboat.model.report import Outcome, Report
+from lifeboat.model.settings import Settings
+from lifeboat.wakeup.codec import MemoryWakeups
+from tests.support.events import stamp
+
+AT = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
+SPOT_TAINT = taint_key(Kind.SPOT_INTERRUPTION)
+# The policy's tries of a request answered 500 (a 500 is not retried past them).
+ATTEMPTS = 2
+
+
+@dataclass
+class WatchedLedger:
+    """A memory ledger that notes, at each of its writes, which of the batch's nodes were
+    tainted and cordoned, and which the API server had been asked to patch (answered or
+    refused: the client waits for the answer)."""
+
+    emulator: Emulator
+    inner: MemoryLedger = field(default_factory=MemoryLedger)
+    tainted_at_writes: list[set[str]] = field(default_factory=list)
+    patched_at_writes: list[set[str]] = field(default_factory=list)
+
+    def once(self, key: str, handle: Callable[[], Report]) -> Report | None:
+        self.tainted_at_writes.append(tainted(self.emulator))
+        self.patched_at_writes.append(
+            {
+                name
+                for (verb, _group, resource, _ns, name), _times in self.emulator.timed_request_log()
+                if verb == "patch" and resource == "nodes"
+            }
+        )
+        return self.inner.once(key, handle)
+
+
+def tainted(emulator: Emulator) -> set[str]:
+    """The nodes bearing the Spot taint and cordoned."""
+    return {
+        node["metadata"]["name"]
+        for node in emulator.objects("Node")
+        if node["spec"].get("unschedulable")
+        and any(t.get("key") == SPOT_TAINT for t in node["spec"].get("taints") or [])
+    }
+
+
+@dataclass
+class Rig:
+    emulator: Emulator
+    machines: list[Machine]
+    ledger: WatchedLedger
+    make: Callable[..., Pipeline]
+
+    @property
+    def names(self) -> set[str]:
+        return {m.node_name for m in self.machines}
+
+    def bodies(self, stale: int | None = None) -> list[dict[str, Any]]:
+        """One Spot warning per machine, each its own message, sent at ``AT`` (the one at
+        index ``stale`` an hour before: past its deadline by more than the age limit)."""
+        bodies = []
+        for index, machine in enumerate(self.machines):
+            body = spot_interruption(machine)
+            body["id"] = f"spot-{index}"
+            body["time"] = stamp(AT - timedelta(hours=1) if index == stale else AT)
+            bodies.append(body)
+        return bodies
+
+    def process(self, workers: int, **settings: Any) -> list[MessageResult]:
+        return self.make(workers, **settings).process(self.bodies())
+
+
+@pytest.fixture
+def rig() -> Iterator[Rig]:
+    cluster = build_cluster(20, pools=2, pods_per_node=1)
+    machines = cluster.karpenter[:10]
+    with Emulator(cluster.objects) as emulator:
+        ledger = WatchedLedger(emulator)
+
+        def make(workers: int, **settings: Any) -> Pipeline:
+            return Pipeline(
+                clusters=OneCluster(
+                    KubeApi(emulator.api_client(), RetryPolicy(attempts=ATTEMPTS, base_delay=0.01))
+                ),
+                directory=cluster.directory(),
+                settings=Settings(clusters=(CLUSTER,), region=REGION, **settings),
+                clock=lambda: AT + timedelta(seconds=20),
+                wakeups=MemoryWakeups(),
+                ledger=ledger,
+                workers=workers,
+            )
+
+        yield Rig(emulator, machines, ledger, make)
+
+
+def outcomes(results: list[MessageResult]) -> list[Outcome | str]:
+    return [repr(r.error) if r.error is not None else r.reports[0].outcome for r in results]
+
+
+@pytest.mark.parametrize("workers", [1, 10])
+def test_every_node_of_the_batch_is_tainted_before_any_ledger_write(rig: Rig, workers: int) -> None:
+    """Ten Spot warnings, ten messages: by the ledger's first write (the Powertools record,
+    a DynamoDB round trip), all ten nodes bear the taint and are cordoned; then each is
+    handled as before (replaced, deleted)."""
+    results = rig.process(workers)
+    assert outcomes(results) == [Outcome.ACTED] * 10
+    assert len(rig.ledger.tainted_at_writes) == 10
+    for seen in rig.ledger.tainted_at_writes:
+        assert seen >= rig.names
+
+
+@pytest.mark.parametrize("workers", [1, 10])
+def test_a_taint_that_fails_in_the_phase_is_tried_again_by_its_message(
+    rig: Rig, workers: int
+) -> None:
+    """The third node's PATCH answered 500 for as many tries as the client makes: the phase
+    gives up on it (logged), the others' taints go on, and that message's own handling
+    taints it (before its ledger write) and acts, like the others."""
+    third = rig.machines[2].node_name
+    rig.emulator.fail_next(500, times=ATTEMPTS, verb="patch", resource="nodes", name=third)
+    results = rig.process(workers)
+    assert outcomes(results) == [Outcome.ACTED] * 10
+    assert rig.emulator.answers["500"] == ATTEMPTS
+    for seen in rig.ledger.tainted_at_writes:
+        assert seen >= rig.names - {third}
+    assert tainted(rig.emulator) >= rig.names - {third}  # and third: replaced and deleted
+
+
+@pytest.mark.parametrize("workers", [1, 10])
+def test_a_taint_that_keeps_failing_fails_only_its_message(rig: Rig, workers: int) -> None:
+    """The third node's PATCH fails in the phase and again in its message's handling: that
+    message alone returns to the queue (with the API server's error); the nine others were
+    tainted before any ledger write and are acted on."""
+    third = rig.machines[2].node_name
+    rig.emulator.fail_next(500, times=2 * ATTEMPTS, verb="patch", resource="nodes", name=third)
+    results = rig.process(workers)
+    got = outcomes(results)
+    assert got[:2] + got[3:] == [Outcome.ACTED] * 9
+    assert "500" in str(got[2])
+    assert results[2].error is not None
+    for seen in rig.ledger.tainted_at_writes:
+        assert seen >= rig.names - {third}
+    assert third not in tainted(rig.emulator)
+
+
+@pytest.mark.parametrize("workers", [1, 10])
+def test_a_duplicate_batch_is_tainted_again_idempotently_and_reported_duplicate(
+    rig: Rig, workers: int
+) -> None:
+    """The whole batch delivered again (SQS at least once): every node's guarded taint is
+    tried before the first ledger write and refused (422: our taint is there), nothing
+    changes, and each message says duplicate."""
+    rig.process(workers)
+    before = rig.emulator.objects("Node")
+    rig.emulator.reset_counts()
+    rig.ledger.patched_at_writes.clear()
+    results = rig.process(workers)
+    assert outcomes(results) == [Outcome.IGNORED] * 10
+    assert {r.reports[0].reason for r in results} == {"duplicate delivery: already handled"}
+    for seen in rig.ledger.patched_at_writes:
+        assert seen >= rig.names
+    writes = {verb for (verb, *_rest) in rig.emulator.request_log} - {"get", "list"}
+    assert writes == {"patch"}
+    assert rig.emulator.answers["422"] == rig.emulator.requests_by_resource[("patch", "nodes")]
+    assert rig.emulator.objects("Node") == before
+
+
+@pytest.mark.parametrize("workers", [1, 10])
+def test_a_dry_run_taints_nothing(rig: Rig, workers: int) -> None:
+    """Dry run: the phase sends no PATCH (nor does the handling): the nodes are as they were."""
+    before = rig.emulator.objects("Node")
+    results = rig.process(workers, dry_run=True)
+    assert all(r.error is None for r in results)
+    assert not [e for e in rig.emulator.request_log if e[0] == "patch" and e[2] == "nodes"]
+    assert rig.emulator.objects("Node") == before
+
+
+@pytest.mark.parametrize("workers", [1, 10])
+def test_a_stale_notice_is_not_tainted_at_once(rig: Rig, workers: int) -> None:
+    """One warning of the batch an hour old (past its deadline by more than the age limit,
+    lifeboat.decide.staleness): it is judged as a voluntary notice, its node not tainted in
+    the phase; the nine fresh ones are, before any ledger write."""
+    stale = rig.machines[4].node_name
+    results = rig.make(workers).process(rig.bodies(stale=4))
+    assert [o for i, o in enumerate(outcomes(results)) if i != 4] == [Outcome.ACTED] * 9
+    first_write = rig.ledger.patched_at_writes[0]
+    assert first_write >= rig.names - {stale}
+    assert stale not in first_write
