@@ -35,6 +35,7 @@ class Resolver:
         self.kube = kube
         self._nodepools: dict[str, Mapping[str, Any] | None] = {}
         self._lock = threading.Lock()
+        self._reading: dict[str, threading.Lock] = {}  # one per NodePool being read
 
     def resolve(
         self, instance_id: str, info: InstanceInfo, node: Mapping[str, Any] | None = None
@@ -133,9 +134,16 @@ class Resolver:
         return replace(target, pods=pods, pdbs=pdbs, counts=counts, claim=claim, usage=usage)
 
     def nodepool(self, name: str) -> Mapping[str, Any] | None:
-        """One GET per NodePool per batch, however many of its nodes the batch names."""
+        """One GET per NodePool per batch, however many of its nodes the batch names. The
+        lanes of a batch read their pools side by side: only readers of the same pool wait
+        for each other (one lock for all made a batch's taints wait on each pool's GET in
+        turn, issue 36)."""
         with self._lock:
-            if name not in self._nodepools:
+            if name in self._nodepools:
+                return self._nodepools[name]
+            reading = self._reading.setdefault(name, threading.Lock())
+        with reading:
+            if name not in self._nodepools:  # not read by the lane this one waited for
                 self._nodepools[name] = self.kube.get_nodepool(name)
             return self._nodepools[name]
 
