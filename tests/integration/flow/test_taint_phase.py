@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 
@@ -214,3 +215,82 @@ def test_a_stale_notice_is_not_tainted_at_once(rig: Rig, workers: int) -> None:
     first_write = rig.ledger.patched_at_writes[0]
     assert first_write >= rig.names - {stale}
     assert stale not in first_write
+
+
+@pytest.mark.parametrize("workers", [1, 10])
+def test_one_warning_twice_in_a_batch_is_acted_on_once(rig: Rig, workers: int) -> None:
+    """The same Spot warning delivered twice in one batch (SQS at least once): both
+    messages name one instance, so they share a lane; the phase taints the node once, the
+    first message acts on it as read fresh (other work of the batch names it), the second
+    is a duplicate."""
+    bodies = rig.bodies()
+    bodies[9] = bodies[0]
+    results = rig.make(workers).process(bodies)
+    assert outcomes(results) == [Outcome.ACTED] * 9 + [Outcome.IGNORED]
+    assert results[9].reports[0].reason == "duplicate delivery: already handled"
+    for seen in rig.ledger.tainted_at_writes:
+        assert seen >= rig.names - {rig.machines[9].node_name}
+    first = rig.machines[0].node_name
+    assert [e[4] for e in rig.emulator.request_log if e[0] == "patch"].count(first) >= 1
+
+
+@pytest.mark.parametrize("workers", [1, 10])
+def test_two_warnings_for_one_instance_are_handled_from_the_node_as_it_is(
+    rig: Rig, workers: int
+) -> None:
+    """Two Spot warnings (two events) for one instance in a batch: the phase taints its
+    node for both, and records no node for either (the first one's handling replaces and
+    deletes it before the second is handled): each handling reads the node as it is then,
+    both acted on as before the phase (Resolver.resolve reads the node when none is
+    given)."""
+    bodies = rig.bodies()
+    bodies[9] = dict(bodies[0], id="spot-again")
+    results = rig.make(workers).process(bodies)
+    assert outcomes(results) == [Outcome.ACTED] * 10
+    for seen in rig.ledger.tainted_at_writes:
+        assert seen >= rig.names - {rig.machines[9].node_name}
+
+
+@pytest.mark.parametrize("workers", [1, 10])
+def test_a_node_already_deleted_is_not_an_error(rig: Rig, workers: int) -> None:
+    """Another controller (Karpenter's own interruption handling) deleted the third node
+    before the batch: the phase's guarded patch is answered 404 and nothing is recorded as
+    patched; the message's handling goes on as it did before the phase, without failing."""
+    third = rig.machines[2].node_name
+    rig.emulator.delete_object("Node", third)
+    results = rig.process(workers)
+    assert all(r.error is None for r in results), [r.error for r in results]
+    got = outcomes(results)
+    assert got[:2] + got[3:] == [Outcome.ACTED] * 9
+    assert got[2] is Outcome.IGNORED
+    assert results[2].reports[0].reason.startswith("no Kubernetes node for instance")
+    for seen in rig.ledger.tainted_at_writes:
+        assert seen >= rig.names - {third}
+
+
+@pytest.mark.parametrize("workers", [1, 10])
+def test_a_crash_after_the_phase_leaves_the_nodes_tainted_and_the_retry_acts_once(
+    rig: Rig, workers: int
+) -> None:
+    """The invocation stops between the phase and the handling (here: the ledger cannot be
+    reached, every message fails before its record is written): every node is tainted
+    and cordoned already, every message returns to the queue; their next receipt taints
+    again (refused, nothing changes), finds no record, and acts on each node once: one
+    replacement each."""
+    claims = {c["metadata"]["name"] for c in rig.emulator.objects("NodeClaim")}
+
+    def unreachable(key: str, handle: Callable[[], Report]) -> Report | None:
+        raise ConnectionError("DynamoDB unreachable")
+
+    inner = rig.ledger.inner
+    rig.ledger.inner = cast(MemoryLedger, SimpleNamespace(once=unreachable))
+    failed = rig.process(workers)
+    assert all(isinstance(r.error, ConnectionError) for r in failed)
+    assert tainted(rig.emulator) >= rig.names
+    assert {c["metadata"]["name"] for c in rig.emulator.objects("NodeClaim")} == claims
+
+    rig.ledger.inner = inner
+    again = rig.make(workers).process(rig.bodies(), receives=[2] * 10)
+    assert outcomes(again) == [Outcome.ACTED] * 10
+    made = {c["metadata"]["name"] for c in rig.emulator.objects("NodeClaim")} - claims
+    assert len(made) == 10
