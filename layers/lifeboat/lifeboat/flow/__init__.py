@@ -1,5 +1,6 @@
 """One message's way through Lifeboat: parse (events/) -> resolve -> decide (decide/, pure)
--> act. ``pipeline`` takes a batch and hands each message to the step for it:
+-> act. ``pipeline`` takes a batch, taints the node of each of its involuntary notices
+first (the batch's taint phase), and hands each message to the step for it:
 
 - ``read`` reads a message: ``classify`` says what it is (the one place that does), then
   its kind's parser runs (``events`` for AWS's, ``wakeup``, ``rotation``); a sweep request

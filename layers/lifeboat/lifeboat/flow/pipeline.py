@@ -8,8 +8,9 @@ on an error.
 
 :class:`Pipeline` reads the batch (``read``: each message told apart by ``classify`` and
 parsed; a sweep request by ``sweep_request``), describes its instances at once (``batch``),
-and hands each message to the step for it: its notices to ``notices``, a wake-up to
-``wake``, the rotation's work to ``lifeboat.rotation``; ``carry`` carries out every decision.
+taints the node of every involuntary notice of the batch (its taint phase), and hands each
+message to the step for it: its notices to ``notices``, a wake-up to ``wake``, the
+rotation's work to ``lifeboat.rotation``; ``carry`` carries out every decision.
 """
 
 from __future__ import annotations
