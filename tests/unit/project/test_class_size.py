@@ -25,10 +25,6 @@ EXCEPTIONS: dict[str, str] = {
         "list, patch, create, delete of each kind), as the client's CoreV1Api; splitting it "
         "by kind would multiply the fakes tests pass for it"
     ),
-    "lifeboat.events.base.Fields": (
-        "the typed reader every parser uses: one method per kind of field (string, literal, "
-        "instance id, time, mapping, array...), each naming the field in its error"
-    ),
 }
 
 
