@@ -6,7 +6,7 @@ long after the instance is gone. So a message whose deadline is nearer than that
 
 * keeps retrying transient Kubernetes failures inside the invocation, for at most
   :data:`RETRY_PATIENCE` and never closer to the deadline than :data:`HANDLING_MARGIN`
-  (:func:`retry_window`, used by ``lifeboat.kube.client``), and
+  (:func:`retry_window`, used by ``lifeboat.kube.transport``), and
 * if it fails all the same, is made visible again within seconds, backing off with each
   delivery and always before the deadline (:func:`redelivery_delay`, applied by the handler
   with ``sqs:ChangeMessageVisibility``).
