@@ -156,8 +156,8 @@ def test_a_throttled_lookup_is_retried_past_the_standard_attempts_within_the_dea
 def test_without_a_near_deadline_a_throttled_lookup_keeps_the_standard_attempts(
     emu: Emulator, ticking: Ticking
 ) -> None:
-    """A Spot warning whose deadline has passed gains nothing from waiting: three tries,
-    then the message fails and keeps the queue's own timeout."""
+    """A Spot warning whose deadline has passed gains nothing from waiting in-process: three
+    tries, then the message fails and comes back after the distant backoff's 10 s."""
     ticking.start = SPOT_DEADLINE + timedelta(seconds=1)
     endpoint = Ec2Endpoint({INSTANCE: INFO}, refuse_next=10**6)
     redelivery = Redeliveries()
@@ -165,7 +165,7 @@ def test_without_a_near_deadline_a_throttled_lookup_keeps_the_standard_attempts(
     with pytest.raises(Exception, match="All records failed"):
         handle_batch({"Records": [sqs_record(SPOT)]}, None, pipeline, redelivery=redelivery)
     assert endpoint.calls == ATTEMPTS
-    assert redelivery.asked == []
+    assert [seconds for _handle, seconds in redelivery.asked] == [10]
 
 
 def test_a_lookup_throttled_past_its_window_fails_only_its_messages_and_they_return_in_seconds(

@@ -46,7 +46,7 @@ class Path:
         if name not in self.crossed:
             self.crossed.append(name)
         if (
-            name == "lifeboat.kube.client"
+            name == "lifeboat.kube.transport"
             and frame.f_code.co_name == "request"
             and frame.f_locals.get("method") == "PATCH"
         ):

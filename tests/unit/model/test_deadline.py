@@ -10,6 +10,7 @@ import pytest
 from cfnlint.decode import decode_str  # type: ignore[import-untyped]  # cfn-lint is untyped
 
 from lifeboat.model.deadline import (
+    DISTANT_REDELIVERIES,
     HANDLING_MARGIN,
     QUEUE_VISIBILITY_TIMEOUT,
     RETRY_PATIENCE,
@@ -63,11 +64,22 @@ def test_the_retry_window_is_the_patience_or_what_the_deadline_leaves_after_the_
 
 
 @pytest.mark.parametrize("deadline", [None, NOW - seconds(1), NOW + QUEUE_VISIBILITY_TIMEOUT])
-def test_without_a_near_deadline_there_is_no_window_and_no_early_redelivery(
+def test_without_a_near_deadline_there_is_no_window_and_the_redelivery_backs_off_from_10_s(
     deadline: datetime | None,
 ) -> None:
+    """Issue 36.1: a failed message comes back in seconds, not after the visibility timeout;
+    without a near deadline from 10 s, doubling, never later than the queue would bring it."""
     assert retry_window(deadline, NOW) is None
-    assert redelivery_delay(deadline, NOW, receive_count=1) is None
+    delays = [redelivery_delay(deadline, NOW, receive_count=n) for n in range(1, 11)]
+    assert delays == [10, 20, 40, 80, 160, 320, 380, 380, 380, 380]
+    assert redelivery_delay(deadline, NOW, receive_count=500) == 380  # exponent capped
+
+
+def test_the_default_ten_deliveries_of_a_lasting_failure_take_about_half_an_hour() -> None:
+    """DISTANT_REDELIVERIES is what nine waits between ten deliveries add up to."""
+    waits = sum(redelivery_delay(None, NOW, receive_count=n) for n in range(1, 10))
+    assert seconds(waits) == DISTANT_REDELIVERIES
+    assert 25 * 60 <= waits <= 35 * 60
 
 
 @pytest.mark.parametrize(
@@ -91,7 +103,9 @@ def test_a_two_minute_warning_gets_about_seven_deliveries() -> None:
     handled at once, until the deadline's margin."""
     deadline = NOW + seconds(120)
     now, deliveries = NOW, 1
-    while (delay := redelivery_delay(deadline, now, deliveries)) is not None and delay > 0:
+    while (delay := redelivery_delay(deadline, now, deliveries)) > 0 and now + seconds(
+        delay
+    ) < deadline:
         now += seconds(delay)
         deliveries += 1
     assert 6 <= deliveries <= 8

@@ -459,18 +459,20 @@ class FakeRedelivery:
         return True
 
 
-def test_a_failed_record_near_its_deadline_is_redelivered_early_and_backs_off() -> None:
-    """deadline.redelivery_delay through the handler: 1 s after the first delivery, 2 s after
-    the second, ..., never closer than 5 s to the deadline; a record without a near
-    deadline keeps the queue's own timeout (nothing asked)."""
+def test_a_failed_record_is_redelivered_early_and_backs_off() -> None:
+    """deadline.redelivery_delay through the handler: near its deadline 1 s after the first
+    delivery, 2 s after the second, ..., never closer than 5 s to the deadline; without a
+    near deadline 10 s, 20 s, ... (issue 36.1: seconds, not the 380 s visibility timeout);
+    once that backoff reaches the timeout, nothing is asked (the queue brings it back)."""
     near = MessageResult(error=RuntimeError("503"), deadline=NOW + timedelta(seconds=90))
     late = MessageResult(error=RuntimeError("503"), deadline=NOW + timedelta(seconds=7))
     far = MessageResult(error=RuntimeError("503"), deadline=NOW + timedelta(hours=2))
     none = MessageResult(error=RuntimeError("503"))
+    worn = MessageResult(error=RuntimeError("503"))
     pipeline, event = pipeline_for(
-        near=near, late=late, far=far, none=none, ok=MessageResult([ACTED])
+        near=near, late=late, far=far, none=none, worn=worn, ok=MessageResult([ACTED])
     )
-    for record, count in zip(event["Records"], ("3", "1", "1", "1", "1"), strict=True):
+    for record, count in zip(event["Records"], ("3", "1", "1", "2", "7", "1"), strict=True):
         record["attributes"]["ApproximateReceiveCount"] = count
     redelivery = FakeRedelivery()
     response = handle_batch(event, None, pipeline, redelivery=redelivery)  # type: ignore[arg-type]
@@ -479,8 +481,14 @@ def test_a_failed_record_near_its_deadline_is_redelivered_early_and_backs_off() 
         "m-late",
         "m-far",
         "m-none",
+        "m-worn",
     }
-    assert redelivery.asked == [("handle-m-near-1", 4), ("handle-m-late-1", 1)]
+    assert redelivery.asked == [
+        ("handle-m-near-1", 4),
+        ("handle-m-late-1", 1),
+        ("handle-m-far-1", 10),
+        ("handle-m-none-1", 20),
+    ]
 
 
 @dataclass

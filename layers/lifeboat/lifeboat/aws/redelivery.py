@@ -1,9 +1,10 @@
-"""Bringing a failed message back before its deadline: ``sqs:ChangeMessageVisibility``.
+"""Bringing a failed message back in seconds: ``sqs:ChangeMessageVisibility``.
 
 A record the handler reports as failed becomes visible again when its visibility timeout
-runs out (380 s on Lifeboat's queue). For a message whose deadline is nearer than that,
-the handler asks for an earlier redelivery (``lifeboat.model.deadline.redelivery_delay``). Best
-effort: if the call fails, the message still comes back, only later.
+runs out (380 s on Lifeboat's queue). The handler asks for an earlier redelivery, backing off
+with each delivery and before the deadline where one is near
+(``lifeboat.model.deadline.redelivery_delay``). Best effort: if the call fails, the message
+still comes back, only later.
 """
 
 from __future__ import annotations

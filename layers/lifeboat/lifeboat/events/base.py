@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn, Self, TypeVar
 
 from lifeboat.model.instants import as_utc
 from lifeboat.model.notice import MalformedMessage
@@ -162,14 +162,10 @@ def allowed(values: tuple[str, ...]) -> str:
     return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
 
 
-class Fields:
-    """The fields of one JSON object, each read with its type and checked, strictly.
-
-    Each reader takes the field's name as it appears in the message and ``default`` (omit it
-    for a required field); a failure raises :class:`MalformedMessage` naming the field by
-    its dotted path. Call the readers in the order the fields are declared: the first failure
-    is the one reported. ``None`` is accepted only where ``default`` is ``None``.
-    """
+class FieldAccess:
+    """One JSON object's fields found and checked: a field missing, of the wrong JSON type or
+    refused by a check fails as :class:`MalformedMessage` naming it by its dotted path. The
+    readers are :class:`JsonFields` (JSON's kinds) and :class:`Fields` (AWS's identifiers)."""
 
     def __init__(self, data: object, *, path: str, event_id: str | None) -> None:
         self.path = path
@@ -197,6 +193,17 @@ class Fields:
             self._fail(where, f"expected {_JSON_NAMES[kind]} (got {quote(value)})")
         return value
 
+    def _checked(self, name: str, check: Any, value: object) -> Any:
+        try:
+            return check(value)
+        except ValueError as error:
+            self._fail(join_path(self.path, name), str(error))
+
+
+class JsonFields(FieldAccess):
+    """The readers of JSON's kinds of field: a string (its length bounded), one of some
+    literal strings, a time, a nested object, an array (of strings, of objects)."""
+
     def string(
         self, name: str, default: Any = REQUIRED, *, min_length: int = 0, max_length: int = 0
     ) -> Any:
@@ -214,29 +221,11 @@ class Fields:
             )
         return value
 
-    def identifier(self, name: str, default: Any = REQUIRED) -> Any:
-        """An id from a message (event id, request id, token): bounded, so it can be logged."""
-        return self.string(name, default, min_length=1, max_length=MAX_ID)
-
-    def name(self, name: str, default: Any = REQUIRED) -> Any:
-        """A name or ARN from a message (Auto Scaling group, lifecycle hook), bounded like AWS's."""
-        return self.string(name, default, min_length=1, max_length=MAX_NAME)
-
     def literal(self, name: str, values: tuple[str, ...], default: Any = REQUIRED) -> Any:
         value = self._raw(name, default)
         if name in self.data and not (isinstance(value, str) and value in values):
             where = join_path(self.path, name)
             self._fail(where, f"input should be {allowed(values)} (got {quote(value)})")
-        return value
-
-    def instance_id(self, name: str) -> str:
-        """An EC2 instance id: ``i-`` followed by 8 to 17 lowercase hex digits."""
-        value: str = self._checked(name, check_instance_id, self.string(name))
-        return value
-
-    def reservation_id(self, name: str) -> str:
-        """An EC2 capacity reservation id: ``cr-`` followed by 8 to 17 lowercase hex digits."""
-        value: str = self._checked(name, check_reservation_id, self.string(name))
         return value
 
     def time(self, name: str, parse: Any = parse_iso8601, default: Any = REQUIRED) -> Any:
@@ -246,12 +235,6 @@ class Fields:
         if name not in self.data or (value is None and default is None):
             return value
         return self._checked(name, parse, value)
-
-    def _checked(self, name: str, check: Any, value: object) -> Any:
-        try:
-            return check(value)
-        except ValueError as error:
-            self._fail(join_path(self.path, name), str(error))
 
     def mapping(self, name: str) -> dict[str, Any]:
         """A nested object, kept as it is (read later, by a kind's parser)."""
@@ -271,12 +254,44 @@ class Fields:
                 self._fail(f"{where}.{index}", f"expected a string (got {quote(value)})")
         return values
 
-    def objects(self, name: str) -> Iterator[Fields]:
-        """An array of objects, each read with its own :class:`Fields` as it is reached (so
-        an earlier item's bad field is reported before a later item's)."""
+    def objects(self, name: str) -> Iterator[Self]:
+        """An array of objects, each read with its own reader of this class as it is reached
+        (so an earlier item's bad field is reported before a later item's)."""
         items = self.array(name)
         where = join_path(self.path, name)
         return (
-            Fields(item, path=f"{where}.{index}", event_id=self.event_id)
+            type(self)(item, path=f"{where}.{index}", event_id=self.event_id)
             for index, item in enumerate(items)
         )
+
+
+class Fields(JsonFields):
+    """The fields of one JSON object, each read with its type and checked, strictly.
+
+    Each reader takes the field's name as it appears in the message and ``default`` (omit it
+    for a required field); a failure raises :class:`MalformedMessage` naming the field by
+    its dotted path. Call the readers in the order the fields are declared: the first failure
+    is the one reported. ``None`` is accepted only where ``default`` is ``None``.
+
+    JSON's kinds are read as :class:`JsonFields` reads them; this class adds AWS's
+    identifiers: ids and names bounded as AWS bounds them, EC2 instance and capacity
+    reservation ids.
+    """
+
+    def identifier(self, name: str, default: Any = REQUIRED) -> Any:
+        """An id from a message (event id, request id, token): bounded, so it can be logged."""
+        return self.string(name, default, min_length=1, max_length=MAX_ID)
+
+    def name(self, name: str, default: Any = REQUIRED) -> Any:
+        """A name or ARN from a message (Auto Scaling group, lifecycle hook), bounded like AWS's."""
+        return self.string(name, default, min_length=1, max_length=MAX_NAME)
+
+    def instance_id(self, name: str) -> str:
+        """An EC2 instance id: ``i-`` followed by 8 to 17 lowercase hex digits."""
+        value: str = self._checked(name, check_instance_id, self.string(name))
+        return value
+
+    def reservation_id(self, name: str) -> str:
+        """An EC2 capacity reservation id: ``cr-`` followed by 8 to 17 lowercase hex digits."""
+        value: str = self._checked(name, check_reservation_id, self.string(name))
+        return value

@@ -6,14 +6,17 @@ long after the instance is gone. So a message whose deadline is nearer than that
 
 * keeps retrying transient Kubernetes failures inside the invocation, for at most
   :data:`RETRY_PATIENCE` and never closer to the deadline than :data:`HANDLING_MARGIN`
-  (:func:`retry_window`, used by ``lifeboat.kube.client``), and
+  (:func:`retry_window`, used by ``lifeboat.kube.transport``), and
 * if it fails all the same, is made visible again within seconds, backing off with each
   delivery and always before the deadline (:func:`redelivery_delay`, applied by the handler
   with ``sqs:ChangeMessageVisibility``).
 
 A message without a near deadline (a rebalance recommendation, maintenance days away) keeps
-the bounded retries of ``kube.RetryPolicy`` and the queue's own timeout: nothing is gained
-by hurrying it, and a struggling API server is spared. Pure: the clock is passed in.
+the bounded retries of ``kube.RetryPolicy`` in-process (nothing is gained by hurrying it, and
+a struggling API server is spared), and comes back after 10, 20, 40, ... seconds, at most the
+queue's visibility timeout: a passing failure is retried in seconds, a lasting one still
+spreads the default ten deliveries over about half an hour (:data:`DISTANT_REDELIVERIES`)
+before the dead-letter queue. Pure: the clock is passed in.
 """
 
 from __future__ import annotations
@@ -29,6 +32,12 @@ RETRY_PATIENCE = timedelta(seconds=20)
 HANDLING_MARGIN = timedelta(seconds=5)
 # The first redelivery after a failure, doubled with each further delivery.
 FIRST_REDELIVERY = timedelta(seconds=1)
+# The first redelivery of a failed message without a near deadline, doubled with each further
+# delivery up to the queue's visibility timeout.
+FIRST_DISTANT_REDELIVERY = timedelta(seconds=10)
+# What the default MaxReceiveCount (10) spends on a lasting failure of such a message: the
+# nine waits between its ten deliveries (10 + 20 + ... + 320 + 3 x 380 s, about 30 minutes).
+DISTANT_REDELIVERIES = timedelta(seconds=10 + 20 + 40 + 80 + 160 + 320 + 3 * 380)
 # A message naming several instances starts no further one when less than this is left of
 # the invocation, and hands the rest on as their own messages (lifeboat.flow.split): enough for
 # the instance under way to finish (bounded retries) and the rest to be scheduled.
@@ -56,15 +65,18 @@ def retry_window(
     return window if window > timedelta(0) else None
 
 
-def redelivery_delay(deadline: datetime | None, now: datetime, receive_count: int) -> int | None:
-    """Seconds until a failed message should be delivered again (None: the queue's timeout).
+def redelivery_delay(deadline: datetime | None, now: datetime, receive_count: int) -> int:
+    """Seconds until a failed message should be delivered again.
 
-    1, 2, 4, 8, ... seconds for the 1st, 2nd, 3rd, 4th delivery, never later than
-    :data:`HANDLING_MARGIN` before the deadline: a two-minute warning gets about seven
-    deliveries, inside the template's default ``MaxReceiveCount`` of 10.
+    Near its deadline: 1, 2, 4, 8, ... seconds for the 1st, 2nd, 3rd, 4th delivery, never
+    later than :data:`HANDLING_MARGIN` before the deadline: a two-minute warning gets about
+    seven deliveries, inside the template's default ``MaxReceiveCount`` of 10. Otherwise
+    10, 20, 40, ... seconds, at most the queue's visibility timeout.
     """
+    doublings = 2 ** max(0, min(receive_count - 1, 16))
     if deadline is None or not is_near(deadline, now):
-        return None
-    backoff = FIRST_REDELIVERY * 2 ** max(0, min(receive_count - 1, 16))
+        distant = min(FIRST_DISTANT_REDELIVERY * doublings, QUEUE_VISIBILITY_TIMEOUT)
+        return int(distant.total_seconds())
+    backoff = FIRST_REDELIVERY * doublings
     latest = deadline - now - HANDLING_MARGIN
     return max(0, int(min(backoff, latest).total_seconds()))

@@ -7,7 +7,7 @@ The pipeline opens a window per message (:func:`retrying_for`, sized by
 invocation); every client then retries its transient failures, with backoff, for as long as
 the window allows, and no longer:
 
-* the Kubernetes client (``lifeboat.kube.client.KubeApi.request``),
+* the Kubernetes client (``lifeboat.kube.transport.KubeTransport.request``),
 * the boto3 clients, through the retry hook of ``lifeboat.aws.retries``.
 
 The window is a context variable: each thread of a batch handles its own message, so each

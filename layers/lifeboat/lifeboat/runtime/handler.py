@@ -3,7 +3,7 @@
 A plain function over a built pipeline, so tests call it directly; ``functions/interruption
 /app.py`` only wires Powertools around it. A record whose handling raised is reported as a
 batch item failure (``ReportBatchItemFailures``): SQS delivers it again, sooner than the
-queue's visibility timeout when its deadline is near (``lifeboat.model.deadline``), and after
+queue's visibility timeout (in seconds, backing off: ``lifeboat.model.deadline``), and after
 ``maxReceiveCount`` tries moves it to the dead-letter queue. Every other record is deleted,
 because it was acted on, deferred, ignored with a reason, or rejected with a reason (logged;
 a malformed message will never parse, so retrying it would only delay the dead-letter
@@ -33,7 +33,7 @@ from lifeboat.aws.notify import Notifier
 from lifeboat.aws.redelivery import Redelivery
 from lifeboat.errors import RetryLater
 from lifeboat.flow.pipeline import MessageResult, Pipeline
-from lifeboat.model.deadline import redelivery_delay
+from lifeboat.model.deadline import QUEUE_VISIBILITY_TIMEOUT, redelivery_delay
 from lifeboat.model.report import Outcome, Report
 from lifeboat.telemetry.observability import BatchMetricSink, MetricSink, log_fields, report_metrics
 from lifeboat.telemetry.tracing import RecordTracer
@@ -169,7 +169,8 @@ def _failed(
     now: datetime,
     redelivery: Redelivery | None,
 ) -> None:
-    """Log a failed record and, when its deadline is near, ask for an early redelivery."""
+    """Log a failed record and ask for its redelivery in seconds (``redelivery_delay``);
+    once the backoff reaches the queue's visibility timeout, the queue brings it back."""
     delay = redelivery_delay(result.deadline, now, _receive_count(record))
     logger.error(
         "message failed; it returns to the queue",
@@ -181,7 +182,8 @@ def _failed(
         },
     )
     receipt = record.get("receiptHandle")
-    if delay is not None and redelivery is not None and isinstance(receipt, str) and receipt:
+    sooner = delay < QUEUE_VISIBILITY_TIMEOUT.total_seconds()
+    if sooner and redelivery is not None and isinstance(receipt, str) and receipt:
         redelivery.redeliver_in(receipt, delay)
 
 
