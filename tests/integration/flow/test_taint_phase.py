@@ -12,6 +12,8 @@ side by side (as the Lambda runs them).
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -20,6 +22,7 @@ from typing import Any, cast
 
 import pytest
 
+import lifeboat.flow.pipeline as pipeline_module
 from bench.cluster import CLUSTER, REGION, Machine, build_cluster
 from bench.events import spot_interruption
 from kubemu import Emulator
@@ -50,8 +53,12 @@ class WatchedLedger:
     inner: MemoryLedger = field(default_factory=MemoryLedger)
     tainted_at_writes: list[set[str]] = field(default_factory=list)
     patched_at_writes: list[set[str]] = field(default_factory=list)
+    # Whether the taint phase had given up on a message (logged it) by each write.
+    gave_up: threading.Event = field(default_factory=threading.Event)
+    gave_up_at_writes: list[bool] = field(default_factory=list)
 
     def once(self, key: str, handle: Callable[[], Report]) -> Report | None:
+        self.gave_up_at_writes.append(self.gave_up.is_set())
         self.tainted_at_writes.append(tainted(self.emulator))
         self.patched_at_writes.append(
             {
@@ -294,3 +301,42 @@ def test_a_crash_after_the_phase_leaves_the_nodes_tainted_and_the_retry_acts_onc
     assert outcomes(again) == [Outcome.ACTED] * 10
     made = {c["metadata"]["name"] for c in rig.emulator.objects("NodeClaim")} - claims
     assert len(made) == 10
+
+
+def test_a_lane_whose_taint_keeps_retrying_holds_back_only_its_own_message(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The third node's PATCH answered 503 (unavailable) again and again, its warning near
+    its deadline: the phase retries it within the message's window (1.5 s here: the
+    invocation's 6.5 s left less the handling margin). The other lanes, their taints done,
+    wait for it only ``TAINT_PHASE_WAIT`` and are handled (their ledger writes made) while
+    the third is still refused; the third fails alone when its own window runs out."""
+    monkeypatch.setattr(pipeline_module, "TAINT_PHASE_WAIT", 0.1)
+    third = rig.machines[2].node_name
+    rig.emulator.fail_next(503, times=10_000, verb="patch", resource="nodes", name=third)
+    logger = logging.getLogger(pipeline_module.__name__)
+    told = Told(rig.ledger.gave_up)
+    logger.addHandler(told)
+    try:
+        results = rig.make(10).process(rig.bodies(), time_left=lambda: 6.5)
+    finally:
+        logger.removeHandler(told)
+    got = outcomes(results)
+    assert got[:2] + got[3:] == [Outcome.ACTED] * 9
+    assert "503" in str(got[2])
+    assert rig.ledger.gave_up.is_set()  # the phase gave up on the third, and said so
+    assert rig.ledger.gave_up_at_writes == [False] * 9  # the nine went on before that
+    for seen in rig.ledger.tainted_at_writes:
+        assert seen >= rig.names - {third}
+
+
+class Told(logging.Handler):
+    """Sets ``event`` when the taint phase logs that it gave up on a message."""
+
+    def __init__(self, event: threading.Event) -> None:
+        super().__init__(logging.WARNING)
+        self.event = event
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage().startswith("taint before handling failed"):
+            self.event.set()

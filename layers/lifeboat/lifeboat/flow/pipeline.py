@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import cached_property, partial
@@ -58,6 +58,12 @@ if TYPE_CHECKING:  # the rotation loads with its first message (lifeboat.flow.cl
     from lifeboat.rotation.runner import RotationRunner
 
 _log = logging.getLogger(__name__)
+
+# How long the lanes of a batch wait for the others' taints before handling their own
+# messages: above what a batch's taints take on a loaded machine (the bench's storms: 2 s at
+# most), far below a retry window (lifeboat.model.deadline.RETRY_PATIENCE), which one node's
+# failing taint may use up: the other messages' replacements are not held back that long.
+TAINT_PHASE_WAIT = 5.0
 
 __all__ = [
     "Body",
@@ -117,17 +123,31 @@ class Pipeline(FlowConfig):
         self._in_lanes(message_lanes(named), taint, run)
         return results
 
-    def _in_lanes(self, lanes: list[list[int]], *phases: Callable[[list[int]], None]) -> None:
-        """Each phase over every lane (side by side when there are workers), one phase after
-        the other: the batch's taints are all done before any message is handled."""
+    def _in_lanes(
+        self,
+        lanes: list[list[int]],
+        taint: Callable[[list[int]], None],
+        run: Callable[[list[int]], None],
+    ) -> None:
+        """The taint phase over every lane, then the handling (side by side when there are
+        workers): the batch's taints are done before any message is handled, and a lane
+        whose taint is still retrying after :data:`TAINT_PHASE_WAIT` holds back only its
+        own messages, not the replacements of the others."""
         if self.workers <= 1 or len(lanes) <= 1:
-            for phase in phases:
-                for lane in lanes:
-                    phase(lane)
+            for lane in lanes:
+                taint(lane)
+            for lane in lanes:
+                run(lane)
             return
         with ThreadPoolExecutor(max_workers=min(self.workers, len(lanes))) as pool:
-            for phase in phases:
-                list(pool.map(phase, lanes))
+            tainting = [pool.submit(taint, lane) for lane in lanes]
+            wait(tainting, timeout=TAINT_PHASE_WAIT)
+
+            def handle(index: int) -> None:
+                tainting[index].result()  # its own taints first, however long they retry
+                run(lanes[index])
+
+            list(pool.map(handle, range(len(lanes))))
 
     def _taint_first(
         self, steps: _Steps, batch: Batch, items: list[Parsed], shared: set[str]
