@@ -91,7 +91,8 @@ def test_the_entry_point_loads_nothing_a_spot_batch_does_not_use() -> None:
     the kubernetes package's kubeconfig/watch/stream machinery and PyYAML (the Lambda only
     needs kubernetes.client), Powertools' batch utility (asyncio and every event source's
     data classes), the NodePool budget and cron code (voluntary notices only), the planned
-    rotation (an operator's commands and their wake-ups only)."""
+    rotation (an operator's commands and their wake-ups only), the parsers of every kind but
+    the Spot warning's (each imported by its kind's first message)."""
     loaded = set(_child(IMPORT_APP))
     assert {"kubernetes.client.rest", "kubernetes.client.configuration"} <= loaded
     not_expected = {
@@ -118,6 +119,15 @@ def test_the_entry_point_loads_nothing_a_spot_batch_does_not_use() -> None:
         "lifeboat.rotation.request",
         "lifeboat.rotation.runner",
         "lifeboat.rotation.model",
+        # Every other kind's parser: imported by its kind's first message
+        # (lifeboat.events.registry).
+        "lifeboat.events.rebalance_recommendation",
+        "lifeboat.events.scheduled_change",
+        "lifeboat.events.state_change",
+        "lifeboat.events.capacity_reservation",
+        "lifeboat.events.asg_lifecycle",
+        "lifeboat.events.instance_impaired",
+        "lifeboat.events.ec2_scheduled_event",
     }
     assert loaded & not_expected == set()
 

@@ -37,9 +37,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from lifeboat.events.base import MAX_REASON, Fields, clip
+from lifeboat.events.base import MAX_REASON, Fields, clip, parse_time
 from lifeboat.events.envelope import EventBridgeEvent
-from lifeboat.events.instance_status import parse_time
 from lifeboat.model.instants import format_instant
 from lifeboat.model.notice import Kind, Notice
 
