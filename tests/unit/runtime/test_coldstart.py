@@ -92,7 +92,8 @@ def test_the_entry_point_loads_nothing_a_spot_batch_does_not_use() -> None:
     needs kubernetes.client), Powertools' batch utility (asyncio and every event source's
     data classes), the NodePool budget and cron code (voluntary notices only), the planned
     rotation (an operator's commands and their wake-ups only), the parsers of every kind but
-    the Spot warning's (each imported by its kind's first message)."""
+    the Spot warning's (each imported by its kind's first message), the sweep's reader and
+    the wake-ups' handler."""
     loaded = set(_child(IMPORT_APP))
     assert {"kubernetes.client.rest", "kubernetes.client.configuration"} <= loaded
     not_expected = {
@@ -128,6 +129,15 @@ def test_the_entry_point_loads_nothing_a_spot_batch_does_not_use() -> None:
         "lifeboat.events.asg_lifecycle",
         "lifeboat.events.instance_impaired",
         "lifeboat.events.ec2_scheduled_event",
+        # The sweep's reader (EC2's statuses, its holds, its triage, the hand-overs it takes
+        # over) and the wake-ups' handler: imported by the first sweep or wake-up.
+        "lifeboat.events.instance_status",
+        "lifeboat.flow.sweep_request",
+        "lifeboat.flow.sweep_holds",
+        "lifeboat.flow.sweep_triage",
+        "lifeboat.flow.handover_sweep",
+        "lifeboat.flow.wake",
+        "lifeboat.decide.wakeups",
     }
     assert loaded & not_expected == set()
 

@@ -29,6 +29,7 @@ from lifeboat.flow.batch import (
     InstanceLookupFailed,
     MessageResult,
     Parsed,
+    Swept,
     deadline_of,
     describe,
     notices_of,
@@ -37,12 +38,10 @@ from lifeboat.flow.batch import (
 )
 from lifeboat.flow.classify import Body
 from lifeboat.flow.config import ClusterClients, ClusterScope, FlowConfig, OneCluster
-from lifeboat.flow.handover_sweep import Swept
 from lifeboat.flow.lanes import lanes as message_lanes
 from lifeboat.flow.notices import NoticeHandler
 from lifeboat.flow.read import MessageReader
 from lifeboat.flow.split import split
-from lifeboat.flow.wake import Waker
 from lifeboat.kube.client import KubeApi, retrying_for
 from lifeboat.model.instances import InstanceDirectory, InstanceInfo
 from lifeboat.model.notice import Notice
@@ -52,6 +51,7 @@ from lifeboat.model.target import Target
 from lifeboat.wakeup.codec import Wakeup
 
 if TYPE_CHECKING:  # the rotation loads with its first message (lifeboat.flow.classify)
+    from lifeboat.flow.wake import Waker
     from lifeboat.rotation.runner import RotationRunner
 
 __all__ = [
@@ -203,6 +203,9 @@ class _Steps:
 
     @cached_property
     def waker(self) -> Waker:
+        # Imported with the first wake-up or sweep: wake-ups' decisions, hand-overs' take-over.
+        from lifeboat.flow.wake import Waker
+
         return Waker(self._config, self.notices)
 
 
