@@ -62,6 +62,8 @@ ORIGIN = "DescribeCapacityReservations"
 
 @dataclass(frozen=True)
 class CapacityBlockDetail:
+    """A Capacity Block event's ``detail``: the reservation, and its end when EC2 says it."""
+
     reservation_id: str
     end_date: datetime | None
 

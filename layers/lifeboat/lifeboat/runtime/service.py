@@ -142,6 +142,8 @@ class LazyClient:
 
 @dataclass
 class Service:
+    """What the Lambda keeps for its lifetime: the pipeline and what serves it."""
+
     pipeline: Pipeline
     settings: Settings
     notifier: Notifier | None = None
