@@ -120,6 +120,7 @@ def test_the_entry_point_loads_nothing_a_spot_batch_does_not_use() -> None:
         "lifeboat.rotation.request",
         "lifeboat.rotation.runner",
         "lifeboat.rotation.model",
+        "lifeboat.flow.rotation_nodes",
         # Every other kind's parser: imported by its kind's first message
         # (lifeboat.events.registry).
         "lifeboat.events.rebalance_recommendation",
