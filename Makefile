@@ -9,7 +9,7 @@ DEMO_AT ?= 2026-12-01T14:05:00Z
 # instance, one with an EC2 scheduled event. Not an SQS message, so not in events/*.json.
 STATUS_SAMPLE := events/status/describe-instance-status.json
 
-.PHONY: lock demo test sam-checks lint typecheck docs docs-examples docs-check npm chromium follow bench bench-health-split bench-hand-over soak bench-check mutants clean stackset-template
+.PHONY: lock demo test bytecode sam-checks lint typecheck docs docs-examples docs-check npm chromium follow bench bench-health-split bench-hand-over soak bench-check mutants clean stackset-template
 
 include sam.mk
 
@@ -58,15 +58,24 @@ follow: $(VENV)/.installed
 ## test suite (what .ci/run runs). worksteal: a worker that runs out of tests takes some from
 ## the other's queue, so a few long tests at the end do not leave a core idle. Branch coverage
 ## of the layer is measured on the way and held to its floors (tests/support/coverage_floor.py).
+# Bytecode is written while testing, whatever PYTHONDONTWRITEBYTECODE says: else every
+# process the tests start (lifeboat serve, the CLI, the fleet's invocations) compiles the
+# project again (half a second each), and pytest rewrites every test module's asserts again
+# in each worker. The project's own sources are compiled first, beside the other checks.
+test: export PYTHONDONTWRITEBYTECODE =
 test: $(VENV)/.installed-dev
-	$(MAKE) --no-print-directory -j2 --output-sync=target lint typecheck sam-checks docs-check
+	$(MAKE) --no-print-directory -j2 --output-sync=target bytecode lint typecheck sam-checks docs-check
 	$(BIN)/python -m pytest -q -n auto --dist worksteal --cov --cov-report=json:coverage.json \
 		--cov-report=
 	$(BIN)/python -m tests.support.coverage_floor coverage.json
 
+bytecode: $(VENV)/.installed-dev
+	$(BIN)/python -m compileall -q -j0 layers/lifeboat/lifeboat local functions bench docsite
+
 # In order (-j1: the sub-make would otherwise inherit make test's -j2 and measure the layer
-# before it is built).
-sam-checks: $(VENV)/.installed-dev
+# before it is built), after the bytecode (sam build copies the layer's sources while
+# compileall would be renaming files into them).
+sam-checks: $(VENV)/.installed-dev bytecode
 	$(MAKE) --no-print-directory -j1 sam-validate sam-build layer-size
 
 ## docs: the documentation site into build/site (MkDocs Material, --strict: a broken link or

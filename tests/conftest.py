@@ -4,8 +4,10 @@ sink. The builders and doubles behind them are in ``tests.support``."""
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import os
+import pkgutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +33,56 @@ botocore.session.create_loader = functools.cache(botocore.loaders.create_loader)
 # test, whether or not it launches anything): tests launch from tests.support.aws.ANY_AMI or
 # register the image they read.
 os.environ.setdefault("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
+
+
+# Suites that check the template, the emulator, the docs site and the project's own rules:
+# they run no layer code worth measuring, and coverage's tracer (Python 3.11's is a C trace
+# function, called on every line of every frame, measured or not) made them 60 % slower.
+UNMEASURED = (
+    "unit/template",
+    "unit/kubemu",
+    "integration/kubemu",
+    "unit/docsite",
+    "integration/docsite",
+    "unit/project",
+)
+TESTS = Path(__file__).parent
+
+
+def _coverage(config: pytest.Config) -> Any:
+    """pytest-cov's controller when ``--cov`` measures this process, else None."""
+    plugin = config.pluginmanager.getplugin("_cov")
+    return getattr(plugin, "cov_controller", None) if plugin is not None else None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_collection(session: pytest.Session) -> Iterator[None]:
+    """Collection without coverage's tracer: every module of the layer is imported first,
+    measured (its definitions are lines run at import), then the tracer is paused while the
+    test modules and their libraries (moto, hypothesis, cfn-lint, kubernetes) are imported
+    and rewritten by pytest: they hold no layer line, and tracing them cost a third of
+    each worker's collection."""
+    controller = _coverage(session.config)
+    if controller is None:
+        yield
+        return
+    import lifeboat
+
+    for module in pkgutil.walk_packages(lifeboat.__path__, "lifeboat."):
+        importlib.import_module(module.name)
+    controller.pause()
+    try:
+        yield
+    finally:
+        controller.resume()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The UNMEASURED suites run without coverage's tracer (pytest-cov's ``no_cover``)."""
+    for item in items:
+        inside = item.path.is_relative_to(TESTS)
+        if inside and item.path.relative_to(TESTS).as_posix().startswith(UNMEASURED):
+            item.add_marker(pytest.mark.no_cover)
 
 
 @pytest.fixture
