@@ -36,6 +36,18 @@ assert app.service is not None, app.startup_error
 print(json.dumps(sorted(sys.modules)))
 """
 
+# SnapStart's hook before the snapshot (clusters left out: describing one is a network call).
+BEFORE_SNAPSHOT = f"""
+import json, sys
+sys.path.insert(0, {str(FUNCTION_DIR)!r})
+import app
+assert app.service is not None, app.startup_error
+app.service.clusters = None
+before = set(sys.modules)
+app.service.before_snapshot()
+print(json.dumps(sorted(set(sys.modules) - before)))
+"""
+
 # A sampled invocation of the real entry point; the service is a stand-in whose pipeline
 # answers with two reports (the X-Ray part is what is under test).
 INVOKE_SAMPLED = f"""
@@ -141,6 +153,23 @@ def test_the_entry_point_loads_nothing_a_spot_batch_does_not_use() -> None:
         "lifeboat.decide.wakeups",
     }
     assert loaded & not_expected == set()
+
+
+def test_a_snapshot_holds_what_a_plain_cold_start_leaves_to_first_use() -> None:
+    """issue 36: what start-up leaves to each kind's first message costs a SnapStart
+    environment nothing: the hook before the snapshot imports it."""
+    loaded = set(_child(BEFORE_SNAPSHOT))
+    assert {
+        "lifeboat.events.asg_lifecycle",
+        "lifeboat.events.scheduled_change",
+        "lifeboat.events.state_change",
+        "lifeboat.events.capacity_reservation",
+        "lifeboat.events.rebalance_recommendation",
+        "lifeboat.events.instance_status",
+        "lifeboat.flow.sweep_request",
+        "lifeboat.flow.wake",
+        "lifeboat.wakeup.format",
+    } <= loaded
 
 
 # Every kind of AWS warning, parsed in a fresh interpreter as the Lambda parses them; then a
