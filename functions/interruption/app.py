@@ -5,8 +5,11 @@ at import, during the init phase, so that with SnapStart it is part of the snaps
 setting that cannot apply does not fail the init (where it is hard to see) but every
 invocation, with the variable named. What a batch does not always use is not paid for here:
 the X-Ray SDK loads on the first sampled invocation (``lifeboat.telemetry.tracing``), the clients of
-Scheduler, Auto Scaling, SQS and EventBridge on first use, and the ``kubernetes`` package
-without its kubeconfig and watch machinery (``lifeboat.runtime.coldstart``).
+Scheduler, Auto Scaling, SQS and EventBridge on first use, the ``kubernetes`` package
+without its kubeconfig and watch machinery (``lifeboat.runtime.coldstart``), and of the
+layer only what a Spot warning crosses: every other kind's parser comes with its kind's first
+message (``lifeboat.events.registry``), the sweep's reader with the first sweep, the wake-ups'
+handler with the first wake-up, the rotation with its first command.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from lifeboat.events import Kind, LifecycleHook, Notice, parse_message
-from lifeboat.events.registry import lookup, supported
+from lifeboat.events.registry import ROUTES, kind_of, lookup, parsers, supported
 from lifeboat.model.notice import MalformedMessage
 from tests.support.events import sample
 
@@ -473,6 +473,19 @@ def test_registry() -> None:
     assert ("aws.ec2", "Capacity Block Expiration Warning") in pairs
     assert len(pairs) == len(set(pairs)) == 11
     assert lookup("aws.ec2", "nope") is None
+
+
+def test_each_route_names_the_parser_its_module_registers() -> None:
+    """The registry says each pair's kind and module without importing it (the cold start
+    loads the Spot warning's parser only): what it says is what the parsers say."""
+    found = parsers()
+    assert len(found) == len(ROUTES) == len({id(parser) for parser in found})
+    for parser in found:
+        kind, module = ROUTES[(parser.source, parser.detail_type)]
+        assert parser.kind is kind and kind_of(parser.source, parser.detail_type) is kind
+        assert type(parser).__module__ == f"lifeboat.events.{module}"
+        assert lookup(parser.source, parser.detail_type) is parser
+    assert kind_of("aws.ec2", "nope") is None
 
 
 def test_an_empty_start_time_keys_the_ledger_by_the_event_not_by_its_receipt() -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from lifeboat.events import Kind, MalformedMessage, parse_message
-from lifeboat.events.registry import PARSERS
+from lifeboat.events.registry import parsers
 from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.model.instances import StaticInstanceDirectory
 from lifeboat.model.report import Outcome
@@ -82,8 +82,8 @@ def test_a_message_whose_kind_cannot_be_told_stays_unsupported(body: dict[str, A
 
 
 def test_every_parser_names_its_kind() -> None:
-    assert all(isinstance(parser.kind, Kind) for parser in PARSERS)
-    assert Kind.UNSUPPORTED not in {parser.kind for parser in PARSERS}
+    assert all(isinstance(parser.kind, Kind) for parser in parsers())
+    assert Kind.UNSUPPORTED not in {parser.kind for parser in parsers()}
 
 
 def test_the_pipeline_reports_the_rejection_with_its_kind() -> None:

@@ -36,6 +36,18 @@ assert app.service is not None, app.startup_error
 print(json.dumps(sorted(sys.modules)))
 """
 
+# SnapStart's hook before the snapshot (clusters left out: describing one is a network call).
+BEFORE_SNAPSHOT = f"""
+import json, sys
+sys.path.insert(0, {str(FUNCTION_DIR)!r})
+import app
+assert app.service is not None, app.startup_error
+app.service.clusters = None
+before = set(sys.modules)
+app.service.before_snapshot()
+print(json.dumps(sorted(set(sys.modules) - before)))
+"""
+
 # A sampled invocation of the real entry point; the service is a stand-in whose pipeline
 # answers with two reports (the X-Ray part is what is under test).
 INVOKE_SAMPLED = f"""
@@ -91,7 +103,9 @@ def test_the_entry_point_loads_nothing_a_spot_batch_does_not_use() -> None:
     the kubernetes package's kubeconfig/watch/stream machinery and PyYAML (the Lambda only
     needs kubernetes.client), Powertools' batch utility (asyncio and every event source's
     data classes), the NodePool budget and cron code (voluntary notices only), the planned
-    rotation (an operator's commands and their wake-ups only)."""
+    rotation (an operator's commands and their wake-ups only), the parsers of every kind but
+    the Spot warning's (each imported by its kind's first message), the sweep's reader and
+    the wake-ups' handler."""
     loaded = set(_child(IMPORT_APP))
     assert {"kubernetes.client.rest", "kubernetes.client.configuration"} <= loaded
     not_expected = {
@@ -118,8 +132,44 @@ def test_the_entry_point_loads_nothing_a_spot_batch_does_not_use() -> None:
         "lifeboat.rotation.request",
         "lifeboat.rotation.runner",
         "lifeboat.rotation.model",
+        "lifeboat.flow.rotation_nodes",
+        # Every other kind's parser: imported by its kind's first message
+        # (lifeboat.events.registry).
+        "lifeboat.events.rebalance_recommendation",
+        "lifeboat.events.scheduled_change",
+        "lifeboat.events.state_change",
+        "lifeboat.events.capacity_reservation",
+        "lifeboat.events.asg_lifecycle",
+        "lifeboat.events.instance_impaired",
+        "lifeboat.events.ec2_scheduled_event",
+        # The sweep's reader (EC2's statuses, its holds, its triage, the hand-overs it takes
+        # over) and the wake-ups' handler: imported by the first sweep or wake-up.
+        "lifeboat.events.instance_status",
+        "lifeboat.flow.sweep_request",
+        "lifeboat.flow.sweep_holds",
+        "lifeboat.flow.sweep_triage",
+        "lifeboat.flow.handover_sweep",
+        "lifeboat.flow.wake",
+        "lifeboat.decide.wakeups",
     }
     assert loaded & not_expected == set()
+
+
+def test_a_snapshot_holds_what_a_plain_cold_start_leaves_to_first_use() -> None:
+    """issue 36: what start-up leaves to each kind's first message costs a SnapStart
+    environment nothing: the hook before the snapshot imports it."""
+    loaded = set(_child(BEFORE_SNAPSHOT))
+    assert {
+        "lifeboat.events.asg_lifecycle",
+        "lifeboat.events.scheduled_change",
+        "lifeboat.events.state_change",
+        "lifeboat.events.capacity_reservation",
+        "lifeboat.events.rebalance_recommendation",
+        "lifeboat.events.instance_status",
+        "lifeboat.flow.sweep_request",
+        "lifeboat.flow.wake",
+        "lifeboat.wakeup.format",
+    } <= loaded
 
 
 # Every kind of AWS warning, parsed in a fresh interpreter as the Lambda parses them; then a

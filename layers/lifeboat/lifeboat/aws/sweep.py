@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from lifeboat.events.instance_status import FILTER_SETS
 from lifeboat.model.notice import Kind, Notice
 from lifeboat.model.settings import Settings
 
@@ -102,6 +101,9 @@ class Ec2InstanceStatuses:
         self.calls = 0
 
     def pages(self) -> list[dict[str, Any]]:
+        # The sweep's reader, imported by the first sweep: not at a Spot warning's cold start.
+        from lifeboat.events.instance_status import FILTER_SETS
+
         pages: list[dict[str, Any]] = []
         paginator = self._ec2.get_paginator("describe_instance_status")
         for filters in FILTER_SETS:
@@ -150,5 +152,7 @@ def complete(pages: list[dict[str, Any]]) -> bool:
     first set took two pages and whose third never answered for whole. (A call that fails
     raises, and the sweep's message goes back to the queue: only a complete answer may end
     a maintenance by silence.)"""
+    from lifeboat.events.instance_status import FILTER_SETS  # as in Ec2InstanceStatuses.pages
+
     ends = sum(1 for page in pages if not page.get("NextToken"))
     return bool(pages) and ends >= len(FILTER_SETS) and not pages[-1].get("NextToken")

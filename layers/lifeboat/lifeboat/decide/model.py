@@ -50,6 +50,8 @@ class Step(StrEnum):
 
 @dataclass(frozen=True)
 class Decision:
+    """What ``decide`` concluded about one notice: its outcome, why, and the steps to take."""
+
     # acted, deferred or ignored; rejected only for a follow-up the cluster contradicts.
     outcome: Outcome
     reason: str

@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
-from lifeboat.events import asg_lifecycle, registry
+from lifeboat.events import registry
 from lifeboat.events.base import MAX_REASON, malformed
 from lifeboat.events.capacity_block import read_reservations
 from lifeboat.events.envelope import (
@@ -40,7 +40,6 @@ from lifeboat.events.envelope import (
     load_body,
     unwrap,
 )
-from lifeboat.events.instance_status import read_response
 from lifeboat.events.registry import Parser
 from lifeboat.model.instants import as_utc
 from lifeboat.model.notice import Kind, LifecycleHook, MalformedMessage, Notice
@@ -150,9 +149,12 @@ def _safety_net() -> Iterator[None]:
 
 def _parse_unwrapped(message: Unwrapped, *, received_at: datetime) -> list[Notice]:
     if message.form is not Form.EVENTBRIDGE:
+        # Auto Scaling's own forms, imported by the first (as lifeboat.events.registry does).
+        from lifeboat.events.asg_lifecycle import parse_autoscaling_message
+
         hook = Kind.ASG_TERMINATION if message.form is Form.LIFECYCLE_HOOK else None
         with _rejected_as(hook):
-            return asg_lifecycle.parse_autoscaling_message(message, received_at=received_at)
+            return parse_autoscaling_message(message, received_at=received_at)
     with _rejected_as(_announced(message.payload)):  # an envelope at fault: its kind stays
         event = EventBridgeEvent.load(message.payload, path=message.path, received_at=received_at)
     if event.region is None and message.region is not None:
@@ -176,13 +178,14 @@ def _parse_unwrapped(message: Unwrapped, *, received_at: datetime) -> list[Notic
 def parse_statuses(payload: dict[str, Any], *, received_at: datetime) -> list[Notice]:
     """The notices of a ``DescribeInstanceStatus`` answer the sweep read (from EC2, or from
     a file ``lifeboat replay`` was given): each instance's status through every
-    ``registry.STATUS_PARSERS``. A response naming no instance in trouble gives one notice
+    ``registry.status_parsers()``. A response naming no instance in trouble gives one notice
     ignored with that reason, so that every message ends in a report."""
+    from lifeboat.events.instance_status import read_response  # the sweep's, not a warning's
+
     with _rejected_as(Kind.INSTANCE_IMPAIRED):
         statuses = read_response(payload, received_at=received_at)
-    notices = [
-        n for status in statuses for parser in registry.STATUS_PARSERS for n in parser.parse(status)
-    ]
+    readers = registry.status_parsers()
+    notices = [n for status in statuses for parser in readers for n in parser.parse(status)]
     if notices:
         return notices
     reason = f"instance status: {len(statuses)} instance(s) described, none impaired or scheduled"
@@ -232,8 +235,7 @@ def _announced(payload: Mapping[str, Any]) -> Kind | None:
     source, detail_type = payload.get("source"), payload.get("detail-type")
     if not isinstance(source, str) or not isinstance(detail_type, str):
         return None
-    parser = registry.lookup(source, detail_type)
-    return parser.kind if parser is not None else None
+    return registry.kind_of(source, detail_type)
 
 
 def _nearest_detail_type(source: str, detail_type: str) -> str | None:

@@ -99,6 +99,20 @@ def parse_iso8601(value: object) -> datetime:
     return in_range(moment, value)
 
 
+def parse_time(value: object) -> datetime:
+    """A time as boto3 gives it (``datetime``) or as a file holds it (ISO 8601): EC2's
+    answers read by the sweep (instance statuses, capacity reservations)."""
+    if isinstance(value, datetime):
+        return in_range(as_utc(value), value)
+    if not isinstance(value, str):
+        raise ValueError(f"expected a time (got {quote(value)})")
+    try:
+        moment = as_utc(datetime.fromisoformat(value))
+    except (ValueError, OverflowError):
+        raise ValueError(f"not an ISO 8601 time: {quote(value)}") from None
+    return in_range(moment, value)
+
+
 def parse_rfc1123(value: object) -> datetime:
     """An RFC 1123 date (``Wed, 02 Dec 2026 12:00:00 GMT``), or ISO 8601 defensively."""
     if not isinstance(value, str):

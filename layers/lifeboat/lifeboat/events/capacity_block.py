@@ -37,9 +37,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from lifeboat.events.base import MAX_REASON, Fields, clip
+from lifeboat.events.base import MAX_REASON, Fields, clip, parse_time
 from lifeboat.events.envelope import EventBridgeEvent
-from lifeboat.events.instance_status import parse_time
 from lifeboat.model.instants import format_instant
 from lifeboat.model.notice import Kind, Notice
 
@@ -63,6 +62,8 @@ ORIGIN = "DescribeCapacityReservations"
 
 @dataclass(frozen=True)
 class CapacityBlockDetail:
+    """A Capacity Block event's ``detail``: the reservation, and its end when EC2 says it."""
+
     reservation_id: str
     end_date: datetime | None
 

@@ -22,7 +22,7 @@ from datetime import datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from lifeboat.events.base import Fields, in_range, malformed, quote
+from lifeboat.events.base import Fields, in_range, malformed, parse_time, quote
 from lifeboat.model.instants import as_utc
 
 # The scheduled event codes EC2 announces, each acted on by Karpenter's poller
@@ -42,19 +42,6 @@ FILTER_SETS: tuple[list[dict[str, Any]], ...] = (
 )
 # What the source of a DescribeInstanceStatus response is called in reasons and reports.
 ORIGIN = "DescribeInstanceStatus"
-
-
-def parse_time(value: object) -> datetime:
-    """A time as boto3 gives it (``datetime``) or as a file holds it (ISO 8601)."""
-    if isinstance(value, datetime):
-        return in_range(as_utc(value), value)
-    if not isinstance(value, str):
-        raise ValueError(f"expected a time (got {quote(value)})")
-    try:
-        moment = as_utc(datetime.fromisoformat(value))
-    except (ValueError, OverflowError):
-        raise ValueError(f"not an ISO 8601 time: {quote(value)}") from None
-    return in_range(moment, value)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,8 @@ ACTIONS = ("terminate", "stop", "hibernate")
 
 @dataclass(frozen=True)
 class SpotInterruptionDetail:
+    """The warning's ``detail``: which instance, and what EC2 does to it."""
+
     instance_id: str
     instance_action: str
 

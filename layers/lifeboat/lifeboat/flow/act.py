@@ -18,7 +18,6 @@ from datetime import datetime
 from functools import cached_property
 
 from lifeboat.decide import Decision, Step
-from lifeboat.events.asg_lifecycle import lifecycle_expired
 from lifeboat.flow.act_claim import ClaimDeleter
 from lifeboat.flow.act_drain import Drainer
 from lifeboat.flow.act_node import NodeMarker
@@ -126,7 +125,7 @@ class Actor:
             elif step is Step.RESTORE:
                 outcome.actions += marker.restore(notice, target, dry)
             elif step is Step.COMPLETE_LIFECYCLE and outcome.pods_remaining == 0:
-                if outcome.pods_terminating and not lifecycle_expired(notice, self._clock()):
+                if outcome.pods_terminating and not _lifecycle_expired(notice, self._clock()):
                     continue  # the instance must outlive its pods' grace periods
                 outcome.pods_terminating = 0
                 outcome.actions += self._complete_lifecycle(notice, dry)
@@ -166,3 +165,11 @@ class Actor:
         if not dry:
             self._lifecycle.complete(notice.lifecycle, "CONTINUE")
         return [{"type": "complete-lifecycle-action", "result": "CONTINUE"}]
+
+
+def _lifecycle_expired(notice: Notice, now: datetime) -> bool:
+    """``lifeboat.events.asg_lifecycle.lifecycle_expired``, imported by the first lifecycle
+    hook that waits on terminating pods: Auto Scaling's parser stays off the cold start."""
+    from lifeboat.events.asg_lifecycle import lifecycle_expired
+
+    return lifecycle_expired(notice, now)

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from lifeboat.errors import RetryLater
 from lifeboat.flow.config import ClusterClients, FlowConfig
-from lifeboat.flow.handover_sweep import Swept
 from lifeboat.flow.lookup import describe_batch, found_before
 from lifeboat.flow.resolve import Resolver
 from lifeboat.kube.client import retrying_for
@@ -47,6 +46,20 @@ class ForRotation:
     handle (``lifeboat.flow.classify.for_rotation``)."""
 
     item: RotationCommand | Wakeup
+
+
+@dataclass
+class Swept:
+    """A sweep's work: EC2's notices, the hand-overs it takes over, and what it could not
+    read (each reported, none stopping the rest)."""
+
+    notices: list[Notice]
+    hand_overs: list[Wakeup] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    # What the sweep's triage decided before the split, and the instance facts it looked up
+    # (the batch reuses them): lifeboat.flow.sweep_triage.
+    reports: list[Report] = field(default_factory=list)
+    infos: dict[str, InstanceInfo] = field(default_factory=dict)
 
 
 Parsed: TypeAlias = "MessageResult | Wakeup | list[Notice] | Swept | ForRotation"

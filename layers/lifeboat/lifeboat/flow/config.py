@@ -57,6 +57,8 @@ class OneCluster:
 
 @dataclass
 class FlowConfig:
+    """What every step of the flow reads: the clients, the settings, the clock."""
+
     clusters: ClusterClients
     directory: InstanceDirectory
     settings: Settings

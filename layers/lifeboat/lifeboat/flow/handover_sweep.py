@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime
 
 from lifeboat.kube import nodes
@@ -32,25 +32,10 @@ from lifeboat.marks.handover import (
     taken_over_at,
     unprotect_operations,
 )
-from lifeboat.model.instances import InstanceInfo, instance_id_from_provider_id
-from lifeboat.model.notice import MalformedMessage, Notice
+from lifeboat.model.instances import instance_id_from_provider_id
+from lifeboat.model.notice import MalformedMessage
 from lifeboat.model.objects import Obj
-from lifeboat.model.report import Report
 from lifeboat.wakeup.codec import Task, Wakeup, decode
-
-
-@dataclass
-class Swept:
-    """A sweep's work: EC2's notices, the hand-overs it takes over, and what it could not
-    read (each reported, none stopping the rest)."""
-
-    notices: list[Notice]
-    hand_overs: list[Wakeup] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-    # What the sweep's triage decided before the split, and the instance facts it looked up
-    # (the batch reuses them): lifeboat.flow.sweep_triage.
-    reports: list[Report] = field(default_factory=list)
-    infos: dict[str, InstanceInfo] = field(default_factory=dict)
 
 
 def orphaned(kube: KubeApi, cluster: str | None, now: datetime) -> tuple[list[Wakeup], list[str]]:

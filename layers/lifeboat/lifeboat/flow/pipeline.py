@@ -20,18 +20,16 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
-from datetime import datetime
 from functools import cached_property, partial
 from typing import TYPE_CHECKING
 
-from lifeboat.decide import Decision
-from lifeboat.flow.act import Actor
 from lifeboat.flow.batch import (
     DONE,
     Batch,
     InstanceLookupFailed,
     MessageResult,
     Parsed,
+    Swept,
     deadline_of,
     describe,
     notices_of,
@@ -40,21 +38,17 @@ from lifeboat.flow.batch import (
 )
 from lifeboat.flow.classify import Body
 from lifeboat.flow.config import ClusterClients, ClusterScope, FlowConfig, OneCluster
-from lifeboat.flow.handover_sweep import Swept
 from lifeboat.flow.lanes import lanes as message_lanes
 from lifeboat.flow.notices import NoticeHandler
 from lifeboat.flow.read import MessageReader
 from lifeboat.flow.split import split
-from lifeboat.flow.wake import Waker
-from lifeboat.kube.client import KubeApi, retrying_for
-from lifeboat.model.instances import InstanceDirectory, InstanceInfo
-from lifeboat.model.notice import Notice
+from lifeboat.kube.client import retrying_for
+from lifeboat.model.instances import InstanceInfo
 from lifeboat.model.report import Report
-from lifeboat.model.settings import Settings
-from lifeboat.model.target import Target
 from lifeboat.wakeup.codec import Wakeup
 
 if TYPE_CHECKING:  # the rotation loads with its first message (lifeboat.flow.classify)
+    from lifeboat.flow.wake import Waker
     from lifeboat.rotation.runner import RotationRunner
 
 _log = logging.getLogger(__name__)
@@ -234,13 +228,14 @@ class Pipeline(FlowConfig):
 
     def _rotations(self, steps: _Steps, batch: Batch) -> RotationRunner:
         """Rotations (lifeboat.rotation) hand their nodes to this pipeline as notices."""
+        from lifeboat.flow.rotation_nodes import RotationNodes
         from lifeboat.rotation.runner import RotationRunner
 
         return RotationRunner(
             kube_for=self.clusters.kube,
             settings=self.settings,
             clock=self.clock,
-            nodes=_RotationNodes(
+            nodes=RotationNodes(
                 batch,
                 self.directory,
                 self.settings,
@@ -270,29 +265,7 @@ class _Steps:
 
     @cached_property
     def waker(self) -> Waker:
+        # Imported with the first wake-up or sweep: wake-ups' decisions, hand-overs' take-over.
+        from lifeboat.flow.wake import Waker
+
         return Waker(self._config, self.notices)
-
-
-@dataclass(frozen=True)
-class _RotationNodes:
-    """The pipeline's triage, resolve, decide and act, lent to a rotation for its nodes: the
-    pipeline hands over its own handling of a notice and of a wake-up, bound to the batch."""
-
-    batch: Batch
-    directory: InstanceDirectory
-    settings: Settings
-    handle: Callable[[Notice], Report]
-    wake: Callable[[Wakeup], Report]
-
-    def decide(self, notices: list[Notice]) -> list[Report]:
-        infos = self.batch.infos
-        wanted = sorted({n.instance_id for n in notices if n.instance_id} - infos.keys())
-        if wanted:  # one DescribeInstances for the nodes a look starts
-            infos.update(self.directory.describe(wanted))
-        return [self.handle(notice) for notice in notices]
-
-    def let_go(
-        self, kube: KubeApi, notice: Notice, target: Target, decision: Decision, now: datetime
-    ) -> None:
-        """A node the rotation lets go: only its waiting mark is cleared, at ``now``."""
-        Actor(kube, self.settings, None, clock=lambda: now).carry_out(notice, target, decision)

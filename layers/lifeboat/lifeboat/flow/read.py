@@ -7,6 +7,7 @@ reason, or (a bug, never bad input) failed alone, without failing its batch-mate
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from lifeboat.aws.capacity_blocks import find_instances
 from lifeboat.decide.origin import foreign_origin
@@ -17,11 +18,13 @@ from lifeboat.flow.batch import ForRotation, MessageResult, Parsed
 from lifeboat.flow.classify import Body, Classified, MessageKind, classify
 from lifeboat.flow.config import FlowConfig
 from lifeboat.flow.split import expand
-from lifeboat.flow.sweep_request import SweepReader
 from lifeboat.model.instances import InstanceInfo
 from lifeboat.model.notice import MalformedMessage, Notice
 from lifeboat.model.report import Report
 from lifeboat.wakeup.codec import Wakeup
+
+if TYPE_CHECKING:
+    from lifeboat.flow.sweep_request import SweepReader
 
 
 class MessageReader:
@@ -44,7 +47,7 @@ class MessageReader:
     def _read(self, message: Classified, found: dict[str, InstanceInfo]) -> Parsed:
         kind, wakeup = message.kind, message.wakeup
         if wakeup is not None and kind is MessageKind.SWEEP_PART:
-            return SweepReader(self._config).part(wakeup, found)
+            return self._sweeps().part(wakeup, found)
         if wakeup is not None and kind is MessageKind.REMAINDER:
             return self._remainder(wakeup)
         if wakeup is not None and kind is MessageKind.ROTATION_WAKEUP:
@@ -56,7 +59,7 @@ class MessageReader:
 
             return ForRotation(parse_command(message.message))
         if kind is MessageKind.SWEEP_REQUEST:
-            return SweepReader(self._config).request(message.message, found)
+            return self._sweeps().request(message.message, found)
         if kind is MessageKind.STATUS_ANSWER:
             raise malformed(STATUS_ON_QUEUE)
         if kind is MessageKind.RESERVATIONS_ANSWER:
@@ -65,6 +68,13 @@ class MessageReader:
             raise BrokenInvariant("read: classify opens every AWS message's envelope")
         parsed = parse_unwrapped(message.envelope, received_at=self._config.clock())
         return self._block_instances(parsed, found)
+
+    def _sweeps(self) -> SweepReader:
+        """The sweep's reader, imported by the first sweep message: its triage, its holds
+        and its hand-over take-over are no part of a Spot warning's cold start."""
+        from lifeboat.flow.sweep_request import SweepReader
+
+        return SweepReader(self._config)
 
     def _remainder(self, wakeup: Wakeup) -> list[Notice]:
         late = _remainder_too_late(wakeup, self._config.clock())

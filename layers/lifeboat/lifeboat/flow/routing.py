@@ -29,6 +29,8 @@ class NotYetKnown(RetryLater):
 
 @dataclass(frozen=True)
 class Route:
+    """The cluster a notice goes to, or why it is skipped."""
+
     cluster: str | None = None
     skip_reason: str | None = None
 

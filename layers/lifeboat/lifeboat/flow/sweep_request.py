@@ -16,9 +16,9 @@ from lifeboat.aws.sweep import sweep_request_problem
 from lifeboat.events import parse_statuses
 from lifeboat.events.capacity_block import read_reservations, unread_reservations
 from lifeboat.events.instance_status import read_response
-from lifeboat.flow.batch import MessageResult
+from lifeboat.flow.batch import MessageResult, Swept
 from lifeboat.flow.config import FlowConfig
-from lifeboat.flow.handover_sweep import Swept, orphaned
+from lifeboat.flow.handover_sweep import orphaned
 from lifeboat.flow.sweep_holds import ClusterHolds, listed_events, listing_failed, look_at, relisted
 from lifeboat.flow.sweep_triage import Sorted, sort_out
 from lifeboat.model.instances import InstanceInfo

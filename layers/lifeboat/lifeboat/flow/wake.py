@@ -18,9 +18,8 @@ from lifeboat.decide.wakeups import (
     release_cordon,
 )
 from lifeboat.errors import BrokenInvariant
-from lifeboat.flow.batch import Batch
+from lifeboat.flow.batch import Batch, Swept
 from lifeboat.flow.config import FlowConfig
-from lifeboat.flow.handover_sweep import Swept
 from lifeboat.flow.notices import NoticeHandler, not_let_through
 from lifeboat.flow.resolve import Resolver
 from lifeboat.flow.routing import triage_follow_up

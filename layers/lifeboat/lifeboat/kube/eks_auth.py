@@ -187,6 +187,8 @@ def decode_ca(data: str) -> str | bytes:
 
 @dataclass
 class _Token:
+    """A cluster's bearer token, and when it was minted (monotonic seconds)."""
+
     value: str
     minted_at: float
 

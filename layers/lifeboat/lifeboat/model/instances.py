@@ -18,6 +18,8 @@ EKS_CLUSTER_TAGS = ("eks:cluster-name", "aws:eks:cluster-name", "karpenter.sh/di
 
 @dataclass(frozen=True)
 class InstanceInfo:
+    """One instance as EC2 describes it (its tags and state), for the notices naming it."""
+
     instance_id: str
     node_name: str | None = None
     nodeclaim: str | None = None

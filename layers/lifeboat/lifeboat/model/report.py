@@ -13,6 +13,8 @@ from lifeboat.model.outcome import Outcome as Outcome  # importable from here, a
 
 @dataclass(frozen=True)
 class Report:
+    """What happened to one (event, instance), as the ``--json`` contract writes it."""
+
     event_id: str | None
     kind: str
     outcome: Outcome

@@ -13,6 +13,7 @@ restored from one snapshot (see ``lifeboat.runtime.snapstart``).
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import threading
@@ -34,6 +35,9 @@ if TYPE_CHECKING:  # eks_auth imports boto3: only build_service pays for it, at 
     from lifeboat.aws.discovery import ClusterCatalog
     from lifeboat.kube.eks_auth import EksAuth
 
+# What a plain cold start imports only with its first message (beside each kind's parser,
+# lifeboat.events.registry): the sweep's reader and the wake-ups' handler.
+LEFT_TO_FIRST_USE = ("lifeboat.flow.sweep_request", "lifeboat.flow.wake")
 # Messages of one SQS batch handled at once (each mostly waits on the API server).
 BATCH_WORKERS = 10
 # Seconds one invocation keeps retrying PDB-blocked evictions before scheduling the rest.
@@ -142,6 +146,8 @@ class LazyClient:
 
 @dataclass
 class Service:
+    """What the Lambda keeps for its lifetime: the pipeline and what serves it."""
+
     pipeline: Pipeline
     settings: Settings
     notifier: Notifier | None = None
@@ -152,10 +158,15 @@ class Service:
     def before_snapshot(self) -> None:
         """Work worth keeping in a SnapStart snapshot: cluster endpoints, service models, and
         the wake-ups' pydantic models, loaded and built, which a plain cold start leaves to
-        the first wake-up (``lifeboat.wakeup.codec.decode``) but a snapshot holds for free."""
+        the first wake-up (``lifeboat.wakeup.codec.decode``) but a snapshot holds for free;
+        likewise the modules a plain cold start leaves to their first message."""
+        from lifeboat.events.registry import parsers
         from lifeboat.wakeup.format import build_models
 
         build_models()
+        parsers()  # every kind's parser, not only the Spot warning's
+        for module in LEFT_TO_FIRST_USE:
+            importlib.import_module(module)
         for client in self.lazy_clients:
             client.warm()
         if self.clusters is not None:

@@ -40,6 +40,8 @@ class Task(StrEnum):
 
 @dataclass(frozen=True)
 class Wakeup:
+    """Lifeboat's own deferred work: a task on a notice, due at an instant."""
+
     task: Task
     notice: Notice
     due: datetime
