@@ -340,3 +340,27 @@ class Told(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         if record.getMessage().startswith("taint before handling failed"):
             self.event.set()
+
+
+def test_more_lanes_than_workers_a_retrying_taint_holds_back_only_its_own_message(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As above with two workers for ten lanes (``lifeboat replay``'s larger batches, or a
+    smaller ``workers``): the lanes whose taints are done are handled first; a lane whose
+    taint is still retrying must not take a worker to wait for it ahead of them (it did:
+    the handling of lane 0, 1, then 2 in batch order, lane 2's wait holding a worker while
+    the other worker's own taint retried, lanes 3-9 behind both)."""
+    monkeypatch.setattr(pipeline_module, "TAINT_PHASE_WAIT", 0.1)
+    third = rig.machines[2].node_name
+    rig.emulator.fail_next(503, times=10_000, verb="patch", resource="nodes", name=third)
+    logger = logging.getLogger(pipeline_module.__name__)
+    told = Told(rig.ledger.gave_up)
+    logger.addHandler(told)
+    try:
+        results = rig.make(2).process(rig.bodies(), time_left=lambda: 6.5)
+    finally:
+        logger.removeHandler(told)
+    got = outcomes(results)
+    assert got[:2] + got[3:] == [Outcome.ACTED] * 9
+    assert "503" in str(got[2])
+    assert rig.ledger.gave_up_at_writes == [False] * 9

@@ -141,7 +141,10 @@ class Pipeline(FlowConfig):
                 tainting[index].result()  # its own taints first, however long they retry
                 run(lanes[index])
 
-            list(pool.map(handle, range(len(lanes))))
+            # The lanes whose taints are done first: with fewer workers than lanes, one
+            # waiting for its retrying taint would hold a worker ahead of them.
+            order = sorted(range(len(lanes)), key=lambda index: not tainting[index].done())
+            list(pool.map(handle, order))
 
     def _taint_first(
         self, steps: _Steps, batch: Batch, items: list[Parsed], shared: set[str]
