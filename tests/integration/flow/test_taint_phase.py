@@ -26,7 +26,7 @@ import lifeboat.flow.pipeline as pipeline_module
 from bench.cluster import CLUSTER, REGION, Machine, build_cluster
 from bench.events import spot_interruption
 from kubemu import Emulator
-from lifeboat.flow.batch import MessageResult
+from lifeboat.flow.batch import Batch, MessageResult
 from lifeboat.flow.pipeline import OneCluster, Pipeline
 from lifeboat.kube.client import KubeApi, RetryPolicy
 from lifeboat.marks.node_marks import taint_key
@@ -35,7 +35,7 @@ from lifeboat.model.notice import Kind
 from lifeboat.model.report import Outcome, Report
 from lifeboat.model.settings import Settings
 from lifeboat.wakeup.codec import MemoryWakeups
-from tests.support.events import stamp
+from tests.support.events import notice, stamp
 
 AT = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
 SPOT_TAINT = taint_key(Kind.SPOT_INTERRUPTION)
@@ -364,3 +364,35 @@ def test_more_lanes_than_workers_a_retrying_taint_holds_back_only_its_own_messag
     assert got[:2] + got[3:] == [Outcome.ACTED] * 9
     assert "503" in str(got[2])
     assert rig.ledger.gave_up_at_writes == [False] * 9
+
+
+def test_the_phase_starts_no_further_notice_of_a_message_when_the_invocation_is_nearly_over(
+    rig: Rig,
+) -> None:
+    """A message naming five instances (up to ``NOTICES_PER_MESSAGE``, 50), with less than
+    ``INVOCATION_RESERVE`` left of the invocation: its handling acts on the first notice and
+    hands the rest on as wake-ups (``NoticeHandler.handle_all``); the phase stops at the same
+    point, and does not spend what is left on taints (one request each, 10 s each when the
+    API server is slow) until the invocation times out and the whole batch comes back only
+    after the queue's 380 s visibility timeout."""
+    pipeline = rig.make(1)
+    machines = rig.machines[:5]
+    infos = cluster_infos(pipeline, machines)
+    batch = Batch(infos, pipeline.clusters, time_left=lambda: 10.0)
+    warnings = [
+        notice(
+            Kind.SPOT_INTERRUPTION,
+            at=AT,
+            instance=m.instance_id,
+            event_id=f"spot-{i}",
+            deadline=AT + timedelta(minutes=2),
+        )
+        for i, m in enumerate(machines)
+    ]
+    pipeline._taint_first(pipeline_module._Steps(pipeline), batch, [warnings], set())
+    assert tainted(rig.emulator) == {machines[0].node_name}
+    assert list(batch.tainted) == [warnings[0].ledger_key]
+
+
+def cluster_infos(pipeline: Pipeline, machines: list[Machine]) -> dict[str, Any]:
+    return dict(pipeline.directory.describe([m.instance_id for m in machines]))

@@ -59,7 +59,7 @@ class NoticeHandler:
         config = self._config
         reports = [] if reports is None else reports
         for index, notice in enumerate(notices):
-            if index and self._out_of_time(batch):
+            if index and self.out_of_time(batch):
                 config.hand_on(remainders(notices[index:], len(notices)))
                 break
             early = too_recently_impaired(notice, config.settings)
@@ -194,7 +194,7 @@ class NoticeHandler:
         why = "labelled with the EC2 event's start" if marked else "nothing to label"
         return Report.for_notice(notice, Outcome.IGNORED, why)
 
-    def _out_of_time(self, batch: Batch) -> bool:
+    def out_of_time(self, batch: Batch) -> bool:
         """Whether a message should hand on what it has not started (lifeboat.flow.split)."""
         if batch.time_left is None or self._config.wakeups is None:
             return False

@@ -156,7 +156,9 @@ class Pipeline(FlowConfig):
         its own retry window, as its handling; a failure is logged and leaves the message
         to its handling, which tries the taint again and fails or reports as it would have.
         The node as patched is kept for ``handle`` only when no other notice of the batch
-        names its instance (``shared``): that one's handling could change it in between."""
+        names its instance (``shared``): that one's handling could change it in between.
+        Nearly out of time, a message's further notices are left to the wake-ups its
+        handling hands them on as (``NoticeHandler.out_of_time``), not tainted here."""
         for item in items:
             notices = item.notices if isinstance(item, Swept) else item
             if not isinstance(notices, list):
@@ -164,7 +166,9 @@ class Pipeline(FlowConfig):
             limit = window(deadline_of(item), self.clock(), batch.time_left)
             try:
                 with retrying_for(limit, clock=self.monotonic):
-                    for notice in notices:
+                    for index, notice in enumerate(notices):
+                        if index and notice.involuntary and steps.notices.out_of_time(batch):
+                            break  # as handle_all: the rest is handed on, tainted then
                         keep = notice.instance_id not in shared
                         steps.notices.taint_first(batch, notice, keep=keep)
             except Exception as error:  # the message's handling tries (and reports) again
