@@ -396,3 +396,46 @@ def test_the_phase_starts_no_further_notice_of_a_message_when_the_invocation_is_
 
 def cluster_infos(pipeline: Pipeline, machines: list[Machine]) -> dict[str, Any]:
     return dict(pipeline.directory.describe([m.instance_id for m in machines]))
+
+
+@pytest.mark.parametrize("workers", [1, 10])
+def test_an_outage_the_phase_waited_out_is_not_waited_out_again_by_the_handling(
+    rig: Rig, workers: int
+) -> None:
+    """The third node's PATCH answered 503 (unavailable) again and again: the phase retries
+    it for the message's whole window, then the message fails with that error without its
+    handling retrying the taint for a second window. Twice the window (each up to the
+    client's attempts of a 10 s request timeout when the server does not answer at all)
+    could outlast the invocation, and a timed-out invocation returns every message of the
+    batch only after the queue's 380 s visibility timeout, past a Spot warning's deadline,
+    instead of within seconds (lifeboat.model.deadline.redelivery_delay)."""
+    third = rig.machines[2].node_name
+    rig.emulator.fail_next(503, times=10_000, verb="patch", resource="nodes", name=third)
+    logger = logging.getLogger(pipeline_module.__name__)
+    at_give_up: list[int] = []
+    told = Counted(lambda: at_give_up.append(third_patches(rig.emulator, third)))
+    logger.addHandler(told)
+    try:
+        results = rig.make(workers).process(rig.bodies(), time_left=lambda: 6.5)
+    finally:
+        logger.removeHandler(told)
+    got = outcomes(results)
+    assert got[:2] + got[3:] == [Outcome.ACTED] * 9
+    assert "503" in str(got[2])
+    assert at_give_up == [third_patches(rig.emulator, third)]
+
+
+def third_patches(emulator: Emulator, name: str) -> int:
+    return sum(1 for e in emulator.request_log if e[0] == "patch" and e[4] == name)
+
+
+class Counted(logging.Handler):
+    """Calls ``note`` when the taint phase logs that it gave up on a message."""
+
+    def __init__(self, note: Callable[[], None]) -> None:
+        super().__init__(logging.WARNING)
+        self.note = note
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage().startswith("taint before handling failed"):
+            self.note()

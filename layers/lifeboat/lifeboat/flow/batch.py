@@ -79,6 +79,9 @@ class Batch:
         # The node each involuntary notice's early taint left, by ledger key (None: the
         # patch did not fit), taken by NoticeHandler.handle instead of tainting again.
         self.tainted: dict[str, Mapping[str, Any] | None] = {}
+        # An outage the early taint already waited out, by ledger key: the notice's handling
+        # fails with it instead of waiting out a second window (NoticeHandler.taint_first).
+        self.outage: dict[str, Exception] = {}
         self._clients = clients
         self._resolvers: dict[str | None, Resolver] = {}
         self._lock = threading.Lock()

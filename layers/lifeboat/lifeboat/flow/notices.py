@@ -101,6 +101,7 @@ class NoticeHandler:
             if notice.ledger_key in batch.tainted:  # tainted before the ledger's record
                 node = batch.tainted.pop(notice.ledger_key)
             else:
+                _fail_on_outage(batch, notice)
                 node = self._taint_at_once(resolver, notice, info)
             target = resolver.resolve(notice.instance_id, info, node=node)
             if target.node is None and info.from_nodeclaim:
@@ -166,6 +167,7 @@ class NoticeHandler:
         patched for ``handle``; False when other work of the batch may change the node
         before ``handle`` reads it (None recorded: ``handle`` reads it fresh)."""
         config = self._config
+        _fail_on_outage(batch, notice)
         info = batch.infos.get(notice.instance_id or "")
         if info is None or not notice.involuntary or notice.ends_maintenance:
             return
@@ -238,6 +240,16 @@ def not_let_through(notice: Notice, checked: Triage) -> Report:
         unmanaged=checked.unmanaged,
         cluster=checked.cluster,
     )
+
+
+def _fail_on_outage(batch: Batch, notice: Notice) -> None:
+    """Raise the outage (no answer, 429, 502-504) the batch's taint phase waited out for
+    this notice's taint: waiting it out again could outlast the invocation, and a timed-out
+    invocation returns every message of its batch after the queue's 380 s visibility
+    timeout, not in the seconds of ``lifeboat.model.deadline.redelivery_delay``."""
+    outage = batch.outage.pop(notice.ledger_key, None)
+    if outage is not None:
+        raise outage
 
 
 def _handled_before(again: bool) -> str:

@@ -42,7 +42,7 @@ from lifeboat.flow.lanes import lanes as message_lanes
 from lifeboat.flow.notices import NoticeHandler
 from lifeboat.flow.read import MessageReader
 from lifeboat.flow.split import split
-from lifeboat.kube.client import retrying_for
+from lifeboat.kube.client import UNAVAILABLE_STATUSES, KubeError, retrying_for
 from lifeboat.model.instances import InstanceInfo
 from lifeboat.model.report import Report
 from lifeboat.wakeup.codec import Wakeup
@@ -154,7 +154,9 @@ class Pipeline(FlowConfig):
         is handled, so the last of a batch's nodes stops taking pods without waiting for
         the ledger's writes and the replacements of those before it. Each message under
         its own retry window, as its handling; a failure is logged and leaves the message
-        to its handling, which tries the taint again and fails or reports as it would have.
+        to its handling, which tries the taint again and fails or reports as it would have;
+        after an outage the phase waited out (``Batch.outage``), it fails at that notice
+        without waiting a second window.
         The node as patched is kept for ``handle`` only when no other notice of the batch
         names its instance (``shared``): that one's handling could change it in between.
         Nearly out of time, a message's further notices are left to the wake-ups its
@@ -171,11 +173,12 @@ class Pipeline(FlowConfig):
                             break  # as handle_all: the rest is handed on, tainted then
                         keep = notice.instance_id not in shared
                         steps.notices.taint_first(batch, notice, keep=keep)
+            except KubeError as error:  # an outage waited out once: the handling fails at once
+                if error.status in UNAVAILABLE_STATUSES:
+                    batch.outage[notice.ledger_key] = error
+                _gave_up(error)
             except Exception as error:  # the message's handling tries (and reports) again
-                _log.warning(
-                    "taint before handling failed; the message's handling tries again",
-                    extra={"error": repr(error)[:300]},
-                )
+                _gave_up(error)
 
     def _split(
         self, parsed: list[Parsed], found: dict[str, InstanceInfo]
@@ -254,6 +257,14 @@ class Pipeline(FlowConfig):
             ledger=self.ledger,
             serves=self.scope.serves if self.scope is not None else None,
         )
+
+
+def _gave_up(error: Exception) -> None:
+    _log.warning(
+        "taint before handling failed; the message's handling tries again (or, after an "
+        "outage waited out, fails with it)",
+        extra={"error": repr(error)[:300]},
+    )
 
 
 def _named_twice(named: list[list[str]]) -> set[str]:
