@@ -41,7 +41,7 @@ def test_a_verdict_answers_until_the_ttl_then_no_more() -> None:
     clock = Clock()
     verdicts = OptOutVerdicts(clock)
     assert verdicts.recent(None, "a") is None  # never read
-    verdicts.note(None, "a", pool("a", opted_out=True))
+    verdicts.note(None, "a", pool("a", opted_out=True), clock.now)
     clock.now += OPT_OUT_TTL - 0.001
     assert verdicts.recent(None, "a") is True
     clock.now += 0.001
@@ -52,7 +52,7 @@ def test_a_clock_gone_backwards_makes_a_verdict_unknown() -> None:
     """A verdict whose age is negative is not known to be recent: read again."""
     clock = Clock()
     verdicts = OptOutVerdicts(clock)
-    verdicts.note(None, "a", pool("a"))
+    verdicts.note(None, "a", pool("a"), clock.now)
     clock.now -= 0.5
     assert verdicts.recent(None, "a") is None
 
@@ -60,15 +60,15 @@ def test_a_clock_gone_backwards_makes_a_verdict_unknown() -> None:
 def test_verdicts_are_per_cluster() -> None:
     """Two clusters may each have a pool of the same name: one's verdict is not the other's."""
     verdicts = OptOutVerdicts(Clock())
-    verdicts.note("blue", "general", pool("general", opted_out=True))
+    verdicts.note("blue", "general", pool("general", opted_out=True), verdicts.now())
     assert verdicts.recent("blue", "general") is True
     assert verdicts.recent("green", "general") is None
 
 
 def test_an_absent_pool_forgets_its_verdict() -> None:
     verdicts = OptOutVerdicts(Clock())
-    verdicts.note(None, "a", pool("a", opted_out=True))
-    verdicts.note(None, "a", None)
+    verdicts.note(None, "a", pool("a", opted_out=True), verdicts.now())
+    verdicts.note(None, "a", None, verdicts.now())
     assert verdicts.recent(None, "a") is None
 
 
@@ -122,3 +122,18 @@ def test_a_resolver_without_verdicts_reads_once_per_batch() -> None:
     assert resolver.opted_out("a") is True
     assert resolver.opted_out("a") is True
     assert pools.reads == Counter(a=1)
+
+
+def test_a_verdicts_age_counts_from_before_its_get() -> None:
+    """A GET that took 3 s (retries): the verdict is as old as the request, not the answer."""
+    clock = Clock()
+    verdicts = OptOutVerdicts(clock)
+
+    class Slow(Pools):
+        def get_nodepool(self, name: str) -> dict[str, Any] | None:
+            clock.now += 3
+            return super().get_nodepool(name)
+
+    Resolver(cast(KubeApi, Slow(a=pool("a"))), verdicts).opted_out("a")
+    clock.now += OPT_OUT_TTL - 3
+    assert verdicts.recent(None, "a") is None

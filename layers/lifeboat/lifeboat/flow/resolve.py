@@ -67,13 +67,21 @@ class OptOutVerdicts:
         age = self._clock() - read_at
         return verdict if 0.0 <= age < self._ttl else None
 
-    def note(self, cluster: str | None, name: str, nodepool: Mapping[str, Any] | None) -> None:
-        """The pool as just read (None: absent, its verdict forgotten)."""
+    def now(self) -> float:
+        """The verdicts' clock: read before a GET, so a verdict's age counts the GET's time
+        (and retries) too."""
+        return self._clock()
+
+    def note(
+        self, cluster: str | None, name: str, nodepool: Mapping[str, Any] | None, asked: float
+    ) -> None:
+        """The pool as read by a GET sent at ``asked`` (``now``); None: absent, its verdict
+        forgotten."""
         with self._lock:
             if nodepool is None:
                 self._verdicts.pop((cluster, name), None)
             else:
-                self._verdicts[(cluster, name)] = (node_marks.opted_out(nodepool), self._clock())
+                self._verdicts[(cluster, name)] = (node_marks.opted_out(nodepool), asked)
 
 
 class Resolver:
@@ -199,9 +207,11 @@ class Resolver:
             reading = self._reading.setdefault(name, threading.Lock())
         with reading:
             if name not in self._nodepools:  # not read by the lane this one waited for
+                verdicts = self._verdicts
+                asked = verdicts.now() if verdicts is not None else 0.0
                 nodepool = self.kube.get_nodepool(name)
-                if self._verdicts is not None:
-                    self._verdicts.note(self._cluster, name, nodepool)
+                if verdicts is not None:
+                    verdicts.note(self._cluster, name, nodepool, asked)
                 self._nodepools[name] = nodepool
             return self._nodepools[name]
 
