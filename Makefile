@@ -9,7 +9,7 @@ DEMO_AT ?= 2026-12-01T14:05:00Z
 # instance, one with an EC2 scheduled event. Not an SQS message, so not in events/*.json.
 STATUS_SAMPLE := events/status/describe-instance-status.json
 
-.PHONY: lock demo test bytecode sam-checks lint typecheck docs docs-examples docs-check npm chromium follow bench bench-health-split bench-hand-over soak bench-check mutants clean stackset-template
+.PHONY: lock demo test bytecode sam-checks lint typecheck typecheck-3.11 typecheck-3.13 docs docs-examples docs-check npm chromium follow bench bench-health-split bench-hand-over soak bench-check mutants clean stackset-template
 
 include sam.mk
 
@@ -64,7 +64,7 @@ follow: $(VENV)/.installed
 # in each worker. The project's own sources are compiled first, beside the other checks.
 test: export PYTHONDONTWRITEBYTECODE =
 test: $(VENV)/.installed-dev
-	$(MAKE) --no-print-directory -j2 --output-sync=target bytecode lint typecheck sam-checks docs-check
+	$(MAKE) --no-print-directory -j2 --output-sync=target bytecode lint typecheck-3.11 typecheck-3.13 sam-checks docs-check
 	$(BIN)/python -m pytest -q -n auto --dist worksteal --cov --cov-report=json:coverage.json \
 		--cov-report=
 	$(BIN)/python -m tests.support.coverage_floor coverage.json
@@ -115,8 +115,13 @@ lint: $(VENV)/.installed-dev
 
 # The tests run on Python 3.11 (the oldest the code supports); the Lambda runs 3.13. The
 # second pass checks the shipped code against 3.13's standard library and typing as well.
-typecheck: $(VENV)/.installed-dev
+# Two targets, so make test's -j2 runs the passes side by side.
+typecheck: typecheck-3.11 typecheck-3.13
+
+typecheck-3.11: $(VENV)/.installed-dev
 	$(BIN)/mypy layers/lifeboat/lifeboat local/lifeboat_local local/kubemu functions/interruption tests bench docsite
+
+typecheck-3.13: $(VENV)/.installed-dev
 	$(BIN)/mypy --python-version 3.13 layers/lifeboat/lifeboat functions/interruption
 
 ## bench: the benchmark harness (requests per event, storm latency, cold start, layer size,

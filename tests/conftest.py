@@ -8,6 +8,7 @@ import importlib
 import json
 import os
 import pkgutil
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,7 @@ import pytest
 from moto import mock_aws
 
 from kubemu import Emulator
+from kubemu.server import EmulatorHTTPServer
 from tests.support.aws import AwsCredentials
 from tests.support.events import REGION
 from tests.support.fakes import LambdaContext, RecordingMetrics
@@ -83,6 +85,25 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         inside = item.path.is_relative_to(TESTS)
         if inside and item.path.relative_to(TESTS).as_posix().startswith(UNMEASURED):
             item.add_marker(pytest.mark.no_cover)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _emulator_untraced(pytestconfig: pytest.Config) -> Iterator[None]:
+    """The emulator's request threads run without coverage's tracer (coverage starts it in
+    every new thread): they run the emulator, never the layer, which the test's own thread
+    calls as a client; traced, the API server's work cost the integration tests 60 % more."""
+    if _coverage(pytestconfig) is None:
+        yield
+        return
+    serve = EmulatorHTTPServer.process_request_thread
+
+    def untraced(self: EmulatorHTTPServer, request: Any, client_address: Any) -> None:
+        sys.settrace(None)
+        serve(self, request, client_address)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(EmulatorHTTPServer, "process_request_thread", untraced)
+        yield
 
 
 @pytest.fixture

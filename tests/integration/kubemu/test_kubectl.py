@@ -215,14 +215,26 @@ def start(tmp_path: Path, *args: str) -> Served:
     return Served(process, kubeconfig, tmp_path / "kube-cache")
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[Served]:
-    cluster = tmp_path / "cluster.yaml"
+def _serve(directory: Path) -> Iterator[Served]:
+    cluster = directory / "cluster.yaml"
     cluster.write_text(yaml.safe_dump_all(cluster_objects()))
     rbac = ROOT / "deploy" / "rbac.yaml"
-    server = start(tmp_path, "serve", "--cluster", str(cluster), "--rbac", str(rbac))
+    server = start(directory, "serve", "--cluster", str(cluster), "--rbac", str(rbac))
     yield server
     assert server.stop() == 0
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    """A server of this test's own: it may change the cluster."""
+    yield from _serve(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def reading(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """One server for the tests that only read (and refused writes): each starts no server
+    of its own, and kubectl's discovery cache is filled once."""
+    yield from _serve(tmp_path_factory.mktemp("reading"))
 
 
 def _table(text: str) -> list[list[str]]:
@@ -232,8 +244,8 @@ def _table(text: str) -> list[list[str]]:
 # --- discovery and reading ---------------------------------------------------------------
 
 
-def test_discovery_lists_the_served_groups(served: Served) -> None:
-    resources = served.kubectl("api-resources", "-o", "name").stdout.split()
+def test_discovery_lists_the_served_groups(reading: Served) -> None:
+    resources = reading.kubectl("api-resources", "-o", "name").stdout.split()
     for name in (
         "nodes",
         "pods",
@@ -249,12 +261,12 @@ def test_discovery_lists_the_served_groups(served: Served) -> None:
         "selfsubjectaccessreviews.authorization.k8s.io",
     ):
         assert name in resources
-    assert "karpenter.sh/v1" in served.kubectl("api-versions").stdout
+    assert "karpenter.sh/v1" in reading.kubectl("api-versions").stdout
 
 
-def test_get_nodes_wide_prints_the_servers_columns(served: Served) -> None:
+def test_get_nodes_wide_prints_the_servers_columns(reading: Served) -> None:
     """printNode's columns, from the server's Table: STATUS, ROLES, INTERNAL-IP, ..."""
-    rows = _table(served.kubectl("get", "nodes", "-o", "wide").stdout)
+    rows = _table(reading.kubectl("get", "nodes", "-o", "wide").stdout)
     assert rows[0] == [
         "NAME", "STATUS", "ROLES", "AGE", "VERSION", "INTERNAL-IP", "EXTERNAL-IP",
         "OS-IMAGE", "KERNEL-VERSION", "CONTAINER-RUNTIME",
@@ -264,14 +276,14 @@ def test_get_nodes_wide_prints_the_servers_columns(served: Served) -> None:
     assert n1[4:7] == ["v1.31.2-eks-94953ac", "10.0.1.1", "<none>"]
 
 
-def test_get_pods_pdbs_and_karpenter_columns(served: Served) -> None:
-    pods = _table(served.kubectl("get", "pods", "-A", "-o", "wide").stdout)
+def test_get_pods_pdbs_and_karpenter_columns(reading: Served) -> None:
+    pods = _table(reading.kubectl("get", "pods", "-A", "-o", "wide").stdout)
     assert pods[0][:6] == ["NAMESPACE", "NAME", "READY", "STATUS", "RESTARTS", "AGE"]
     web_0 = next(row for row in pods if row[:2] == ["shop", "web-0"])
     # printPod: no containerStatuses in the file, so no container is counted ready.
     assert web_0[2:4] == ["0/1", "Running"]
     assert web_0[7] == "n1"  # -o wide: IP, NODE
-    pdbs = _table(served.kubectl("get", "pdb", "-n", "shop").stdout)
+    pdbs = _table(reading.kubectl("get", "pdb", "-n", "shop").stdout)
     assert pdbs[0] == [
         "NAME",
         "MIN",
@@ -283,13 +295,13 @@ def test_get_pods_pdbs_and_karpenter_columns(served: Served) -> None:
         "AGE",
     ]
     assert pdbs[1][:4] == ["web", "N/A", "1", "0"]  # expected 3 (the scale), 2 healthy
-    claims = _table(served.kubectl("get", "nodeclaims", "-o", "wide").stdout)
+    claims = _table(reading.kubectl("get", "nodeclaims", "-o", "wide").stdout)
     assert claims[0][:6] == ["NAME", "TYPE", "CAPACITY", "ZONE", "NODE", "READY"]
     assert claims[1][:6] == ["general-abcde", "m5.large", "spot", "us-east-1a", "n1", "True"]
 
 
-def test_describe_node_shows_its_pods(served: Served) -> None:
-    text = served.kubectl("describe", "node", "n1").stdout
+def test_describe_node_shows_its_pods(reading: Served) -> None:
+    text = reading.kubectl("describe", "node", "n1").stdout
     assert "Name:               n1" in text
     assert "web-0" in text
     assert "agent-n1" in text
@@ -550,12 +562,12 @@ def test_watch_streams_changes_as_table_rows(served: Served) -> None:
     assert ["MODIFIED", "n2", "Ready,SchedulingDisabled"] in [row[:3] for row in seen]
 
 
-def test_auth_can_i_answers_from_rbac(served: Served) -> None:
+def test_auth_can_i_answers_from_rbac(reading: Served) -> None:
     """SelfSubjectAccessReview against deploy/rbac.yaml for the group it binds."""
     lifeboat = ["--as=lambda", "--as-group=lifeboat"]
 
     def can(*args: str) -> bool:
-        return served.kubectl("auth", "can-i", *args, check=False).stdout.strip() == "yes"
+        return reading.kubectl("auth", "can-i", *args, check=False).stdout.strip() == "yes"
 
     assert can("create", "pods", "--subresource=eviction", "-n", "shop", *lifeboat)
     assert can("patch", "nodes", *lifeboat)
@@ -563,7 +575,7 @@ def test_auth_can_i_answers_from_rbac(served: Served) -> None:
     assert can("update", "leases", "-n", "lifeboat", *lifeboat)
     assert not can("update", "leases", "-n", "default", *lifeboat)  # the Role is namespaced
     assert can("delete", "nodes")  # no impersonation: the kubeconfig's admin
-    refused = served.kubectl("delete", "node", "n2", *lifeboat, check=False)
+    refused = reading.kubectl("delete", "node", "n2", *lifeboat, check=False)
     assert "forbidden" in refused.stderr
 
 

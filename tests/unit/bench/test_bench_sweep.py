@@ -3,8 +3,18 @@ pagination (1,000 results a page), not from the fleet's size."""
 
 from __future__ import annotations
 
+from functools import cache
+from typing import Any
+
 from bench.sweep import FleetEc2, sweep_cost
 from lifeboat.events.instance_status import FILTER_SETS
+
+
+@cache
+def _everyone_in_trouble() -> dict[str, Any]:
+    """5,000 instances, every one impaired or with a scheduled event: one sweep, read by
+    two tests (its pages, its parts)."""
+    return sweep_cost(5000, 50, impaired=2500, scheduled=2500, call_ms=0)
 
 
 def test_a_usual_sweep_of_5000_instances_costs_three_status_calls_and_one_lookup() -> None:
@@ -18,7 +28,7 @@ def test_a_usual_sweep_of_5000_instances_costs_three_status_calls_and_one_lookup
 
 
 def test_every_instance_in_trouble_pages_through_each_set() -> None:
-    result = sweep_cost(5000, 50, impaired=2500, scheduled=2500, call_ms=0)
+    result = _everyone_in_trouble()
     # 2,500 impaired: 3 pages; none system-impaired: 1 empty page; 2,500 scheduled: 3 pages.
     assert result["describe_instance_status_calls"] == 7
     assert result["describe_instances_calls"] == 25
@@ -60,6 +70,6 @@ def test_past_fifty_every_managed_instance_is_acted_on_or_handed_on_in_the_sweep
 
 
 def test_every_instance_in_trouble_is_handed_on_in_parts_of_fifty() -> None:
-    result = sweep_cost(5000, 50, impaired=2500, scheduled=2500, call_ms=0)
+    result = _everyone_in_trouble()
     assert result["acted_in_message"] + result["handed_on"] == result["to_clusters"] == 4500
     assert result["sweep_parts"] == 89

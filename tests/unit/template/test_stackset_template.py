@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cfnlint.api import lint_file  # type: ignore[import-untyped]  # cfn-lint is untyped
 
 from lifeboat_local.stackset import StackSetTemplateError, main, processed_template
+from tests.support.cfn_lint import lint
 from tests.unit.template.test_template import _template
 
 PREFIX = "lifeboat-artifacts-111111111111"
@@ -45,10 +45,8 @@ def test_no_macro_is_left() -> None:
     assert "AWS::LanguageExtensions" not in text
 
 
-def test_the_stackset_template_is_cfn_lint_clean(tmp_path: Path) -> None:
-    path = tmp_path / "stackset.json"
-    path.write_text(json.dumps(_processed()))
-    assert [str(problem) for problem in lint_file(path)] == []
+def test_the_stackset_template_is_cfn_lint_clean() -> None:
+    assert [str(problem) for problem in lint(json.dumps(_processed()))] == []
 
 
 def test_nothing_is_asked_per_account() -> None:

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 import yaml
-from cfnlint.api import lint_file  # type: ignore[import-untyped]  # cfn-lint is untyped
 from cfnlint.decode import decode_str  # type: ignore[import-untyped]
 
+from tests.support.cfn_lint import lint
 from tests.support.events import sample as _sample
 from tests.support.paths import ROOT, TEMPLATE
 
@@ -154,9 +154,7 @@ def _rule_arns() -> list[dict[str, Any]]:
 def test_cfn_lint_and_the_serverless_rules_report_nothing() -> None:
     """cfn-lint's own rules and awslabs serverless-rules (the cfn-lint-serverless plugin,
     appended to the default rules: one lint covers both)."""
-    from cfnlint.api import ManualArgs
-
-    matches = lint_file(TEMPLATE, config=ManualArgs(append_rules=["cfn_lint_serverless.rules"]))
+    matches = lint(TEMPLATE.read_text(), serverless=True)
     assert [f"{m.rule.id} line {m.linenumber}: {m.message}" for m in matches] == []
 
 

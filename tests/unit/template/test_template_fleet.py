@@ -18,10 +18,10 @@ from functools import cache
 from typing import Any
 
 import pytest
-from cfnlint.api import lint_file  # type: ignore[import-untyped]  # cfn-lint is untyped
 from cfnlint.decode import decode_str  # type: ignore[import-untyped]
 
 from tests.support import iam_policy
+from tests.support.cfn_lint import lint
 from tests.support.iam_policy import operator_holds as _operator_holds
 from tests.support.iam_policy import values as _values
 from tests.support.paths import ROOT
@@ -49,7 +49,7 @@ def _fleet_template() -> dict[str, Any]:
 
 
 def test_the_fleet_template_is_cfn_lint_clean() -> None:
-    problems = lint_file(FLEET_TEMPLATE)
+    problems = lint(FLEET_TEMPLATE.read_text())
     assert [str(p) for p in problems] == []
 
 

@@ -11,12 +11,11 @@ a property left empty, fails here and not in CloudFormation.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
-from cfnlint.api import ManualArgs, lint_file  # type: ignore[import-untyped]
 
+from tests.support.cfn_lint import lint
 from tests.support.cfn_resolve import resolve, resources
 from tests.support.iam_policy import ACCOUNT, Request
 from tests.unit.template.test_template import RULE_SAMPLES, _template
@@ -178,10 +177,7 @@ COMBINATIONS = {
 
 
 @pytest.mark.parametrize("combination", sorted(COMBINATIONS))
-def test_cfn_lint_is_clean_for_the_combination(combination: str, tmp_path: Path) -> None:
+def test_cfn_lint_is_clean_for_the_combination(combination: str) -> None:
     resolved = resolve(_template(), COMBINATIONS[combination])
-    path = tmp_path / "template.json"
-    path.write_text(json.dumps(resolved))
-    config = ManualArgs(append_rules=["cfn_lint_serverless.rules"])
-    matches = lint_file(path, config=config)
+    matches = lint(json.dumps(resolved), serverless=True)
     assert [f"{m.rule.id}: {m.message} ({m.path})" for m in matches] == []
