@@ -190,6 +190,7 @@ def run(options: Options) -> dict[str, Any]:
             "pools": options.pools,
             "pods_per_node": options.pods_per_node,
             "quick": options.quick,
+            "api_server_process": options.api_server_process,
         },
         "storms": [],
         "marginal": [],
