@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.api_server import ServedEmulator
 from bench.aws_endpoints import Ec2Endpoint
 from bench.cluster import CLUSTER, REGION, Cluster
 from bench.dynamodb import DynamoDbTable
@@ -173,7 +174,9 @@ class Endpoints:
 class Bench:
     """One cluster on one emulator, and pipelines on it (one per concurrent invocation)."""
 
-    def __init__(self, cluster: Cluster, emulator: Emulator, endpoints: Endpoints) -> None:
+    def __init__(
+        self, cluster: Cluster, emulator: Emulator | ServedEmulator, endpoints: Endpoints
+    ) -> None:
         if endpoints.directory == "moto" and cluster.source != "moto":
             raise ValueError("a moto directory needs a cluster launched in moto")
         self.cluster = cluster

@@ -27,6 +27,7 @@ from bench import (
     report,
     sweep,
 )
+from bench.api_server import ServedEmulator
 from bench.aws_endpoints import Ec2Endpoint, TokenBucket
 from bench.cluster import build_cluster
 from bench.dynamodb import DynamoDbTable
@@ -135,6 +136,9 @@ class Options:
     # The storm over a minute at the largest size, EC2 throttled (bench.frictions).
     throttled_storm: bool = True
     throttled_spread_s: float = 60.0
+    # The storms' API server in a process of its own (bench.api_server), as a real one is
+    # another machine; False: in the bench's interpreter, sharing its lock (as before).
+    api_server_process: bool = True
     # The account's other callers' share of EC2's Describe* refill (20 a second).
     ec2_others_per_second: float = 15.0
     k8s_429_rate: float = 0.02
@@ -186,6 +190,7 @@ def run(options: Options) -> dict[str, Any]:
             "pools": options.pools,
             "pods_per_node": options.pods_per_node,
             "quick": options.quick,
+            "api_server_process": options.api_server_process,
         },
         "storms": [],
         "marginal": [],
@@ -238,7 +243,8 @@ def run(options: Options) -> dict[str, Any]:
         #    a minute on a throttled account at the largest.
         for size in sorted(options.nodes):
             cluster = build_cluster(size, pools=options.pools, pods_per_node=options.pods_per_node)
-            with Emulator(cluster.objects, latency=latency) as emu:
+            serve = ServedEmulator if options.api_server_process else Emulator
+            with serve(cluster.objects, latency=latency) as emu:
                 variants = [Endpoints("static", "memory")]
                 if options.moto_storms and size == small:
                     variants.append(Endpoints("static", "powertools"))
@@ -309,7 +315,7 @@ def run(options: Options) -> dict[str, Any]:
 
 
 def _throttled_storm(
-    options: Options, cluster: Any, emu: Emulator, dynamodb: DynamoDbTable
+    options: Options, cluster: Any, emu: Emulator | ServedEmulator, dynamodb: DynamoDbTable
 ) -> dict[str, Any]:
     """bench.frictions: the storm over a minute, EC2 throttled, 429s, DynamoDB's ledger."""
     bucket = TokenBucket(others_per_second=options.ec2_others_per_second, tokens=0)
@@ -481,6 +487,11 @@ def parse_args(argv: list[str] | None = None) -> tuple[Options, Path | None]:
         help="skip the storms with the ledger on DynamoDB in a process of its own",
     )
     parser.add_argument(
+        "--api-server-in-process",
+        action="store_true",
+        help="run the storms' Kubernetes emulator in the bench's own interpreter (as before)",
+    )
+    parser.add_argument(
         "--check",
         action="store_true",
         help="exit 1 when a ratio or count target is missed (absolute times never fail)",
@@ -506,6 +517,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[Options, Path | None]:
     options.hand_over &= not args.no_hand_over
     options.throttled_storm &= not args.no_throttled_storm
     options.dynamodb_storms &= not args.no_dynamodb_storms
+    options.api_server_process &= not args.api_server_in_process
     options.check = args.check
     return options, args.out
 

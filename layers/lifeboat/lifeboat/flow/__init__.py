@@ -39,6 +39,7 @@ this list to what runs)::
     lifeboat.model.patience              (its bounds)
     lifeboat.flow.lookup                 EC2 asked; if it throttles, the NodeClaims (issue 36)
     lifeboat.model.instances             what EC2 says of the instance
+    lifeboat.flow.resolve                the NodePools' opt-out verdicts (kept 10 s)
     lifeboat.flow.notices                the notice handled
     lifeboat.flow.lanes                  messages about one instance in one lane
     lifeboat.flow.config                 the clusters served, the actor
@@ -46,8 +47,7 @@ this list to what runs)::
     lifeboat.flow.routing                triage: its cluster, managed here?
     lifeboat.decide.origin               from this stack's account and region?
     lifeboat.decide.staleness            not too old to act on
-    lifeboat.flow.resolve                its NodePool (has it opted out?)
-    lifeboat.kube.karpenter_api          the NodePool read (Karpenter's resources)
+    lifeboat.kube.karpenter_api          the NodePool read (no verdict yet: a first batch)
     lifeboat.kube.transport              the Kubernetes API (its retries)
     lifeboat.marks.node_marks            Lifeboat's taint
     lifeboat.kube.nodes                  the node's names

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from lifeboat.errors import RetryLater
 from lifeboat.flow.config import ClusterClients, FlowConfig
 from lifeboat.flow.lookup import describe_batch, found_before
-from lifeboat.flow.resolve import Resolver
+from lifeboat.flow.resolve import OptOutVerdicts, Resolver
 from lifeboat.kube.client import retrying_for
 from lifeboat.model.deadline import is_near, retry_window
 from lifeboat.model.instances import InstanceInfo
@@ -73,6 +73,7 @@ class Batch:
         infos: dict[str, InstanceInfo],
         clients: ClusterClients,
         time_left: Callable[[], float] | None = None,
+        verdicts: OptOutVerdicts | None = None,
     ) -> None:
         self.infos = infos
         self.time_left = time_left
@@ -83,13 +84,15 @@ class Batch:
         # fails with it instead of waiting out a second window (NoticeHandler.taint_first).
         self.outage: dict[str, Exception] = {}
         self._clients = clients
+        self._verdicts = verdicts  # the pipeline's, outliving the batch
         self._resolvers: dict[str | None, Resolver] = {}
         self._lock = threading.Lock()
 
     def resolver(self, cluster: str | None) -> Resolver:
         with self._lock:
             if cluster not in self._resolvers:
-                self._resolvers[cluster] = Resolver(self._clients.kube(cluster))
+                kube = self._clients.kube(cluster)
+                self._resolvers[cluster] = Resolver(kube, self._verdicts, cluster)
             return self._resolvers[cluster]
 
 

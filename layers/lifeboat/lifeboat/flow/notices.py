@@ -24,7 +24,6 @@ from lifeboat.flow.split import remainders
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
 from lifeboat.kube.pool_lock import PoolLock
-from lifeboat.marks import node_marks
 from lifeboat.model.deadline import INVOCATION_RESERVE
 from lifeboat.model.instances import InstanceInfo
 from lifeboat.model.notice import Kind, Notice
@@ -209,13 +208,16 @@ class NoticeHandler:
         and cordon the node: done before reading the node, with a patch guarded by the
         instance's providerID (saving a request when two minutes is all there is). Not when
         nothing may change (dry run), when EC2 did not say where the node is, or when the
-        node's NodePool opted out of Lifeboat. The node as patched, or None."""
+        node's NodePool opted out of Lifeboat (as read at most ``OPT_OUT_TTL`` seconds ago).
+        The node as patched, or None."""
         if self._config.settings.dry_run or not info.node_name or not info.zone:
             return None
-        if info.nodepool:
-            nodepool = resolver.nodepool(info.nodepool)
-            if nodepool is not None and node_marks.opted_out(nodepool):
-                return None
+        # The pool's opt-out verdict may be one read up to OPT_OUT_TTL seconds ago, by an
+        # earlier batch (lifeboat.flow.resolve.OptOutVerdicts): no GET before the PATCH. A
+        # pool opted out within that window still has the node tainted and cordoned here;
+        # its decision, which reads the pool fresh, then leaves it alone.
+        if info.nodepool and resolver.opted_out(info.nodepool):
+            return None
         provider_id = f"aws:///{info.zone}/{info.instance_id}"
         return self._config.actor(resolver.kube).taint_unread(info.node_name, provider_id, notice)
 

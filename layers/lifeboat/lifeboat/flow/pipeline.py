@@ -41,6 +41,7 @@ from lifeboat.flow.config import ClusterClients, ClusterScope, FlowConfig, OneCl
 from lifeboat.flow.lanes import lanes as message_lanes
 from lifeboat.flow.notices import NoticeHandler
 from lifeboat.flow.read import MessageReader
+from lifeboat.flow.resolve import OptOutVerdicts
 from lifeboat.flow.split import split
 from lifeboat.kube.client import UNAVAILABLE_STATUSES, KubeError, retrying_for
 from lifeboat.model.instances import InstanceInfo
@@ -95,7 +96,7 @@ class Pipeline(FlowConfig):
         later, early = self._split(parsed, found)
         described, failed = describe(self, wanted(parsed, found), parsed, time_left)
         infos = found | described
-        batch = Batch(infos, self.clusters, time_left)
+        batch = Batch(infos, self.clusters, time_left, self.opt_outs)
         results: list[MessageResult] = [MessageResult() for _ in parsed]
         if failed is not None:  # those messages fail alone; the rest of the batch goes on
             for index, item in enumerate(parsed):
@@ -116,6 +117,13 @@ class Pipeline(FlowConfig):
 
         self._in_lanes(message_lanes(named), taint, run)
         return results
+
+    @cached_property
+    def opt_outs(self) -> OptOutVerdicts:
+        """The NodePools' opt-out verdicts, kept across this pipeline's batches for the taint
+        at once (lifeboat.flow.resolve.OptOutVerdicts), on the pipeline's monotonic clock
+        (read when asked: a test that replaces ``monotonic`` moves it)."""
+        return OptOutVerdicts(lambda: self.monotonic())
 
     def _in_lanes(
         self,

@@ -7,12 +7,16 @@ weighed against the pool's budgets, list the pool's nodes and claims (by label),
 pods (by field selector) and the PodDisruptionBudgets of those pods' namespaces: each of
 those requests is bounded by the pool or the node, never by the cluster. A pool with limits
 and no ``status.resources`` has its nodes and claims listed for every kind (its usage).
+
+Across batches, only each NodePool's opt-out verdict is kept (:class:`OptOutVerdicts`), and
+only the taint at once of an involuntary notice reads it: everything else reads the pool
+fresh.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -23,16 +27,75 @@ from lifeboat.karpenter.pdbs import pdb_namespaces
 from lifeboat.karpenter.pool_usage import pool_usage, uncounted
 from lifeboat.kube import nodes
 from lifeboat.kube.client import KubeApi
+from lifeboat.marks import node_marks
 from lifeboat.model.instances import InstanceInfo, instance_id_from_provider_id
 from lifeboat.model.objects import Obj
 from lifeboat.model.target import ClaimRef, PoolCounts, Target
+
+# How long a NodePool's opt-out verdict answers the taint at once without a GET: Karpenter's
+# own controllers read NodePools from an informer's cache, eventually consistent, and a
+# storm's batches (seconds apart) then share one read per pool. An opt-out is honoured by
+# the taint at once within this many seconds of being written (the decision, which reads
+# the pool fresh, honours it at once).
+OPT_OUT_TTL = 10.0
+
+
+class OptOutVerdicts:
+    """Whether each NodePool opted out of Lifeboat, as last read, per cluster and pool name:
+    kept for the life of the pipeline (a Lambda environment), not of a batch. Used only to
+    decide whether an involuntary notice's node is tainted at once (``Resolver.opted_out``);
+    budgets, replacements, decisions and voluntary notices read their pool fresh.
+
+    A verdict older than ``ttl`` seconds of ``clock`` (a monotonic clock; injected) is not
+    used: the pool is read again. So is one whose age is negative (a clock gone backwards):
+    a verdict is used only when it is known to be recent. An absent pool leaves no verdict
+    (read again each batch, as before)."""
+
+    def __init__(self, clock: Callable[[], float], ttl: float = OPT_OUT_TTL) -> None:
+        self._clock = clock
+        self._ttl = ttl
+        self._verdicts: dict[tuple[str | None, str], tuple[bool, float]] = {}
+        self._lock = threading.Lock()
+
+    def recent(self, cluster: str | None, name: str) -> bool | None:
+        """The pool's verdict if read less than ``ttl`` seconds ago, else None."""
+        with self._lock:
+            found = self._verdicts.get((cluster, name))
+        if found is None:
+            return None
+        verdict, read_at = found
+        age = self._clock() - read_at
+        return verdict if 0.0 <= age < self._ttl else None
+
+    def now(self) -> float:
+        """The verdicts' clock: read before a GET, so a verdict's age counts the GET's time
+        (and retries) too."""
+        return self._clock()
+
+    def note(
+        self, cluster: str | None, name: str, nodepool: Mapping[str, Any] | None, asked: float
+    ) -> None:
+        """The pool as read by a GET sent at ``asked`` (``now``); None: absent, its verdict
+        forgotten."""
+        with self._lock:
+            if nodepool is None:
+                self._verdicts.pop((cluster, name), None)
+            else:
+                self._verdicts[(cluster, name)] = (node_marks.opted_out(nodepool), asked)
 
 
 class Resolver:
     """Resolves notices against one cluster; caches what a batch shares (NodePools)."""
 
-    def __init__(self, kube: KubeApi) -> None:
+    def __init__(
+        self,
+        kube: KubeApi,
+        verdicts: OptOutVerdicts | None = None,
+        cluster: str | None = None,
+    ) -> None:
         self.kube = kube
+        self._verdicts = verdicts
+        self._cluster = cluster
         self._nodepools: dict[str, Mapping[str, Any] | None] = {}
         self._lock = threading.Lock()
         self._reading: dict[str, threading.Lock] = {}  # one per NodePool being read
@@ -144,8 +207,24 @@ class Resolver:
             reading = self._reading.setdefault(name, threading.Lock())
         with reading:
             if name not in self._nodepools:  # not read by the lane this one waited for
-                self._nodepools[name] = self.kube.get_nodepool(name)
+                verdicts = self._verdicts
+                asked = verdicts.now() if verdicts is not None else 0.0
+                nodepool = self.kube.get_nodepool(name)
+                if verdicts is not None:
+                    verdicts.note(self._cluster, name, nodepool, asked)
+                self._nodepools[name] = nodepool
             return self._nodepools[name]
+
+    def opted_out(self, name: str) -> bool:
+        """Whether the NodePool opted out, for the taint at once only: its verdict of a read
+        less than ``OPT_OUT_TTL`` seconds ago (this batch's or an earlier one's) if there is
+        one, else the pool read (``nodepool``). An absent pool did not opt out."""
+        if self._verdicts is not None:
+            recent = self._verdicts.recent(self._cluster, name)
+            if recent is not None:
+                return recent
+        nodepool = self.nodepool(name)
+        return nodepool is not None and node_marks.opted_out(nodepool)
 
     def pool_counts(self, nodepool: Mapping[str, Any]) -> PoolCounts:
         """Count the pool's nodes and those already disrupting, as Karpenter counts them
