@@ -635,10 +635,12 @@ def test_a_spot_warning_that_fails_near_its_deadline_comes_back_within_seconds(
     assert len(_replacements(emu)) == 1
 
 
-def test_a_failure_without_a_near_deadline_keeps_the_queues_visibility_timeout(
+def test_a_failure_without_a_near_deadline_comes_back_after_the_distant_backoff(
     emu: Emulator, sqs_queue: tuple[Any, str]
 ) -> None:
-    """A message whose deadline has passed is not hurried: nothing changes its visibility."""
+    """A message whose deadline has passed is not hurried as a near one is: it comes back
+    after the distant backoff's 10 s (lifeboat.model.deadline.redelivery_delay, issue
+    36.1), not within the seconds a near deadline's 1, 2, 4 s backoff gives."""
     from lifeboat.aws.redelivery import SqsRedelivery
 
     sqs, url = sqs_queue
