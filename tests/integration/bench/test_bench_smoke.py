@@ -36,6 +36,9 @@ def tiny_options() -> Options:
     options.sweep = False
     options.hand_over = False
     options.throttled_spread_s = 2.0  # the storm on a throttled account, over 2 s
+    # The storms' API server in the bench's process: counts, not timings (a process of its
+    # own costs a spawned interpreter per storm; tests/integration/bench/test_api_server.py).
+    options.api_server_process = False
     return options
 
 
