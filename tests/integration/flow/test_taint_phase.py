@@ -311,6 +311,19 @@ def test_a_lane_whose_taint_keeps_retrying_holds_back_only_its_own_message(
     invocation's 6.5 s left less the handling margin). The other lanes, their taints done,
     wait for it only ``TAINT_PHASE_WAIT`` and are handled (their ledger writes made) while
     the third is still refused; the third fails alone when its own window runs out."""
+    third = rig.machines[2].node_name
+    got = _third_refused(rig, monkeypatch, workers=10)
+    assert got[:2] + got[3:] == [Outcome.ACTED] * 9
+    assert "503" in str(got[2])
+    assert rig.ledger.gave_up.is_set()  # the phase gave up on the third, and said so
+    assert rig.ledger.gave_up_at_writes == [False] * 9  # the nine went on before that
+    for seen in rig.ledger.tainted_at_writes:
+        assert seen >= rig.names - {third}
+
+
+def _third_refused(rig: Rig, monkeypatch: pytest.MonkeyPatch, workers: int) -> list[Outcome | str]:
+    """The batch handled with the third node's PATCH answered 503 again and again (and
+    ``TAINT_PHASE_WAIT`` 0.1 s), the phase's give-up logged to the rig's ledger: outcomes."""
     monkeypatch.setattr(pipeline_module, "TAINT_PHASE_WAIT", 0.1)
     third = rig.machines[2].node_name
     rig.emulator.fail_next(503, times=10_000, verb="patch", resource="nodes", name=third)
@@ -318,16 +331,10 @@ def test_a_lane_whose_taint_keeps_retrying_holds_back_only_its_own_message(
     told = Told(rig.ledger.gave_up)
     logger.addHandler(told)
     try:
-        results = rig.make(10).process(rig.bodies(), time_left=lambda: 6.5)
+        results = rig.make(workers).process(rig.bodies(), time_left=lambda: 6.5)
     finally:
         logger.removeHandler(told)
-    got = outcomes(results)
-    assert got[:2] + got[3:] == [Outcome.ACTED] * 9
-    assert "503" in str(got[2])
-    assert rig.ledger.gave_up.is_set()  # the phase gave up on the third, and said so
-    assert rig.ledger.gave_up_at_writes == [False] * 9  # the nine went on before that
-    for seen in rig.ledger.tainted_at_writes:
-        assert seen >= rig.names - {third}
+    return outcomes(results)
 
 
 class Told(logging.Handler):
@@ -350,17 +357,7 @@ def test_more_lanes_than_workers_a_retrying_taint_holds_back_only_its_own_messag
     taint is still retrying must not take a worker to wait for it ahead of them (it did:
     the handling of lane 0, 1, then 2 in batch order, lane 2's wait holding a worker while
     the other worker's own taint retried, lanes 3-9 behind both)."""
-    monkeypatch.setattr(pipeline_module, "TAINT_PHASE_WAIT", 0.1)
-    third = rig.machines[2].node_name
-    rig.emulator.fail_next(503, times=10_000, verb="patch", resource="nodes", name=third)
-    logger = logging.getLogger(pipeline_module.__name__)
-    told = Told(rig.ledger.gave_up)
-    logger.addHandler(told)
-    try:
-        results = rig.make(2).process(rig.bodies(), time_left=lambda: 6.5)
-    finally:
-        logger.removeHandler(told)
-    got = outcomes(results)
+    got = _third_refused(rig, monkeypatch, workers=2)
     assert got[:2] + got[3:] == [Outcome.ACTED] * 9
     assert "503" in str(got[2])
     assert rig.ledger.gave_up_at_writes == [False] * 9
