@@ -24,6 +24,7 @@ from . import celrules
 from .errors import ApiError, bad_request
 from .resources import EC2NODECLASSES, Obj
 from .verdict import Verdict
+from .yamlload import LOADER
 
 CRD_FILE = "crds/karpenter.k8s.aws_ec2nodeclasses.yaml"
 _MAX_UNKNOWN_FIELDS = 64
@@ -32,7 +33,8 @@ _MAX_UNKNOWN_FIELDS = 64
 @cache
 def crd() -> Obj:
     text = (package_files.files("kubemu") / CRD_FILE).read_text()
-    loaded: Obj = yaml.safe_load(text)
+    # libyaml's safe loader: the CRD files are large and read by every process that starts.
+    loaded: Obj = yaml.load(text, Loader=LOADER)
     return loaded
 
 

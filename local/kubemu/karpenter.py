@@ -26,6 +26,7 @@ from .crd_checks import StructuralChecker
 from .errors import ApiError, bad_request
 from .resources import NODECLAIMS, Obj, ResourceType
 from .verdict import Verdict
+from .yamlload import LOADER
 
 # requirements[].key, taints[].key: a label key (qualified name with an optional prefix).
 _LABEL_KEY = re.compile(
@@ -244,7 +245,8 @@ def _pool_weight_and_replicas(checker: _Checker, spec: Obj) -> None:
 def crd(resource: ResourceType) -> Obj:
     """The CRD of NodeClaims or NodePools, as shipped in ``crds/``."""
     text = (package_files.files("kubemu") / CRD_FILES[resource.plural]).read_text()
-    loaded: Obj = yaml.safe_load(text)
+    # libyaml's safe loader: the CRD files are large and read by every process that starts.
+    loaded: Obj = yaml.load(text, Loader=LOADER)
     return loaded
 
 
