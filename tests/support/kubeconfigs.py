@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
+from tests.support import cyaml
 
 
 def write_kubeconfig(path: Path, server: str) -> Path:
     """A kubeconfig for ``server``, without credentials (the emulator needs none)."""
     path.write_text(
-        yaml.safe_dump(
+        cyaml.safe_dump(
             {
                 "apiVersion": "v1",
                 "kind": "Config",

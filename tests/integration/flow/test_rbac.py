@@ -24,7 +24,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-import yaml
 
 from kubemu import Emulator, load_cluster_file
 from kubemu.rbac import Request, rule_allows
@@ -38,6 +37,7 @@ from lifeboat.wakeup.codec import MemoryWakeups, Task, Wakeup, encode
 from lifeboat_local.directory import directory_from_objects
 from lifeboat_local.karpenter_sim import KarpenterSimulation
 from lifeboat_local.replay import RecordedLifecycle, SimulatedClock
+from tests.support import cyaml
 from tests.support.paths import EVENTS, ROOT
 
 START = datetime(2026, 12, 1, 14, 5, tzinfo=UTC)
@@ -91,7 +91,7 @@ class Rbac:
 
 
 def load_rbac() -> Rbac:
-    documents = list(yaml.safe_load_all((ROOT / "deploy/rbac.yaml").read_text()))
+    documents = list(cyaml.safe_load_all((ROOT / "deploy/rbac.yaml").read_text()))
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for document in documents:
         by_kind.setdefault(document["kind"], []).append(document)

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+
+from tests.support import cyaml
 
 ROOT = Path(__file__).resolve().parents[3]
 KUBECTL = shutil.which("kubectl")
@@ -217,7 +218,7 @@ def start(tmp_path: Path, *args: str) -> Served:
 
 def _serve(directory: Path) -> Iterator[Served]:
     cluster = directory / "cluster.yaml"
-    cluster.write_text(yaml.safe_dump_all(cluster_objects()))
+    cluster.write_text(cyaml.safe_dump_all(cluster_objects()))
     rbac = ROOT / "deploy" / "rbac.yaml"
     server = start(directory, "serve", "--cluster", str(cluster), "--rbac", str(rbac))
     yield server
@@ -369,14 +370,14 @@ def test_apply_creates_then_updates_and_strict_validation_refuses_unknown_fields
         "spec": {"containers": [{"name": "sh", "image": "busybox:1.37"}]},
     }
     path = tmp_path / "pod.yaml"
-    path.write_text(yaml.safe_dump(manifest))
+    path.write_text(cyaml.safe_dump(manifest))
     assert "pod/debug created" in served.kubectl("apply", "-f", str(path)).stdout
     manifest["metadata"]["labels"]["tier"] = "tools"
-    path.write_text(yaml.safe_dump(manifest))
+    path.write_text(cyaml.safe_dump(manifest))
     assert "pod/debug configured" in served.kubectl("apply", "-f", str(path)).stdout
     assert served.json("get", "pod", "debug", "-n", "shop")["metadata"]["labels"]["tier"] == "tools"
     manifest["spec"]["nodeNmae"] = "n1"
-    path.write_text(yaml.safe_dump(manifest))
+    path.write_text(cyaml.safe_dump(manifest))
     refused = served.kubectl("apply", "-f", str(path), check=False)
     assert refused.returncode != 0
     assert 'unknown field "spec.nodeNmae"' in refused.stderr
@@ -386,7 +387,7 @@ def test_creating_in_a_missing_namespace_is_not_found(served: Served, tmp_path: 
     """NamespaceLifecycle admission: 404 naming the namespace; once created, it works."""
     path = tmp_path / "pod.yaml"
     path.write_text(
-        yaml.safe_dump(
+        cyaml.safe_dump(
             {
                 "apiVersion": "v1",
                 "kind": "Pod",
@@ -426,7 +427,7 @@ def test_a_nodeclaim_breaking_the_crd_is_refused(served: Served, tmp_path: Path)
         },
     }
     path = tmp_path / "claim.yaml"
-    path.write_text(yaml.safe_dump(claim))
+    path.write_text(cyaml.safe_dump(claim))
     refused = served.kubectl("create", "-f", str(path), check=False)
     assert refused.returncode != 0
     assert 'NodeClaim "bad" is invalid: spec.requirements' in refused.stderr
@@ -449,7 +450,7 @@ def test_crd_cel_rules_answer_kubectl_as_the_api_server(served: Served, tmp_path
         },
     }
     path = tmp_path / "class.yaml"
-    path.write_text(yaml.safe_dump(node_class))
+    path.write_text(cyaml.safe_dump(node_class))
     refused = served.kubectl("create", "-f", str(path), check=False)
     assert refused.returncode != 0
     assert (
@@ -464,7 +465,7 @@ def test_crd_cel_rules_answer_kubectl_as_the_api_server(served: Served, tmp_path
         "spec": {"template": {"spec": {"nodeClassRef": ref, "requirements": []}}},
     }
     path = tmp_path / "pool.yaml"
-    path.write_text(yaml.safe_dump(pool))
+    path.write_text(cyaml.safe_dump(pool))
     assert "nodepool.karpenter.sh/cel created" in served.kubectl("create", "-f", str(path)).stdout
     change = '{"spec":{"template":{"spec":{"nodeClassRef":{"kind":"Other"}}}}}'
     refused = served.kubectl("patch", "nodepool", "cel", "--type=merge", "-p", change, check=False)
@@ -581,7 +582,7 @@ def test_auth_can_i_answers_from_rbac(reading: Served) -> None:
 
 def test_sigint_stops_the_server_cleanly(tmp_path: Path) -> None:
     cluster = tmp_path / "cluster.yaml"
-    cluster.write_text(yaml.safe_dump_all(cluster_objects()))
+    cluster.write_text(cyaml.safe_dump_all(cluster_objects()))
     server = start(tmp_path, "serve", "--cluster", str(cluster))
     server.process.send_signal(signal.SIGINT)
     assert server.process.wait(timeout=START_TIMEOUT) == 0

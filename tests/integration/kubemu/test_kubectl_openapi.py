@@ -13,11 +13,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
 from tests.conftest import CliRun
 from tests.integration.kubemu.test_kubectl import KUBECTL, Served, cluster_objects, start
 from tests.integration.local.convert.test_convert import ISSUE_SETTINGS
+from tests.support import cyaml
 from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
@@ -28,7 +28,7 @@ RBAC = ROOT / "deploy" / "rbac.yaml"
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     folder = tmp_path_factory.mktemp("served")
     cluster = folder / "cluster.yaml"
-    cluster.write_text(yaml.safe_dump_all(cluster_objects()))
+    cluster.write_text(cyaml.safe_dump_all(cluster_objects()))
     server = start(folder, "serve", "--cluster", str(cluster))
     yield server
     assert server.stop() == 0
@@ -36,15 +36,15 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 
 def test_kubectl_apply_of_deploy_rbac_validates_and_creates_every_object(served: Served) -> None:
     applied = served.kubectl("apply", "-f", str(RBAC))
-    kinds = [d["kind"] for d in yaml.safe_load_all(RBAC.read_text()) if d]
+    kinds = [d["kind"] for d in cyaml.safe_load_all(RBAC.read_text()) if d]
     assert len(applied.stdout.splitlines()) == len(kinds)
     assert "clusterrole.rbac.authorization.k8s.io/lifeboat created" in applied.stdout
     role = served.kubectl("get", "clusterrole", "lifeboat", "-o", "yaml")
-    stored = yaml.safe_load(role.stdout)
+    stored = cyaml.safe_load(role.stdout)
     assert (
         stored["rules"]
         == next(
-            d for d in yaml.safe_load_all(RBAC.read_text()) if d and d["kind"] == "ClusterRole"
+            d for d in cyaml.safe_load_all(RBAC.read_text()) if d and d["kind"] == "ClusterRole"
         )["rules"]
     )
     assert "lifeboat-state" in served.kubectl("get", "roles", "-n", "lifeboat").stdout
@@ -58,7 +58,7 @@ def test_an_rbac_object_with_an_unknown_field_is_refused(served: Served, tmp_pat
         "rulez": [],
     }
     path = tmp_path / "typo.yaml"
-    path.write_text(yaml.safe_dump(role))
+    path.write_text(cyaml.safe_dump(role))
     refused = served.kubectl("apply", "-f", str(path), check=False)
     assert refused.returncode != 0
     assert 'unknown field "rulez"' in refused.stderr
@@ -73,7 +73,7 @@ def _converted(tmp_path: Path, cli: Callable[..., CliRun]) -> Path:
         "--ami-alias", "al2023@v20241121", "--out", pools,
     )  # fmt: skip
     assert run.code == 0, run.err
-    assert yaml.safe_load(pools.read_text())["kind"] == "List"
+    assert cyaml.safe_load(pools.read_text())["kind"] == "List"
     return pools
 
 
@@ -97,9 +97,9 @@ def test_a_list_item_with_an_unknown_field_is_still_refused(
 ) -> None:
     """The v2 document holds no models, so the check of a List's items is the server's."""
     pools = _converted(tmp_path, cli)
-    document = yaml.safe_load(pools.read_text())
+    document = cyaml.safe_load(pools.read_text())
     document["items"][1]["spec"]["bogusField"] = 1
-    pools.write_text(yaml.safe_dump(document))
+    pools.write_text(cyaml.safe_dump(document))
     refused = served.kubectl("apply", "--dry-run=server", "-f", str(pools), check=False)
     assert refused.returncode != 0
     assert 'unknown field "spec.bogusField"' in refused.stderr
@@ -114,7 +114,7 @@ def test_a_configmap_list_item_with_an_unknown_field_is_refused(
     item = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "v"}, "bogus": 1}
     item["metadata"] = {"name": "typo", "namespace": "default"}
     listed = tmp_path / "list.yaml"
-    listed.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [item]}))
+    listed.write_text(cyaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [item]}))
     refused = served.kubectl("apply", "-f", str(listed), check=False)
     assert refused.returncode != 0
     assert 'unknown field "bogus"' in refused.stderr

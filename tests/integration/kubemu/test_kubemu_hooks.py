@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 import urllib3
-import yaml
 from kubernetes import client
 from kubernetes.client import ApiException
 
 from kubemu import Emulator, dump_cluster_file, load_cluster_file
 from kubemu.builders import node, nodeclaim, pdb, pod
 from kubemu.store import Store
+from tests.support import cyaml
 from tests.support.present import error_body, meta, present
 
 
@@ -207,9 +207,9 @@ def test_load_dump_round_trip(tmp_path: Path) -> None:
     source = tmp_path / "cluster.yaml"
     claim = nodeclaim("c1")
     source.write_text(
-        yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [pod("p1"), node("n1")]})
+        cyaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [pod("p1"), node("n1")]})
         + "---\n"
-        + yaml.safe_dump_all([None, claim, pdb("web", minAvailable=1)])
+        + cyaml.safe_dump_all([None, claim, pdb("web", minAvailable=1)])
     )
     loaded = load_cluster_file(source)
     assert [o["kind"] for o in loaded] == ["Pod", "Node", "NodeClaim", "PodDisruptionBudget"]
@@ -255,7 +255,7 @@ def test_cluster_file_errors_name_file_and_document(
     tmp_path: Path, document: Any, expected: str
 ) -> None:
     path = tmp_path / "bad.yaml"
-    path.write_text(yaml.safe_dump_all([node("ok"), document]))
+    path.write_text(cyaml.safe_dump_all([node("ok"), document]))
     with pytest.raises(ValueError, match=expected) as caught:
         load_cluster_file(path)
     assert str(path) in str(caught.value)

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from lifeboat_local.cli import main
+from tests.support import cyaml
 
 ROOT = Path(__file__).resolve().parents[3]
 EVENTS = ROOT / "events"
@@ -37,7 +37,7 @@ def lifeboat(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int
 
 
 def sample_items() -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = yaml.safe_load(CLUSTER.read_text())["items"]
+    items: list[dict[str, Any]] = cyaml.safe_load(CLUSTER.read_text())["items"]
     return items
 
 
@@ -50,7 +50,7 @@ def kubectl_objects() -> list[dict[str, Any]]:
         ["create", "service", "clusterip", "web", "--tcp=80:8080"],
     ]
     return [
-        yaml.safe_load(
+        cyaml.safe_load(
             subprocess.run(
                 [KUBECTL, *command, "--dry-run=client", "-o", "yaml"],
                 capture_output=True, text=True, check=True, timeout=60,
@@ -72,7 +72,7 @@ def test_other_kinds_in_a_kubectl_list_are_skipped_and_counted(
     }
     items = [*kubectl_objects(), node_class, *sample_items()]
     cluster = tmp_path / "cluster.yaml"
-    cluster.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    cluster.write_text(cyaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
     argv: list[str | Path] = [command, "--cluster", cluster, "--at", AT]
     if command != "windows":
         argv.insert(1, SPOT)
@@ -93,7 +93,7 @@ def test_a_multi_document_file_and_a_json_list_read_the_same(
     items = sample_items()
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "data": {}}
     documents = tmp_path / "cluster.yaml"
-    documents.write_text(yaml.safe_dump_all([secret, *items]))
+    documents.write_text(cyaml.safe_dump_all([secret, *items]))
     listed = tmp_path / "cluster.json"  # what kubectl get -o json prints
     listed.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
     outputs = []
@@ -152,7 +152,7 @@ def test_a_cluster_file_given_as_kubeconfig_says_to_use_cluster(
 
 def _kubeconfig(path: Path, server: str, current: str = "prod") -> Path:
     path.write_text(
-        yaml.safe_dump(
+        cyaml.safe_dump(
             {
                 "apiVersion": "v1",
                 "kind": "Config",
@@ -216,7 +216,7 @@ def test_a_v1beta1_nodepool_needs_karpenter_1(
         if item["kind"] in ("NodePool", "NodeClaim"):
             item["apiVersion"] = "karpenter.sh/v1beta1"
     cluster = tmp_path / "old.yaml"
-    cluster.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    cluster.write_text(cyaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
     status, out, err = lifeboat(capsys, "windows", "--cluster", cluster)
     assert (status, out) == (1, "")
     assert "NodePool general is karpenter.sh/v1beta1" in err
@@ -227,7 +227,7 @@ def test_bad_yaml_names_the_file_and_the_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cluster = tmp_path / "broken.yaml"
-    good = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": sample_items()[:2]})
+    good = cyaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": sample_items()[:2]})
     # Line 4 of the file: a value where YAML allows none.
     cluster.write_text("apiVersion: v1\nkind: List\nitems:\n- kind: Node: x\n" + good)
     status, out, err = lifeboat(capsys, "replay", SPOT, "--cluster", cluster)

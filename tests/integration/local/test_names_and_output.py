@@ -12,7 +12,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
@@ -20,6 +19,7 @@ from kubemu import Emulator
 from kubemu.names import name_problem
 from lifeboat_local.replay import printable
 from tests.conftest import CliRun
+from tests.support import cyaml
 from tests.support.paths import EVENTS
 
 
@@ -58,12 +58,12 @@ def test_a_cluster_file_with_an_escape_in_a_node_name_is_a_usage_error(
     cli: Callable[..., CliRun], tmp_path: Path
 ) -> None:
     """Regression: node names Kubernetes would reject were accepted and printed raw."""
-    objects = yaml.safe_load((EVENTS / "cluster.yaml").read_text())
+    objects = cyaml.safe_load((EVENTS / "cluster.yaml").read_text())
     hostile = copy.deepcopy(objects)
     node = next(o for o in hostile["items"] if o["kind"] == "Node")
     node["metadata"]["name"] = "ip-10-0-1-11\x1b]0;pwned\x07"
     cluster = tmp_path / "hostile.yaml"
-    cluster.write_text(yaml.safe_dump(hostile))
+    cluster.write_text(cyaml.safe_dump(hostile))
     run = cli("replay", EVENTS / "spot-interruption.json", "--cluster", cluster)
     assert run.code == 1
     assert "metadata.name: Invalid value" in run.err

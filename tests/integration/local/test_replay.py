@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from lifeboat_local.cli import main
 from tests.conftest import CliRun
+from tests.support import cyaml
 from tests.support.events import sample
 from tests.support.paths import EVENTS, ROOT, SAMPLE_CLUSTER
 
@@ -79,7 +79,7 @@ def replay_args(*events: str | Path, state_out: Path | None = None) -> list[str 
 
 
 def load_state(path: Path) -> list[dict[str, Any]]:
-    document = yaml.safe_load(path.read_text())
+    document = cyaml.safe_load(path.read_text())
     items: list[dict[str, Any]] = document["items"]
     return items
 
@@ -230,7 +230,7 @@ def test_spot_interruption_replaces_the_nodeclaim(
         "values": ["m5.large"],
     } in claim["spec"]["requirements"]
     # Everything else in the cluster is as it was.
-    before = yaml.safe_load(CLUSTER.read_text())["items"]
+    before = cyaml.safe_load(CLUSTER.read_text())["items"]
     assert set(of_kind(before, "NodeClaim")) <= set(claims)
     assert set(claims) - set(of_kind(before, "NodeClaim")) == {created}
     deleting = {n for n, c in claims.items() if c["metadata"].get("deletionTimestamp")}
@@ -296,7 +296,7 @@ def test_duplicate_delivery_acts_once(lifeboat: Callable[..., CliRun], tmp_path:
         c for c in claims.values() if c["metadata"]["labels"].get("lifeboat.dev/replaces")
     ]
     assert len(replacements) == 1
-    before = of_kind(yaml.safe_load(CLUSTER.read_text())["items"], "NodeClaim")
+    before = of_kind(cyaml.safe_load(CLUSTER.read_text())["items"], "NodeClaim")
     # One created; the one deleted waits on Karpenter's termination finalizer.
     assert len(claims) == len(before) + 1
     assert claims["general-7xkqz"]["metadata"]["deletionTimestamp"]
@@ -409,11 +409,11 @@ def test_drain_respects_a_pod_disruption_budget(
 ) -> None:
     # The other coredns replica is not ready: evicting this one would leave none, and the
     # coredns PDB (maxUnavailable 1) forbids it.
-    cluster = yaml.safe_load(CLUSTER.read_text())
+    cluster = cyaml.safe_load(CLUSTER.read_text())
     other = of_kind(cluster["items"], "Pod")["coredns-5d78c9869d-9mzl7"]
     other["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
     cluster_file = tmp_path / "cluster.yaml"
-    cluster_file.write_text(yaml.safe_dump(cluster))
+    cluster_file.write_text(cyaml.safe_dump(cluster))
     state_out = tmp_path / "after.yaml"
     run = lifeboat(
         "replay", EVENTS / "asg-termination.json", "--cluster", cluster_file, "--at", AT,

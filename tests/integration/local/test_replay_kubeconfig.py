@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from kubemu import Emulator, load_cluster_file
 from lifeboat_local.cli import build_parser, main
 from lifeboat_local.replay import run as replay
+from tests.support import cyaml
 from tests.support.kubeconfigs import write_kubeconfig
 from tests.support.paths import EVENTS, SAMPLE_CLUSTER
 
@@ -114,7 +114,7 @@ def test_cluster_file_replay_still_works(tmp_path: Path) -> None:
     assert status == 0
     assert report["outcome"] == "acted"
     assert not report["reason"].startswith("dry run")
-    dumped = yaml.safe_load(state.read_text())
+    dumped = cyaml.safe_load(state.read_text())
     node = next(i for i in dumped["items"] if i["kind"] == "Node" and i["metadata"]["name"] == NODE)
     assert node["spec"]["unschedulable"] is True
 

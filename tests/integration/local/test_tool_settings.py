@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from lifeboat_local.cli import main
+from tests.support import cyaml
 
 ROOT = Path(__file__).resolve().parents[3]
 EVENTS = ROOT / "events"
@@ -100,7 +100,7 @@ def test_the_default_environment_is_a_dry_run(
     assert record["reason"].startswith("dry run, nothing changed: spot interruption")
     node = next(
         o
-        for o in yaml.safe_load(state.read_text())["items"]
+        for o in cyaml.safe_load(state.read_text())["items"]
         if o["metadata"]["name"] == record["node"]
     )
     assert not node["spec"].get("unschedulable")

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from kubemu import Emulator, load_cluster_file
 from lifeboat_local import svg
 from lifeboat_local.cli import build_parser, main
 from lifeboat_local.exits import EXIT_REJECTED
 from lifeboat_local.windows import FROZEN_MARK, OUTSIDE_MARK, run
+from tests.support import cyaml
 from tests.support.kubeconfigs import write_kubeconfig
 from tests.support.paths import SAMPLE_CLUSTER
 
@@ -184,7 +184,7 @@ def test_invalid_budgets_block_the_pool(tmp_path: Path) -> None:
         if obj["kind"] == "NodePool" and obj["metadata"]["name"] == "batch":
             obj["spec"]["disruption"]["budgets"] = [{"nodes": "1", "schedule": "0 25 * * *"}]
     cluster = tmp_path / "cluster.yaml"
-    cluster.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": objects}))
+    cluster.write_text(cyaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": objects}))
     plot = tmp_path / "w.svg"
     status, text = windows(
         "--cluster", str(cluster), "--at", TUESDAY, "--days", "1", "--plot", str(plot)
@@ -250,7 +250,7 @@ def cluster_with(tmp_path: Path, pool: str, edit: Callable[[dict[str, Any]], Non
     objects = load_cluster_file(CLUSTER)
     edit(next(o for o in objects if o["kind"] == "NodePool" and o["metadata"]["name"] == pool))
     path = tmp_path / "cluster.yaml"
-    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": objects}))
+    path.write_text(cyaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": objects}))
     return path
 
 
@@ -338,7 +338,7 @@ def test_allowed_differs_from_the_limit_while_nodes_disrupt(tmp_path: Path) -> N
     node = next(o for o in objects if o["metadata"]["name"] == "ip-10-0-1-12.ec2.internal")
     node["spec"]["taints"] = [{"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}]
     cluster = tmp_path / "cluster.yaml"
-    cluster.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": objects}))
+    cluster.write_text(cyaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": objects}))
     plot = tmp_path / "w.svg"
     status, _ = windows(
         "--cluster", str(cluster), "--at", SATURDAY, "--days", "1", "--plot", str(plot)

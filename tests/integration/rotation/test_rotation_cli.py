@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from kubemu import Emulator, load_cluster_file
 from lifeboat_local.exits import EXIT_NOT_DONE
 from tests.conftest import CliRun
+from tests.support import cyaml
 from tests.support.kubeconfigs import write_kubeconfig
 from tests.support.rotation_rig import EVENTS, LEGACY, ROTATION
 
@@ -112,7 +112,7 @@ def test_status_names_what_it_cannot_find_or_read(
     assert "it holds none" in missing.err
     broken = tmp_path / "broken.yaml"
     broken.write_text(
-        yaml.safe_dump(
+        cyaml.safe_dump(
             {
                 "apiVersion": "v1",
                 "kind": "ConfigMap",

@@ -15,12 +15,11 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-import yaml
-
 from bench.rehearsal import AT, converted, rehearsal_cluster, request_event
 from kubemu import load_cluster_file
 from lifeboat.kube import nodes
 from tests.conftest import CliRun
+from tests.support import cyaml
 
 NODES = 8
 
@@ -32,7 +31,7 @@ def _write(folder: Path, *, class_ref: str = "legacy") -> tuple[Path, Path]:
             pool["spec"]["template"]["spec"]["nodeClassRef"]["name"] = class_ref
     cluster, event = folder / "cluster.yaml", folder / "rotate.json"
     items = rehearsal_cluster(NODES, pools)
-    cluster.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    cluster.write_text(cyaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
     event.write_text(json.dumps(request_event(2)))
     return cluster, event
 

@@ -22,6 +22,7 @@ from lifeboat.model.instances import InstanceInfo, StaticInstanceDirectory
 from lifeboat.model.report import Outcome, Report
 from lifeboat.model.settings import Settings
 from lifeboat.wakeup.codec import Task, Wakeup, decode, encode
+from tests.support import cyaml
 from tests.support.events import sample
 
 BLOCK = "cr-0b1c2d3e4f5a60001"
@@ -309,11 +310,10 @@ def test_the_pod_warnings_right_is_events_create_bound_per_namespace_only() -> N
     """Least privilege: Events live in their object's namespace, so warning pods needs
     ``events: create`` there; deploy/pod-warnings.yaml gives it by RoleBinding (one namespace
     at a time), never cluster-wide, and deploy/rbac.yaml stays as it was."""
-    import yaml
 
     from tests.support.paths import ROOT
 
-    documents = list(yaml.safe_load_all((ROOT / "deploy" / "pod-warnings.yaml").read_text()))
+    documents = list(cyaml.safe_load_all((ROOT / "deploy" / "pod-warnings.yaml").read_text()))
     kinds = sorted(d["kind"] for d in documents if d)
     assert kinds == ["ClusterRole", "RoleBinding"]
     [role] = [d for d in documents if d and d["kind"] == "ClusterRole"]

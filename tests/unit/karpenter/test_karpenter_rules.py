@@ -8,12 +8,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-import yaml
 
 from lifeboat.karpenter.counting import View, count_pool
 from lifeboat.karpenter.nodepool_hash import hash_annotations, nodepool_hash
 from lifeboat.karpenter.pdbs import pdb_blocker, pdb_namespaces
 from lifeboat.karpenter.quantities import parse_quantity
+from tests.support import cyaml
 
 NOW = datetime(2026, 12, 1, 18, 0, tzinfo=UTC)
 
@@ -242,7 +242,7 @@ def test_hash_reproduces_a_live_annotation() -> None:
 
 def test_hash_depends_on_what_karpenter_hashes_only() -> None:
     base = nodepool_hash(EKS_GENERAL_PURPOSE)
-    changed = yaml.safe_load(yaml.safe_dump(EKS_GENERAL_PURPOSE))
+    changed = cyaml.safe_load(cyaml.safe_dump(EKS_GENERAL_PURPOSE))
     changed["spec"]["template"]["spec"]["requirements"] = []  # hash:"ignore"
     changed["spec"]["disruption"] = {"budgets": [{"nodes": "1"}]}  # not in the template
     assert nodepool_hash(changed) == base
@@ -250,13 +250,13 @@ def test_hash_depends_on_what_karpenter_hashes_only() -> None:
     assert nodepool_hash(changed) == base
     changed["spec"]["template"]["metadata"]["labels"] = {}  # {} is not nil: hashed
     assert nodepool_hash(changed) != base
-    never = yaml.safe_load(yaml.safe_dump(EKS_GENERAL_PURPOSE))
+    never = cyaml.safe_load(cyaml.safe_dump(EKS_GENERAL_PURPOSE))
     never["spec"]["template"]["spec"]["expireAfter"] = "Never"  # a nil duration: skipped
     assert nodepool_hash(never) != base
     # Left out, expireAfter is what the API server stores by the CRD default: 720h.
-    absent = yaml.safe_load(yaml.safe_dump(EKS_GENERAL_PURPOSE))
+    absent = cyaml.safe_load(cyaml.safe_dump(EKS_GENERAL_PURPOSE))
     del absent["spec"]["template"]["spec"]["expireAfter"]
-    explicit = yaml.safe_load(yaml.safe_dump(absent))
+    explicit = cyaml.safe_load(cyaml.safe_dump(absent))
     explicit["spec"]["template"]["spec"]["expireAfter"] = "720h"
     assert nodepool_hash(absent) == nodepool_hash(explicit) != base
 
@@ -267,7 +267,7 @@ def test_sample_cluster_pools_carry_the_hash_karpenter_would_write() -> None:
     from pathlib import Path
 
     cluster = Path(__file__).resolve().parents[3] / "events" / "cluster.yaml"
-    pools = [o for o in yaml.safe_load(cluster.read_text())["items"] if o["kind"] == "NodePool"]
+    pools = [o for o in cyaml.safe_load(cluster.read_text())["items"] if o["kind"] == "NodePool"]
     assert len(pools) == 3  # general, batch, gpu
     for pool in pools:
         annotations = pool["metadata"]["annotations"]

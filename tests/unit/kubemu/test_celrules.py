@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from kubemu import celprograms, celrules, ec2nodeclass, karpenter
 from kubemu.builders import nodeclaim
 from kubemu.resources import NODECLAIMS, NODEPOOLS, ResourceType
+from tests.support import cyaml
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -76,7 +76,7 @@ def ec2_node_classes() -> list[dict[str, Any]]:
 def _karpenter_objects() -> list[tuple[ResourceType, dict[str, Any]]]:
     """The sample cluster's NodePools and NodeClaims, and the builders' NodeClaim."""
     found: list[tuple[ResourceType, dict[str, Any]]] = [(NODECLAIMS, nodeclaim("c1"))]
-    for document in yaml.safe_load_all((ROOT / "events/cluster.yaml").read_text()):
+    for document in cyaml.safe_load_all((ROOT / "events/cluster.yaml").read_text()):
         for item in (document or {}).get("items", [document]):
             if isinstance(item, dict) and item.get("kind") in ("NodePool", "NodeClaim"):
                 found.append((NODEPOOLS if item["kind"] == "NodePool" else NODECLAIMS, item))

@@ -21,6 +21,7 @@ from kubemu.clusterfile import (
     read_documents,
 )
 from kubemu.yamlload import LOADER
+from tests.support import cyaml
 
 
 def _pyyaml(text: str) -> list[Any]:
@@ -67,7 +68,7 @@ def test_a_written_cluster_file_spells_shared_values_out_as_kubectl_does(
     loaded = load_cluster_file(path)
     assert [c["spec"]["nodeClassRef"] for c in loaded] == [shared] * 3
     # PyYAML's own dumper would have written an anchor and two aliases.
-    assert "*id001" in yaml.safe_dump({"items": _claims(shared)})
+    assert "*id001" in cyaml.safe_dump({"items": _claims(shared)})
 
 
 def test_a_written_cluster_file_takes_the_fast_path(tmp_path: Path) -> None:

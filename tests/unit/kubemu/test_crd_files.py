@@ -13,10 +13,10 @@ import re
 from pathlib import Path
 
 import pytest
-import yaml
 
 from kubemu import celrules, ec2nodeclass, karpenter
 from kubemu.resources import NODECLAIMS, NODEPOOLS
+from tests.support import cyaml
 
 CRDS = Path(__file__).resolve().parents[3] / "local/kubemu/crds"
 # On main after the v1.14.1 tag ("docs: update for patch release v1.14.1"); the tag's CRDs differ.
@@ -58,7 +58,7 @@ def test_no_other_crd_is_shipped() -> None:
 
 def _file_rules(name: str) -> list[str]:
     _, body = _split(name)
-    crd = yaml.safe_load(body)
+    crd = cyaml.safe_load(body)
     version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1")
     found: list[str] = []
 

@@ -16,9 +16,9 @@ from functools import cache
 from typing import Any
 
 import pytest
-import yaml
 from cfnlint.decode import decode_str  # type: ignore[import-untyped]
 
+from tests.support import cyaml
 from tests.support.cfn_lint import lint
 from tests.support.events import sample as _sample
 from tests.support.paths import ROOT, TEMPLATE
@@ -567,7 +567,7 @@ def test_idempotency_table() -> None:
 
 
 def test_rbac_grants_exactly_what_lifeboat_uses() -> None:
-    documents = list(yaml.safe_load_all((ROOT / "deploy" / "rbac.yaml").read_text()))
+    documents = list(cyaml.safe_load_all((ROOT / "deploy" / "rbac.yaml").read_text()))
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for document in documents:
         by_kind.setdefault(document["kind"], []).append(document)

@@ -17,14 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from kubemu import Emulator
 from kubemu.resources import resource_for_object
 from lifeboat_local.audit.registry import CHECK_NAMES, CHECKS
 from lifeboat_local.audit.sources import read_cluster_file
 from lifeboat_local.cli import main
-from tests.support import docs
+from tests.support import cyaml, docs
 from tests.support.kubeconfigs import write_kubeconfig
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -192,7 +191,7 @@ def test_live_cluster_finds_what_the_same_file_finds(
     """Listing a live cluster and reading a file of the same objects agree finding for finding."""
     same = tmp_path / "served.yaml"
     same.write_text(
-        yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": served_objects(PROBLEMS)})
+        cyaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": served_objects(PROBLEMS)})
     )
     live.reset_counts()
     status, from_live = audit_json("--kubeconfig", str(kubeconfig))

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from lifeboat_local.cli import main
+from tests.support import cyaml
 from tests.support.paths import EVENTS
 
 Obj = dict[str, Any]
@@ -74,7 +74,7 @@ def _cluster(tmp_path: Path, owner_kind: str, *, with_owner: bool) -> Path:
             }
         )
     path = tmp_path / f"{owner_kind}-{with_owner}.yaml"
-    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    path.write_text(cyaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
     return path
 
 

@@ -15,13 +15,13 @@ from typing import Any
 
 import boto3
 import pytest
-import yaml
 from kubernetes import client
 from moto.core.models import DEFAULT_ACCOUNT_ID
 from moto.ec2.models import ec2_backends
 
 from kubemu import Emulator
 from tests.conftest import CliRun
+from tests.support import cyaml
 
 ISSUE_SETTINGS = """\
 metadata: {name: m5.8xlarge-min-300-max-2500}
@@ -60,7 +60,7 @@ def aws_region() -> str:
 
 
 def by_kind(out: str) -> dict[tuple[str, str], dict[str, Any]]:
-    listed = yaml.safe_load(out)
+    listed = cyaml.safe_load(out)
     assert listed["kind"] == "List"
     return {(o["kind"], o["metadata"]["name"]): o for o in listed["items"]}
 
@@ -75,7 +75,7 @@ def requirement(pool: dict[str, Any], key: str) -> dict[str, Any]:
 def apply_all(emu: Emulator, out: str) -> None:
     """Creates every object as `kubectl apply` would: the API server's checks decide."""
     api = client.CustomObjectsApi(emu.api_client())
-    for obj in yaml.safe_load(out)["items"]:
+    for obj in cyaml.safe_load(out)["items"]:
         group, version = obj["apiVersion"].split("/")
         plural = {"NodePool": "nodepools", "EC2NodeClass": "ec2nodeclasses"}[obj["kind"]]
         api.create_cluster_custom_object(group, version, plural, obj)
@@ -522,7 +522,7 @@ def test_audit_of_the_cluster_with_the_converted_pools_flags_what_holds_the_migr
     to the group's nodes) is not."""
     cluster = tmp_path / "cluster.yaml"
     cluster.write_text(
-        yaml.safe_dump_all(
+        cyaml.safe_dump_all(
             [
                 _group_node("n1"),
                 _group_node("n2"),

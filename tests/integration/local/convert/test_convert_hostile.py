@@ -13,7 +13,6 @@ from typing import Any
 
 import boto3
 import pytest
-import yaml
 
 from kubemu import Emulator
 from tests.conftest import CliRun
@@ -25,6 +24,7 @@ from tests.integration.local.convert.test_convert import (
     write,
 )
 from tests.integration.local.convert.test_convert_faithful import _asg, _template
+from tests.support import cyaml
 
 PINNED = ("--ami-alias", "al2023@v20241121")
 
@@ -46,7 +46,7 @@ def _named(name: str) -> str:
 
 
 def _pools(out: str) -> list[str]:
-    items = yaml.safe_load(out)["items"]
+    items = cyaml.safe_load(out)["items"]
     return [o["metadata"]["name"] for o in items if o["kind"] == "NodePool"]
 
 
@@ -99,7 +99,7 @@ def test_the_root_volume_is_the_amis_root_device_not_the_first_listed_and_data_v
         aws, cli, BlockDeviceMappings=[_volume("/dev/xvdb", 500), _volume("/dev/xvda", 30)]
     )
     assert run.code == 0, run.err
-    items = yaml.safe_load(run.out)["items"]
+    items = cyaml.safe_load(run.out)["items"]
     mappings = next(o for o in items if o["kind"] == "EC2NodeClass")["spec"]["blockDeviceMappings"]
     assert [(m["deviceName"], m.get("rootVolume"), m["ebs"]["volumeSize"]) for m in mappings] == [
         ("/dev/xvda", True, "30Gi"),
@@ -113,7 +113,7 @@ def test_a_template_without_the_root_device_marks_no_root_volume_and_says_so(
 ) -> None:
     run = _convert_template(aws, cli, BlockDeviceMappings=[_volume("/dev/xvdb", 500)])
     assert run.code == 0, run.err
-    items = yaml.safe_load(run.out)["items"]
+    items = cyaml.safe_load(run.out)["items"]
     mappings = next(o for o in items if o["kind"] == "EC2NodeClass")["spec"]["blockDeviceMappings"]
     assert [m["deviceName"] for m in mappings] == ["/dev/xvdb"]
     assert "rootVolume" not in mappings[0]

@@ -8,11 +8,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
 from tests.conftest import CliRun
 from tests.integration.kubemu.test_kubectl import KUBECTL, Served, cluster_objects, start
 from tests.integration.local.convert.test_convert import ISSUE_SETTINGS
+from tests.support import cyaml
 
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
 
@@ -23,7 +23,7 @@ SETTINGS = ISSUE_SETTINGS
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[Served]:
     cluster = tmp_path / "cluster.yaml"
-    cluster.write_text(yaml.safe_dump_all(cluster_objects()))
+    cluster.write_text(cyaml.safe_dump_all(cluster_objects()))
     server = start(tmp_path, "serve", "--cluster", str(cluster))
     yield server
     assert server.stop() == 0
@@ -43,7 +43,7 @@ def test_kubectl_apply_dry_run_server_accepts_converted_pools_and_classes(
     assert run.code == 0, run.err
     # Each object with kubectl's default validation (the server's, fieldValidation=Strict).
     documents = tmp_path / "documents.yaml"
-    documents.write_text(yaml.safe_dump_all(yaml.safe_load(pools.read_text())["items"]))
+    documents.write_text(cyaml.safe_dump_all(cyaml.safe_load(pools.read_text())["items"]))
     applied = served.kubectl("apply", "--dry-run=server", "-f", str(documents))
     assert applied.stdout.splitlines() == [
         "nodepool.karpenter.sh/m5.8xlarge-min-300-max-2500 created (server dry run)",
@@ -78,7 +78,7 @@ def test_kubectl_reports_the_crds_refusal_of_a_broken_node_class(
         },
     }
     path = tmp_path / "broken.yaml"
-    path.write_text(yaml.safe_dump(broken))
+    path.write_text(cyaml.safe_dump(broken))
     refused = served.kubectl("apply", "--dry-run=server", "-f", str(path), check=False)
     assert refused.returncode != 0
     assert "must specify exactly one of ['role', 'instanceProfile']" in refused.stderr

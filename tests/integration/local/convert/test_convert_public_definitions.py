@@ -14,11 +14,11 @@ from typing import Any
 
 import boto3
 import pytest
-import yaml
 
 from kubemu import Emulator
 from tests.conftest import CliRun
 from tests.integration.local.convert.test_convert import apply_all, by_kind, requirement
+from tests.support import cyaml
 from tests.support.paths import ROOT
 from tests.support.saved_aws import SavedAws
 
@@ -29,7 +29,7 @@ DEFINITIONS = sorted(p for p in FIXTURES.glob("*.yaml") if p.name != "instance-t
 def _answers(definition: dict[str, Any]) -> dict[str, Any]:
     answers = dict(definition["answers"])
     answers.setdefault(
-        "DescribeInstanceTypes", yaml.safe_load((FIXTURES / "instance-types.yaml").read_text())
+        "DescribeInstanceTypes", cyaml.safe_load((FIXTURES / "instance-types.yaml").read_text())
     )
     return answers
 
@@ -37,7 +37,7 @@ def _answers(definition: dict[str, Any]) -> dict[str, Any]:
 def _convert(
     path: Path, cli: Callable[..., CliRun], monkeypatch: pytest.MonkeyPatch
 ) -> tuple[dict[str, Any], CliRun]:
-    definition = yaml.safe_load(path.read_text())
+    definition = cyaml.safe_load(path.read_text())
     saved = SavedAws(_answers(definition))
     monkeypatch.setattr(boto3, "Session", lambda **_: saved)
     run = cli(

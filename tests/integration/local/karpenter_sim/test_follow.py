@@ -21,6 +21,7 @@ from lifeboat_local.cli import main
 from lifeboat_local.karpenter_sim import SimStep
 from lifeboat_local.karpenter_sim.state import TERMINATE_TIME
 from lifeboat_local.timeline import Timeline
+from tests.support import cyaml
 
 ROOT = Path(__file__).resolve().parents[4]
 EVENTS = ROOT / "events"
@@ -193,19 +194,18 @@ def test_follow_ends_when_a_pod_holds_its_node_forever(tmp_path: Path) -> None:
     simulated Karpenter waits for it forever (as Karpenter's termination controller does)
     and its provisioner keeps polling. --follow reports the wait and ends once the
     simulation has been quiet for SIMULATION_QUIET, instead of polling without end."""
-    import yaml
 
     from lifeboat_local.replay import SIMULATION_QUIET
     from tests.support.replaying import run_with_timeout
 
-    cluster = yaml.safe_load(CLUSTER.read_text())
+    cluster = cyaml.safe_load(CLUSTER.read_text())
     for item in cluster["items"]:
         if item["kind"] == "NodeClaim" and item["metadata"]["name"] == "general-7xkqz":
             item["spec"].pop("terminationGracePeriod", None)
         if item["kind"] == "Pod" and item["spec"].get("nodeName") == "ip-10-0-1-11.ec2.internal":
             item["metadata"].setdefault("annotations", {})["karpenter.sh/do-not-disrupt"] = "true"
     held = tmp_path / "cluster.yaml"
-    held.write_text(yaml.safe_dump(cluster))
+    held.write_text(cyaml.safe_dump(cluster))
     argv = ["replay", str(EVENTS / "spot-interruption.json"), "--cluster", str(held)]
     argv += ["--at", AT, "--follow"]
     out: list[str] = []

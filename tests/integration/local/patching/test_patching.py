@@ -17,12 +17,12 @@ from typing import Any
 
 import boto3
 import pytest
-import yaml
 from moto.core.models import DEFAULT_ACCOUNT_ID
 from moto.ec2.models import ec2_backends
 from moto.ssm.models import Parameter, ssm_backends
 
 from tests.conftest import CliRun
+from tests.support import cyaml
 
 REGION = "eu-west-1"
 AT = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -114,7 +114,7 @@ def fleet(aws: boto3.Session, tmp_path: Path) -> dict[str, str]:
         node("n-gone", "i-0123456789abcdef0", {**group, "eks.amazonaws.com/nodegroup-image": old}),
     ]
     cluster = tmp_path / "cluster.yaml"
-    cluster.write_text(yaml.safe_dump_all(nodes))
+    cluster.write_text(cyaml.safe_dump_all(nodes))
     return {"cluster": str(cluster), "old": old, "recent": recent, "latest": latest}
 
 

@@ -14,7 +14,6 @@ from typing import Any
 
 import boto3
 import pytest
-import yaml
 
 from tests.conftest import CliRun
 from tests.integration.local.patching.test_patching import (
@@ -25,6 +24,7 @@ from tests.integration.local.patching.test_patching import (
     patching,
 )
 from tests.integration.local.patching.test_patching import fleet as fleet  # the fixture, shared
+from tests.support import cyaml
 from tests.support.paths import EVENTS, SAMPLE_CLUSTER
 
 SAMPLE = EVENTS / "patching"
@@ -104,7 +104,7 @@ def test_a_folder_that_cannot_be_read_is_a_usage_error(
     for name, text in files.items():
         (folder / name).write_text(text)
     cluster = tmp_path / "cluster.yaml"
-    cluster.write_text(yaml.safe_dump(next(iter(_nodes()))))
+    cluster.write_text(cyaml.safe_dump(next(iter(_nodes()))))
     run = cli("patching", "--cluster", cluster, "--from", folder, "--at", AT.isoformat())
     assert run.code == 1
     assert said in run.err
