@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from kubemu import yamlfast, yamlload
 from kubemu.clusterfile import UnsafeYaml, read_documents
 from kubemu.yamlaliases import expansion_bound, has_alias
+from tests.support import cyaml
 
 
 def _exact(value: Any) -> int:
@@ -48,7 +49,7 @@ CLUSTER = {
 def test_a_dump_with_shared_objects_takes_the_fast_path_and_reads_as_pyyaml() -> None:
     """PyYAML's dumper writes a shared object once, with an anchor, then aliases to it (the
     bench's 5,000-node file holds ten thousand): read by rapidyaml, equal to PyYAML's."""
-    text = yaml.safe_dump(CLUSTER, sort_keys=False)
+    text = cyaml.safe_dump(CLUSTER, sort_keys=False)
     assert "&id001" in text and "*id001" in text and has_alias(text)
     fast = yamlfast.plain_data_documents(text)
     assert fast is not None
@@ -133,7 +134,7 @@ def test_any_dump_of_shared_objects_is_bounded_from_above_and_read_as_pyyaml(
     for key, index in picks:
         shared = pool[index % len(pool)]
         document.setdefault(key, []).append({"inner": shared} if nest else shared)
-    text = yaml.safe_dump(document, default_flow_style=False)
+    text = cyaml.safe_dump(document, default_flow_style=False)
     bound = expansion_bound(text)
     if bound is not None:
         assert bound >= _exact(document), text

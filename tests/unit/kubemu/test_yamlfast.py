@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from kubemu import yamlfast, yamlload
 from kubemu.clusterfile import load_cluster_file, read_documents
+from tests.support import cyaml
 from tests.support.properties import examples
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -257,7 +258,7 @@ _data = st.recursive(
 def test_any_dumped_data_reads_as_pyyaml_reads_it(
     data: list[Any], flow: bool | None, style: str | None, width: int
 ) -> None:
-    text = yaml.safe_dump_all(
+    text = cyaml.safe_dump_all(
         data, default_flow_style=flow, default_style=style, width=width, allow_unicode=True
     )
     _assert_never_different(text)

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubemu import yamlload
+from tests.support import cyaml
 
 SAMPLE = Path(__file__).resolve().parents[3] / "events" / "cluster.yaml"
 
@@ -123,7 +124,7 @@ _data = st.recursive(
 @settings(max_examples=150, deadline=None)
 @given(data=_data, flow=st.sampled_from([None, True, False]))
 def test_any_dumped_data_loads_as_pyyaml_loads_it(data: Any, flow: bool | None) -> None:
-    text = yaml.safe_dump(data, default_flow_style=flow)
+    text = cyaml.safe_dump(data, default_flow_style=flow)
     assert yamlload.load_documents(text) == _pyyaml(text)
 
 
