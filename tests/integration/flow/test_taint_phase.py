@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -116,7 +117,10 @@ def rig() -> Iterator[Rig]:
         def make(workers: int, **settings: Any) -> Pipeline:
             return Pipeline(
                 clusters=OneCluster(
-                    KubeApi(emulator.api_client(), RetryPolicy(attempts=ATTEMPTS, base_delay=0.01))
+                    KubeApi(
+                        emulator.api_client(),
+                        RetryPolicy(attempts=ATTEMPTS, base_delay=0.01, max_delay=0.05),
+                    )
                 ),
                 directory=cluster.directory(),
                 settings=Settings(clusters=(CLUSTER,), region=REGION, **settings),
@@ -307,8 +311,8 @@ def test_a_lane_whose_taint_keeps_retrying_holds_back_only_its_own_message(
     rig: Rig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The third node's PATCH answered 503 (unavailable) again and again, its warning near
-    its deadline: the phase retries it within the message's window (1.5 s here: the
-    invocation's 6.5 s left less the handling margin). The other lanes, their taints done,
+    its deadline: the phase retries it within the message's window (the invocation's 6.5 s
+    left less the handling margin, on a ``HeldClock``). The other lanes, their taints done,
     wait for it only ``TAINT_PHASE_WAIT`` and are handled (their ledger writes made) while
     the third is still refused; the third fails alone when its own window runs out."""
     third = rig.machines[2].node_name
@@ -330,11 +334,38 @@ def _third_refused(rig: Rig, monkeypatch: pytest.MonkeyPatch, workers: int) -> l
     logger = logging.getLogger(pipeline_module.__name__)
     told = Told(rig.ledger.gave_up)
     logger.addHandler(told)
+    pipeline = rig.make(workers)
+    pipeline.monotonic = HeldClock(rig.ledger, writes=9)
     try:
-        results = rig.make(workers).process(rig.bodies(), time_left=lambda: 6.5)
+        results = pipeline.process(rig.bodies(), time_left=lambda: 6.5)
     finally:
         logger.removeHandler(told)
     return outcomes(results)
+
+
+class HeldClock:
+    """The pipeline's monotonic clock (its retry windows' clock), still until the ledger has
+    seen ``writes`` writes, then past any window (the rig's backoff is capped at 0.05 s, so
+    no single wait outgrows a window while the clock stands still). The third's window then
+    runs out after the nine other messages are handled when the scheduling lets them go
+    ahead, however loaded the machine (on real time, a 1.5 s window, they sometimes were not
+    all done in time under a loaded make test). When the scheduling holds them back behind
+    the third, they are never all written while it retries: the clock moves on after
+    ``REAL_LIMIT`` seconds of real time, the third gives up, and the writes come after that
+    (the test fails)."""
+
+    REAL_LIMIT = 10.0
+
+    def __init__(self, ledger: WatchedLedger, writes: int) -> None:
+        self._ledger = ledger
+        self._writes = writes
+        self._start = time.monotonic()
+
+    def __call__(self) -> float:
+        held = time.monotonic() - self._start < self.REAL_LIMIT
+        if held and len(self._ledger.gave_up_at_writes) < self._writes:
+            return 0.0
+        return 1e6
 
 
 class Told(logging.Handler):
