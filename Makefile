@@ -136,9 +136,10 @@ bench-health-split: $(VENV)/.installed-dev
 	$(BIN)/python -m bench.health_split --json bench-results/health-split.json
 
 ## bench-check: the benchmark's quick configuration, failing when a ratio or count target
-## is missed, then the tests marked bench (its fleet of processes and moto storm, the soaks
-## at 250-2,000 events; make test runs them small), then the property tests at their full
-## number of examples (make test tries a quarter: tests/support/properties.py)
+## is missed, then the tests marked bench (runs of the bench itself, tiny and quick, its
+## fleet of processes and moto storm; the soaks at 250-2,000 events, make test runs one
+## small; the template linted with each kind switched off alone), then the property tests at
+## their full number of examples (make test tries a quarter: tests/support/properties.py)
 bench-check: $(VENV)/.installed-dev
 	$(BIN)/python -m bench --quick --check --no-layer-build --out bench-results/quick.json
 	$(BIN)/python -m pytest -q -n 2 -m bench

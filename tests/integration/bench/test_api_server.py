@@ -1,6 +1,7 @@
 """``bench.api_server.ServedEmulator``: the storms' emulator in a process of its own (issue
 36), used through the real ``kubernetes`` client over HTTP as the in-process one is, and
-answering the bench's questions (request log with times, objects, faults) from there."""
+answering the bench's questions (request log with times, objects, faults) from there.
+Marked ``bench`` (``make bench-check``): each test spawns the server's interpreter."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from kubernetes import client
 
 from bench.api_server import ServedEmulator, ServerError
 from bench.cluster import build_cluster
+
+pytestmark = pytest.mark.bench
 
 
 def test_the_served_emulator_answers_as_the_in_process_one() -> None:

@@ -1,9 +1,11 @@
 """``make bench`` run in-process: the summary's structure and sanity (counts, every event
 acted on), never its timings.
 
-``make test`` runs it in a tiny configuration (a few events, 40 nodes, no emulated latency;
-no fleet or replay processes, no moto-backed storm); the quick configuration, with those, is
-marked ``bench`` and runs in ``make bench-check``.
+Every run of the bench here is marked ``bench`` and runs in ``make bench-check``: a tiny
+configuration (a few events, 40 nodes, no emulated latency; no fleet or replay processes, no
+moto-backed storm) and the quick one, with those. They measure nothing ``make test`` needs
+(the code they drive is tested there on its own) and were a tenth of its time. What a
+missed target does to the check is tested here without a run, in ``make test``.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ def quick_summary() -> Summary:
     return run(options)
 
 
+@pytest.mark.bench
 def test_every_kind_is_counted(summary: Summary) -> None:
     per_kind = summary["per_kind"]
     assert set(per_kind) == set(KINDS)
@@ -68,6 +71,7 @@ def test_every_kind_is_counted(summary: Summary) -> None:
         )
 
 
+@pytest.mark.bench
 def test_spot_interruption_requests(summary: Summary) -> None:
     spot = summary["per_kind"]["spot-interruption"]
     assert spot["outcomes"] == {"acted": spot["events"]}
@@ -79,6 +83,7 @@ def test_spot_interruption_requests(summary: Summary) -> None:
     assert by_resource["delete nodeclaims"] == 1.0
 
 
+@pytest.mark.bench
 def test_aws_calls_per_batch(summary: Summary) -> None:
     spot = summary["per_kind"]["spot-interruption"]["aws_calls_per_batch"]
     # One DescribeInstances per batch; the idempotency record is written per event.
@@ -104,6 +109,7 @@ def _check_storms(storms: list[dict[str, Any]], events: int) -> None:
         assert storm["events_per_second"] > 0
 
 
+@pytest.mark.bench
 def test_storms_taint_every_node(summary: Summary) -> None:
     storms = summary["storms"]
     assert {(s["directory"], s["ledger"]) for s in storms} == {
@@ -113,6 +119,7 @@ def test_storms_taint_every_node(summary: Summary) -> None:
     _check_storms(storms, tiny_options().events)
 
 
+@pytest.mark.bench
 def test_the_throttled_storm_acts_on_every_warning_before_its_deadline(summary: Summary) -> None:
     """bench.frictions, tiny: every warning through the queue, EC2's bucket refusing some
     DescribeInstances, the API server some requests (429 with Retry-After), the ledger on
@@ -152,6 +159,7 @@ def test_the_check_exits_1_on_a_missed_ratio(monkeypatch: pytest.MonkeyPatch) ->
     assert runner.main(["--quick"]) == 0
 
 
+@pytest.mark.bench
 def test_the_tiny_run_meets_its_checked_targets(summary: Summary) -> None:
     """The quick configuration's counts in make test: a Spot warning's 6 requests, one EMF
     document per dimension group, every throttled warning before its deadline."""
@@ -179,6 +187,7 @@ def test_the_storm_on_moto_ec2_and_dynamodb_taints_every_node(quick_summary: Sum
     _check_storms(storms, 100)
 
 
+@pytest.mark.bench
 def test_verdicts_and_memory(summary: Summary) -> None:
     verdicts = summary["verdicts"]
     assert verdicts["spot_k8s_requests_per_event"]["value"] is not None
@@ -222,6 +231,7 @@ def test_the_replay_measures_both_file_forms_against_the_floor(quick_summary: Su
         assert summary["verdicts"][f"replay_{form}_ratio"]["value"] == replayed[f"{form}_ratio"]
 
 
+@pytest.mark.bench
 def test_storms_count_one_emf_document_per_dimension_group(summary: Summary) -> None:
     """EMF holds one value per dimension per document: a batch's documents are exactly its
     distinct (cluster, nodepool, kind, outcome) groups, never more (before: ~7 per event)."""
@@ -246,6 +256,7 @@ def test_cold_start_child_parses_importtime() -> None:
     ]
 
 
+@pytest.mark.bench
 def test_the_marginal_cost_counts_every_warning_at_each_size(summary: Summary) -> None:
     """bench.marginal: one measure per cluster size, each warning acted on (it raises
     otherwise) with a Spot warning's 6 requests, CPU and wall time both positive."""

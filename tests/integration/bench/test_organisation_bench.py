@@ -1,6 +1,7 @@
 """``bench.organisation`` at a small size: the storm over discovered clusters taints every
 warning, discovery's calls are counted where they happen, and the memory and steady-state
-measures count what they say (the 500-cluster run is ``make bench``'s)."""
+measures count what they say (the 500-cluster run is ``make bench``'s). The run itself (a
+fleet of processes) is marked ``bench``: ``make bench-check``."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ def measured() -> dict[str, Any]:
         return organisation.organisation((2, 4), warnings=3, concurrency=2, latency_ms=1.0)
 
 
+@pytest.mark.bench
 def test_every_warning_of_every_discovered_cluster_is_tainted(measured: dict[str, Any]) -> None:
     for size in measured["sizes"]:
         storm = size["storm"]
@@ -57,6 +59,7 @@ def test_steady_state_calls_follow_the_active_clusters_and_the_ttl() -> None:
     assert few["list_pages_per_minute"] == slow["list_pages_per_minute"] == 0
 
 
+@pytest.mark.bench
 def test_the_runner_reports_and_judges_the_largest_size(measured: dict[str, Any]) -> None:
     summary: dict[str, Any] = {"storms": [], "organisation": measured}
     judged = verdicts(summary)["organisation_p99_receipt_to_tainted_s"]
