@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass, replace
 from functools import cached_property, partial
 from typing import TYPE_CHECKING
@@ -144,15 +144,23 @@ class Pipeline(FlowConfig):
         with ThreadPoolExecutor(max_workers=min(self.workers, len(lanes))) as pool:
             tainting = [pool.submit(taint, lane) for lane in lanes]
             wait(tainting, timeout=TAINT_PHASE_WAIT)
+            # Each lane's handling is queued once its own taints are done, in the order they
+            # finish (those done by now in batch order): with fewer workers than lanes, a
+            # lane waiting for its retrying taint would otherwise hold a worker ahead of
+            # lanes whose taints finish later (a single look at which were done after the
+            # wait put them behind it when the machine was slow).
+            lane_of = {future: index for index, future in enumerate(tainting)}
 
-            def handle(index: int) -> None:
-                tainting[index].result()  # its own taints first, however long they retry
-                run(lanes[index])
+            def handle(tainted: Future[None]) -> None:
+                tainted.result()  # its taint phase's own error, if it raised one
+                run(lanes[lane_of[tainted]])
 
-            # The lanes whose taints are done first: with fewer workers than lanes, one
-            # waiting for its retrying taint would hold a worker ahead of them.
-            order = sorted(range(len(lanes)), key=lambda index: not tainting[index].done())
-            list(pool.map(handle, order))
+            done = [future for future in tainting if future.done()]
+            pending = [future for future in tainting if not future.done()]
+            handling = [pool.submit(handle, future) for future in done]
+            handling += [pool.submit(handle, future) for future in as_completed(pending)]
+            for future in handling:
+                future.result()  # a lane's error is raised here, as before
 
     def _taint_first(
         self, steps: _Steps, batch: Batch, items: list[Parsed], shared: set[str]
