@@ -55,17 +55,22 @@ follow: $(VENV)/.installed
 
 ## test: lint, type-check, the SAM template validated and built offline and the docs site
 ## built and checked (these four side by side: each is mostly one process), then the whole
-## test suite (what .ci/run runs). worksteal: a worker that runs out of tests takes some from
-## the other's queue, so a few long tests at the end do not leave a core idle. Branch coverage
-## of the layer is measured on the way and held to its floors (tests/support/coverage_floor.py).
+## test suite (what .ci/run runs). One pytest worker more than the machine has cores: many
+## tests wait on the processes and servers they start (kubectl, sam, lifeboat serve, the
+## emulator's threads), and a third worker on two cores used that time (pytest 226 -> 198 s,
+## back to back). worksteal: a worker that runs out of tests takes some from another's queue,
+## so a few long tests at the end do not leave a core idle. Branch coverage of the layer is
+## measured on the way and held to its floors (tests/support/coverage_floor.py).
 # Bytecode is written while testing, whatever PYTHONDONTWRITEBYTECODE says: else every
 # process the tests start (lifeboat serve, the CLI, the fleet's invocations) compiles the
 # project again (half a second each), and pytest rewrites every test module's asserts again
 # in each worker. The project's own sources are compiled first, beside the other checks.
+TEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print((os.cpu_count() or 1) + 1)')
 test: export PYTHONDONTWRITEBYTECODE =
 test: $(VENV)/.installed-dev
 	$(MAKE) --no-print-directory -j2 --output-sync=target bytecode lint typecheck-3.11 typecheck-3.13 sam-checks docs-check
-	$(BIN)/python -m pytest -q -n auto --dist worksteal --cov --cov-report=json:coverage.json \
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal --cov \
+		--cov-report=json:coverage.json \
 		--cov-report=
 	$(BIN)/python -m tests.support.coverage_floor coverage.json
 
