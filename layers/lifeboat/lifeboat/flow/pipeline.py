@@ -155,8 +155,10 @@ class Pipeline(FlowConfig):
                 tainted.result()  # its taint phase's own error, if it raised one
                 run(lanes[lane_of[tainted]])
 
-            done = [future for future in tainting if future.done()]
-            pending = [future for future in tainting if not future.done()]
+            done: list[Future[None]] = []
+            pending: list[Future[None]] = []
+            for future in tainting:  # one look each: a taint ending between two looks
+                (done if future.done() else pending).append(future)  # would be in neither
             handling = [pool.submit(handle, future) for future in done]
             handling += [pool.submit(handle, future) for future in as_completed(pending)]
             for future in handling:
