@@ -23,12 +23,13 @@ from __future__ import annotations
 import base64
 import math
 import multiprocessing
+import os
 import statistics
 import threading
 import time
 from collections import Counter
 from contextlib import ExitStack
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from queue import Empty
@@ -44,7 +45,7 @@ from lifeboat.kube.eks_auth import ClusterInfo
 from lifeboat.kube.rest import RestClient
 from lifeboat.marks.node_marks import taint_key
 from lifeboat.model.instances import InstanceInfo, StaticInstanceDirectory
-from lifeboat.model.ledger import MemoryLedger
+from lifeboat.model.ledger import Ledger, MemoryLedger
 from lifeboat.model.notice import Kind
 from lifeboat.model.settings import Settings
 from lifeboat.runtime import snapstart
@@ -142,16 +143,36 @@ class EmulatedEks:
         return Pages()
 
 
+@dataclass(frozen=True)
+class Shape:
+    """Each cluster's make-up. The fleet's default: a few nodes more than it has warnings, two
+    pools; ``bench.runner`` also storms one large cluster this way (:func:`one_cluster`)."""
+
+    nodes: int | None = None  # None: the warnings per cluster and 2
+    pools: int = 2
+    pods_per_node: int = 2
+    asg_nodes: int = 0
+    seed: int | None = None  # None: the cluster's index (clusters of one fleet differ)
+
+
 def _names(clusters: int) -> list[str]:
     return [f"cluster-{i:02d}" for i in range(clusters)]
 
 
-def _fleet(clusters: int, per_cluster: int, shard: range | None = None) -> dict[str, Cluster]:
+def _fleet(
+    clusters: int, per_cluster: int, shard: range | None = None, shape: Shape = Shape()
+) -> dict[str, Cluster]:
     """The same fleet wherever it is built: the seeds fix every id and name. ``shard``: only
     the clusters of these indices."""
     names = _names(clusters)
     return {
-        names[i]: build_cluster(per_cluster + 2, pools=2, pods_per_node=2, asg_nodes=0, seed=i)
+        names[i]: build_cluster(
+            shape.nodes if shape.nodes is not None else per_cluster + 2,
+            pools=shape.pools,
+            pods_per_node=shape.pods_per_node,
+            asg_nodes=shape.asg_nodes,
+            seed=shape.seed if shape.seed is not None else i,
+        )
         for i in shard or range(clusters)
     }
 
@@ -184,7 +205,12 @@ def _interleaved(fleet: dict[str, Cluster], per_cluster: int) -> list[tuple[str,
 
 
 def _serve_api_servers(
-    conn: Connection, clusters: int, per_cluster: int, latency_ms: float, shard: range
+    conn: Connection,
+    clusters: int,
+    per_cluster: int,
+    latency_ms: float,
+    shard: range,
+    shape: Shape = Shape(),
 ) -> None:
     """The API servers' process: an emulator per cluster until told to report, then, per
     cluster, when each node's first patch was answered and which nodes carry the taint."""
@@ -196,7 +222,7 @@ def _serve_api_servers(
     with ExitStack() as stack:
         emulators = {
             name: stack.enter_context(Emulator(c.objects, latency=latency_ms / 1000))
-            for name, c in _fleet(clusters, per_cluster, shard).items()
+            for name, c in _fleet(clusters, per_cluster, shard, shape).items()
         }
         conn.send({name: emulator.url for name, emulator in emulators.items()})
         try:
@@ -231,8 +257,13 @@ def _invocation(
     results: Any,
     restored: bool,
     discovered: bool = False,
+    ledger: str = "memory",
 ) -> None:
     """One Lambda environment: takes batches from the queue until it is empty.
+
+    ``ledger``: "memory", or "dynamodb": Powertools' idempotency on ``bench.dynamodb``'s
+    table, a round trip away, as the stack runs it (each environment has its own table here:
+    the storm's warnings are all distinct, so no write meets another environment's).
 
     ``restored``: started as the stack runs it, from a SnapStart snapshot: the service's
     ``before_snapshot`` ran (every cluster described, its client made), then
@@ -260,7 +291,7 @@ def _invocation(
         directory=StaticInstanceDirectory(infos),
         settings=settings,
         clock=utc_now,
-        ledger=MemoryLedger(),
+        ledger=_ledger(ledger),
         workers=BATCH_WORKERS,
         scope=catalog,
     )
@@ -290,6 +321,40 @@ def _invocation(
     results.put((receipts, failures, dict(log.outcomes), calls))
 
 
+def _ledger(kind: str) -> Ledger:
+    if kind == "memory":
+        return MemoryLedger()
+    if kind != "dynamodb":
+        raise ValueError(f"unknown ledger {kind!r}")
+    from bench.dynamodb import DynamoDbTable
+    from bench.harness import AWS_ENV, IDEMPOTENCY_TABLE
+    from lifeboat.aws.idempotency import PowertoolsLedger
+
+    os.environ.update(AWS_ENV)  # dummy credentials: botocore signs, nothing leaves
+    table = DynamoDbTable(IDEMPOTENCY_TABLE)
+    return PowertoolsLedger(IDEMPOTENCY_TABLE, boto3_client=table.client())
+
+
+def one_cluster(
+    nodes: int,
+    warnings: int,
+    concurrency: int = 10,
+    latency_ms: float = 10.0,
+    *,
+    ledger: str = "memory",
+    pools: int = 20,
+    pods_per_node: int = 3,
+) -> dict[str, Any]:
+    """The burst storm of ``bench.scenarios.storm`` (``warnings`` Spot warnings at once on
+    one cluster of ``nodes``, batches of 10), with the fleet's layout: each of the
+    ``concurrency`` invocations its own process, as a Lambda environment is, restored from
+    a SnapStart snapshot as the stack deploys them, and the API server in another. The
+    storm's cluster shape (20 pools, 3 pods a node, 10 node-group nodes; seed 7)."""
+    shape = Shape(nodes=nodes, pools=pools, pods_per_node=pods_per_node, asg_nodes=10, seed=7)
+    result = many_clusters(1, warnings, concurrency, latency_ms, shape=shape, ledger=ledger)
+    return {**result, "nodes": nodes, "ledger": ledger}
+
+
 def many_clusters(
     clusters: int = 50,
     per_cluster: int = 20,
@@ -298,12 +363,14 @@ def many_clusters(
     *,
     restored: bool = True,
     discovered: bool = False,
+    shape: Shape = Shape(),
+    ledger: str = "memory",
 ) -> dict[str, Any]:
     """``restored``: the invocations' environments start from a SnapStart snapshot, as the
     stack deploys them (``SnapStart: ApplyOn: PublishedVersions``); False: initialised without
     SnapStart, so each describes a cluster on its first warning for it."""
     names = _names(clusters)
-    fleet = _fleet(clusters, per_cluster)
+    fleet = _fleet(clusters, per_cluster, shape=shape)
     order = _interleaved(fleet, per_cluster)
     batches: list[Batch] = []
     for start in range(0, len(order), 10):
@@ -315,7 +382,7 @@ def many_clusters(
     servers = [
         _CONTEXT.Process(
             target=_serve_api_servers,
-            args=(theirs, clusters, per_cluster, latency_ms, shard),
+            args=(theirs, clusters, per_cluster, latency_ms, shard, shape),
         )
         for (theirs, _), shard in zip(pipes, _shards(clusters), strict=True)
     ]
@@ -351,6 +418,7 @@ def many_clusters(
                     results,
                     restored,
                     discovered,
+                    ledger,
                 ),
             )
             for _ in range(concurrency)

@@ -111,8 +111,8 @@ def moto_aws() -> Iterator[None]:
     """In-process moto for every AWS service, with dummy credentials (nothing leaves)."""
     from moto import mock_aws
 
-    saved = {k: os.environ.get(k) for k in _AWS_ENV}
-    os.environ.update(_AWS_ENV)
+    saved = {k: os.environ.get(k) for k in AWS_ENV}
+    os.environ.update(AWS_ENV)
     try:
         with mock_aws():
             yield
@@ -124,7 +124,7 @@ def moto_aws() -> Iterator[None]:
                 os.environ[key] = value
 
 
-_AWS_ENV = {
+AWS_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",
     "AWS_SESSION_TOKEN": "testing",

@@ -141,6 +141,7 @@ def table(summary: dict[str, Any]) -> str:
             )
         )
         out.append("")
+    out.extend(_process_storms(summary.get("process_storms") or []))
     out.extend(_throttled(summary.get("throttled_storm")))
     cold = summary.get("cold_start")
     if cold:
@@ -274,6 +275,33 @@ def table(summary: dict[str, Any]) -> str:
         rows.append([name, v["value"], limit, met, "checked" if v.get("checked") else "info"])
     out.append(_table(["target", "measured", "limit", "", "--check"], rows))
     return "\n".join(out)
+
+
+def _process_storms(storms: list[dict[str, Any]]) -> list[str]:
+    """bench.fleet.one_cluster: the burst storm with each invocation a process."""
+    if not storms:
+        return []
+    rows = [
+        [
+            s["nodes"],
+            s["ledger"],
+            s["events"],
+            s["tainted"],
+            s["batch_item_failures"],
+            f"{s['receipt_to_tainted_ms']['p50']} ms",
+            f"{s['receipt_to_tainted_ms']['p99']} ms",
+            f"{s['receipt_to_tainted_ms']['max']} ms",
+            f"{s['wall_seconds']} s",
+        ]
+        for s in storms
+    ]
+    header = ["nodes", "ledger", "events", "tainted", "failures", "p50", "p99", "max", "wall"]
+    return [
+        "Spot storm, each invocation a process (SnapStart-restored environments, "
+        "receipt -> tainted)",
+        _table(header, rows),
+        "",
+    ]
 
 
 def _throttled(storm: dict[str, Any] | None) -> list[str]:

@@ -69,13 +69,16 @@ TARGETS = {
     "emf_documents_per_dimension_group": 1.0,
     "storm_p99_receipt_to_tainted_s": 10.0,
     # The largest cluster's burst storm with the Powertools ledger on DynamoDB (a round trip
-    # away, its cost off the bench's GIL: bench.dynamodb), no throttling: p99 receipt -> tainted.
-    # Restated from issue 36's 1 s, which stays open: here the 10 invocations are threads of
-    # one interpreter on the machine's cores, so one batch's taints wait for the other nine
-    # invocations' ledger writes (2 ms of botocore CPU a notice) and replacements, where each
-    # Lambda environment has its CPU to itself. 2.5 s is what this bench shows with the taint
-    # phase and the opt-out verdicts (2.38 s in the last whole run; 2.45-3.15 s before them).
-    "dynamodb_storm_p99_receipt_to_tainted_s": 2.5,
+    # away: bench.dynamodb), no throttling, p99 receipt -> tainted (issue 36: 1 s). Measured
+    # with the fleet's layout (bench.fleet.one_cluster): each of the 10 invocations its own
+    # process, restored from a SnapStart snapshot, as Lambda runs them. Where the ledger's
+    # time went in the storm as threads of one interpreter (2.38 s there against 0.98 s with
+    # the ledger in memory): not DynamoDB's round trips (the taint comes before the ledger's
+    # first write) nor its CPU (1.4 ms of botocore a notice) but the one interpreter lock the
+    # ten invocations shared, each request's wait for it behind the other nine's work. With
+    # an interpreter each, the ledger adds about 20 ms at p99. The threads storms are still
+    # reported beside it.
+    "dynamodb_storm_p99_receipt_to_tainted_s": 1.0,
     # 1,000 warnings over a minute with EC2 throttled, 429s and DynamoDB (bench.frictions).
     "throttled_storm_p99_receipt_to_tainted_s": 2.0,
     "throttled_storm_tainted_before_deadline_share": 1.0,
@@ -138,6 +141,9 @@ class Options:
     hand_over: bool = True
     # The burst storm at each size with the ledger on DynamoDB a round trip away (bench.dynamodb).
     dynamodb_storms: bool = True
+    # The burst storm at the largest size with each invocation a process (bench.fleet), the
+    # ledger in memory and on DynamoDB: what the DynamoDB-ledger target is judged on.
+    process_storms: bool = True
     # The storm over a minute at the largest size, EC2 throttled (bench.frictions).
     throttled_storm: bool = True
     throttled_spread_s: float = 60.0
@@ -278,6 +284,25 @@ def run(options: Options) -> dict[str, Any]:
             )
             del cluster
             gc.collect()
+    if options.process_storms:
+        size = max(options.nodes)
+        summary["process_storms"] = []
+        for ledger in ("memory", "dynamodb"):
+            _log(
+                f"storm: {options.events} events, {size} nodes, {ledger} ledger, "
+                f"{options.concurrency} invocations as processes"
+            )
+            summary["process_storms"].append(
+                fleet.one_cluster(
+                    size,
+                    options.events,
+                    options.concurrency,
+                    options.latency_ms,
+                    ledger=ledger,
+                    pools=options.pools,
+                    pods_per_node=options.pods_per_node,
+                )
+            )
     if options.fleet:
         _log(f"fleet: {options.fleet_clusters} clusters x {options.fleet_warnings} warnings")
         shape = (
@@ -425,11 +450,14 @@ def verdicts(summary: dict[str, Any]) -> dict[str, Any]:
 
 def _ledger_and_throttled_verdicts(summary: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    on_dynamodb = [s for s in summary["storms"] if s["ledger"] == "dynamodb"]
+    on_dynamodb = [s for s in summary.get("process_storms", []) if s["ledger"] == "dynamodb"]
     largest = max(on_dynamodb, key=lambda s: s["nodes"], default=None)
     p99 = None if largest is None else round(largest["receipt_to_tainted_ms"]["p99"] / 1000, 3)
     verdict = _verdict(p99, TARGETS["dynamodb_storm_p99_receipt_to_tainted_s"])
     verdict["nodes"] = None if largest is None else largest["nodes"]
+    all_tainted = largest is not None and largest["tainted"] == largest["events"]
+    verdict["all_events_tainted"] = all_tainted
+    verdict["met"] = None if largest is None else bool(verdict["met"] and all_tainted)
     out["dynamodb_storm_p99_receipt_to_tainted_s"] = verdict
     throttled = summary.get("throttled_storm") or {}
     p99 = throttled.get("receipt_to_tainted_ms", {}).get("p99")
@@ -492,6 +520,11 @@ def parse_args(argv: list[str] | None = None) -> tuple[Options, Path | None]:
         help="skip the storms with the ledger on DynamoDB in a process of its own",
     )
     parser.add_argument(
+        "--no-process-storms",
+        action="store_true",
+        help="skip the storms with each invocation a process (the DynamoDB-ledger target's)",
+    )
+    parser.add_argument(
         "--api-server-in-process",
         action="store_true",
         help="run the storms' Kubernetes emulator in the bench's own interpreter (as before)",
@@ -522,6 +555,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[Options, Path | None]:
     options.hand_over &= not args.no_hand_over
     options.throttled_storm &= not args.no_throttled_storm
     options.dynamodb_storms &= not args.no_dynamodb_storms
+    options.process_storms &= not args.no_process_storms
     options.api_server_process &= not args.api_server_in_process
     options.check = args.check
     return options, args.out

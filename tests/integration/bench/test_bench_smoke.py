@@ -41,6 +41,7 @@ def tiny_options() -> Options:
     # The storms' API server in the bench's process: counts, not timings (a process of its
     # own costs a spawned interpreter per storm; tests/integration/bench/test_api_server.py).
     options.api_server_process = False
+    options.process_storms = False  # processes of their own: the quick configuration's
     return options
 
 
@@ -147,6 +148,50 @@ def test_a_missed_ratio_fails_the_check_and_a_missed_time_does_not() -> None:
     assert failed_checks({"replay_yaml_ratio": missed_ratio}) == ["replay_yaml_ratio"]
     assert failed_checks({"throttled_storm_p99_receipt_to_tainted_s": missed_time}) == []
     assert failed_checks({"replay_yaml_ratio": {**missed_ratio, "met": None}}) == []
+
+
+def _storm(ledger: str, nodes: int, p99_ms: float, tainted: int = 100) -> dict[str, Any]:
+    return {
+        "ledger": ledger,
+        "nodes": nodes,
+        "events": 100,
+        "tainted": tainted,
+        "receipt_to_tainted_ms": {"p99": p99_ms},
+    }
+
+
+def test_the_dynamodb_ledger_target_is_judged_on_the_largest_process_storm() -> None:
+    """Issue 36's 1 s: the storm with each invocation a process (bench.fleet.one_cluster),
+    its largest cluster, the ledger on DynamoDB; a warning left untainted misses it."""
+    from bench.runner import _ledger_and_throttled_verdicts
+
+    storms = [
+        _storm("memory", 5000, 400.0),
+        _storm("dynamodb", 500, 1900.0),
+        _storm("dynamodb", 5000, 800.0),
+    ]
+    verdict = _ledger_and_throttled_verdicts({"process_storms": storms})[
+        "dynamodb_storm_p99_receipt_to_tainted_s"
+    ]
+    assert (verdict["value"], verdict["nodes"], verdict["met"]) == (0.8, 5000, True)
+    storms[2] = _storm("dynamodb", 5000, 800.0, tainted=99)
+    verdict = _ledger_and_throttled_verdicts({"process_storms": storms})[
+        "dynamodb_storm_p99_receipt_to_tainted_s"
+    ]
+    assert verdict["met"] is False
+    unmeasured = _ledger_and_throttled_verdicts({})["dynamodb_storm_p99_receipt_to_tainted_s"]
+    assert unmeasured["met"] is None
+
+
+@pytest.mark.bench
+def test_a_process_storm_on_the_dynamodb_ledger_taints_every_warning() -> None:
+    """bench.fleet.one_cluster: each invocation a process with Powertools' ledger on
+    bench.dynamodb's table; every warning tainted, every record acted on, none failed."""
+    from bench import fleet
+
+    storm = fleet.one_cluster(60, 30, concurrency=3, latency_ms=0.0, ledger="dynamodb")
+    assert storm["tainted"] == storm["events"] == 30
+    assert storm["outcomes"] == {"acted": 30} and storm["batch_item_failures"] == 0
 
 
 def test_the_check_exits_1_on_a_missed_ratio(monkeypatch: pytest.MonkeyPatch) -> None:
