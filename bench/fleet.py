@@ -305,10 +305,14 @@ def _invocation(
     before = (catalog.calls.list_clusters, catalog.calls.describe_cluster) if catalog else (0, 0)
     ready.put(None)
     go.wait()
+    register = getattr(pipeline.ledger, "register_lambda_context", None)
     while (index := work.get()) is not None:
         receipts[index] = time.perf_counter()
+        context = LambdaContext()
+        if register is not None:  # as functions/interruption/app.py does each invocation
+            register(context)
         response = handle_batch(
-            batches[index][0], LambdaContext(), pipeline, metrics=NullMetrics(), logger=log
+            batches[index][0], context, pipeline, metrics=NullMetrics(), logger=log
         )
         failures += len(response.get("batchItemFailures", []))
     # Discovery calls: at the snapshot (once per published version), and during the storm.
