@@ -238,10 +238,11 @@ def _serve_api_servers(
             ) in emulator.timed_request_log():
                 if verb == "patch" and resource == "nodes" and node not in patched:
                     patched[node] = answered if answered is not None else arrived
-            tainted = {
+            tainted = {  # tainted and cordoned, as the threads storm counts them
                 o["metadata"]["name"]
                 for o in emulator.objects("Node")
-                if any(t.get("key") == key for t in o["spec"].get("taints") or [])
+                if o["spec"].get("unschedulable")
+                and any(t.get("key") == key for t in o["spec"].get("taints") or [])
             }
             served[name] = (patched, tainted)
         conn.send(served)
@@ -273,6 +274,7 @@ def _invocation(
     ``discovered``: no cluster is named; each is served by its tag (``lifeboat.aws.discovery``),
     found by ListClusters and DescribeCluster (:class:`EmulatedEks`)."""
     settings = Settings(clusters=tuple(urls))
+    the_ledger, table = _ledger(ledger)
     auth = EmulatedEksAuth(urls)
     clusters = EksClusters(settings, auth)  # type: ignore[arg-type]
     catalog = None
@@ -291,7 +293,7 @@ def _invocation(
         directory=StaticInstanceDirectory(infos),
         settings=settings,
         clock=utc_now,
-        ledger=_ledger(ledger),
+        ledger=the_ledger,
         workers=BATCH_WORKERS,
         scope=catalog,
     )
@@ -301,6 +303,7 @@ def _invocation(
         snapstart.after_restore(service)
     log = DecisionLog()
     receipts: dict[int, float] = {}
+    invocation_seconds: list[float] = []
     failures = 0
     before = (catalog.calls.list_clusters, catalog.calls.describe_cluster) if catalog else (0, 0)
     ready.put(None)
@@ -315,6 +318,7 @@ def _invocation(
             batches[index][0], context, pipeline, metrics=NullMetrics(), logger=log
         )
         failures += len(response.get("batchItemFailures", []))
+        invocation_seconds.append(time.perf_counter() - receipts[index])
     # Discovery calls: at the snapshot (once per published version), and during the storm.
     calls = {
         "snapshot_list_pages": before[0],
@@ -322,12 +326,17 @@ def _invocation(
         "storm_list_pages": (catalog.calls.list_clusters - before[0]) if catalog else 0,
         "storm_describes": (catalog.calls.describe_cluster - before[1]) if catalog else 0,
     }
-    results.put((receipts, failures, dict(log.outcomes), calls))
+    ledger_requests = table.requests if table is not None else 0
+    results.put(
+        (receipts, failures, dict(log.outcomes), calls, invocation_seconds, ledger_requests)
+    )
 
 
-def _ledger(kind: str) -> Ledger:
+def _ledger(kind: str) -> tuple[Ledger, Any]:
+    """The environment's ledger, and its DynamoDB table (None in memory), whose request
+    count says the ledger was written to."""
     if kind == "memory":
-        return MemoryLedger()
+        return MemoryLedger(), None
     if kind != "dynamodb":
         raise ValueError(f"unknown ledger {kind!r}")
     from bench.dynamodb import DynamoDbTable
@@ -336,7 +345,7 @@ def _ledger(kind: str) -> Ledger:
 
     os.environ.update(AWS_ENV)  # dummy credentials: botocore signs, nothing leaves
     table = DynamoDbTable(IDEMPOTENCY_TABLE)
-    return PowertoolsLedger(IDEMPOTENCY_TABLE, boto3_client=table.client())
+    return PowertoolsLedger(IDEMPOTENCY_TABLE, boto3_client=table.client()), table
 
 
 def one_cluster(
@@ -437,12 +446,16 @@ def many_clusters(
         failures = 0
         outcomes: Counter[str] = Counter()
         calls: Counter[str] = Counter()
+        invocation_seconds: list[float] = []
+        ledger_requests = 0
         for _ in invocations:
-            theirs, failed, seen, called = _take(results, invocations)
+            theirs, failed, seen, called, durations, requests = _take(results, invocations)
             receipts.update(theirs)
             failures += failed
             outcomes.update(seen)
             calls.update(called)
+            invocation_seconds += durations
+            ledger_requests += requests
         wall = time.perf_counter() - started
         for process in invocations:
             process.join(_PATIENCE_SECONDS)
@@ -463,11 +476,13 @@ def many_clusters(
                 server.kill()
 
     per_cluster_latency: dict[str, list[float]] = {name: [] for name in names}
+    from_start: list[float] = []
     for index, (_event, records) in enumerate(batches):
         for cluster_name, node in records:
             patched, tainted = served[cluster_name]
             if node in tainted:
                 per_cluster_latency[cluster_name].append(patched[node] - receipts[index])
+                from_start.append(patched[node] - started)
     everything = [x for values in per_cluster_latency.values() for x in values]
     worst = {
         name: round(max(values) * 1000, 1) if values else None
@@ -489,11 +504,14 @@ def many_clusters(
         "tainted": len(everything),
         "batch_item_failures": failures,
         "outcomes": dict(outcomes),
-        "receipt_to_tainted_ms": {
-            "p50": round(statistics.median(everything) * 1000, 1) if everything else None,
-            "p99": round(_percentile(everything, 99) * 1000, 1) if everything else None,
-            "max": round(max(everything) * 1000, 1) if everything else None,
-        },
+        "receipt_to_tainted_ms": _summary_ms(everything),
+        # What receipt -> tainted does not see: a longer invocation (the ledger's round trips
+        # come after the taints) takes its next batch later.
+        "storm_start_to_tainted_ms": _summary_ms(from_start),
+        "invocation_ms": _summary_ms(invocation_seconds),
+        # Requests the environments' DynamoDB tables answered (0 with the ledger in memory):
+        # two a warning (Powertools' PutItem and UpdateItem) when the ledger did its work.
+        "ledger_requests": ledger_requests,
         # Starvation shows as one cluster's worst far above the others', or untainted nodes.
         "worst_cluster_max_ms": max((v for v in worst.values() if v is not None), default=None),
         "best_cluster_max_ms": min((v for v in worst.values() if v is not None), default=None),
@@ -515,6 +533,14 @@ def _take(queue: Any, processes: list[BaseProcess]) -> Any:
             if failed:
                 raise RuntimeError(f"an invocation's process failed (exit {failed[0]})") from None
     raise RuntimeError("the fleet's invocations did not answer in time")
+
+
+def _summary_ms(values: list[float]) -> dict[str, float | None]:
+    return {
+        "p50": round(statistics.median(values) * 1000, 1) if values else None,
+        "p99": round(_percentile(values, 99) * 1000, 1) if values else None,
+        "max": round(max(values) * 1000, 1) if values else None,
+    }
 
 
 def _percentile(values: list[float], q: float) -> float:

@@ -291,11 +291,27 @@ def _process_storms(storms: list[dict[str, Any]]) -> list[str]:
             f"{s['receipt_to_tainted_ms']['p50']} ms",
             f"{s['receipt_to_tainted_ms']['p99']} ms",
             f"{s['receipt_to_tainted_ms']['max']} ms",
+            f"{s['storm_start_to_tainted_ms']['max']} ms",
+            f"{s['invocation_ms']['p50']} ms",
+            s["ledger_requests"],
             f"{s['wall_seconds']} s",
         ]
         for s in storms
     ]
-    header = ["nodes", "ledger", "events", "tainted", "failures", "p50", "p99", "max", "wall"]
+    header = [
+        "nodes",
+        "ledger",
+        "events",
+        "tainted",
+        "failures",
+        "p50 rcpt->taint",
+        "p99 rcpt->taint",
+        "max rcpt->taint",
+        "max start->taint",
+        "p50 invoc.",
+        "ledger req.",
+        "wall",
+    ]
     return [
         "Spot storm, each invocation a process (SnapStart-restored environments, "
         "receipt -> tainted)",

@@ -455,9 +455,16 @@ def _ledger_and_throttled_verdicts(summary: dict[str, Any]) -> dict[str, Any]:
     p99 = None if largest is None else round(largest["receipt_to_tainted_ms"]["p99"] / 1000, 3)
     verdict = _verdict(p99, TARGETS["dynamodb_storm_p99_receipt_to_tainted_s"])
     verdict["nodes"] = None if largest is None else largest["nodes"]
-    all_tainted = largest is not None and largest["tainted"] == largest["events"]
-    verdict["all_events_tainted"] = all_tainted
-    verdict["met"] = None if largest is None else bool(verdict["met"] and all_tainted)
+    # Every warning tainted, no record failed, and the ledger written (two requests a
+    # warning): the taint comes before the ledger's first write, so a ledger failing every
+    # write would otherwise still meet the bound.
+    sound = largest is not None and (
+        largest["tainted"] == largest["events"]
+        and largest["batch_item_failures"] == 0
+        and largest.get("ledger_requests", 0) >= 2 * largest["events"]
+    )
+    verdict["all_events_tainted_and_recorded"] = sound
+    verdict["met"] = None if largest is None else bool(verdict["met"] and sound)
     out["dynamodb_storm_p99_receipt_to_tainted_s"] = verdict
     throttled = summary.get("throttled_storm") or {}
     p99 = throttled.get("receipt_to_tainted_ms", {}).get("p99")

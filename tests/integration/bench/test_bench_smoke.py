@@ -150,19 +150,24 @@ def test_a_missed_ratio_fails_the_check_and_a_missed_time_does_not() -> None:
     assert failed_checks({"replay_yaml_ratio": {**missed_ratio, "met": None}}) == []
 
 
-def _storm(ledger: str, nodes: int, p99_ms: float, tainted: int = 100) -> dict[str, Any]:
+def _storm(
+    ledger: str, nodes: int, p99_ms: float, tainted: int = 100, requests: int = 200
+) -> dict[str, Any]:
     return {
         "ledger": ledger,
         "nodes": nodes,
         "events": 100,
         "tainted": tainted,
+        "batch_item_failures": 0,
+        "ledger_requests": requests,
         "receipt_to_tainted_ms": {"p99": p99_ms},
     }
 
 
 def test_the_dynamodb_ledger_target_is_judged_on_the_largest_process_storm() -> None:
     """Issue 36's 1 s: the storm with each invocation a process (bench.fleet.one_cluster),
-    its largest cluster, the ledger on DynamoDB; a warning left untainted misses it."""
+    its largest cluster, the ledger on DynamoDB; a warning left untainted, a record failed or
+    a ledger that was not written misses it."""
     from bench.runner import _ledger_and_throttled_verdicts
 
     storms = [
@@ -174,11 +179,16 @@ def test_the_dynamodb_ledger_target_is_judged_on_the_largest_process_storm() -> 
         "dynamodb_storm_p99_receipt_to_tainted_s"
     ]
     assert (verdict["value"], verdict["nodes"], verdict["met"]) == (0.8, 5000, True)
-    storms[2] = _storm("dynamodb", 5000, 800.0, tainted=99)
-    verdict = _ledger_and_throttled_verdicts({"process_storms": storms})[
-        "dynamodb_storm_p99_receipt_to_tainted_s"
-    ]
-    assert verdict["met"] is False
+    for unsound in (
+        _storm("dynamodb", 5000, 800.0, tainted=99),
+        _storm("dynamodb", 5000, 800.0, requests=0),  # a ledger that never wrote
+        {**_storm("dynamodb", 5000, 800.0), "batch_item_failures": 1},
+    ):
+        storms[2] = unsound
+        verdict = _ledger_and_throttled_verdicts({"process_storms": storms})[
+            "dynamodb_storm_p99_receipt_to_tainted_s"
+        ]
+        assert verdict["met"] is False
     unmeasured = _ledger_and_throttled_verdicts({})["dynamodb_storm_p99_receipt_to_tainted_s"]
     assert unmeasured["met"] is None
 
@@ -192,6 +202,8 @@ def test_a_process_storm_on_the_dynamodb_ledger_taints_every_warning() -> None:
     storm = fleet.one_cluster(60, 30, concurrency=3, latency_ms=0.0, ledger="dynamodb")
     assert storm["tainted"] == storm["events"] == 30
     assert storm["outcomes"] == {"acted": 30} and storm["batch_item_failures"] == 0
+    assert storm["ledger_requests"] == 60  # PutItem and UpdateItem a warning
+    assert storm["invocation_ms"]["p50"] is not None
 
 
 def test_the_check_exits_1_on_a_missed_ratio(monkeypatch: pytest.MonkeyPatch) -> None:
