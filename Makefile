@@ -9,7 +9,7 @@ DEMO_AT ?= 2026-12-01T14:05:00Z
 # instance, one with an EC2 scheduled event. Not an SQS message, so not in events/*.json.
 STATUS_SAMPLE := events/status/describe-instance-status.json
 
-.PHONY: lock demo test bytecode sam-checks lint typecheck typecheck-3.11 typecheck-3.13 docs docs-examples docs-check npm chromium follow bench bench-health-split bench-hand-over soak bench-check mutants clean stackset-template
+.PHONY: lock demo test bytecode test-bytecode sam-checks lint typecheck typecheck-3.11 typecheck-3.13 docs docs-examples docs-check npm chromium follow bench bench-health-split bench-hand-over soak bench-check mutants clean stackset-template
 
 include sam.mk
 
@@ -68,7 +68,7 @@ follow: $(VENV)/.installed
 TEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print((os.cpu_count() or 1) + 1)')
 test: export PYTHONDONTWRITEBYTECODE =
 test: $(VENV)/.installed-dev
-	$(MAKE) --no-print-directory -j2 --output-sync=target bytecode lint typecheck-3.11 typecheck-3.13 sam-checks docs-check
+	$(MAKE) --no-print-directory -j2 --output-sync=target bytecode test-bytecode lint typecheck-3.11 typecheck-3.13 sam-checks docs-check
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal --cov \
 		--cov-report=json:coverage.json \
 		--cov-report=
@@ -76,6 +76,13 @@ test: $(VENV)/.installed-dev
 
 bytecode: $(VENV)/.installed-dev
 	$(BIN)/python -m compileall -q -j0 layers/lifeboat/lifeboat local functions bench docsite
+
+# pytest's assertion rewriting done once, beside the other checks: collecting writes each
+# test module's rewritten bytecode, which the workers then load. On a new clone each worker
+# otherwise rewrote every test module itself (the same tree with and without that bytecode,
+# pytest only: 207 s and 288 s). After bytecode: the layer's own files are compiled by then.
+test-bytecode: $(VENV)/.installed-dev bytecode
+	$(BIN)/python -m pytest --collect-only -q -p no:cacheprovider > /dev/null
 
 # In order (-j1: the sub-make would otherwise inherit make test's -j2 and measure the layer
 # before it is built), after the bytecode (sam build copies the layer's sources while
